@@ -1,0 +1,136 @@
+// File: allocate.h
+//
+// The proration engine: SEMANTICS.md (docs/semantics.md) implemented to the
+// letter. Every cost line is prorated over the consumers whose usage samples
+// overlap it, on the basis the policy names; what no consumer took is idle.
+//
+// Example (one shot):
+//   gpucost::AllocationPolicy policy;               // allocated, keep, by consumer
+//   absl::StatusOr<gpucost::Allocation> result =
+//       gpucost::Allocate(costs, samples, inventory, /*workloads=*/nullptr, policy);
+//
+// Example (streaming, samples in chunks of any order; same result):
+//   auto allocator = gpucost::Allocator::Create(costs, inventory, nullptr, policy);
+//   for (const auto& chunk : chunks) (void)allocator->AddSamples(chunk);
+//   absl::StatusOr<gpucost::Allocation> result = allocator->Finish();
+#ifndef GPUCOST_ALLOCATE_H_
+#define GPUCOST_ALLOCATE_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "gpucost/columns.h"
+#include "gpucost/time.h"
+
+namespace gpucost {
+
+// The reserved consumer and label values of SEMANTICS 2-4.
+inline constexpr std::string_view kIdle = "__idle__";
+inline constexpr std::string_view kUnattributed = "__unattributed__";
+inline constexpr std::string_view kUnlabelled = "__unlabelled__";
+
+enum class Basis { kAllocated, kUsed, kBlended };
+enum class IdleMode { kKeep, kShare };
+
+[[nodiscard]] absl::StatusOr<Basis> ParseBasis(std::string_view basis);
+[[nodiscard]] absl::StatusOr<IdleMode> ParseIdleMode(std::string_view idle);
+
+struct AllocationPolicy {
+  Basis basis = Basis::kAllocated;
+  double alpha = 0.5;  // blended weight of GPU time vs memory, in [0, 1]
+  IdleMode idle = IdleMode::kKeep;
+  // Seconds a sample stands for when the samples have no duration column.
+  double interval_seconds = 60.0;
+  // Result groups: "consumer", "resource_id", "period" or label columns of
+  // the workloads table, in the order the result is sorted by.
+  std::vector<std::string> by = {"consumer"};
+  // Required when `by` contains "period".
+  std::optional<PeriodFreq> freq;
+};
+
+// SEMANTICS 5. The four sample counts add up to samples_total.
+struct Diagnostics {
+  int64_t lines_total = 0;
+  int64_t lines_unattributed = 0;
+  int64_t lines_oversubscribed = 0;
+  int64_t samples_total = 0;
+  int64_t samples_no_consumer = 0;
+  int64_t samples_unknown_resource = 0;
+  int64_t samples_outside_lines = 0;
+  int64_t samples_used = 0;
+};
+
+// One key column of the result. String keys are codes into `dictionary`,
+// which is sorted, so code order is value order. The "period" key holds
+// instants (ns, UTC) in `period` instead.
+struct KeyColumn {
+  std::string name;
+  std::vector<int32_t> codes;
+  std::vector<std::string> dictionary;
+  std::vector<int64_t> period;
+
+  [[nodiscard]] bool is_period() const { return name == "period"; }
+};
+
+// One row per group, sorted by the key columns in `by` order.
+struct Allocation {
+  std::vector<KeyColumn> keys;
+  std::vector<double> cost;
+  std::vector<double> idle_cost;
+  std::vector<double> list_cost;  // empty when the cost lines had none
+  std::vector<double> gpu_hours;
+  std::vector<double> effective_gpu_hours;
+  std::vector<double> mem_gib_hours;
+  std::vector<double> cost_per_effective_gpu_hour;  // NaN where no effective hours
+  Diagnostics diagnostics;
+
+  bool has_list_cost = false;  // whether the cost lines had a list_cost column
+
+  [[nodiscard]] size_t size() const { return cost.size(); }
+};
+
+// Streaming allocator: cost lines, inventory and workloads up front, samples
+// in chunks of any size and order, then Finish(). Memory grows with cost
+// lines and (line, consumer) pairs, not with samples.
+//
+// An error in AddSamples() is sticky: Finish() then returns it too, so a
+// partially fed allocator never yields a result.
+class Allocator {
+ public:
+  // Validates and indexes the tables (copied in; they need not outlive this).
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<Allocator>> Create(
+      const CostColumns& costs, const InventoryColumns& inventory,
+      const WorkloadColumns* workloads, const AllocationPolicy& policy);
+
+  ~Allocator();
+  Allocator(const Allocator&) = delete;
+  Allocator& operator=(const Allocator&) = delete;
+
+  // Adds one chunk of samples. Row numbers in errors count from the first
+  // row of the first chunk.
+  [[nodiscard]] absl::Status AddSamples(const SampleColumns& samples);
+
+  // Prorates every line and groups the result. Call once.
+  [[nodiscard]] absl::StatusOr<Allocation> Finish();
+
+ private:
+  struct State;
+  explicit Allocator(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+// One-shot allocation: Create, AddSamples once, Finish.
+[[nodiscard]] absl::StatusOr<Allocation> Allocate(
+    const CostColumns& costs, const SampleColumns& samples,
+    const InventoryColumns& inventory, const WorkloadColumns* workloads,
+    const AllocationPolicy& policy);
+
+}  // namespace gpucost
+
+#endif  // GPUCOST_ALLOCATE_H_

@@ -1,0 +1,114 @@
+// File: columns.h
+//
+// Columnar views the engine reads. Nothing here owns memory: each view points
+// at caller-owned arrays (numpy buffers from Python, vectors in C++), which
+// must outlive the call that reads them.
+//
+// Strings are dictionary-encoded: a StringColumn is an int32 code per row and
+// a dictionary of distinct values. Tables may use different dictionaries; the
+// engine joins them on the dictionary values, never on codes.
+//
+// Example:
+//   gpucost::EncodedStrings ids = gpucost::EncodeStrings({"i-1", "i-1"});
+//   gpucost::CostColumns costs{.resource_id = ids.view(), ...};
+#ifndef GPUCOST_COLUMNS_H_
+#define GPUCOST_COLUMNS_H_
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "gpucost/time.h"
+
+namespace gpucost {
+
+// Code of a missing (null) string. In a consumer column it means "no
+// workload"; elsewhere it is an error.
+inline constexpr int32_t kNullCode = -1;
+
+struct StringColumn {
+  std::span<const int32_t> codes;
+  std::span<const std::string_view> dictionary;
+
+  [[nodiscard]] size_t size() const { return codes.size(); }
+};
+
+// Owning dictionary encoding of a string column, for C++ callers and parsers.
+struct EncodedStrings {
+  std::vector<int32_t> codes;
+  std::vector<std::string> values;
+  std::vector<std::string_view> value_views;  // views of `values`
+
+  [[nodiscard]] StringColumn view() const { return {codes, value_views}; }
+};
+
+// Encodes `values` in order of first appearance.
+[[nodiscard]] EncodedStrings EncodeStrings(
+    std::span<const std::string_view> values);
+[[nodiscard]] EncodedStrings EncodeStrings(
+    std::span<const std::string> values);
+
+// Incremental dictionary encoder for parsers that see values one at a time.
+class StringEncoder {
+ public:
+  int32_t Add(std::string_view value);
+  void AddNull() { encoded_.codes.push_back(kNullCode); }
+  [[nodiscard]] size_t size() const { return encoded_.codes.size(); }
+  // Finishes the encoding; the encoder is empty afterwards.
+  [[nodiscard]] EncodedStrings Finish();
+
+ private:
+  EncodedStrings encoded_;
+  absl::flat_hash_map<std::string, int32_t> index_;
+};
+
+// SEMANTICS 1.1: cost lines. `list_cost` is optional (empty span = absent).
+struct CostColumns {
+  StringColumn resource_id;
+  std::span<const int64_t> start;  // instant, in `time_unit`
+  std::span<const int64_t> end;    // instant, exclusive
+  std::span<const double> cost;
+  std::span<const double> list_cost;
+  TimeUnit time_unit = TimeUnit::kNanosecond;
+};
+
+// SEMANTICS 1.2: one row per GPU device.
+struct InventoryColumns {
+  StringColumn resource_id;
+  std::span<const int32_t> device;
+  std::span<const double> mem_capacity;  // bytes
+};
+
+// SEMANTICS 1.3: usage samples. `duration` is optional (empty span = every
+// sample stands for the policy's interval).
+struct SampleColumns {
+  std::span<const int64_t> timestamp;  // instant, in `time_unit`
+  StringColumn resource_id;
+  std::span<const int32_t> device;
+  StringColumn consumer;  // kNullCode or "" = no workload
+  std::span<const double> share;
+  std::span<const double> util;
+  std::span<const double> mem_used;  // bytes
+  std::span<const int64_t> duration;  // in `time_unit`
+  TimeUnit time_unit = TimeUnit::kNanosecond;
+
+  [[nodiscard]] size_t size() const { return timestamp.size(); }
+};
+
+// SEMANTICS 1.4: one row per consumer with any number of label columns.
+struct LabelColumn {
+  std::string_view name;
+  StringColumn values;  // kNullCode = no value (reported as "__unlabelled__")
+};
+struct WorkloadColumns {
+  StringColumn consumer;
+  std::vector<LabelColumn> labels;
+};
+
+}  // namespace gpucost
+
+#endif  // GPUCOST_COLUMNS_H_

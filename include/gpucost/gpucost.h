@@ -1,0 +1,13 @@
+// File: gpucost.h
+//
+// Umbrella header: everything a C++ caller needs to prorate a bill over GPU
+// usage. See docs/guide.md for a walk-through.
+#ifndef GPUCOST_GPUCOST_H_
+#define GPUCOST_GPUCOST_H_
+
+#include "gpucost/allocate.h"
+#include "gpucost/columns.h"
+#include "gpucost/status.h"
+#include "gpucost/time.h"
+
+#endif  // GPUCOST_GPUCOST_H_

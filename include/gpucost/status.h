@@ -1,0 +1,60 @@
+// File: status.h
+//
+// Error plumbing shared by every gpucost function. Fallible public functions
+// return absl::Status or absl::StatusOr<T>; no exception crosses the API.
+//
+// Debian's Abseil (20220623) has its own absl::string_view, distinct from
+// std::string_view, and predates ABSL_RETURN_IF_ERROR. So messages are built
+// as std::string and the propagation macros are ours.
+#ifndef GPUCOST_STATUS_H_
+#define GPUCOST_STATUS_H_
+
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace gpucost {
+
+// An InvalidArgument error naming the table (or file), the row and the column,
+// in the one format every gpucost message uses:
+//   "usage: row 17, column 'share': 1.5 is outside (0, 1]"
+// `row` is the 0-based position in a table, or a 1-based line number when the
+// table is a file (parsers say "line" then; see TableError below).
+[[nodiscard]] absl::Status RowError(std::string_view table, long long row,
+                                    std::string_view column,
+                                    std::string_view what);
+
+// An InvalidArgument error about a table as a whole (a missing column).
+[[nodiscard]] absl::Status TableError(std::string_view table,
+                                      std::string_view what);
+
+// An InvalidArgument error about a parameter of a call.
+[[nodiscard]] absl::Status ParameterError(std::string_view parameter,
+                                          std::string_view what);
+
+}  // namespace gpucost
+
+#define GPUCOST_STATUS_CONCAT_INNER_(a, b) a##b
+#define GPUCOST_STATUS_CONCAT_(a, b) GPUCOST_STATUS_CONCAT_INNER_(a, b)
+
+// Returns from the enclosing function when `expr` (an absl::Status) is not OK.
+#define GPUCOST_RETURN_IF_ERROR(expr)                   \
+  do {                                                  \
+    ::absl::Status gpucost_status_ = (expr);            \
+    if (!gpucost_status_.ok()) return gpucost_status_;  \
+  } while (false)
+
+// `GPUCOST_ASSIGN_OR_RETURN(auto x, Foo());` assigns the value of an
+// absl::StatusOr or returns its error.
+#define GPUCOST_ASSIGN_OR_RETURN(lhs, rexpr)                                \
+  GPUCOST_ASSIGN_OR_RETURN_IMPL_(                                           \
+      GPUCOST_STATUS_CONCAT_(gpucost_statusor_, __LINE__), lhs, rexpr)
+#define GPUCOST_ASSIGN_OR_RETURN_IMPL_(statusor, lhs, rexpr) \
+  auto statusor = (rexpr);                                   \
+  if (!statusor.ok()) return std::move(statusor).status();   \
+  lhs = std::move(statusor).value()
+
+#endif  // GPUCOST_STATUS_H_

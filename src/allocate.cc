@@ -1,0 +1,972 @@
+// The proration engine (SEMANTICS.md). Layout of the work:
+//
+// 1. Create(): index resources, cut each resource's timeline into segments
+//    (maximal spans where the set of active cost lines does not change) and
+//    validate the tables.
+// 2. AddSamples(): for every sample, add share*overlap, share*util*overlap and
+//    mem_used*overlap to the (segment, consumer) accumulator it overlaps.
+//    Samples come in runs of one series (resource, device, consumer); a run
+//    resolves its accumulator once per segment, not once per sample.
+// 3. Finish(): sum each line's segments per consumer, prorate, group, sort.
+//
+// Overlaps are in nanoseconds; the ratios φ are unit-free, and hours are
+// converted once at the end.
+#include "gpucost/allocate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <string>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "gpucost/status.h"
+
+namespace gpucost {
+namespace {
+
+constexpr double kNanosPerHourD = static_cast<double>(kNanosPerHour);
+constexpr double kBytesPerGiB = 1024.0 * 1024.0 * 1024.0;
+constexpr int32_t kNoResource = -1;
+constexpr int32_t kNoConsumer = -1;
+
+std::string Quoted(std::string_view s) { return absl::StrCat("'", absl::string_view(s.data(), s.size()), "'"); }
+
+std::string Num(double v) { return absl::StrCat(v); }
+
+bool IsReserved(std::string_view v) {
+  return v == kIdle || v == kUnattributed || v == kUnlabelled;
+}
+
+int64_t ScaleInstant(int64_t raw, TimeUnit unit) {
+  // Wrapping multiply: an absurd instant must not be undefined behaviour.
+  return static_cast<int64_t>(static_cast<uint64_t>(raw) *
+                              static_cast<uint64_t>(unit));
+}
+
+// Every required column must have one value per row.
+absl::Status CheckLength(std::string_view table, std::string_view column,
+                         size_t actual, size_t rows, bool optional = false) {
+  if (actual == rows || (optional && actual == 0)) return absl::OkStatus();
+  if (actual == 0) {
+    return TableError(table, absl::StrCat("missing required column '",
+                                          absl::string_view(column.data(), column.size()), "'"));
+  }
+  return TableError(table, absl::StrCat("column '", absl::string_view(column.data(), column.size()),
+                                        "' has ", actual, " values for ", rows, " rows"));
+}
+
+// Codes must index the dictionary (or be kNullCode).
+absl::Status CheckCodes(std::string_view table, std::string_view column,
+                        const StringColumn& col, int64_t row_offset) {
+  const auto dict_size = static_cast<int32_t>(col.dictionary.size());
+  for (size_t i = 0; i < col.codes.size(); ++i) {
+    const int32_t c = col.codes[i];
+    if (c < kNullCode || c >= dict_size) {
+      return RowError(table, row_offset + static_cast<int64_t>(i), column,
+                      absl::StrCat("code ", c, " is not in the dictionary of ",
+                                   dict_size, " values"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// A reserved name used by any row is an error naming the first such row.
+absl::Status CheckNotReserved(std::string_view table, std::string_view column,
+                              const StringColumn& col, int64_t row_offset) {
+  for (size_t d = 0; d < col.dictionary.size(); ++d) {
+    if (!IsReserved(col.dictionary[d])) continue;
+    for (size_t i = 0; i < col.codes.size(); ++i) {
+      if (col.codes[i] == static_cast<int32_t>(d)) {
+        return RowError(table, row_offset + static_cast<int64_t>(i), column,
+                        absl::StrCat(Quoted(col.dictionary[d]),
+                                     " is a reserved name"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+struct Accumulator {
+  double held = 0;  // GPU-ns held: share * overlap
+  double used = 0;  // effective GPU-ns: share * util * overlap
+  double mem = 0;   // byte-ns: mem_used * overlap
+  void Add(const Accumulator& o) {
+    held += o.held;
+    used += o.used;
+    mem += o.mem;
+  }
+};
+
+struct Slot {
+  int64_t segment;
+  int32_t consumer;
+  Accumulator acc;
+};
+
+struct Resource {
+  int32_t devices = 0;  // N_r; 0 = not in the inventory
+  double mem_capacity = 0;  // bytes over all devices
+  int64_t seg_begin = 0;  // segments of this resource: [seg_begin, seg_end)
+  int64_t seg_end = 0;
+};
+
+struct Line {
+  int32_t resource;  // kNoResource: the line names no resource
+  int64_t start;
+  int64_t end;
+  double cost;
+  double list_cost;
+  int64_t seg_begin = 0;
+  int64_t seg_end = 0;
+};
+
+// Key dimension of a result group, in `by` order.
+enum class KeyKind { kConsumer, kResource, kPeriod, kLabel };
+struct KeyDim {
+  KeyKind kind;
+  std::string name;
+  int label = -1;  // index into labels_ for kLabel
+};
+
+// A result group: (consumer key, resource, period). The consumer key is a
+// consumer id when grouping by consumer, a label-tuple id when grouping by
+// labels only, and 0 otherwise.
+struct GroupKey {
+  int32_t consumer_key;
+  int32_t resource;
+  int64_t period;
+  bool operator==(const GroupKey&) const = default;
+  template <typename H>
+  friend H AbslHashValue(H h, const GroupKey& k) {
+    return H::combine(std::move(h), k.consumer_key, k.resource, k.period);
+  }
+};
+
+struct GroupTotals {
+  double cost = 0, idle_cost = 0, list_cost = 0, gpu_ns = 0, used_ns = 0,
+         mem_byte_ns = 0;
+};
+
+}  // namespace
+
+absl::StatusOr<Basis> ParseBasis(std::string_view basis) {
+  if (basis == "allocated") return Basis::kAllocated;
+  if (basis == "used") return Basis::kUsed;
+  if (basis == "blended") return Basis::kBlended;
+  return ParameterError("basis", absl::StrCat("unknown basis ", Quoted(basis),
+                                              " (expected \"allocated\", \"used\" or \"blended\")"));
+}
+
+absl::StatusOr<IdleMode> ParseIdleMode(std::string_view idle) {
+  if (idle == "keep") return IdleMode::kKeep;
+  if (idle == "share") return IdleMode::kShare;
+  return ParameterError("idle", absl::StrCat("unknown idle mode ", Quoted(idle),
+                                             " (expected \"keep\" or \"share\")"));
+}
+
+struct Allocator::State {
+  AllocationPolicy policy;
+  int64_t interval_ns = 0;
+  bool has_list_cost = false;
+
+  // Resources: union of the cost lines' and the inventory's names.
+  absl::flat_hash_map<std::string, int32_t> resource_ids;
+  std::vector<std::string> resource_names;
+  std::vector<Resource> resources;
+
+  std::vector<Line> lines;
+  std::vector<int64_t> seg_start, seg_end;
+  std::vector<uint8_t> seg_active;  // 1 when at least one line covers it
+
+  // Consumers: from the workloads table first, then as samples name them.
+  absl::flat_hash_map<std::string, int32_t> consumer_ids;
+  std::vector<std::string> consumer_names;
+
+  // Labels: per label column, its values and each consumer's value code.
+  struct Label {
+    std::string name;
+    std::vector<std::string> values;
+    absl::flat_hash_map<std::string, int32_t> value_ids;
+    std::vector<int32_t> by_consumer;  // kNullCode = unlabelled
+  };
+  std::vector<Label> labels;
+  int32_t workload_consumers = 0;  // consumer ids below this are in workloads
+
+  std::vector<KeyDim> key_dims;
+
+  absl::flat_hash_map<uint64_t, uint32_t> slot_ids;  // (segment, consumer)
+  std::vector<Slot> slots;
+
+  Diagnostics diagnostics;
+  int64_t rows_seen = 0;
+  absl::Status sticky = absl::OkStatus();
+  bool finished = false;
+
+  int32_t InternResource(std::string_view name) {
+    auto [it, inserted] = resource_ids.try_emplace(
+        std::string(name), static_cast<int32_t>(resource_names.size()));
+    if (inserted) {
+      resource_names.emplace_back(name);
+      resources.emplace_back();
+    }
+    return it->second;
+  }
+
+  int32_t InternConsumer(std::string_view name) {
+    auto [it, inserted] = consumer_ids.try_emplace(
+        std::string(name), static_cast<int32_t>(consumer_names.size()));
+    if (inserted) consumer_names.emplace_back(name);
+    return it->second;
+  }
+
+  Accumulator& SlotFor(int64_t segment, int32_t consumer) {
+    const uint64_t key = (static_cast<uint64_t>(segment) << 32) |
+                         static_cast<uint32_t>(consumer);
+    auto [it, inserted] =
+        slot_ids.try_emplace(key, static_cast<uint32_t>(slots.size()));
+    if (inserted) slots.push_back({segment, consumer, {}});
+    return slots[it->second].acc;
+  }
+
+  absl::Status IndexCosts(const CostColumns& costs);
+  absl::Status IndexInventory(const InventoryColumns& inventory);
+  absl::Status IndexWorkloads(const WorkloadColumns& workloads);
+  absl::Status ResolveKeys();
+  void BuildSegments();
+
+  template <bool kHasDuration>
+  absl::Status AddRuns(const SampleColumns& s, const std::vector<int32_t>& res_map,
+                       const std::vector<int32_t>& con_map);
+  template <bool kHasDuration>
+  absl::Status AddRun(const SampleColumns& s, int64_t begin, int64_t end,
+                      int32_t resource, int32_t consumer);
+  absl::Status SampleValueError(const SampleColumns& s, int64_t i) const;
+
+  absl::StatusOr<Allocation> Prorate();
+};
+
+absl::Status Allocator::State::IndexCosts(const CostColumns& costs) {
+  constexpr std::string_view kTable = "costs";
+  const size_t n = costs.resource_id.size();
+  GPUCOST_RETURN_IF_ERROR(CheckLength(kTable, "start", costs.start.size(), n));
+  GPUCOST_RETURN_IF_ERROR(CheckLength(kTable, "end", costs.end.size(), n));
+  GPUCOST_RETURN_IF_ERROR(CheckLength(kTable, "cost", costs.cost.size(), n));
+  GPUCOST_RETURN_IF_ERROR(CheckLength(kTable, "list_cost", costs.list_cost.size(), n, true));
+  GPUCOST_RETURN_IF_ERROR(CheckCodes(kTable, "resource_id", costs.resource_id, 0));
+  has_list_cost = !costs.list_cost.empty();
+
+  // Dictionary entry -> resource id; null and "" name no resource.
+  std::vector<int32_t> ids(costs.resource_id.dictionary.size(), kNoResource);
+  for (size_t d = 0; d < ids.size(); ++d) {
+    if (!costs.resource_id.dictionary[d].empty()) {
+      ids[d] = InternResource(costs.resource_id.dictionary[d]);
+    }
+  }
+  lines.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    const auto row = static_cast<int64_t>(i);
+    if (costs.start[i] == kMissingInstant) return RowError(kTable, row, "start", "missing instant");
+    if (costs.end[i] == kMissingInstant) return RowError(kTable, row, "end", "missing instant");
+    const int64_t start = ScaleInstant(costs.start[i], costs.time_unit);
+    const int64_t end = ScaleInstant(costs.end[i], costs.time_unit);
+    if (end <= start) return RowError(kTable, row, "end", "end is not after start");
+    const double cost = costs.cost[i];
+    if (!std::isfinite(cost)) return RowError(kTable, row, "cost", absl::StrCat(Num(cost), " is not a finite amount"));
+    const double list = has_list_cost ? costs.list_cost[i] : 0.0;
+    if (!std::isfinite(list)) return RowError(kTable, row, "list_cost", absl::StrCat(Num(list), " is not a finite amount"));
+    const int32_t code = costs.resource_id.codes[i];
+    lines.push_back({code == kNullCode ? kNoResource : ids[code], start, end, cost, list});
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Allocator::State::IndexInventory(const InventoryColumns& inv) {
+  constexpr std::string_view kTable = "inventory";
+  const size_t n = inv.resource_id.size();
+  GPUCOST_RETURN_IF_ERROR(CheckLength(kTable, "device", inv.device.size(), n));
+  GPUCOST_RETURN_IF_ERROR(CheckLength(kTable, "mem_capacity", inv.mem_capacity.size(), n));
+  GPUCOST_RETURN_IF_ERROR(CheckCodes(kTable, "resource_id", inv.resource_id, 0));
+  std::vector<int32_t> ids(inv.resource_id.dictionary.size());
+  for (size_t d = 0; d < ids.size(); ++d) ids[d] = InternResource(inv.resource_id.dictionary[d]);
+
+  absl::flat_hash_map<std::pair<int32_t, int32_t>, int64_t> seen;  // -> row
+  std::vector<int32_t> row_resource(n);
+  for (size_t i = 0; i < n; ++i) {
+    const auto row = static_cast<int64_t>(i);
+    const int32_t code = inv.resource_id.codes[i];
+    if (code == kNullCode || inv.resource_id.dictionary[code].empty()) {
+      return RowError(kTable, row, "resource_id", "missing resource id");
+    }
+    const int32_t r = ids[code];
+    row_resource[i] = r;
+    if (inv.device[i] < 0) return RowError(kTable, row, "device", absl::StrCat("device ", inv.device[i], " is negative"));
+    const double mem = inv.mem_capacity[i];
+    if (!(mem > 0) || !std::isfinite(mem)) {
+      return RowError(kTable, row, "mem_capacity", absl::StrCat(Num(mem), " is not a positive number of bytes"));
+    }
+    auto [it, inserted] = seen.try_emplace({r, inv.device[i]}, row);
+    if (!inserted) {
+      return RowError(kTable, row, "device",
+                      absl::StrCat("duplicate (resource_id, device) (", Quoted(resource_names[r]), ", ",
+                                   inv.device[i], "); first at row ", it->second));
+    }
+    resources[r].devices += 1;
+    resources[r].mem_capacity += mem;
+  }
+  // Devices are numbered 0..N_r-1.
+  for (size_t i = 0; i < n; ++i) {
+    const Resource& res = resources[row_resource[i]];
+    if (inv.device[i] >= res.devices) {
+      return RowError(kTable, static_cast<int64_t>(i), "device",
+                      absl::StrCat("device ", inv.device[i], " of ", Quoted(resource_names[row_resource[i]]),
+                                   ", which has ", res.devices, " devices (expected 0..", res.devices - 1, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Allocator::State::IndexWorkloads(const WorkloadColumns& wl) {
+  constexpr std::string_view kTable = "workloads";
+  const size_t n = wl.consumer.size();
+  GPUCOST_RETURN_IF_ERROR(CheckCodes(kTable, "consumer", wl.consumer, 0));
+  GPUCOST_RETURN_IF_ERROR(CheckNotReserved(kTable, "consumer", wl.consumer, 0));
+  for (const LabelColumn& label : wl.labels) {
+    GPUCOST_RETURN_IF_ERROR(CheckLength(kTable, label.name, label.values.size(), n));
+    GPUCOST_RETURN_IF_ERROR(CheckCodes(kTable, label.name, label.values, 0));
+    GPUCOST_RETURN_IF_ERROR(CheckNotReserved(kTable, label.name, label.values, 0));
+    if (label.name == "consumer" || label.name == "resource_id" || label.name == "period") {
+      return TableError(kTable, absl::StrCat("label column ", Quoted(label.name),
+                                             " clashes with a built-in key of the same name"));
+    }
+  }
+  std::vector<int32_t> row_consumer(n);
+  for (size_t i = 0; i < n; ++i) {
+    const int32_t code = wl.consumer.codes[i];
+    if (code == kNullCode || wl.consumer.dictionary[code].empty()) {
+      return RowError(kTable, static_cast<int64_t>(i), "consumer", "missing consumer");
+    }
+    row_consumer[i] = InternConsumer(wl.consumer.dictionary[code]);
+  }
+  workload_consumers = static_cast<int32_t>(consumer_names.size());
+  for (const LabelColumn& col : wl.labels) {
+    Label label;
+    label.name = std::string(col.name);
+    label.by_consumer.assign(workload_consumers, kNullCode);
+    std::vector<int64_t> first_row(workload_consumers, -1);
+    std::vector<int32_t> ids(col.values.dictionary.size());
+    for (size_t d = 0; d < ids.size(); ++d) {
+      auto [it, inserted] = label.value_ids.try_emplace(std::string(col.values.dictionary[d]),
+                                                       static_cast<int32_t>(label.values.size()));
+      if (inserted) label.values.emplace_back(col.values.dictionary[d]);
+      ids[d] = it->second;
+    }
+    for (size_t i = 0; i < n; ++i) {
+      const int32_t code = col.values.codes[i];
+      const int32_t value = code == kNullCode ? kNullCode : ids[code];
+      const int32_t c = row_consumer[i];
+      if (first_row[c] >= 0 && label.by_consumer[c] != value) {
+        return RowError(kTable, static_cast<int64_t>(i), label.name,
+                        absl::StrCat("consumer ", Quoted(consumer_names[c]), " has another ",
+                                     Quoted(label.name), " at row ", first_row[c]));
+      }
+      if (first_row[c] < 0) first_row[c] = static_cast<int64_t>(i);
+      label.by_consumer[c] = value;
+    }
+    labels.push_back(std::move(label));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Allocator::State::ResolveKeys() {
+  bool has_period = false;
+  for (const std::string& name : policy.by) {
+    for (const KeyDim& dim : key_dims) {
+      if (dim.name == name) return ParameterError("by", absl::StrCat(Quoted(name), " appears twice"));
+    }
+    if (name == "consumer") {
+      key_dims.push_back({KeyKind::kConsumer, name});
+    } else if (name == "resource_id") {
+      key_dims.push_back({KeyKind::kResource, name});
+    } else if (name == "period") {
+      key_dims.push_back({KeyKind::kPeriod, name});
+      has_period = true;
+    } else {
+      int found = -1;
+      for (size_t l = 0; l < labels.size(); ++l) {
+        if (labels[l].name == name) found = static_cast<int>(l);
+      }
+      if (found < 0) {
+        return ParameterError("by", absl::StrCat("unknown column ", Quoted(name),
+                                                 " (expected consumer, resource_id, period or a "
+                                                 "label column of the workloads table)"));
+      }
+      key_dims.push_back({KeyKind::kLabel, name, found});
+    }
+  }
+  if (has_period && !policy.freq.has_value()) {
+    return ParameterError("freq", "required when by contains \"period\"");
+  }
+  return absl::OkStatus();
+}
+
+void Allocator::State::BuildSegments() {
+  std::vector<int64_t> order(lines.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    return lines[a].resource < lines[b].resource;
+  });
+  std::vector<int64_t> bounds;
+  std::vector<int32_t> cover;
+  for (size_t lo = 0; lo < order.size();) {
+    size_t hi = lo;
+    const int32_t r = lines[order[lo]].resource;
+    while (hi < order.size() && lines[order[hi]].resource == r) ++hi;
+    if (r != kNoResource && resources[r].devices > 0) {
+      bounds.clear();
+      for (size_t k = lo; k < hi; ++k) {
+        bounds.push_back(lines[order[k]].start);
+        bounds.push_back(lines[order[k]].end);
+      }
+      std::sort(bounds.begin(), bounds.end());
+      bounds.erase(std::unique(bounds.begin(), bounds.end()), bounds.end());
+      const auto base = static_cast<int64_t>(seg_start.size());
+      const auto count = static_cast<int64_t>(bounds.size()) - 1;
+      cover.assign(count + 1, 0);
+      for (size_t k = lo; k < hi; ++k) {
+        Line& line = lines[order[k]];
+        const int64_t a = std::lower_bound(bounds.begin(), bounds.end(), line.start) - bounds.begin();
+        const int64_t b = std::lower_bound(bounds.begin(), bounds.end(), line.end) - bounds.begin();
+        line.seg_begin = base + a;
+        line.seg_end = base + b;
+        cover[a] += 1;
+        cover[b] -= 1;
+      }
+      int32_t active = 0;
+      for (int64_t s = 0; s < count; ++s) {
+        active += cover[s];
+        seg_start.push_back(bounds[s]);
+        seg_end.push_back(bounds[s + 1]);
+        seg_active.push_back(active > 0 ? 1 : 0);
+      }
+      resources[r].seg_begin = base;
+      resources[r].seg_end = base + count;
+    }
+    lo = hi;
+  }
+}
+
+absl::StatusOr<std::unique_ptr<Allocator>> Allocator::Create(
+    const CostColumns& costs, const InventoryColumns& inventory,
+    const WorkloadColumns* workloads, const AllocationPolicy& policy) {
+  if (!(policy.alpha >= 0.0 && policy.alpha <= 1.0)) {
+    return ParameterError("alpha", absl::StrCat(Num(policy.alpha), " is outside [0, 1]"));
+  }
+  if (!(policy.interval_seconds > 0.0) || !std::isfinite(policy.interval_seconds)) {
+    return ParameterError("interval", absl::StrCat(Num(policy.interval_seconds), " is not a positive number of seconds"));
+  }
+  auto state = std::make_unique<State>();
+  state->policy = policy;
+  state->interval_ns = std::llround(policy.interval_seconds * 1e9);
+  if (state->interval_ns <= 0) return ParameterError("interval", "shorter than a nanosecond");
+  GPUCOST_RETURN_IF_ERROR(state->IndexCosts(costs));
+  GPUCOST_RETURN_IF_ERROR(state->IndexInventory(inventory));
+  if (workloads != nullptr) GPUCOST_RETURN_IF_ERROR(state->IndexWorkloads(*workloads));
+  GPUCOST_RETURN_IF_ERROR(state->ResolveKeys());
+  state->BuildSegments();
+  state->diagnostics.lines_total = static_cast<int64_t>(state->lines.size());
+  return std::unique_ptr<Allocator>(new Allocator(std::move(state)));
+}
+
+Allocator::Allocator(std::unique_ptr<State> state) : state_(std::move(state)) {}
+Allocator::~Allocator() = default;
+
+absl::Status Allocator::State::SampleValueError(const SampleColumns& s, int64_t i) const {
+  constexpr std::string_view kTable = "usage";
+  const int64_t row = rows_seen + i;
+  if (s.timestamp[i] == kMissingInstant) return RowError(kTable, row, "timestamp", "missing instant");
+  const double share = s.share[i];
+  if (!(share > 0.0 && share <= 1.0)) return RowError(kTable, row, "share", absl::StrCat(Num(share), " is outside (0, 1]"));
+  const double util = s.util[i];
+  if (!(util >= 0.0 && util <= 1.0)) return RowError(kTable, row, "util", absl::StrCat(Num(util), " is outside [0, 1]"));
+  const double mem = s.mem_used[i];
+  if (!(mem >= 0.0) || !std::isfinite(mem)) {
+    return RowError(kTable, row, "mem_used", absl::StrCat(Num(mem), " is not a non-negative number of bytes"));
+  }
+  if (!s.duration.empty() && s.duration[i] <= 0) {
+    return RowError(kTable, row, "duration", absl::StrCat(s.duration[i], " is not a positive duration"));
+  }
+  return absl::InternalError("sample value check disagreed with its explanation");
+}
+
+// One sample's values are valid; a single branch on the hot path.
+template <bool kHasDuration>
+inline bool SampleValuesOk(int64_t raw_ts, double share, double util, double mem, int64_t dur) {
+  bool ok = (raw_ts != kMissingInstant) & (share > 0.0) & (share <= 1.0) & (util >= 0.0) &
+            (util <= 1.0) & (mem >= 0.0) & (mem < std::numeric_limits<double>::infinity());
+  if constexpr (kHasDuration) ok &= dur > 0;
+  return ok;
+}
+
+template <bool kHasDuration>
+absl::Status Allocator::State::AddRun(const SampleColumns& s, int64_t begin, int64_t end,
+                                      int32_t resource, int32_t consumer) {
+  const int64_t* ts = s.timestamp.data();
+  const double* share = s.share.data();
+  const double* util = s.util.data();
+  const double* mem = s.mem_used.data();
+  const int64_t* dur = kHasDuration ? s.duration.data() : nullptr;
+  const TimeUnit unit = s.time_unit;
+  const int64_t run_length = end - begin;
+
+  if (resource == kNoResource || consumer == kNoConsumer) {
+    for (int64_t i = begin; i < end; ++i) {
+      if (!SampleValuesOk<kHasDuration>(ts[i], share[i], util[i], mem[i], kHasDuration ? dur[i] : 1)) {
+        return SampleValueError(s, i);
+      }
+    }
+    if (consumer == kNoConsumer) {
+      diagnostics.samples_no_consumer += run_length;
+    } else {
+      diagnostics.samples_unknown_resource += run_length;
+    }
+    return absl::OkStatus();
+  }
+
+  const Resource& res = resources[resource];
+  const int64_t* sstart = seg_start.data();
+  const int64_t* send = seg_end.data();
+  // The cached segment: samples wholly inside it add to the locals h, u, m.
+  int64_t cache_start = std::numeric_limits<int64_t>::max();
+  int64_t cache_end = std::numeric_limits<int64_t>::min();
+  Accumulator* cache_slot = nullptr;
+  double h = 0, u = 0, m = 0;
+  int64_t outside = 0;
+  auto flush = [&] {
+    if (cache_slot != nullptr) {
+      cache_slot->held += h;
+      cache_slot->used += u;
+      cache_slot->mem += m;
+    }
+    h = u = m = 0;
+  };
+
+  for (int64_t i = begin; i < end; ++i) {
+    const int64_t d_raw = kHasDuration ? dur[i] : 1;
+    if (!SampleValuesOk<kHasDuration>(ts[i], share[i], util[i], mem[i], d_raw)) [[unlikely]] {
+      return SampleValueError(s, i);
+    }
+    const int64_t t = ScaleInstant(ts[i], unit);
+    const int64_t d = kHasDuration ? ScaleInstant(d_raw, unit) : interval_ns;
+    const int64_t t_end = t + d;
+    if (t >= cache_start && t_end <= cache_end) [[likely]] {
+      const double o = static_cast<double>(d);
+      const double held = share[i] * o;
+      h += held;
+      u += held * util[i];
+      m += mem[i] * o;
+      continue;
+    }
+    // Slow path: the sample leaves the cached segment. Slot pointers are
+    // re-taken after every SlotFor(), which may grow the slot vector.
+    flush();
+    cache_slot = nullptr;
+    cache_start = std::numeric_limits<int64_t>::max();
+    cache_end = std::numeric_limits<int64_t>::min();
+    // First segment ending after t.
+    int64_t seg = std::upper_bound(send + res.seg_begin, send + res.seg_end, t) - send;
+    bool overlaps = false;
+    for (; seg < res.seg_end && sstart[seg] < t_end; ++seg) {
+      if (!seg_active[seg]) continue;
+      const int64_t lo = std::max(t, sstart[seg]);
+      const int64_t hi = std::min(t_end, send[seg]);
+      if (hi <= lo) continue;
+      overlaps = true;
+      if (lo == t && hi == t_end) {  // wholly inside: cache this segment
+        cache_slot = &SlotFor(seg, consumer);
+        cache_start = sstart[seg];
+        cache_end = send[seg];
+        const double o = static_cast<double>(d);
+        const double held = share[i] * o;
+        h = held;
+        u = held * util[i];
+        m = mem[i] * o;
+        break;
+      }
+      const double o = static_cast<double>(hi - lo);
+      Accumulator& acc = SlotFor(seg, consumer);
+      acc.held += share[i] * o;
+      acc.used += share[i] * util[i] * o;
+      acc.mem += mem[i] * o;
+    }
+    if (!overlaps) ++outside;
+  }
+  flush();
+  diagnostics.samples_outside_lines += outside;
+  diagnostics.samples_used += run_length - outside;
+  return absl::OkStatus();
+}
+
+template <bool kHasDuration>
+absl::Status Allocator::State::AddRuns(const SampleColumns& s, const std::vector<int32_t>& res_map,
+                                       const std::vector<int32_t>& con_map) {
+  constexpr std::string_view kTable = "usage";
+  const auto n = static_cast<int64_t>(s.size());
+  const int32_t* rc = s.resource_id.codes.data();
+  const int32_t* dv = s.device.data();
+  const int32_t* cc = s.consumer.codes.data();
+  const auto res_dict = static_cast<int32_t>(s.resource_id.dictionary.size());
+  const auto con_dict = static_cast<int32_t>(s.consumer.dictionary.size());
+  for (int64_t i = 0; i < n;) {
+    const int32_t r_code = rc[i], device = dv[i], c_code = cc[i];
+    int64_t j = i + 1;
+    while (j < n && rc[j] == r_code && dv[j] == device && cc[j] == c_code) ++j;
+    if (r_code < 0 || r_code >= res_dict) {
+      return RowError(kTable, rows_seen + i, "resource_id",
+                      r_code == kNullCode ? std::string("missing resource id")
+                                          : absl::StrCat("code ", r_code, " is not in the dictionary"));
+    }
+    if (c_code < kNullCode || c_code >= con_dict) {
+      return RowError(kTable, rows_seen + i, "consumer", absl::StrCat("code ", c_code, " is not in the dictionary"));
+    }
+    const int32_t resource = res_map[r_code];
+    if (resource != kNoResource && (device < 0 || device >= resources[resource].devices)) {
+      return RowError(kTable, rows_seen + i, "device",
+                      absl::StrCat("device ", device, " of ", Quoted(resource_names[resource]), ", which has ",
+                                   resources[resource].devices, " devices (expected 0..",
+                                   resources[resource].devices - 1, ")"));
+    }
+    const int32_t consumer = c_code == kNullCode ? kNoConsumer : con_map[c_code];
+    GPUCOST_RETURN_IF_ERROR(AddRun<kHasDuration>(s, i, j, resource, consumer));
+    i = j;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Allocator::AddSamples(const SampleColumns& s) {
+  State& st = *state_;
+  if (!st.sticky.ok()) return st.sticky;
+  if (st.finished) return absl::FailedPreconditionError("Allocator: AddSamples after Finish");
+  auto fail = [&](absl::Status status) {
+    st.sticky = status;
+    return status;
+  };
+  constexpr std::string_view kTable = "usage";
+  const size_t n = s.timestamp.size();
+  for (auto [name, size] : {std::pair<std::string_view, size_t>{"resource_id", s.resource_id.size()},
+                            {"device", s.device.size()},
+                            {"consumer", s.consumer.size()},
+                            {"share", s.share.size()},
+                            {"util", s.util.size()},
+                            {"mem_used", s.mem_used.size()}}) {
+    absl::Status status = CheckLength(kTable, name, size, n);
+    if (!status.ok()) return fail(status);
+  }
+  if (absl::Status status = CheckLength(kTable, "duration", s.duration.size(), n, true); !status.ok()) {
+    return fail(status);
+  }
+  if (absl::Status status = CheckNotReserved(kTable, "consumer", s.consumer, st.rows_seen); !status.ok()) {
+    return fail(status);
+  }
+  // Chunk dictionaries -> ids: array lookups in the hot loop, never hashing.
+  std::vector<int32_t> res_map(s.resource_id.dictionary.size(), kNoResource);
+  for (size_t d = 0; d < res_map.size(); ++d) {
+    auto it = st.resource_ids.find(std::string(s.resource_id.dictionary[d]));
+    if (it != st.resource_ids.end() && st.resources[it->second].devices > 0) res_map[d] = it->second;
+  }
+  std::vector<int32_t> con_map(s.consumer.dictionary.size(), kNoConsumer);
+  for (size_t d = 0; d < con_map.size(); ++d) {
+    if (!s.consumer.dictionary[d].empty()) con_map[d] = st.InternConsumer(s.consumer.dictionary[d]);
+  }
+  absl::Status status = s.duration.empty() ? st.AddRuns<false>(s, res_map, con_map)
+                                           : st.AddRuns<true>(s, res_map, con_map);
+  if (!status.ok()) return fail(status);
+  st.rows_seen += static_cast<int64_t>(n);
+  st.diagnostics.samples_total += static_cast<int64_t>(n);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Allocation> Allocator::Finish() {
+  State& st = *state_;
+  if (!st.sticky.ok()) return st.sticky;
+  if (st.finished) return absl::FailedPreconditionError("Allocator: Finish called twice");
+  st.finished = true;
+  return st.Prorate();
+}
+
+absl::StatusOr<Allocation> Allocator::State::Prorate() {
+  // Slots grouped by segment (counting sort), so a line reads its segments'
+  // consumers as contiguous ranges.
+  const auto num_segments = static_cast<int64_t>(seg_start.size());
+  std::vector<int64_t> seg_slot_begin(num_segments + 1, 0);
+  for (const Slot& slot : slots) ++seg_slot_begin[slot.segment + 1];
+  std::partial_sum(seg_slot_begin.begin(), seg_slot_begin.end(), seg_slot_begin.begin());
+  std::vector<uint32_t> by_segment(slots.size());
+  {
+    std::vector<int64_t> next(seg_slot_begin.begin(), seg_slot_begin.end() - 1);
+    for (size_t k = 0; k < slots.size(); ++k) by_segment[next[slots[k].segment]++] = static_cast<uint32_t>(k);
+  }
+
+  // Consumer keys: which id a consumer (or idle / unattributed) groups under.
+  bool by_consumer = false, by_resource = false, by_labels = false;
+  std::optional<PeriodFreq> period_freq;
+  for (const KeyDim& dim : key_dims) {
+    by_consumer |= dim.kind == KeyKind::kConsumer;
+    by_resource |= dim.kind == KeyKind::kResource;
+    by_labels |= dim.kind == KeyKind::kLabel;
+    if (dim.kind == KeyKind::kPeriod) period_freq = policy.freq;
+  }
+  const auto num_consumers = static_cast<int32_t>(consumer_names.size());
+  const int32_t idle_id = num_consumers;              // pseudo-consumer ids
+  const int32_t unattributed_id = num_consumers + 1;
+  // Label value of a (pseudo-)consumer in label column l: an index into
+  // labels[l].values, or one of three pseudo-values after them.
+  auto label_value = [&](int l, int32_t consumer) -> int32_t {
+    const auto nv = static_cast<int32_t>(labels[l].values.size());
+    if (consumer == idle_id) return nv;
+    if (consumer == unattributed_id) return nv + 1;
+    if (consumer < workload_consumers && labels[l].by_consumer[consumer] != kNullCode) {
+      return labels[l].by_consumer[consumer];
+    }
+    return nv + 2;  // unlabelled
+  };
+  std::vector<int32_t> consumer_key(num_consumers + 2, 0);
+  std::vector<std::vector<int32_t>> label_tuples;  // tuple id -> label values
+  if (by_consumer) {
+    std::iota(consumer_key.begin(), consumer_key.end(), 0);
+  } else if (by_labels) {
+    absl::flat_hash_map<std::vector<int32_t>, int32_t> tuple_ids;
+    std::vector<int32_t> tuple;
+    for (int32_t c = 0; c < num_consumers + 2; ++c) {
+      tuple.clear();
+      for (const KeyDim& dim : key_dims) {
+        if (dim.kind == KeyKind::kLabel) tuple.push_back(label_value(dim.label, c));
+      }
+      auto [it, inserted] = tuple_ids.try_emplace(tuple, static_cast<int32_t>(label_tuples.size()));
+      if (inserted) label_tuples.push_back(tuple);
+      consumer_key[c] = it->second;
+    }
+  }
+
+  absl::flat_hash_map<GroupKey, uint32_t> group_ids;
+  std::vector<GroupKey> group_keys;
+  std::vector<GroupTotals> totals;
+  auto group = [&](int32_t consumer, const Line& line) -> GroupTotals& {
+    const GroupKey key{consumer_key[consumer], by_resource ? line.resource : 0,
+                       period_freq ? FloorToPeriod(line.start, *period_freq) : 0};
+    auto [it, inserted] = group_ids.try_emplace(key, static_cast<uint32_t>(totals.size()));
+    if (inserted) {
+      group_keys.push_back(key);
+      totals.emplace_back();
+    }
+    return totals[it->second];
+  };
+
+  // A line's consumers with their sums over the line's segments.
+  struct ConsumerSum {
+    int32_t consumer;
+    Accumulator acc;
+  };
+  std::vector<ConsumerSum> sums;
+  std::vector<double> phi;
+  const double alpha = policy.alpha;
+  for (const Line& line : lines) {
+    if (line.resource == kNoResource || resources[line.resource].devices == 0) {
+      GroupTotals& g = group(unattributed_id, line);
+      g.cost += line.cost;
+      g.list_cost += line.list_cost;
+      ++diagnostics.lines_unattributed;
+      continue;
+    }
+    const Resource& res = resources[line.resource];
+    const double span = static_cast<double>(line.end - line.start);
+    const double capacity = res.devices * span;      // C, GPU-ns
+    const double mem_capacity = res.mem_capacity * span;  // M, byte-ns
+    sums.clear();
+    for (int64_t seg = line.seg_begin; seg < line.seg_end; ++seg) {
+      for (int64_t k = seg_slot_begin[seg]; k < seg_slot_begin[seg + 1]; ++k) {
+        const Slot& slot = slots[by_segment[k]];
+        sums.push_back({slot.consumer, slot.acc});
+      }
+    }
+    if (line.seg_end - line.seg_begin > 1) {  // a consumer may recur across segments
+      std::sort(sums.begin(), sums.end(), [](const ConsumerSum& a, const ConsumerSum& b) { return a.consumer < b.consumer; });
+      size_t out = 0;
+      for (size_t k = 0; k < sums.size(); ++k) {
+        if (out > 0 && sums[out - 1].consumer == sums[k].consumer) {
+          sums[out - 1].acc.Add(sums[k].acc);
+        } else {
+          sums[out++] = sums[k];
+        }
+      }
+      sums.resize(out);
+    }
+    phi.resize(sums.size());
+    double phi_sum = 0, held_sum = 0;
+    for (size_t k = 0; k < sums.size(); ++k) {
+      const Accumulator& a = sums[k].acc;
+      switch (policy.basis) {
+        case Basis::kAllocated: phi[k] = a.held / capacity; break;
+        case Basis::kUsed: phi[k] = a.used / capacity; break;
+        case Basis::kBlended: phi[k] = alpha * a.held / capacity + (1 - alpha) * a.mem / mem_capacity; break;
+      }
+      phi_sum += phi[k];
+      held_sum += a.held;
+    }
+    if (phi_sum > 1.0) {  // over-subscribed: normalise so the fractions sum to 1
+      for (double& p : phi) p /= phi_sum;
+      ++diagnostics.lines_oversubscribed;
+    }
+    const double taken = std::min(phi_sum, 1.0);
+    const double idle = phi_sum >= 1.0 ? 0.0 : line.cost * (1.0 - phi_sum);
+    const double idle_list = phi_sum >= 1.0 ? 0.0 : line.list_cost * (1.0 - phi_sum);
+    const bool share_idle = policy.idle == IdleMode::kShare && phi_sum > 0.0;
+    for (size_t k = 0; k < sums.size(); ++k) {
+      GroupTotals& g = group(sums[k].consumer, line);
+      double cost = line.cost * phi[k];
+      double list = line.list_cost * phi[k];
+      if (share_idle) {
+        const double part = phi[k] / taken;
+        cost += idle * part;
+        list += idle_list * part;
+        g.idle_cost += idle * part;
+      }
+      g.cost += cost;
+      g.list_cost += list;
+      g.gpu_ns += sums[k].acc.held;
+      g.used_ns += sums[k].acc.used;
+      g.mem_byte_ns += sums[k].acc.mem;
+    }
+    if (!share_idle) {
+      GroupTotals& g = group(idle_id, line);
+      g.cost += idle;
+      g.idle_cost += idle;
+      g.list_cost += idle_list;
+      g.gpu_ns += std::max(0.0, capacity - held_sum);
+    }
+  }
+
+  // Key columns with sorted dictionaries, then rows sorted by key.
+  Allocation out;
+  out.diagnostics = diagnostics;
+  out.has_list_cost = has_list_cost;
+  const size_t rows = totals.size();
+  auto sorted_dictionary = [](std::vector<std::string> names, std::vector<int32_t>& rank) {
+    std::vector<int32_t> order(names.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return names[a] < names[b]; });
+    rank.assign(names.size(), 0);
+    std::vector<std::string> dict(names.size());
+    for (size_t k = 0; k < order.size(); ++k) {
+      rank[order[k]] = static_cast<int32_t>(k);
+      dict[k] = std::move(names[order[k]]);
+    }
+    return dict;
+  };
+  int label_dim = 0;
+  for (const KeyDim& dim : key_dims) {
+    KeyColumn col;
+    col.name = dim.name;
+    std::vector<int32_t> rank;
+    switch (dim.kind) {
+      case KeyKind::kPeriod:
+        col.period.resize(rows);
+        for (size_t g = 0; g < rows; ++g) col.period[g] = group_keys[g].period;
+        break;
+      case KeyKind::kResource: {
+        std::vector<std::string> names = resource_names;
+        names.emplace_back("");  // lines with no resource
+        col.dictionary = sorted_dictionary(std::move(names), rank);
+        col.codes.resize(rows);
+        const auto none = static_cast<int32_t>(resource_names.size());
+        for (size_t g = 0; g < rows; ++g) {
+          const int32_t r = group_keys[g].resource;
+          col.codes[g] = rank[r == kNoResource ? none : r];
+        }
+        break;
+      }
+      case KeyKind::kConsumer: {
+        std::vector<std::string> names = consumer_names;
+        names.emplace_back(kIdle);
+        names.emplace_back(kUnattributed);
+        col.dictionary = sorted_dictionary(std::move(names), rank);
+        col.codes.resize(rows);
+        for (size_t g = 0; g < rows; ++g) col.codes[g] = rank[group_keys[g].consumer_key];
+        break;
+      }
+      case KeyKind::kLabel: {
+        std::vector<std::string> names = labels[dim.label].values;
+        names.emplace_back(kIdle);
+        names.emplace_back(kUnattributed);
+        names.emplace_back(kUnlabelled);
+        col.dictionary = sorted_dictionary(std::move(names), rank);
+        col.codes.resize(rows);
+        for (size_t g = 0; g < rows; ++g) {
+          const int32_t key = group_keys[g].consumer_key;
+          const int32_t value = by_consumer ? label_value(dim.label, key) : label_tuples[key][label_dim];
+          col.codes[g] = rank[value];
+        }
+        ++label_dim;
+        break;
+      }
+    }
+    out.keys.push_back(std::move(col));
+  }
+  std::vector<uint32_t> order(rows);
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    for (const KeyColumn& col : out.keys) {
+      if (col.is_period()) {
+        if (col.period[a] != col.period[b]) return col.period[a] < col.period[b];
+      } else if (col.codes[a] != col.codes[b]) {
+        return col.codes[a] < col.codes[b];
+      }
+    }
+    return false;
+  });
+  for (KeyColumn& col : out.keys) {
+    if (col.is_period()) {
+      std::vector<int64_t> v(rows);
+      for (size_t k = 0; k < rows; ++k) v[k] = col.period[order[k]];
+      col.period = std::move(v);
+    } else {
+      std::vector<int32_t> v(rows);
+      for (size_t k = 0; k < rows; ++k) v[k] = col.codes[order[k]];
+      col.codes = std::move(v);
+    }
+  }
+  out.cost.resize(rows);
+  out.idle_cost.resize(rows);
+  if (has_list_cost) out.list_cost.resize(rows);
+  out.gpu_hours.resize(rows);
+  out.effective_gpu_hours.resize(rows);
+  out.mem_gib_hours.resize(rows);
+  out.cost_per_effective_gpu_hour.resize(rows);
+  for (size_t k = 0; k < rows; ++k) {
+    const GroupTotals& t = totals[order[k]];
+    out.cost[k] = t.cost;
+    out.idle_cost[k] = t.idle_cost;
+    if (has_list_cost) out.list_cost[k] = t.list_cost;
+    out.gpu_hours[k] = t.gpu_ns / kNanosPerHourD;
+    out.effective_gpu_hours[k] = t.used_ns / kNanosPerHourD;
+    out.mem_gib_hours[k] = t.mem_byte_ns / kBytesPerGiB / kNanosPerHourD;
+    out.cost_per_effective_gpu_hour[k] = out.effective_gpu_hours[k] == 0
+                                             ? std::numeric_limits<double>::quiet_NaN()
+                                             : out.cost[k] / out.effective_gpu_hours[k];
+  }
+  return out;
+}
+
+absl::StatusOr<Allocation> Allocate(const CostColumns& costs, const SampleColumns& samples,
+                                    const InventoryColumns& inventory,
+                                    const WorkloadColumns* workloads,
+                                    const AllocationPolicy& policy) {
+  GPUCOST_ASSIGN_OR_RETURN(std::unique_ptr<Allocator> allocator,
+                           Allocator::Create(costs, inventory, workloads, policy));
+  GPUCOST_RETURN_IF_ERROR(allocator->AddSamples(samples));
+  return allocator->Finish();
+}
+
+}  // namespace gpucost

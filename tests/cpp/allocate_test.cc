@@ -1,0 +1,441 @@
+#include "gpucost/allocate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <random>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "testing/status_matchers.h"
+#include "testing/tables.h"
+
+namespace gpucost {
+namespace {
+
+using ::gpucost::testing::At;
+using ::gpucost::testing::CostTable;
+using ::gpucost::testing::InventoryTable;
+using ::gpucost::testing::IsOk;
+using ::gpucost::testing::kGiB;
+using ::gpucost::testing::kMinute;
+using ::gpucost::testing::RowOf;
+using ::gpucost::testing::SampleTable;
+using ::gpucost::testing::StatusIs;
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+// SEMANTICS 7: i-1 with two 40 GiB devices, one line [10:00, 11:00) at 8.00.
+class WorkedExample : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    costs_.Add("i-1", At(10), At(11), 8.0);
+    inventory_.AddResource("i-1", 2, 40 * kGiB);
+    samples_.AddSeries(At(10), At(11), "i-1", 0, "train-a", 1.0, 0.9, 20 * kGiB);
+    samples_.AddSeries(At(10), At(10, 30), "i-1", 1, "nb-b", 1.0, 0.2, 10 * kGiB);
+    samples_.AddSeries(At(10, 30), At(11), "i-1", 1, "", 1.0, 0.0, 0.0);
+  }
+  absl::StatusOr<Allocation> Run(AllocationPolicy policy) {
+    return Allocate(costs_.columns(), samples_.columns(), inventory_.columns(), nullptr, policy);
+  }
+  CostTable costs_;
+  InventoryTable inventory_;
+  SampleTable samples_;
+};
+
+TEST_F(WorkedExample, AllocatedKeep) {
+  GPUCOST_ASSERT_OK_AND_ASSIGN(Allocation a, Run({}));
+  ASSERT_EQ(a.size(), 3u);
+  // Sorted by consumer: "__idle__" < "nb-b" < "train-a".
+  EXPECT_EQ(a.keys[0].dictionary[a.keys[0].codes[0]], "__idle__");
+  EXPECT_EQ(a.keys[0].dictionary[a.keys[0].codes[1]], "nb-b");
+  EXPECT_EQ(a.keys[0].dictionary[a.keys[0].codes[2]], "train-a");
+  EXPECT_DOUBLE_EQ(a.cost[0], 2.0);
+  EXPECT_DOUBLE_EQ(a.idle_cost[0], 2.0);
+  EXPECT_DOUBLE_EQ(a.gpu_hours[0], 0.5);
+  EXPECT_DOUBLE_EQ(a.effective_gpu_hours[0], 0.0);
+  EXPECT_TRUE(std::isnan(a.cost_per_effective_gpu_hour[0]));
+  EXPECT_DOUBLE_EQ(a.cost[1], 2.0);
+  EXPECT_DOUBLE_EQ(a.gpu_hours[1], 0.5);
+  EXPECT_DOUBLE_EQ(a.effective_gpu_hours[1], 0.1);
+  EXPECT_DOUBLE_EQ(a.mem_gib_hours[1], 5.0);
+  EXPECT_DOUBLE_EQ(a.cost_per_effective_gpu_hour[1], 20.0);
+  EXPECT_DOUBLE_EQ(a.cost[2], 4.0);
+  EXPECT_DOUBLE_EQ(a.idle_cost[2], 0.0);
+  EXPECT_DOUBLE_EQ(a.gpu_hours[2], 1.0);
+  EXPECT_DOUBLE_EQ(a.effective_gpu_hours[2], 0.9);
+  EXPECT_DOUBLE_EQ(a.mem_gib_hours[2], 20.0);
+  EXPECT_FALSE(a.has_list_cost);
+
+  const Diagnostics& d = a.diagnostics;
+  EXPECT_EQ(d.lines_total, 1);
+  EXPECT_EQ(d.lines_unattributed, 0);
+  EXPECT_EQ(d.lines_oversubscribed, 0);
+  EXPECT_EQ(d.samples_total, 120);
+  EXPECT_EQ(d.samples_no_consumer, 30);
+  EXPECT_EQ(d.samples_used, 90);
+  EXPECT_EQ(d.samples_unknown_resource + d.samples_outside_lines, 0);
+}
+
+TEST_F(WorkedExample, UsedKeep) {
+  AllocationPolicy policy;
+  policy.basis = Basis::kUsed;
+  GPUCOST_ASSERT_OK_AND_ASSIGN(Allocation a, Run(policy));
+  EXPECT_NEAR(a.cost[RowOf(a, "train-a")], 3.6, 1e-12);
+  EXPECT_NEAR(a.cost[RowOf(a, "nb-b")], 0.4, 1e-12);
+  EXPECT_NEAR(a.cost[RowOf(a, "__idle__")], 4.0, 1e-12);
+  EXPECT_NEAR(a.gpu_hours[RowOf(a, "__idle__")], 0.5, 1e-12);
+}
+
+TEST_F(WorkedExample, AllocatedShare) {
+  AllocationPolicy policy;
+  policy.idle = IdleMode::kShare;
+  GPUCOST_ASSERT_OK_AND_ASSIGN(Allocation a, Run(policy));
+  ASSERT_EQ(a.size(), 2u);  // no __idle__ row: the line had consumers
+  EXPECT_EQ(RowOf(a, "__idle__"), -1);
+  EXPECT_NEAR(a.cost[RowOf(a, "train-a")], 16.0 / 3.0, 1e-12);
+  EXPECT_NEAR(a.idle_cost[RowOf(a, "train-a")], 4.0 / 3.0, 1e-12);
+  EXPECT_NEAR(a.cost[RowOf(a, "nb-b")], 8.0 / 3.0, 1e-12);
+  EXPECT_NEAR(a.idle_cost[RowOf(a, "nb-b")], 2.0 / 3.0, 1e-12);
+}
+
+TEST_F(WorkedExample, UsedShare) {
+  AllocationPolicy policy;
+  policy.basis = Basis::kUsed;
+  policy.idle = IdleMode::kShare;
+  GPUCOST_ASSERT_OK_AND_ASSIGN(Allocation a, Run(policy));
+  EXPECT_NEAR(a.cost[RowOf(a, "train-a")], 7.2, 1e-12);
+  EXPECT_NEAR(a.cost[RowOf(a, "nb-b")], 0.8, 1e-12);
+  EXPECT_NEAR(a.idle_cost[RowOf(a, "train-a")], 3.6, 1e-12);
+}
+
+TEST_F(WorkedExample, BlendedKeep) {
+  AllocationPolicy policy;
+  policy.basis = Basis::kBlended;  // alpha 0.5
+  GPUCOST_ASSERT_OK_AND_ASSIGN(Allocation a, Run(policy));
+  // train-a: 0.5 * 3600/7200 + 0.5 * (20 GiB * 1 h) / (80 GiB * 1 h) = 0.375.
+  EXPECT_NEAR(a.cost[RowOf(a, "train-a")], 3.0, 1e-12);
+  // nb-b: 0.5 * 0.25 + 0.5 * (10 GiB * 0.5 h) / (80 GiB * 1 h) = 0.15625.
+  EXPECT_NEAR(a.cost[RowOf(a, "nb-b")], 1.25, 1e-12);
+  EXPECT_NEAR(a.cost[RowOf(a, "__idle__")], 3.75, 1e-12);
+}
+
+TEST_F(WorkedExample, BlendedAlphaOneIsAllocated) {
+  AllocationPolicy policy;
+  policy.basis = Basis::kBlended;
+  policy.alpha = 1.0;
+  GPUCOST_ASSERT_OK_AND_ASSIGN(Allocation a, Run(policy));
+  EXPECT_NEAR(a.cost[RowOf(a, "train-a")], 4.0, 1e-12);
+}
+
+TEST_F(WorkedExample, StreamingInShuffledChunksEqualsOneShot) {
+  GPUCOST_ASSERT_OK_AND_ASSIGN(Allocation whole, Run({}));
+  // Shuffle the samples, then feed them in chunks of 7.
+  std::vector<size_t> order(samples_.timestamp.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin(), order.end(), std::mt19937(42));
+  SampleTable shuffled;
+  for (size_t i : order) {
+    shuffled.Add(samples_.timestamp[i], samples_.resource_id[i], samples_.device[i], samples_.consumer[i],
+                 samples_.share[i], samples_.util[i], samples_.mem_used[i]);
+  }
+  GPUCOST_ASSERT_OK_AND_ASSIGN(auto allocator,
+                               Allocator::Create(costs_.columns(), inventory_.columns(), nullptr, {}));
+  const size_t n = shuffled.timestamp.size();
+  for (size_t lo = 0; lo < n; lo += 7) {
+    SampleTable chunk;
+    for (size_t i = lo; i < std::min(n, lo + 7); ++i) {
+      chunk.Add(shuffled.timestamp[i], shuffled.resource_id[i], shuffled.device[i], shuffled.consumer[i],
+                shuffled.share[i], shuffled.util[i], shuffled.mem_used[i]);
+    }
+    ASSERT_THAT(allocator->AddSamples(chunk.columns()), IsOk());
+  }
+  GPUCOST_ASSERT_OK_AND_ASSIGN(Allocation streamed, allocator->Finish());
+  ASSERT_EQ(streamed.size(), whole.size());
+  for (size_t i = 0; i < whole.size(); ++i) {
+    EXPECT_EQ(streamed.keys[0].dictionary[streamed.keys[0].codes[i]],
+              whole.keys[0].dictionary[whole.keys[0].codes[i]]);
+    EXPECT_NEAR(streamed.cost[i], whole.cost[i], 1e-12);
+    EXPECT_NEAR(streamed.gpu_hours[i], whole.gpu_hours[i], 1e-12);
+    EXPECT_NEAR(streamed.mem_gib_hours[i], whole.mem_gib_hours[i], 1e-9);
+  }
+  EXPECT_EQ(streamed.diagnostics.samples_total, whole.diagnostics.samples_total);
+  EXPECT_EQ(streamed.diagnostics.samples_used, whole.diagnostics.samples_used);
+}
+
+TEST_F(WorkedExample, ByResourceAndPeriod) {
+  AllocationPolicy policy;
+  policy.by = {"period", "resource_id"};
+  policy.freq = PeriodFreq::kDay;
+  GPUCOST_ASSERT_OK_AND_ASSIGN(Allocation a, Run(policy));
+  ASSERT_EQ(a.size(), 1u);
+  ASSERT_EQ(a.keys.size(), 2u);
+  EXPECT_TRUE(a.keys[0].is_period());
+  EXPECT_EQ(a.keys[0].period[0], At(0));
+  EXPECT_EQ(a.keys[1].dictionary[a.keys[1].codes[0]], "i-1");
+  EXPECT_DOUBLE_EQ(a.cost[0], 8.0);
+  EXPECT_DOUBLE_EQ(a.idle_cost[0], 2.0);
+  EXPECT_DOUBLE_EQ(a.gpu_hours[0], 2.0);  // 1.5 held + 0.5 idle
+}
+
+TEST(Allocate, LabelsGroupConsumersAndMarkSpecialRows) {
+  CostTable costs;
+  costs.Add("i-1", At(0), At(1), 10.0);
+  costs.Add("vol-9", At(0), At(1), 3.0);  // no inventory: unattributed
+  InventoryTable inventory;
+  inventory.AddResource("i-1", 4);
+  SampleTable samples;
+  samples.AddSeries(At(0), At(1), "i-1", 0, "a", 1, 1, 0);
+  samples.AddSeries(At(0), At(1), "i-1", 1, "b", 1, 1, 0);
+  samples.AddSeries(At(0), At(1), "i-1", 2, "stray", 1, 1, 0);
+  std::vector<std::string_view> consumers = {"a", "b"}, teams = {"ml", "ml"};
+  EncodedStrings c = EncodeStrings(std::span<const std::string_view>(consumers));
+  EncodedStrings t = EncodeStrings(std::span<const std::string_view>(teams));
+  WorkloadColumns workloads{c.view(), {{"team", t.view()}}};
+  AllocationPolicy policy;
+  policy.by = {"team"};
+  GPUCOST_ASSERT_OK_AND_ASSIGN(
+      Allocation a, Allocate(costs.columns(), samples.columns(), inventory.columns(), &workloads, policy));
+  ASSERT_EQ(a.size(), 4u);
+  EXPECT_NEAR(a.cost[RowOf(a, "ml")], 5.0, 1e-12);
+  EXPECT_NEAR(a.cost[RowOf(a, "__unlabelled__")], 2.5, 1e-12);
+  EXPECT_NEAR(a.cost[RowOf(a, "__idle__")], 2.5, 1e-12);
+  EXPECT_NEAR(a.cost[RowOf(a, "__unattributed__")], 3.0, 1e-12);
+  EXPECT_EQ(a.idle_cost[RowOf(a, "__unattributed__")], 0.0);
+  EXPECT_EQ(a.gpu_hours[RowOf(a, "__unattributed__")], 0.0);
+  EXPECT_EQ(a.diagnostics.lines_unattributed, 1);
+}
+
+TEST(Allocate, OversubscribedLineIsNormalised) {
+  CostTable costs;
+  costs.Add("i-1", At(0), At(1), 6.0);
+  InventoryTable inventory;
+  inventory.AddResource("i-1", 1);
+  SampleTable samples;  // three time-sliced pods, each reported with share 1
+  for (const char* pod : {"p1", "p2", "p3"}) samples.AddSeries(At(0), At(1), "i-1", 0, pod, 1, 0.5, 0);
+  GPUCOST_ASSERT_OK_AND_ASSIGN(Allocation a,
+                               Allocate(costs.columns(), samples.columns(), inventory.columns(), nullptr, {}));
+  EXPECT_EQ(a.diagnostics.lines_oversubscribed, 1);
+  EXPECT_NEAR(a.cost[RowOf(a, "p1")], 2.0, 1e-12);
+  EXPECT_NEAR(a.cost[RowOf(a, "__idle__")], 0.0, 1e-12);
+  EXPECT_NEAR(a.gpu_hours[RowOf(a, "__idle__")], 0.0, 1e-12);
+}
+
+TEST(Allocate, SampleCrossingLineBordersSplitsItsOverlap) {
+  CostTable costs;  // two half-hour lines and a separate GPU-SKU line over the hour
+  costs.Add("i-1", At(0), At(0, 30), 1.0);
+  costs.Add("i-1", At(0, 30), At(1), 1.0);
+  costs.Add("i-1", At(0), At(1), 4.0);
+  InventoryTable inventory;
+  inventory.AddResource("i-1", 1);
+  SampleTable samples;  // one 20-minute sample from 00:20 to 00:40
+  samples.Add(At(0, 20), "i-1", 0, "job", 1, 1, 0);
+  samples.duration.push_back(20 * kMinute);
+  GPUCOST_ASSERT_OK_AND_ASSIGN(Allocation a,
+                               Allocate(costs.columns(), samples.columns(), inventory.columns(), nullptr, {}));
+  // 10 of 30 min on each half-hour line, 20 of 60 on the hour line.
+  EXPECT_NEAR(a.cost[RowOf(a, "job")], 1.0 / 3 + 1.0 / 3 + 4.0 / 3, 1e-12);
+  EXPECT_NEAR(a.gpu_hours[RowOf(a, "job")], 2 * 20.0 / 60, 1e-12);  // counted per line
+  EXPECT_NEAR(a.cost[RowOf(a, "__idle__")] + a.cost[RowOf(a, "job")], 6.0, 1e-12);
+}
+
+TEST(Allocate, SamplesOutsideLinesAndUnknownResourcesAreCounted) {
+  CostTable costs;
+  costs.Add("i-1", At(0), At(1), 1.0);
+  InventoryTable inventory;
+  inventory.AddResource("i-1", 1);
+  inventory.AddResource("i-2", 1);  // no cost line
+  SampleTable samples;
+  samples.Add(At(2), "i-1", 0, "late", 1, 1, 0);     // outside every line
+  samples.Add(At(0), "i-2", 0, "nolines", 1, 1, 0);  // known resource, no line
+  samples.Add(At(0), "i-9", 7, "ghost", 1, 1, 0);    // not in the inventory (device unchecked)
+  samples.Add(At(0), "i-1", 0, "", 1, 0, 0);          // no consumer
+  GPUCOST_ASSERT_OK_AND_ASSIGN(Allocation a,
+                               Allocate(costs.columns(), samples.columns(), inventory.columns(), nullptr, {}));
+  EXPECT_EQ(a.diagnostics.samples_total, 4);
+  EXPECT_EQ(a.diagnostics.samples_outside_lines, 2);
+  EXPECT_EQ(a.diagnostics.samples_unknown_resource, 1);
+  EXPECT_EQ(a.diagnostics.samples_no_consumer, 1);
+  EXPECT_EQ(a.diagnostics.samples_used, 0);
+  ASSERT_EQ(a.size(), 1u);  // only the idle row
+  EXPECT_DOUBLE_EQ(a.cost[0], 1.0);
+}
+
+TEST(Allocate, ConsumerWithZeroUseStillGetsARow) {
+  CostTable costs;
+  costs.Add("i-1", At(0), At(1), 1.0);
+  InventoryTable inventory;
+  inventory.AddResource("i-1", 1);
+  SampleTable samples;
+  samples.AddSeries(At(0), At(1), "i-1", 0, "sleeper", 1, 0.0, 0);
+  AllocationPolicy policy;
+  policy.basis = Basis::kUsed;
+  GPUCOST_ASSERT_OK_AND_ASSIGN(Allocation a,
+                               Allocate(costs.columns(), samples.columns(), inventory.columns(), nullptr, policy));
+  ASSERT_NE(RowOf(a, "sleeper"), -1);
+  EXPECT_EQ(a.cost[RowOf(a, "sleeper")], 0.0);
+  EXPECT_NEAR(a.gpu_hours[RowOf(a, "sleeper")], 1.0, 1e-12);
+  EXPECT_NEAR(a.cost[RowOf(a, "__idle__")], 1.0, 1e-12);
+}
+
+TEST(Allocate, ListCostIsProratedLikeCost) {
+  CostTable costs;
+  costs.Add("i-1", At(0), At(1), 2.0);
+  costs.list_cost = {5.0};
+  InventoryTable inventory;
+  inventory.AddResource("i-1", 2);
+  SampleTable samples;
+  samples.AddSeries(At(0), At(1), "i-1", 0, "job", 1, 1, 0);
+  GPUCOST_ASSERT_OK_AND_ASSIGN(Allocation a,
+                               Allocate(costs.columns(), samples.columns(), inventory.columns(), nullptr, {}));
+  ASSERT_TRUE(a.has_list_cost);
+  EXPECT_NEAR(a.list_cost[RowOf(a, "job")], 2.5, 1e-12);
+  EXPECT_NEAR(a.list_cost[RowOf(a, "__idle__")], 2.5, 1e-12);
+}
+
+TEST(Allocate, MonthStartPeriods) {
+  CostTable costs;
+  costs.Add("i-1", At(-1), At(0), 1.0);  // Feb 28 23:00, counts in February
+  costs.Add("i-1", At(0), At(1), 2.0);
+  InventoryTable inventory;
+  inventory.AddResource("i-1", 1);
+  SampleTable samples;
+  AllocationPolicy policy;
+  policy.by = {"period"};
+  policy.freq = PeriodFreq::kMonthStart;
+  GPUCOST_ASSERT_OK_AND_ASSIGN(Allocation a,
+                               Allocate(costs.columns(), samples.columns(), inventory.columns(), nullptr, policy));
+  ASSERT_EQ(a.size(), 2u);
+  EXPECT_EQ(a.keys[0].period[0], DaysFromCivil(2026, 2, 1) * kNanosPerDay);
+  EXPECT_EQ(a.keys[0].period[1], DaysFromCivil(2026, 3, 1) * kNanosPerDay);
+  EXPECT_DOUBLE_EQ(a.cost[0], 1.0);
+  EXPECT_DOUBLE_EQ(a.cost[1], 2.0);
+}
+
+// ---- SEMANTICS 6: every bad input, with its code, table, row and column ----
+
+class BadInput : public WorkedExample {
+ protected:
+  absl::Status RunStatus(AllocationPolicy policy = {}) { return Run(std::move(policy)).status(); }
+};
+
+auto IsBad(const std::string& table, const std::string& row_and_column) {
+  return StatusIs(absl::StatusCode::kInvalidArgument,
+                  AllOf(HasSubstr(table + ": "), HasSubstr(row_and_column)));
+}
+
+TEST_F(BadInput, MissingRequiredColumn) {
+  samples_.util.clear();
+  EXPECT_THAT(RunStatus(), IsBad("usage", "missing required column 'util'"));
+}
+
+TEST_F(BadInput, EndNotAfterStart) {
+  costs_.end[0] = costs_.start[0];
+  EXPECT_THAT(RunStatus(), IsBad("costs", "row 0, column 'end'"));
+}
+
+TEST_F(BadInput, NonFiniteCost) {
+  costs_.cost[0] = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_THAT(RunStatus(), IsBad("costs", "row 0, column 'cost'"));
+  costs_.cost[0] = std::numeric_limits<double>::infinity();
+  EXPECT_THAT(RunStatus(), IsBad("costs", "row 0, column 'cost'"));
+}
+
+TEST_F(BadInput, ShareOutsideUnitInterval) {
+  samples_.share[5] = 0.0;
+  EXPECT_THAT(RunStatus(), IsBad("usage", "row 5, column 'share'"));
+  samples_.share[5] = 1.5;
+  EXPECT_THAT(RunStatus(), IsBad("usage", "row 5, column 'share'"));
+}
+
+TEST_F(BadInput, UtilOutsideUnitIntervalOrNaN) {
+  samples_.util[61] = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_THAT(RunStatus(), IsBad("usage", "row 61, column 'util'"));
+  samples_.util[61] = -0.1;
+  EXPECT_THAT(RunStatus(), IsBad("usage", "row 61, column 'util'"));
+  samples_.util[61] = 1.01;
+  EXPECT_THAT(RunStatus(), IsBad("usage", "row 61, column 'util'"));
+}
+
+TEST_F(BadInput, NegativeOrNaNMemUsed) {
+  samples_.mem_used[100] = -1;  // on a free device: still checked
+  EXPECT_THAT(RunStatus(), IsBad("usage", "row 100, column 'mem_used'"));
+  samples_.mem_used[100] = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_THAT(RunStatus(), IsBad("usage", "row 100, column 'mem_used'"));
+}
+
+TEST_F(BadInput, NonPositiveDurationOrInterval) {
+  samples_.duration.assign(samples_.timestamp.size(), 60 * kNanosPerSecond);
+  samples_.duration[3] = 0;
+  EXPECT_THAT(RunStatus(), IsBad("usage", "row 3, column 'duration'"));
+  samples_.duration.clear();
+  AllocationPolicy policy;
+  policy.interval_seconds = 0;
+  EXPECT_THAT(RunStatus(policy), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("'interval'")));
+}
+
+TEST_F(BadInput, DeviceOutsideInventory) {
+  samples_.device[7] = 2;
+  EXPECT_THAT(RunStatus(), IsBad("usage", "row 7, column 'device'"));
+}
+
+TEST_F(BadInput, DuplicateInventoryDevice) {
+  inventory_.device[1] = 0;
+  EXPECT_THAT(RunStatus(), IsBad("inventory", "row 1, column 'device'"));
+}
+
+TEST_F(BadInput, AlphaOutsideUnitInterval) {
+  AllocationPolicy policy;
+  policy.basis = Basis::kBlended;
+  policy.alpha = 1.5;
+  EXPECT_THAT(RunStatus(policy), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("'alpha'")));
+}
+
+TEST(ParsePolicy, UnknownBasisIdleOrFreq) {
+  EXPECT_THAT(ParseBasis("usage"), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("'basis'")));
+  EXPECT_THAT(ParseIdleMode("drop"), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("'idle'")));
+  EXPECT_THAT(ParsePeriodFreq("W"), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("'freq'")));
+  EXPECT_THAT(ParseBasis("blended"), IsOk());
+}
+
+TEST_F(BadInput, ReservedConsumerName) {
+  samples_.consumer[9] = "__idle__";
+  EXPECT_THAT(RunStatus(), IsBad("usage", "row 9, column 'consumer'"));
+}
+
+TEST_F(BadInput, ReservedLabelValue) {
+  std::vector<std::string_view> consumers = {"train-a"}, teams = {"__unlabelled__"};
+  EncodedStrings c = EncodeStrings(std::span<const std::string_view>(consumers));
+  EncodedStrings t = EncodeStrings(std::span<const std::string_view>(teams));
+  WorkloadColumns workloads{c.view(), {{"team", t.view()}}};
+  auto result = Allocate(costs_.columns(), samples_.columns(), inventory_.columns(), &workloads, {});
+  EXPECT_THAT(result, IsBad("workloads", "row 0, column 'team'"));
+}
+
+TEST_F(BadInput, PeriodWithoutFreqAndUnknownBy) {
+  AllocationPolicy policy;
+  policy.by = {"period"};
+  EXPECT_THAT(RunStatus(policy), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("'freq'")));
+  policy.by = {"team"};
+  EXPECT_THAT(RunStatus(policy), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("'team'")));
+}
+
+TEST_F(BadInput, ErrorIsStickyInTheStreamingAllocator) {
+  GPUCOST_ASSERT_OK_AND_ASSIGN(auto allocator,
+                               Allocator::Create(costs_.columns(), inventory_.columns(), nullptr, {}));
+  samples_.share[2] = 2.0;
+  EXPECT_THAT(allocator->AddSamples(samples_.columns()), IsBad("usage", "row 2, column 'share'"));
+  EXPECT_THAT(allocator->Finish(), IsBad("usage", "row 2, column 'share'"));
+}
+
+TEST_F(BadInput, RowNumbersCountAcrossChunks) {
+  GPUCOST_ASSERT_OK_AND_ASSIGN(auto allocator,
+                               Allocator::Create(costs_.columns(), inventory_.columns(), nullptr, {}));
+  ASSERT_THAT(allocator->AddSamples(samples_.columns()), IsOk());
+  samples_.util[4] = 7;
+  EXPECT_THAT(allocator->AddSamples(samples_.columns()), IsBad("usage", "row 124, column 'util'"));
+}
+
+}  // namespace
+}  // namespace gpucost

@@ -1,0 +1,31 @@
+// Builds against an installed gpucost and allocates the SEMANTICS 7 line.
+#include <cstdio>
+#include <string_view>
+#include <vector>
+
+#include "gpucost/gpucost.h"
+
+int main() {
+  std::vector<std::string_view> ids = {"i-1"};
+  gpucost::EncodedStrings res = gpucost::EncodeStrings(std::span<const std::string_view>(ids));
+  const int64_t h10 = 10 * gpucost::kNanosPerHour;
+  std::vector<int64_t> start = {h10}, end = {h10 + gpucost::kNanosPerHour};
+  std::vector<double> cost = {8.0};
+  gpucost::CostColumns costs{.resource_id = res.view(), .start = start, .end = end, .cost = cost};
+  std::vector<int32_t> device = {0};
+  std::vector<double> mem = {40.0 * (1 << 30)};
+  gpucost::InventoryColumns inventory{.resource_id = res.view(), .device = device, .mem_capacity = mem};
+  std::vector<int64_t> ts = {h10};
+  std::vector<std::string_view> who = {"job"};
+  gpucost::EncodedStrings consumer = gpucost::EncodeStrings(std::span<const std::string_view>(who));
+  std::vector<double> share = {1.0}, util = {0.5}, used = {0.0};
+  gpucost::SampleColumns samples{.timestamp = ts, .resource_id = res.view(), .device = device,
+                                 .consumer = consumer.view(), .share = share, .util = util,
+                                 .mem_used = used};
+  gpucost::AllocationPolicy policy;
+  policy.interval_seconds = 3600;
+  auto result = gpucost::Allocate(costs, samples, inventory, nullptr, policy);
+  if (!result.ok() || result->size() != 1) return 1;  // job takes the whole line
+  std::printf("%s %.2f\n", result->keys[0].dictionary[result->keys[0].codes[0]].c_str(), result->cost[0]);
+  return result->cost[0] == 8.0 ? 0 : 1;
+}
