@@ -1,0 +1,14 @@
+// The private extension gpucost._core: registration only. Each area binds
+// itself in its own register_*.cc.
+#include "pybind11/pybind11.h"
+#include "status_to_python.h"
+
+namespace gpucost::python {
+void RegisterAllocate(pybind11::module_& m);
+}  // namespace gpucost::python
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "gpucost's C++ core (private; use the gpucost package).";
+  gpucost::python::RegisterStatusTranslator();
+  gpucost::python::RegisterAllocate(m);
+}

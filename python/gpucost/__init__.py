@@ -1,0 +1,15 @@
+"""gpucost: what every GPU-hour you pay for was spent on.
+
+Join a cloud bill (cost lines) with GPU telemetry (usage samples) and
+workload labels, and prorate every cost line to the workloads that held or
+used the GPUs. See docs/guide.md.
+"""
+
+from __future__ import annotations
+
+from gpucost.errors import Error, InvalidInputError
+from gpucost.allocation import Allocator, allocate
+
+__version__ = "0.1.0"
+
+__all__ = ["Allocator", "Error", "InvalidInputError", "allocate", "__version__"]

@@ -1,0 +1,161 @@
+"""gpucost.allocate: prorate cost lines over GPU usage (docs/semantics.md)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import pandas as pd
+
+from gpucost import _core
+from gpucost.frames import Table, allocation_frame
+
+__all__ = ["allocate", "Allocator"]
+
+RESULT_METRICS = (
+    "cost",
+    "idle_cost",
+    "list_cost",
+    "gpu_hours",
+    "effective_gpu_hours",
+    "mem_gib_hours",
+    "cost_per_effective_gpu_hour",
+)
+
+
+def cost_columns(costs: Any) -> dict:
+    t = Table(costs, "costs")
+    start, unit = t.instants("start")
+    end, end_unit = t.instants("end")
+    if end_unit != unit:  # rare: mixed units; bring end to start's unit
+        end = pd.Series(end).astype(f"datetime64[{end_unit}]").astype(f"datetime64[{unit}]").to_numpy().view("int64")
+    return {
+        "resource_id": t.strings("resource_id"),
+        "start": start,
+        "end": end,
+        "time_unit": unit,
+        "cost": t.floats("cost"),
+        "list_cost": t.floats("list_cost") if t.has("list_cost") else None,
+    }
+
+
+def inventory_columns(inventory: Any) -> dict:
+    t = Table(inventory, "inventory")
+    return {
+        "resource_id": t.strings("resource_id"),
+        "device": t.int32s("device"),
+        "mem_capacity": t.floats("mem_capacity"),
+    }
+
+
+def usage_columns(usage: Any) -> dict:
+    t = Table(usage, "usage")
+    timestamp, unit = t.instants("timestamp")
+    return {
+        "timestamp": timestamp,
+        "time_unit": unit,
+        "resource_id": t.strings("resource_id"),
+        "device": t.int32s("device"),
+        "consumer": t.strings("consumer"),
+        "share": t.floats("share"),
+        "util": t.floats("util"),
+        "mem_used": t.floats("mem_used"),
+        "duration": t.durations("duration", unit) if t.has("duration") else None,
+    }
+
+
+def workload_columns(workloads: Any) -> dict | None:
+    if workloads is None:
+        return None
+    t = Table(workloads, "workloads")
+    return {
+        "consumer": t.strings("consumer"),
+        "labels": [(c, t.strings(c)) for c in t.columns if c != "consumer"],
+    }
+
+
+def _policy(basis: str, alpha: float, idle: str, interval: float, by: Sequence[str] | str,
+            freq: str | None) -> dict:
+    by_list = [by] if isinstance(by, str) else [str(b) for b in by]
+    return dict(basis=str(basis), alpha=float(alpha), idle=str(idle), interval=float(interval), by=by_list,
+                freq=None if freq is None else str(freq))
+
+
+def allocate(
+    costs: Any,
+    usage: Any,
+    inventory: Any,
+    workloads: Any = None,
+    *,
+    basis: str = "allocated",
+    alpha: float = 0.5,
+    idle: str = "keep",
+    interval: float = 60,
+    by: Sequence[str] | str = ("consumer",),
+    freq: str | None = None,
+) -> pd.DataFrame:
+    """Prorate every cost line over the workloads that held or used its GPUs.
+
+    Args:
+        costs: cost lines: ``resource_id, start, end, cost`` [, ``list_cost``].
+        usage: samples: ``timestamp, resource_id, device, consumer, share, util,
+            mem_used`` [, ``duration`` in seconds].
+        inventory: one row per GPU: ``resource_id, device, mem_capacity`` (bytes).
+        workloads: optional ``consumer`` plus label columns (team, project, ...).
+        basis: ``"allocated"`` (GPU time held), ``"used"`` (GPU time busy) or
+            ``"blended"`` (``alpha`` of GPU time, the rest memory).
+        idle: ``"keep"`` leaves idle cost on an ``__idle__`` row; ``"share"``
+            spreads it over the line's consumers.
+        interval: seconds a sample stands for when usage has no duration.
+        by: result groups: ``consumer``, ``resource_id``, ``period``, labels.
+        freq: ``"h"``, ``"D"`` or ``"MS"``; required when grouping by period.
+
+    Returns:
+        One row per group, sorted by ``by``: the ``by`` columns, then ``cost,
+        idle_cost, [list_cost], gpu_hours, effective_gpu_hours, mem_gib_hours,
+        cost_per_effective_gpu_hour``; ``.attrs["diagnostics"]`` holds counts.
+
+    Raises:
+        gpucost.InvalidInputError: bad input, naming the table, row and column.
+
+    Example:
+        >>> result = gpucost.allocate(costs, usage, inventory, workloads, by=["team"])
+    """
+    raw = _core.allocate(
+        cost_columns(costs), usage_columns(usage), inventory_columns(inventory), workload_columns(workloads),
+        **_policy(basis, alpha, idle, interval, by, freq),
+    )
+    return allocation_frame(raw)
+
+
+class Allocator:
+    """Streaming allocation: give cost lines and inventory up front, then usage
+    in chunks of any size and order; ``finish()`` returns what :func:`allocate`
+    would for all the chunks together. Memory grows with cost lines and
+    consumers, not with samples.
+
+    Example:
+        >>> alloc = gpucost.Allocator(costs, inventory, workloads, by=["team"])
+        >>> for chunk in chunks:
+        ...     alloc.add(chunk)
+        >>> result = alloc.finish()
+    """
+
+    def __init__(self, costs: Any, inventory: Any, workloads: Any = None, *, basis: str = "allocated",
+                 alpha: float = 0.5, idle: str = "keep", interval: float = 60,
+                 by: Sequence[str] | str = ("consumer",), freq: str | None = None):
+        self._core = _core.Allocator(cost_columns(costs), inventory_columns(inventory),
+                                     workload_columns(workloads), **_policy(basis, alpha, idle, interval, by, freq))
+
+    def add(self, usage: Any) -> None:
+        """Adds one chunk of usage samples."""
+        self._core.add_samples(usage_columns(usage))
+
+    def add_all(self, chunks: Iterable[Any]) -> Allocator:
+        for chunk in chunks:
+            self.add(chunk)
+        return self
+
+    def finish(self) -> pd.DataFrame:
+        """The allocation of every chunk added."""
+        return allocation_frame(self._core.finish())

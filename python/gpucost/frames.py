@@ -1,0 +1,202 @@
+"""DataFrames and Arrow tables to the engine's columns, and results back.
+
+This is the only module that knows pandas and Arrow. Strings become int32
+codes plus a dictionary (categorical codes are reused as they are), instants
+become int64 in their own unit (datetime64 of any unit, tz-aware or not, is
+read in place), numbers become float64 arrays (float64 columns are not
+copied). Results come back as numpy arrays owned by C++ and become the
+DataFrame's columns without a copy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from gpucost.errors import InvalidInputError
+
+__all__ = ["Table", "allocation_frame"]
+
+_INT32_MAX = np.iinfo(np.int32).max
+_UNITS = {"ns", "us", "ms", "s"}
+
+
+class Table:
+    """Column access over a pandas DataFrame, a pyarrow Table or a mapping of
+    column names to arrays, with errors that name the table."""
+
+    def __init__(self, data: Any, name: str):
+        self.name = name
+        if isinstance(data, pd.DataFrame | pa.Table):
+            self._data = data
+        elif isinstance(data, pa.RecordBatch):
+            self._data = pa.Table.from_batches([data])
+        elif isinstance(data, Mapping):
+            self._data = pd.DataFrame(dict(data), copy=False)
+        else:
+            raise TypeError(
+                f"{name}: expected a pandas DataFrame or a pyarrow Table, got {type(data).__name__}"
+            )
+
+    @property
+    def columns(self) -> list[str]:
+        if isinstance(self._data, pa.Table):
+            return list(self._data.column_names)
+        return [str(c) for c in self._data.columns]
+
+    def __len__(self) -> int:
+        return self._data.num_rows if isinstance(self._data, pa.Table) else len(self._data)
+
+    def has(self, column: str) -> bool:
+        return column in self.columns
+
+    def column(self, column: str):
+        if not self.has(column):
+            raise InvalidInputError(f"{self.name}: missing required column '{column}'")
+        return self._data.column(column) if isinstance(self._data, pa.Table) else self._data[column]
+
+    def _error(self, column: str, what: str) -> InvalidInputError:
+        return InvalidInputError(f"{self.name}: column '{column}': {what}")
+
+    def _first_bad_row(self, column: str, mask: np.ndarray, what: str) -> InvalidInputError:
+        row = int(np.flatnonzero(mask)[0])
+        return InvalidInputError(f"{self.name}: row {row}, column '{column}': {what}")
+
+    # ---- strings ---------------------------------------------------------
+
+    def strings(self, column: str) -> tuple[np.ndarray, list[str]]:
+        """(int32 codes, values); nulls have code -1."""
+        col = self.column(column)
+        if isinstance(col, pa.ChunkedArray):
+            return _arrow_strings(col)
+        if isinstance(col.dtype, pd.CategoricalDtype):
+            codes = np.asarray(col.cat.codes)
+            values = [str(v) for v in col.cat.categories]
+        else:
+            if isinstance(col.dtype, pd.ArrowDtype) or str(col.dtype) in ("string", "str"):
+                arrow = pa.chunked_array([pa.array(col.array)]) if not hasattr(col.array, "_pa_array") else col.array._pa_array
+                return _arrow_strings(arrow)
+            codes, uniques = pd.factorize(col, use_na_sentinel=True)
+            values = [str(v) for v in uniques]
+        return codes.astype(np.int32, copy=False), values
+
+    # ---- instants ----------------------------------------------------------
+
+    def instants(self, column: str) -> tuple[np.ndarray, str]:
+        """(int64 ticks since the epoch, UTC; unit). NaT/null is INT64_MIN,
+        which the engine rejects with the row."""
+        col = self.column(column)
+        if isinstance(col, pa.ChunkedArray):
+            return _arrow_instants(col, self, column)
+        dtype = col.dtype
+        if isinstance(dtype, pd.DatetimeTZDtype) or np.issubdtype(getattr(dtype, "type", object), np.datetime64) \
+                or (hasattr(dtype, "kind") and dtype.kind == "M"):
+            arr = col.array
+            unit = getattr(dtype, "unit", None) or np.datetime_data(dtype)[0]
+            if unit not in _UNITS:
+                return np.asarray(col.astype("datetime64[ns, UTC]" if isinstance(dtype, pd.DatetimeTZDtype) else "datetime64[ns]").array.asi8), "ns"
+            return np.asarray(arr.asi8), unit
+        if isinstance(dtype, pd.ArrowDtype):
+            return _arrow_instants(pa.chunked_array([pa.array(col.array)]), self, column)
+        if pd.api.types.is_integer_dtype(dtype) and not pd.api.types.is_extension_array_dtype(dtype):
+            return np.asarray(col, dtype=np.int64), "ns"
+        raise self._error(
+            column, f"expected datetime64 or int64 nanoseconds, got {dtype} (convert with pandas.to_datetime)"
+        )
+
+    # ---- numbers -------------------------------------------------------------
+
+    def floats(self, column: str) -> np.ndarray:
+        col = self.column(column)
+        try:
+            if isinstance(col, pa.ChunkedArray):
+                return col.to_numpy().astype(np.float64, copy=False) if col.null_count == 0 else \
+                    pc.fill_null(col.cast(pa.float64()), float("nan")).to_numpy()
+            if pd.api.types.is_extension_array_dtype(col.dtype):
+                return col.to_numpy(dtype=np.float64, na_value=np.nan)
+            return np.asarray(col, dtype=np.float64)
+        except (TypeError, ValueError, pa.ArrowInvalid) as exc:
+            raise self._error(column, f"not numeric ({exc})") from None
+
+    def int32s(self, column: str) -> np.ndarray:
+        col = self.column(column)
+        arr = col.to_numpy() if isinstance(col, pa.ChunkedArray) else np.asarray(col)
+        if arr.dtype == np.int32:
+            return arr
+        if arr.dtype.kind not in "iu":
+            if arr.dtype.kind == "f":
+                bad = ~np.isfinite(arr) | (arr != np.round(arr))
+                if bad.any():
+                    raise self._first_bad_row(column, bad, f"{arr[bad][0]} is not a whole number")
+            else:
+                raise self._error(column, f"expected integers, got {arr.dtype}")
+        if arr.size and (arr.min() < -_INT32_MAX or arr.max() > _INT32_MAX):
+            raise self._first_bad_row(column, (arr < -_INT32_MAX) | (arr > _INT32_MAX), "out of range")
+        return arr.astype(np.int32)
+
+    def durations(self, column: str, unit: str) -> np.ndarray:
+        """Seconds (numbers) or timedelta64, as int64 ticks of `unit`."""
+        col = self.column(column)
+        if isinstance(col, pa.ChunkedArray):
+            col = col.to_pandas()
+        ticks_per_second = {"ns": 1e9, "us": 1e6, "ms": 1e3, "s": 1.0}[unit]
+        if pd.api.types.is_timedelta64_dtype(col.dtype):
+            ns = np.asarray(col.astype("timedelta64[ns]")).view(np.int64)
+            return ns // int(1e9 / ticks_per_second)
+        seconds = self.floats(column)
+        bad = ~np.isfinite(seconds)
+        if bad.any():
+            raise self._first_bad_row(column, bad, f"{seconds[bad][0]} is not a duration")
+        return np.rint(seconds * ticks_per_second).astype(np.int64)
+
+
+def _arrow_strings(col: pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
+    if not pa.types.is_dictionary(col.type):
+        col = pc.dictionary_encode(col)
+    col = col.unify_dictionaries() if col.num_chunks > 1 else col
+    dictionary = col.chunk(0).dictionary if col.num_chunks else pa.array([], pa.string())
+    indices = pa.chunked_array([c.indices for c in col.chunks], type=col.type.index_type) \
+        if col.num_chunks else pa.array([], pa.int32())
+    indices = pc.fill_null(indices.cast(pa.int32()), -1)
+    codes = indices.to_numpy() if isinstance(indices, pa.Array) else indices.combine_chunks().to_numpy()
+    return np.asarray(codes, dtype=np.int32), [str(v) for v in dictionary.to_pylist()]
+
+
+def _arrow_instants(col: pa.ChunkedArray, table: Table, column: str) -> tuple[np.ndarray, str]:
+    if pa.types.is_timestamp(col.type):
+        unit = col.type.unit
+        ints = col.cast(pa.int64())
+    elif pa.types.is_integer(col.type):
+        unit, ints = "ns", col.cast(pa.int64())
+    else:
+        raise table._error(column, f"expected a timestamp or int64 nanoseconds, got {col.type}")
+    ints = pc.fill_null(ints, np.iinfo(np.int64).min)
+    return np.asarray(ints.to_numpy() if isinstance(ints, pa.Array) else ints.combine_chunks().to_numpy(),
+                      dtype=np.int64), unit
+
+
+def allocation_frame(raw: dict) -> pd.DataFrame:
+    """The engine's result dict as a DataFrame: key columns, then metrics."""
+    columns: dict[str, Any] = {}
+    for name, values, dictionary in raw["keys"]:
+        if dictionary is None:
+            columns[name] = pd.DatetimeIndex(values.view("datetime64[ns]")).tz_localize("UTC")
+        else:
+            columns[name] = np.asarray(dictionary, dtype=object)[values] if len(dictionary) else \
+                np.empty(0, dtype=object)
+    metrics = ["cost", "idle_cost", "list_cost", "gpu_hours", "effective_gpu_hours", "mem_gib_hours",
+               "cost_per_effective_gpu_hour"]
+    for name in metrics:
+        if raw[name] is not None:
+            columns[name] = raw[name]
+    frame = pd.DataFrame(columns, copy=False)
+    for name, _, dictionary in raw["keys"]:
+        if dictionary is not None:
+            frame[name] = frame[name].astype("str")
+    frame.attrs["diagnostics"] = dict(raw["diagnostics"])
+    return frame
