@@ -17,6 +17,13 @@ absl::Status RowError(std::string_view table, long long row,
                                                  "': ", ToAbsl(what)));
 }
 
+absl::Status LineError(std::string_view file, long long line,
+                       std::string_view column, std::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat(ToAbsl(file), ": line ", line,
+                                                 ", column '", ToAbsl(column),
+                                                 "': ", ToAbsl(what)));
+}
+
 absl::Status TableError(std::string_view table, std::string_view what) {
   return absl::InvalidArgumentError(
       absl::StrCat(ToAbsl(table), ": ", ToAbsl(what)));

@@ -21,11 +21,16 @@ namespace gpucost {
 // An InvalidArgument error naming the table (or file), the row and the column,
 // in the one format every gpucost message uses:
 //   "usage: row 17, column 'share': 1.5 is outside (0, 1]"
-// `row` is the 0-based position in a table, or a 1-based line number when the
-// table is a file (parsers say "line" then; see TableError below).
+// `row` is the 0-based position in a table (as pandas' iloc counts).
 [[nodiscard]] absl::Status RowError(std::string_view table, long long row,
                                     std::string_view column,
                                     std::string_view what);
+
+// The same for a file: "bill.csv: line 12, column 'BilledCost': not a number".
+// `line` is 1-based, as editors count.
+[[nodiscard]] absl::Status LineError(std::string_view file, long long line,
+                                     std::string_view column,
+                                     std::string_view what);
 
 // An InvalidArgument error about a table as a whole (a missing column).
 [[nodiscard]] absl::Status TableError(std::string_view table,

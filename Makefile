@@ -1,0 +1,61 @@
+# gpucost: `make demo` and `make test` do the whole set-up on a fresh Debian 12
+# machine (as root): Debian packages, .venv, the package, the C++ tests.
+# Re-running rebuilds only what changed.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+VPY := $(VENV)/bin/python
+STAMPS := .stamps
+BUILD := build/test
+JOBS ?= 2
+
+# C++ toolchain and libraries, and the services the tests start themselves:
+# one Debian package a line in scripts/debian-packages.txt.
+DEBIAN_PACKAGES := $(shell grep -v '^\#' scripts/debian-packages.txt)
+
+CXX_SOURCES := $(shell find include src bindings -type f 2>/dev/null) CMakeLists.txt $(wildcard cmake/*) \
+  bindings/CMakeLists.txt
+PY_EXTRAS := test,bench
+
+.PHONY: demo test setup python cpp bench clean
+.DEFAULT_GOAL := test
+
+demo: python
+	$(VENV)/bin/gpucost demo
+
+test: python cpp
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+setup: $(STAMPS)/debian $(STAMPS)/venv
+
+$(STAMPS)/debian: scripts/setup-debian.sh scripts/debian-packages.txt
+	@mkdir -p $(STAMPS)
+	scripts/setup-debian.sh $(DEBIAN_PACKAGES)
+	@touch $@
+
+$(STAMPS)/venv: pyproject.toml $(STAMPS)/debian
+	test -x $(VPY) || $(PYTHON) -m venv $(VENV)
+	$(VPY) -m pip install -q --upgrade pip
+	$(VPY) -m pip install -q "scikit-build-core>=0.10" "pybind11>=3" "cmake>=3.25" ninja
+	@touch $@
+
+# The package, editable: Python files are read from python/, the extension is
+# rebuilt incrementally in build/<wheel tag> when C++ sources change.
+python: $(STAMPS)/python
+$(STAMPS)/python: $(STAMPS)/venv $(CXX_SOURCES)
+	$(VPY) -m pip install -q --no-build-isolation -e ".[$(PY_EXTRAS)]"
+	@touch $@
+
+# The C++ library, GoogleTest suite and benchmarks; ctest also runs pytest.
+cpp: $(STAMPS)/venv
+	$(VENV)/bin/cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release \
+	  -DCMAKE_MAKE_PROGRAM=$(abspath $(VENV))/bin/ninja \
+	  -DGPUCOST_WERROR=ON -DGPUCOST_BUILD_BENCHMARKS=ON -DGPUCOST_PYTHON=$(abspath $(VPY)) > /dev/null
+	$(VENV)/bin/cmake --build $(BUILD) -j $(JOBS)
+
+bench: python cpp
+	$(BUILD)/benchmarks/gpucost_bench
+	$(VPY) benchmarks/bench_vs_pandas.py
+
+clean:
+	rm -rf build $(STAMPS)

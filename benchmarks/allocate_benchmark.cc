@@ -1,0 +1,115 @@
+// Engine throughput on pre-encoded columns: a fleet of 8-GPU instances with
+// hourly cost lines and 60 s samples, grouped by series (the telemetry
+// order) or shuffled. Reports samples/second.
+#include <algorithm>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "benchmark/benchmark.h"
+#include "gpucost/gpucost.h"
+
+namespace {
+
+using gpucost::kNanosPerHour;
+using gpucost::kNanosPerSecond;
+
+struct Fleet {
+  gpucost::EncodedStrings cost_ids, inv_ids, sample_ids, consumers;
+  std::vector<int64_t> start, end, timestamp;
+  std::vector<double> cost, mem_capacity, share, util, mem_used;
+  std::vector<int32_t> inv_device, device;
+
+  // `gpus` GPUs in 8-GPU instances, `hours` hourly lines, one sample per
+  // GPU per minute; each GPU is held by one consumer, a quarter are free.
+  Fleet(int gpus, int hours, bool shuffle) {
+    const int instances = gpus / 8;
+    std::vector<std::string> cost_res, inv_res, sample_res, who;
+    for (int i = 0; i < instances; ++i) {
+      const std::string id = "i-" + std::to_string(i);
+      for (int h = 0; h < hours; ++h) {
+        cost_res.push_back(id);
+        start.push_back(h * kNanosPerHour);
+        end.push_back((h + 1) * kNanosPerHour);
+        cost.push_back(32.77);
+      }
+      for (int d = 0; d < 8; ++d) {
+        inv_res.push_back(id);
+        inv_device.push_back(d);
+        mem_capacity.push_back(40.0 * (1LL << 30));
+      }
+    }
+    std::mt19937_64 rng(7);
+    std::uniform_real_distribution<double> u01(0, 1);
+    const int64_t steps = hours * 60LL;
+    for (int i = 0; i < instances; ++i) {
+      const std::string id = "i-" + std::to_string(i);
+      for (int d = 0; d < 8; ++d) {
+        const bool free = (i * 8 + d) % 4 == 3;
+        const std::string consumer = free ? "" : "pod-" + std::to_string((i * 8 + d) / 2);
+        for (int64_t s = 0; s < steps; ++s) {
+          timestamp.push_back(s * 60 * kNanosPerSecond);
+          sample_res.push_back(id);
+          device.push_back(d);
+          who.push_back(consumer);
+          share.push_back(1.0);
+          util.push_back(free ? 0.0 : u01(rng));
+          mem_used.push_back(free ? 0.0 : 20.0 * (1LL << 30));
+        }
+      }
+    }
+    if (shuffle) {
+      std::vector<size_t> order(timestamp.size());
+      std::iota(order.begin(), order.end(), 0);
+      std::shuffle(order.begin(), order.end(), rng);
+      auto permute = [&](auto& v) {
+        auto copy = v;
+        for (size_t k = 0; k < order.size(); ++k) v[k] = copy[order[k]];
+      };
+      permute(timestamp), permute(sample_res), permute(device), permute(who);
+      permute(share), permute(util), permute(mem_used);
+    }
+    cost_ids = gpucost::EncodeStrings(cost_res);
+    inv_ids = gpucost::EncodeStrings(inv_res);
+    sample_ids = gpucost::EncodeStrings(sample_res);
+    consumers = gpucost::EncodeStrings(who);
+  }
+  gpucost::CostColumns costs() const { return {cost_ids.view(), start, end, cost, {}}; }
+  gpucost::InventoryColumns inventory() const { return {inv_ids.view(), inv_device, mem_capacity}; }
+  gpucost::SampleColumns samples() const {
+    return {timestamp, sample_ids.view(), device, consumers.view(), share, util, mem_used, {}};
+  }
+};
+
+void Run(benchmark::State& state, const Fleet& fleet, gpucost::AllocationPolicy policy) {
+  for (auto _ : state) {
+    auto result = gpucost::Allocate(fleet.costs(), fleet.samples(), fleet.inventory(), nullptr, policy);
+    if (!result.ok()) state.SkipWithError(std::string(result.status().message()).c_str());
+    benchmark::DoNotOptimize(result);
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(fleet.timestamp.size()));
+}
+
+void BM_AllocateGrouped(benchmark::State& state) {
+  static const Fleet fleet(static_cast<int>(state.range(0)), 24, /*shuffle=*/false);
+  Run(state, fleet, {});
+}
+BENCHMARK(BM_AllocateGrouped)->Arg(1000)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_AllocateGroupedByPeriod(benchmark::State& state) {
+  static const Fleet fleet(static_cast<int>(state.range(0)), 24, false);
+  gpucost::AllocationPolicy policy;
+  policy.by = {"resource_id", "period"};
+  policy.freq = gpucost::PeriodFreq::kDay;
+  Run(state, fleet, policy);
+}
+BENCHMARK(BM_AllocateGroupedByPeriod)->Arg(1000)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_AllocateShuffled(benchmark::State& state) {
+  static const Fleet fleet(static_cast<int>(state.range(0)), 24, /*shuffle=*/true);
+  Run(state, fleet, {});
+}
+BENCHMARK(BM_AllocateShuffled)->Arg(1000)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+}  // namespace
