@@ -6,6 +6,7 @@
 #define GPUCOST_BINDINGS_NUMPY_VIEWS_H_
 
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -48,11 +49,17 @@ inline StringColumnHolder ToStringColumn(const py::handle& pair) {
   return out;
 }
 
-// A column that the caller may leave out: None -> empty span.
+// A column that the caller may leave out (absent or None).
 template <typename T>
-CArray<T> OptionalArray(const py::dict& table, const char* key) {
-  if (!table.contains(key) || table[key].is_none()) return CArray<T>(0);
+std::optional<CArray<T>> OptionalArray(const py::dict& table, const char* key) {
+  if (!table.contains(key) || table[key].is_none()) return std::nullopt;
   return table[key].cast<CArray<T>>();
+}
+
+template <typename T>
+std::optional<std::span<const T>> OptionalSpan(const std::optional<CArray<T>>& a) {
+  if (!a.has_value()) return std::nullopt;
+  return Span(*a);
 }
 
 template <typename T>

@@ -22,7 +22,8 @@ TimeUnit UnitOf(const py::dict& table) {
 struct CostHolder {
   StringColumnHolder resource_id;
   CArray<int64_t> start, end;
-  CArray<double> cost, list_cost;
+  CArray<double> cost;
+  std::optional<CArray<double>> list_cost;
   TimeUnit unit;
 
   explicit CostHolder(const py::dict& t)
@@ -33,7 +34,7 @@ struct CostHolder {
         list_cost(OptionalArray<double>(t, "list_cost")),
         unit(UnitOf(t)) {}
   [[nodiscard]] CostColumns view() const {
-    return {resource_id.view(), Span(start), Span(end), Span(cost), Span(list_cost), unit};
+    return {resource_id.view(), Span(start), Span(end), Span(cost), OptionalSpan(list_cost), unit};
   }
 };
 
@@ -57,7 +58,7 @@ struct SampleHolder {
   CArray<int32_t> device;
   StringColumnHolder consumer;
   CArray<double> share, util, mem_used;
-  CArray<int64_t> duration;
+  std::optional<CArray<int64_t>> duration;
   TimeUnit unit;
 
   explicit SampleHolder(const py::dict& t)
@@ -72,7 +73,7 @@ struct SampleHolder {
         unit(UnitOf(t)) {}
   [[nodiscard]] SampleColumns view() const {
     return {Span(timestamp), resource_id.view(), Span(device), consumer.view(), Span(share),
-            Span(util),      Span(mem_used),     Span(duration), unit};
+            Span(util),      Span(mem_used),     OptionalSpan(duration), unit};
   }
 };
 

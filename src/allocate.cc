@@ -48,8 +48,8 @@ int64_t ScaleInstant(int64_t raw, TimeUnit unit) {
 
 // Every required column must have one value per row.
 absl::Status CheckLength(std::string_view table, std::string_view column,
-                         size_t actual, size_t rows, bool optional = false) {
-  if (actual == rows || (optional && actual == 0)) return absl::OkStatus();
+                         size_t actual, size_t rows) {
+  if (actual == rows) return absl::OkStatus();
   if (actual == 0) {
     return TableError(table, absl::StrCat("missing required column '",
                                           absl::string_view(column.data(), column.size()), "'"));
@@ -254,9 +254,9 @@ absl::Status Allocator::State::IndexCosts(const CostColumns& costs) {
   GPUCOST_RETURN_IF_ERROR(CheckLength(kTable, "start", costs.start.size(), n));
   GPUCOST_RETURN_IF_ERROR(CheckLength(kTable, "end", costs.end.size(), n));
   GPUCOST_RETURN_IF_ERROR(CheckLength(kTable, "cost", costs.cost.size(), n));
-  GPUCOST_RETURN_IF_ERROR(CheckLength(kTable, "list_cost", costs.list_cost.size(), n, true));
+  has_list_cost = costs.list_cost.has_value();
+  if (has_list_cost) GPUCOST_RETURN_IF_ERROR(CheckLength(kTable, "list_cost", costs.list_cost->size(), n));
   GPUCOST_RETURN_IF_ERROR(CheckCodes(kTable, "resource_id", costs.resource_id, 0));
-  has_list_cost = !costs.list_cost.empty();
 
   // Dictionary entry -> resource id; null and "" name no resource.
   std::vector<int32_t> ids(costs.resource_id.dictionary.size(), kNoResource);
@@ -275,7 +275,7 @@ absl::Status Allocator::State::IndexCosts(const CostColumns& costs) {
     if (end <= start) return RowError(kTable, row, "end", "end is not after start");
     const double cost = costs.cost[i];
     if (!std::isfinite(cost)) return RowError(kTable, row, "cost", absl::StrCat(Num(cost), " is not a finite amount"));
-    const double list = has_list_cost ? costs.list_cost[i] : 0.0;
+    const double list = has_list_cost ? (*costs.list_cost)[i] : 0.0;
     if (!std::isfinite(list)) return RowError(kTable, row, "list_cost", absl::StrCat(Num(list), " is not a finite amount"));
     const int32_t code = costs.resource_id.codes[i];
     lines.push_back({code == kNullCode ? kNoResource : ids[code], start, end, cost, list});
@@ -495,8 +495,8 @@ absl::Status Allocator::State::SampleValueError(const SampleColumns& s, int64_t 
   if (!(mem >= 0.0) || !std::isfinite(mem)) {
     return RowError(kTable, row, "mem_used", absl::StrCat(Num(mem), " is not a non-negative number of bytes"));
   }
-  if (!s.duration.empty() && s.duration[i] <= 0) {
-    return RowError(kTable, row, "duration", absl::StrCat(s.duration[i], " is not a positive duration"));
+  if (s.duration.has_value() && (*s.duration)[i] <= 0) {
+    return RowError(kTable, row, "duration", absl::StrCat((*s.duration)[i], " is not a positive duration"));
   }
   return absl::InternalError("sample value check disagreed with its explanation");
 }
@@ -517,7 +517,7 @@ absl::Status Allocator::State::AddRun(const SampleColumns& s, int64_t begin, int
   const double* share = s.share.data();
   const double* util = s.util.data();
   const double* mem = s.mem_used.data();
-  const int64_t* dur = kHasDuration ? s.duration.data() : nullptr;
+  const int64_t* dur = kHasDuration ? s.duration->data() : nullptr;
   const TimeUnit unit = s.time_unit;
   const int64_t run_length = end - begin;
 
@@ -664,8 +664,10 @@ absl::Status Allocator::AddSamples(const SampleColumns& s) {
     absl::Status status = CheckLength(kTable, name, size, n);
     if (!status.ok()) return fail(status);
   }
-  if (absl::Status status = CheckLength(kTable, "duration", s.duration.size(), n, true); !status.ok()) {
-    return fail(status);
+  if (s.duration.has_value()) {
+    if (absl::Status status = CheckLength(kTable, "duration", s.duration->size(), n); !status.ok()) {
+      return fail(status);
+    }
   }
   if (absl::Status status = CheckNotReserved(kTable, "consumer", s.consumer, st.rows_seen); !status.ok()) {
     return fail(status);
@@ -680,8 +682,8 @@ absl::Status Allocator::AddSamples(const SampleColumns& s) {
   for (size_t d = 0; d < con_map.size(); ++d) {
     if (!s.consumer.dictionary[d].empty()) con_map[d] = st.InternConsumer(s.consumer.dictionary[d]);
   }
-  absl::Status status = s.duration.empty() ? st.AddRuns<false>(s, res_map, con_map)
-                                           : st.AddRuns<true>(s, res_map, con_map);
+  absl::Status status = s.duration.has_value() ? st.AddRuns<true>(s, res_map, con_map)
+                                               : st.AddRuns<false>(s, res_map, con_map);
   if (!status.ok()) return fail(status);
   st.rows_seen += static_cast<int64_t>(n);
   st.diagnostics.samples_total += static_cast<int64_t>(n);

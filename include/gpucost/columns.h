@@ -15,6 +15,7 @@
 #define GPUCOST_COLUMNS_H_
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -66,13 +67,13 @@ class StringEncoder {
   absl::flat_hash_map<std::string, int32_t> index_;
 };
 
-// SEMANTICS 1.1: cost lines. `list_cost` is optional (empty span = absent).
+// SEMANTICS 1.1: cost lines. `list_cost` is optional.
 struct CostColumns {
   StringColumn resource_id;
   std::span<const int64_t> start;  // instant, in `time_unit`
   std::span<const int64_t> end;    // instant, exclusive
   std::span<const double> cost;
-  std::span<const double> list_cost;
+  std::optional<std::span<const double>> list_cost;
   TimeUnit time_unit = TimeUnit::kNanosecond;
 };
 
@@ -83,8 +84,8 @@ struct InventoryColumns {
   std::span<const double> mem_capacity;  // bytes
 };
 
-// SEMANTICS 1.3: usage samples. `duration` is optional (empty span = every
-// sample stands for the policy's interval).
+// SEMANTICS 1.3: usage samples. `duration` is optional (absent: every sample
+// stands for the policy's interval).
 struct SampleColumns {
   std::span<const int64_t> timestamp;  // instant, in `time_unit`
   StringColumn resource_id;
@@ -93,7 +94,7 @@ struct SampleColumns {
   std::span<const double> share;
   std::span<const double> util;
   std::span<const double> mem_used;  // bytes
-  std::span<const int64_t> duration;  // in `time_unit`
+  std::optional<std::span<const int64_t>> duration;  // in `time_unit`
   TimeUnit time_unit = TimeUnit::kNanosecond;
 
   [[nodiscard]] size_t size() const { return timestamp.size(); }

@@ -231,7 +231,7 @@ TEST(Allocate, SampleCrossingLineBordersSplitsItsOverlap) {
   inventory.AddResource("i-1", 1);
   SampleTable samples;  // one 20-minute sample from 00:20 to 00:40
   samples.Add(At(0, 20), "i-1", 0, "job", 1, 1, 0);
-  samples.duration.push_back(20 * kMinute);
+  samples.duration = std::vector<int64_t>{20 * kMinute};
   GPUCOST_ASSERT_OK_AND_ASSIGN(Allocation a,
                                Allocate(costs.columns(), samples.columns(), inventory.columns(), nullptr, {}));
   // 10 of 30 min on each half-hour line, 20 of 60 on the hour line.
@@ -366,10 +366,10 @@ TEST_F(BadInput, NegativeOrNaNMemUsed) {
 }
 
 TEST_F(BadInput, NonPositiveDurationOrInterval) {
-  samples_.duration.assign(samples_.timestamp.size(), 60 * kNanosPerSecond);
-  samples_.duration[3] = 0;
+  samples_.duration = std::vector<int64_t>(samples_.timestamp.size(), 60 * kNanosPerSecond);
+  (*samples_.duration)[3] = 0;
   EXPECT_THAT(RunStatus(), IsBad("usage", "row 3, column 'duration'"));
-  samples_.duration.clear();
+  samples_.duration.reset();
   AllocationPolicy policy;
   policy.interval_seconds = 0;
   EXPECT_THAT(RunStatus(policy), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("'interval'")));

@@ -18,7 +18,8 @@ inline int64_t At(int hour, int minute = 0) { return kT0 + hour * kNanosPerHour 
 struct CostTable {
   std::vector<std::string> resource_id;
   std::vector<int64_t> start, end;
-  std::vector<double> cost, list_cost;
+  std::vector<double> cost;
+  std::optional<std::vector<double>> list_cost;
   EncodedStrings ids;
 
   void Add(std::string r, int64_t s, int64_t e, double c) {
@@ -29,7 +30,9 @@ struct CostTable {
   }
   CostColumns columns() {
     ids = EncodeStrings(resource_id);
-    return {.resource_id = ids.view(), .start = start, .end = end, .cost = cost, .list_cost = list_cost};
+    CostColumns out{.resource_id = ids.view(), .start = start, .end = end, .cost = cost};
+    if (list_cost) out.list_cost = *list_cost;
+    return out;
   }
 };
 
@@ -57,7 +60,7 @@ struct SampleTable {
   std::vector<std::string> resource_id, consumer;
   std::vector<int32_t> device;
   std::vector<double> share, util, mem_used;
-  std::vector<int64_t> duration;
+  std::optional<std::vector<int64_t>> duration;
   EncodedStrings ids, consumers;
 
   void Add(int64_t t, const std::string& r, int d, const std::string& c, double s, double u, double m) {
@@ -79,7 +82,7 @@ struct SampleTable {
     consumers = EncodeStrings(consumer);
     return {.timestamp = timestamp, .resource_id = ids.view(), .device = device,
             .consumer = consumers.view(), .share = share, .util = util, .mem_used = mem_used,
-            .duration = duration};
+            .duration = duration ? std::optional<std::span<const int64_t>>(*duration) : std::nullopt};
   }
 };
 
