@@ -18,6 +18,7 @@
 #include <limits>
 #include <numeric>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -106,6 +107,30 @@ struct Slot {
   Accumulator acc;
 };
 
+// Accumulators keyed by (segment, consumer), in insertion order.
+class SlotTable {
+ public:
+  Accumulator& For(int64_t segment, int32_t consumer) {
+    const uint64_t key = (static_cast<uint64_t>(segment) << 32) | static_cast<uint32_t>(consumer);
+    auto [it, inserted] = ids_.try_emplace(key, static_cast<uint32_t>(slots_.size()));
+    if (inserted) slots_.push_back({segment, consumer, {}});
+    return slots_[it->second].acc;
+  }
+  [[nodiscard]] const std::vector<Slot>& slots() const { return slots_; }
+
+ private:
+  absl::flat_hash_map<uint64_t, uint32_t> ids_;
+  std::vector<Slot> slots_;
+};
+
+// What one worker gathers from its rows of a chunk.
+struct Partial {
+  SlotTable* slots;  // the worker's table
+  int64_t no_consumer = 0, unknown_resource = 0, outside_lines = 0, used = 0;
+  absl::Status status = absl::OkStatus();
+  int64_t error_row = std::numeric_limits<int64_t>::max();
+};
+
 struct Resource {
   int32_t devices = 0;  // N_r; 0 = not in the inventory
   double mem_capacity = 0;  // bytes over all devices
@@ -149,6 +174,32 @@ struct GroupTotals {
   double cost = 0, idle_cost = 0, list_cost = 0, gpu_ns = 0, used_ns = 0,
          mem_byte_ns = 0;
 };
+
+// Below this many samples a chunk is not worth a second thread.
+constexpr int64_t kMinSamplesPerWorker = 1 << 18;
+
+size_t WorkersFor(int threads, size_t rows) {
+  const size_t wanted = threads > 0 ? static_cast<size_t>(threads)
+                                    : std::max(1u, std::thread::hardware_concurrency());
+  return std::max<size_t>(1, std::min(wanted, rows / kMinSamplesPerWorker));
+}
+
+// Row boundaries of `workers` nearly equal ranges, each moved forward to the
+// start of a series run so that no run is split.
+std::vector<int64_t> SplitAtRuns(const SampleColumns& s, size_t workers) {
+  const auto n = static_cast<int64_t>(s.size());
+  std::vector<int64_t> bounds = {0};
+  for (size_t w = 1; w < workers; ++w) {
+    int64_t b = std::max(bounds.back(), n * static_cast<int64_t>(w) / static_cast<int64_t>(workers));
+    while (b > 0 && b < n && s.resource_id.codes[b] == s.resource_id.codes[b - 1] &&
+           s.device[b] == s.device[b - 1] && s.consumer.codes[b] == s.consumer.codes[b - 1]) {
+      ++b;
+    }
+    bounds.push_back(b);
+  }
+  bounds.push_back(n);
+  return bounds;
+}
 
 }  // namespace
 
@@ -197,8 +248,8 @@ struct Allocator::State {
 
   std::vector<KeyDim> key_dims;
 
-  absl::flat_hash_map<uint64_t, uint32_t> slot_ids;  // (segment, consumer)
-  std::vector<Slot> slots;
+  // One slot table per worker, kept across chunks; Prorate() reads them all.
+  std::vector<SlotTable> tables = std::vector<SlotTable>(1);
 
   Diagnostics diagnostics;
   int64_t rows_seen = 0;
@@ -222,27 +273,19 @@ struct Allocator::State {
     return it->second;
   }
 
-  Accumulator& SlotFor(int64_t segment, int32_t consumer) {
-    const uint64_t key = (static_cast<uint64_t>(segment) << 32) |
-                         static_cast<uint32_t>(consumer);
-    auto [it, inserted] =
-        slot_ids.try_emplace(key, static_cast<uint32_t>(slots.size()));
-    if (inserted) slots.push_back({segment, consumer, {}});
-    return slots[it->second].acc;
-  }
-
   absl::Status IndexCosts(const CostColumns& costs);
   absl::Status IndexInventory(const InventoryColumns& inventory);
   absl::Status IndexWorkloads(const WorkloadColumns& workloads);
   absl::Status ResolveKeys();
   void BuildSegments();
 
+  // Adds rows [begin, end) of a chunk into `out`; reads the state only.
   template <bool kHasDuration>
-  absl::Status AddRuns(const SampleColumns& s, const std::vector<int32_t>& res_map,
-                       const std::vector<int32_t>& con_map);
+  absl::Status AddRuns(const SampleColumns& s, int64_t begin, int64_t end, const std::vector<int32_t>& res_map,
+                       const std::vector<int32_t>& con_map, Partial& out) const;
   template <bool kHasDuration>
-  absl::Status AddRun(const SampleColumns& s, int64_t begin, int64_t end,
-                      int32_t resource, int32_t consumer);
+  absl::Status AddRun(const SampleColumns& s, int64_t begin, int64_t end, int32_t resource, int32_t consumer,
+                      Partial& out) const;
   absl::Status SampleValueError(const SampleColumns& s, int64_t i) const;
 
   absl::StatusOr<Allocation> Prorate();
@@ -511,8 +554,8 @@ inline bool SampleValuesOk(int64_t raw_ts, double share, double util, double mem
 }
 
 template <bool kHasDuration>
-absl::Status Allocator::State::AddRun(const SampleColumns& s, int64_t begin, int64_t end,
-                                      int32_t resource, int32_t consumer) {
+absl::Status Allocator::State::AddRun(const SampleColumns& s, int64_t begin, int64_t end, int32_t resource,
+                                      int32_t consumer, Partial& out) const {
   const int64_t* ts = s.timestamp.data();
   const double* share = s.share.data();
   const double* util = s.util.data();
@@ -528,9 +571,9 @@ absl::Status Allocator::State::AddRun(const SampleColumns& s, int64_t begin, int
       }
     }
     if (consumer == kNoConsumer) {
-      diagnostics.samples_no_consumer += run_length;
+      out.no_consumer += run_length;
     } else {
-      diagnostics.samples_unknown_resource += run_length;
+      out.unknown_resource += run_length;
     }
     return absl::OkStatus();
   }
@@ -570,7 +613,7 @@ absl::Status Allocator::State::AddRun(const SampleColumns& s, int64_t begin, int
       continue;
     }
     // Slow path: the sample leaves the cached segment. Slot pointers are
-    // re-taken after every SlotFor(), which may grow the slot vector.
+    // re-taken after every For(), which may grow the slot vector.
     flush();
     cache_slot = nullptr;
     cache_start = std::numeric_limits<int64_t>::max();
@@ -585,7 +628,7 @@ absl::Status Allocator::State::AddRun(const SampleColumns& s, int64_t begin, int
       if (hi <= lo) continue;
       overlaps = true;
       if (lo == t && hi == t_end) {  // wholly inside: cache this segment
-        cache_slot = &SlotFor(seg, consumer);
+        cache_slot = &out.slots->For(seg, consumer);
         cache_start = sstart[seg];
         cache_end = send[seg];
         const double o = static_cast<double>(d);
@@ -596,7 +639,7 @@ absl::Status Allocator::State::AddRun(const SampleColumns& s, int64_t begin, int
         break;
       }
       const double o = static_cast<double>(hi - lo);
-      Accumulator& acc = SlotFor(seg, consumer);
+      Accumulator& acc = out.slots->For(seg, consumer);
       acc.held += share[i] * o;
       acc.used += share[i] * util[i] * o;
       acc.mem += mem[i] * o;
@@ -604,22 +647,23 @@ absl::Status Allocator::State::AddRun(const SampleColumns& s, int64_t begin, int
     if (!overlaps) ++outside;
   }
   flush();
-  diagnostics.samples_outside_lines += outside;
-  diagnostics.samples_used += run_length - outside;
+  out.outside_lines += outside;
+  out.used += run_length - outside;
   return absl::OkStatus();
 }
 
 template <bool kHasDuration>
-absl::Status Allocator::State::AddRuns(const SampleColumns& s, const std::vector<int32_t>& res_map,
-                                       const std::vector<int32_t>& con_map) {
+absl::Status Allocator::State::AddRuns(const SampleColumns& s, int64_t begin, int64_t end,
+                                       const std::vector<int32_t>& res_map, const std::vector<int32_t>& con_map,
+                                       Partial& out) const {
   constexpr std::string_view kTable = "usage";
-  const auto n = static_cast<int64_t>(s.size());
+  const int64_t n = end;
   const int32_t* rc = s.resource_id.codes.data();
   const int32_t* dv = s.device.data();
   const int32_t* cc = s.consumer.codes.data();
   const auto res_dict = static_cast<int32_t>(s.resource_id.dictionary.size());
   const auto con_dict = static_cast<int32_t>(s.consumer.dictionary.size());
-  for (int64_t i = 0; i < n;) {
+  for (int64_t i = begin; i < n;) {
     const int32_t r_code = rc[i], device = dv[i], c_code = cc[i];
     int64_t j = i + 1;
     while (j < n && rc[j] == r_code && dv[j] == device && cc[j] == c_code) ++j;
@@ -639,7 +683,7 @@ absl::Status Allocator::State::AddRuns(const SampleColumns& s, const std::vector
                                    resources[resource].devices - 1, ")"));
     }
     const int32_t consumer = c_code == kNullCode ? kNoConsumer : con_map[c_code];
-    GPUCOST_RETURN_IF_ERROR(AddRun<kHasDuration>(s, i, j, resource, consumer));
+    GPUCOST_RETURN_IF_ERROR(AddRun<kHasDuration>(s, i, j, resource, consumer, out));
     i = j;
   }
   return absl::OkStatus();
@@ -682,9 +726,38 @@ absl::Status Allocator::AddSamples(const SampleColumns& s) {
   for (size_t d = 0; d < con_map.size(); ++d) {
     if (!s.consumer.dictionary[d].empty()) con_map[d] = st.InternConsumer(s.consumer.dictionary[d]);
   }
-  absl::Status status = s.duration.has_value() ? st.AddRuns<true>(s, res_map, con_map)
-                                               : st.AddRuns<false>(s, res_map, con_map);
-  if (!status.ok()) return fail(status);
+  // Rows split into contiguous ranges at series boundaries, one per worker;
+  // each worker fills its own slot table. Sums differ from one thread's only
+  // in the order of additions.
+  const std::vector<int64_t> bounds = SplitAtRuns(s, WorkersFor(st.policy.threads, n));
+  const size_t workers = bounds.size() - 1;
+  if (st.tables.size() < workers) st.tables.resize(workers);
+  std::vector<Partial> parts(workers);
+  for (size_t w = 0; w < workers; ++w) parts[w].slots = &st.tables[w];
+  auto work = [&](size_t w) {
+    Partial& part = parts[w];
+    part.status = s.duration.has_value()
+                      ? st.AddRuns<true>(s, bounds[w], bounds[w + 1], res_map, con_map, part)
+                      : st.AddRuns<false>(s, bounds[w], bounds[w + 1], res_map, con_map, part);
+  };
+  if (workers == 1) {
+    work(0);
+  } else {
+    std::vector<std::thread> threads;
+    for (size_t w = 1; w < workers; ++w) threads.emplace_back(work, w);
+    work(0);
+    for (std::thread& t : threads) t.join();
+  }
+  // The first error in row order, whatever the number of workers.
+  for (const Partial& part : parts) {
+    if (!part.status.ok()) return fail(part.status);
+  }
+  for (Partial& part : parts) {
+    st.diagnostics.samples_no_consumer += part.no_consumer;
+    st.diagnostics.samples_unknown_resource += part.unknown_resource;
+    st.diagnostics.samples_outside_lines += part.outside_lines;
+    st.diagnostics.samples_used += part.used;
+  }
   st.rows_seen += static_cast<int64_t>(n);
   st.diagnostics.samples_total += static_cast<int64_t>(n);
   return absl::OkStatus();
@@ -703,12 +776,22 @@ absl::StatusOr<Allocation> Allocator::State::Prorate() {
   // consumers as contiguous ranges.
   const auto num_segments = static_cast<int64_t>(seg_start.size());
   std::vector<int64_t> seg_slot_begin(num_segments + 1, 0);
-  for (const Slot& slot : slots) ++seg_slot_begin[slot.segment + 1];
+  std::vector<Slot> all_slots;
+  size_t tables_used = 0;
+  for (const SlotTable& table : tables) {
+    all_slots.insert(all_slots.end(), table.slots().begin(), table.slots().end());
+    tables_used += table.slots().empty() ? 0 : 1;
+  }
+  // With several tables a (segment, consumer) pair may occur more than once.
+  const bool may_repeat = tables_used > 1;
+  for (const Slot& slot : all_slots) ++seg_slot_begin[slot.segment + 1];
   std::partial_sum(seg_slot_begin.begin(), seg_slot_begin.end(), seg_slot_begin.begin());
-  std::vector<uint32_t> by_segment(slots.size());
+  std::vector<uint32_t> by_segment(all_slots.size());
   {
     std::vector<int64_t> next(seg_slot_begin.begin(), seg_slot_begin.end() - 1);
-    for (size_t k = 0; k < slots.size(); ++k) by_segment[next[slots[k].segment]++] = static_cast<uint32_t>(k);
+    for (size_t k = 0; k < all_slots.size(); ++k) {
+      by_segment[next[all_slots[k].segment]++] = static_cast<uint32_t>(k);
+    }
   }
 
   // Consumer keys: which id a consumer (or idle / unattributed) groups under.
@@ -789,11 +872,11 @@ absl::StatusOr<Allocation> Allocator::State::Prorate() {
     sums.clear();
     for (int64_t seg = line.seg_begin; seg < line.seg_end; ++seg) {
       for (int64_t k = seg_slot_begin[seg]; k < seg_slot_begin[seg + 1]; ++k) {
-        const Slot& slot = slots[by_segment[k]];
+        const Slot& slot = all_slots[by_segment[k]];
         sums.push_back({slot.consumer, slot.acc});
       }
     }
-    if (line.seg_end - line.seg_begin > 1) {  // a consumer may recur across segments
+    if (may_repeat || line.seg_end - line.seg_begin > 1) {  // a consumer may recur
       std::sort(sums.begin(), sums.end(), [](const ConsumerSum& a, const ConsumerSum& b) { return a.consumer < b.consumer; });
       size_t out = 0;
       for (size_t k = 0; k < sums.size(); ++k) {

@@ -52,6 +52,9 @@ struct AllocationPolicy {
   std::vector<std::string> by = {"consumer"};
   // Required when `by` contains "period".
   std::optional<PeriodFreq> freq;
+  // Threads for adding samples (0 = one per core). Chunks under 256k samples
+  // per thread use fewer. Results agree across thread counts to rounding.
+  int threads = 0;
 };
 
 // SEMANTICS 5. The four sample counts add up to samples_total.

@@ -84,6 +84,7 @@ def simulate_fleet(gpus: int = 32, hours: int = 24, *, interval: int = 60, seed:
     t0 = pd.Timestamp(start, tz="UTC")
     resource_ids = np.array([f"i-{seed:02x}{k:015x}" for k in range(instances)], dtype=object)
     roles = rng.choice(len(ROLES), size=instances, p=ROLE_WEIGHTS)
+    roles[: min(instances, len(ROLES))] = np.arange(min(instances, len(ROLES)))  # every role, even when small
 
     series = _Series()
     workloads: list[tuple[str, str, str, str, str]] = []  # consumer, team, project, user, job

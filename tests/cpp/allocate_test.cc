@@ -313,6 +313,50 @@ TEST(Allocate, MonthStartPeriods) {
   EXPECT_DOUBLE_EQ(a.cost[1], 2.0);
 }
 
+TEST(Allocate, ThreadCountDoesNotChangeTheResult) {
+  CostTable costs;
+  InventoryTable inventory;
+  SampleTable samples;
+  for (int r = 0; r < 150; ++r) {
+    const std::string id = "i-" + std::to_string(r);
+    inventory.AddResource(id, 4);
+    for (int h = 0; h < 24; ++h) costs.Add(id, At(h), At(h + 1), 10.0 + r);
+    for (int d = 0; d < 4; ++d) {
+      const std::string who = (d == 3) ? "" : "pod-" + std::to_string((r * 4 + d) % 37);
+      samples.AddSeries(At(0), At(24), id, d, who, d == 2 ? 0.5 : 1.0, 0.1 * d, d * kGiB);
+    }
+  }
+  // Shuffle a block so that runs are short too.
+  std::shuffle(samples.timestamp.begin() + 1000, samples.timestamp.begin() + 5000, std::mt19937(1));
+  ASSERT_GT(samples.timestamp.size(), 3u * (1u << 18));
+  AllocationPolicy policy;
+  policy.by = {"consumer", "period"};
+  policy.freq = PeriodFreq::kHour;
+  policy.threads = 1;
+  GPUCOST_ASSERT_OK_AND_ASSIGN(Allocation one,
+                               Allocate(costs.columns(), samples.columns(), inventory.columns(), nullptr, policy));
+  for (int threads : {2, 3}) {
+    policy.threads = threads;
+    GPUCOST_ASSERT_OK_AND_ASSIGN(Allocation many,
+                                 Allocate(costs.columns(), samples.columns(), inventory.columns(), nullptr, policy));
+    ASSERT_EQ(many.size(), one.size());
+    for (size_t i = 0; i < one.size(); ++i) {
+      ASSERT_EQ(many.keys[0].codes[i], one.keys[0].codes[i]);
+      EXPECT_NEAR(many.cost[i], one.cost[i], 1e-12 * std::abs(one.cost[i]) + 1e-12);
+      EXPECT_NEAR(many.gpu_hours[i], one.gpu_hours[i], 1e-12 * one.gpu_hours[i] + 1e-12);
+      EXPECT_NEAR(many.mem_gib_hours[i], one.mem_gib_hours[i], 1e-12 * one.mem_gib_hours[i] + 1e-12);
+    }
+    EXPECT_EQ(many.diagnostics.samples_used, one.diagnostics.samples_used);
+    EXPECT_EQ(many.diagnostics.samples_no_consumer, one.diagnostics.samples_no_consumer);
+  }
+  // The first bad row is reported whatever the split.
+  samples.util[samples.util.size() - 2] = 2.0;
+  samples.util[700000] = -1.0;
+  policy.threads = 3;
+  EXPECT_THAT(Allocate(costs.columns(), samples.columns(), inventory.columns(), nullptr, policy),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("row 700000, column 'util'")));
+}
+
 // ---- SEMANTICS 6: every bad input, with its code, table, row and column ----
 
 class BadInput : public WorkedExample {
