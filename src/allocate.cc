@@ -32,6 +32,7 @@ constexpr double kNanosPerHourD = static_cast<double>(kNanosPerHour);
 constexpr double kBytesPerGiB = 1024.0 * 1024.0 * 1024.0;
 constexpr int32_t kNoResource = -1;
 constexpr int32_t kNoConsumer = -1;
+constexpr double kOversubscribedTolerance = 1e-9;
 
 std::string Quoted(std::string_view s) { return absl::StrCat("'", absl::string_view(s.data(), s.size()), "'"); }
 
@@ -902,7 +903,9 @@ absl::StatusOr<Allocation> Allocator::State::Prorate() {
     }
     if (phi_sum > 1.0) {  // over-subscribed: normalise so the fractions sum to 1
       for (double& p : phi) p /= phi_sum;
-      ++diagnostics.lines_oversubscribed;
+      // Shares like 3/7 + 2/7 + 1/7 + 1/7 exceed 1 by rounding alone; only a
+      // real excess is reported.
+      if (phi_sum > 1.0 + kOversubscribedTolerance) ++diagnostics.lines_oversubscribed;
     }
     const double taken = std::min(phi_sum, 1.0);
     const double idle = phi_sum >= 1.0 ? 0.0 : line.cost * (1.0 - phi_sum);

@@ -222,6 +222,23 @@ TEST(Allocate, OversubscribedLineIsNormalised) {
   EXPECT_NEAR(a.gpu_hours[RowOf(a, "__idle__")], 0.0, 1e-12);
 }
 
+TEST(Allocate, MigSlicesFillingAGpuAreNotOversubscribed) {
+  CostTable costs;
+  costs.Add("i-1", At(0), At(1), 7.0);
+  InventoryTable inventory;
+  inventory.AddResource("i-1", 1);
+  SampleTable samples;  // 3g + 2g + 1g + 1g slices: 7/7 up to rounding
+  samples.AddSeries(At(0), At(1), "i-1", 0, "a", 3.0 / 7, 0.5, 0);
+  samples.AddSeries(At(0), At(1), "i-1", 0, "b", 2.0 / 7, 0.5, 0);
+  samples.AddSeries(At(0), At(1), "i-1", 0, "c", 1.0 / 7, 0.5, 0);
+  samples.AddSeries(At(0), At(1), "i-1", 0, "d", 1.0 / 7, 0.5, 0);
+  GPUCOST_ASSERT_OK_AND_ASSIGN(Allocation a,
+                               Allocate(costs.columns(), samples.columns(), inventory.columns(), nullptr, {}));
+  EXPECT_EQ(a.diagnostics.lines_oversubscribed, 0);
+  EXPECT_NEAR(a.cost[RowOf(a, "a")], 3.0, 1e-12);
+  EXPECT_NEAR(a.cost[RowOf(a, "__idle__")], 0.0, 1e-12);
+}
+
 TEST(Allocate, SampleCrossingLineBordersSplitsItsOverlap) {
   CostTable costs;  // two half-hour lines and a separate GPU-SKU line over the hour
   costs.Add("i-1", At(0), At(0, 30), 1.0);
