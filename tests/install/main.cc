@@ -25,7 +25,11 @@ int main() {
   gpucost::AllocationPolicy policy;
   policy.interval_seconds = 3600;
   auto result = gpucost::Allocate(costs, samples, inventory, nullptr, policy);
-  if (!result.ok() || result->size() != 1) return 1;  // job takes the whole line
-  std::printf("%s %.2f\n", result->keys[0].dictionary[result->keys[0].codes[0]].c_str(), result->cost[0]);
-  return result->cost[0] == 8.0 ? 0 : 1;
+  if (!result.ok()) return 1;
+  // Rows: "__idle__" (nothing idle) and "job", which took the whole line.
+  const gpucost::KeyColumn& key = result->keys[0];
+  for (size_t i = 0; i < result->size(); ++i) {
+    std::printf("%s %.2f\n", key.dictionary[key.codes[i]].c_str(), result->cost[i]);
+  }
+  return result->size() == 2 && key.dictionary[key.codes[1]] == "job" && result->cost[1] == 8.0 ? 0 : 1;
 }
