@@ -14,7 +14,7 @@ JOBS ?= 2
 DEBIAN_PACKAGES := $(shell grep -v '^\#' scripts/debian-packages.txt)
 
 CXX_SOURCES := $(shell find include src bindings -type f 2>/dev/null) CMakeLists.txt $(wildcard cmake/*) \
-  bindings/CMakeLists.txt
+  bindings/CMakeLists.txt $(wildcard data/catalog/*.csv)
 PY_EXTRAS := test,bench
 
 .PHONY: demo test setup python cpp bench clean

@@ -5,10 +5,12 @@
 
 namespace gpucost::python {
 void RegisterAllocate(pybind11::module_& m);
+void RegisterCatalog(pybind11::module_& m);
 }  // namespace gpucost::python
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "gpucost's C++ core (private; use the gpucost package).";
   gpucost::python::RegisterStatusTranslator();
   gpucost::python::RegisterAllocate(m);
+  gpucost::python::RegisterCatalog(m);
 }

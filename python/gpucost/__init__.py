@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from gpucost.errors import Error, InvalidInputError
 from gpucost.allocation import Allocator, allocate
+from gpucost import catalog
+from gpucost.catalog import inventory
 
 __version__ = "0.1.0"
 
 __all__ = ["Allocator", "Error", "InvalidInputError", "allocate", "__version__"]
+__all__ += ["catalog", "inventory"]
