@@ -91,25 +91,31 @@ void Run(benchmark::State& state, const Fleet& fleet, gpucost::AllocationPolicy 
   state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(fleet.timestamp.size()));
 }
 
+// Args: GPUs, worker threads.
 void BM_AllocateGrouped(benchmark::State& state) {
   static const Fleet fleet(static_cast<int>(state.range(0)), 24, /*shuffle=*/false);
-  Run(state, fleet, {});
+  gpucost::AllocationPolicy policy;
+  policy.threads = static_cast<int>(state.range(1));
+  Run(state, fleet, policy);
 }
-BENCHMARK(BM_AllocateGrouped)->Arg(1000)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_AllocateGrouped)->Args({1000, 1})->Args({1000, 2})->Unit(benchmark::kMillisecond)->UseRealTime();
 
 void BM_AllocateGroupedByPeriod(benchmark::State& state) {
   static const Fleet fleet(static_cast<int>(state.range(0)), 24, false);
   gpucost::AllocationPolicy policy;
   policy.by = {"resource_id", "period"};
   policy.freq = gpucost::PeriodFreq::kDay;
+  policy.threads = static_cast<int>(state.range(1));
   Run(state, fleet, policy);
 }
-BENCHMARK(BM_AllocateGroupedByPeriod)->Arg(1000)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_AllocateGroupedByPeriod)->Args({1000, 1})->Unit(benchmark::kMillisecond)->UseRealTime();
 
 void BM_AllocateShuffled(benchmark::State& state) {
   static const Fleet fleet(static_cast<int>(state.range(0)), 24, /*shuffle=*/true);
-  Run(state, fleet, {});
+  gpucost::AllocationPolicy policy;
+  policy.threads = static_cast<int>(state.range(1));
+  Run(state, fleet, policy);
 }
-BENCHMARK(BM_AllocateShuffled)->Arg(1000)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_AllocateShuffled)->Args({1000, 1})->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
