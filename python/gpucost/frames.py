@@ -78,9 +78,8 @@ class Table:
             codes = np.asarray(col.cat.codes)
             values = [str(v) for v in col.cat.categories]
         else:
-            if isinstance(col.dtype, pd.ArrowDtype) or str(col.dtype) in ("string", "str"):
-                arrow = pa.chunked_array([pa.array(col.array)]) if not hasattr(col.array, "_pa_array") else col.array._pa_array
-                return _arrow_strings(arrow)
+            if isinstance(col.dtype, pd.ArrowDtype | pd.StringDtype):
+                return _arrow_strings(_chunked(col))
             codes, uniques = pd.factorize(col, use_na_sentinel=True)
             values = [str(v) for v in uniques]
         return codes.astype(np.int32, copy=False), values
@@ -94,15 +93,14 @@ class Table:
         if isinstance(col, pa.ChunkedArray):
             return _arrow_instants(col, self, column)
         dtype = col.dtype
-        if isinstance(dtype, pd.DatetimeTZDtype) or np.issubdtype(getattr(dtype, "type", object), np.datetime64) \
-                or (hasattr(dtype, "kind") and dtype.kind == "M"):
-            arr = col.array
-            unit = getattr(dtype, "unit", None) or np.datetime_data(dtype)[0]
-            if unit not in _UNITS:
-                return np.asarray(col.astype("datetime64[ns, UTC]" if isinstance(dtype, pd.DatetimeTZDtype) else "datetime64[ns]").array.asi8), "ns"
-            return np.asarray(arr.asi8), unit
         if isinstance(dtype, pd.ArrowDtype):
-            return _arrow_instants(pa.chunked_array([pa.array(col.array)]), self, column)
+            return _arrow_instants(_chunked(col), self, column)
+        if isinstance(dtype, pd.DatetimeTZDtype) or (isinstance(dtype, np.dtype) and dtype.kind == "M"):
+            unit = dtype.unit if isinstance(dtype, pd.DatetimeTZDtype) else np.datetime_data(dtype)[0]
+            if unit not in _UNITS:  # days, minutes, ...: the one case that converts
+                col = col.dt.as_unit("ns")
+                unit = "ns"
+            return np.asarray(col.array.asi8), unit
         if pd.api.types.is_integer_dtype(dtype) and not pd.api.types.is_extension_array_dtype(dtype):
             return np.asarray(col, dtype=np.int64), "ns"
         raise self._error(
@@ -153,6 +151,12 @@ class Table:
         if bad.any():
             raise self._first_bad_row(column, bad, f"{seconds[bad][0]} is not a duration")
         return np.rint(seconds * ticks_per_second).astype(np.int64)
+
+
+def _chunked(col: pd.Series) -> pa.ChunkedArray:
+    """An Arrow-backed pandas column as Arrow (its buffers, not a copy)."""
+    arrow = pa.array(col.array)
+    return arrow if isinstance(arrow, pa.ChunkedArray) else pa.chunked_array([arrow])
 
 
 def _arrow_strings(col: pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:

@@ -129,6 +129,14 @@ def test_arrow_tables(example):
     pd.testing.assert_frame_equal(gpucost.allocate(tables[0], usage_t, tables[2]), expected)
 
 
+def test_arrow_backed_pandas_columns(example):
+    costs, usage, inventory = example
+    expected = gpucost.allocate(costs, usage, inventory)
+    arrow_usage = usage.convert_dtypes(dtype_backend="pyarrow")
+    arrow_costs = costs.convert_dtypes(dtype_backend="pyarrow")
+    pd.testing.assert_frame_equal(gpucost.allocate(arrow_costs, arrow_usage, inventory), expected)
+
+
 def test_duration_column_in_seconds_or_timedelta(example):
     costs, usage, inventory = example
     expected = gpucost.allocate(costs, usage, inventory)
