@@ -140,12 +140,6 @@ std::vector<std::string_view> DcgmMetricNames() {
   return names;
 }
 
-SampleColumns DcgmUsage::columns() const {
-  return {.timestamp = timestamp, .resource_id = resource_id.view(), .device = device,
-          .consumer = consumer.view(), .share = share, .util = util, .mem_used = mem_used,
-          .duration = duration};
-}
-
 absl::StatusOr<DcgmUsage> DcgmToUsage(const PromSamples& s, const DcgmOptions& options) {
   if (!(options.interval_seconds > 0) || !std::isfinite(options.interval_seconds)) {
     return ParameterError("interval", absl::StrCat(options.interval_seconds, " is not a positive number of seconds"));
@@ -154,6 +148,7 @@ absl::StatusOr<DcgmUsage> DcgmToUsage(const PromSamples& s, const DcgmOptions& o
     return TableError("nodes", "columns 'node' and 'resource_id' differ in length");
   }
   DcgmUsage out;
+  UsageSamples& u = out.samples;
   DcgmDiagnostics& diag = out.diagnostics;
 
   // Nodes table.
@@ -375,7 +370,7 @@ absl::StatusOr<DcgmUsage> DcgmToUsage(const PromSamples& s, const DcgmOptions& o
   for (const auto& [value, code] : resource_code) resource_values[code] = value;
   StringEncoder consumers, nodes, uuids, models, profiles;
   const auto interval_ns = static_cast<int64_t>(std::llround(options.interval_seconds * 1e9));
-  out.timestamp.reserve(obs.size());
+  u.timestamp.reserve(obs.size());
   for (int32_t oi : order) {
     const Observation& o = obs[oi];
     const Identity& id = identities[o.identity];
@@ -397,14 +392,14 @@ absl::StatusOr<DcgmUsage> DcgmToUsage(const PromSamples& s, const DcgmOptions& o
       return PointError(s, static_cast<size_t>(o.first_point), what);
     }
     const int32_t k = id.consumer.empty() ? 1 : std::max(d.pods, 1);
-    out.timestamp.push_back(o.timestamp);
-    out.device.push_back(id.gpu);
+    u.timestamp.push_back(o.timestamp);
+    u.device.push_back(id.gpu);
     consumers.Add(id.consumer);
-    out.share.push_back(id.base_share / k);
-    out.util.push_back(o.fields[static_cast<int>(util_field)]);
-    out.mem_used.push_back(o.fields[static_cast<int>(DcgmField::kFbUsed)]);
-    out.duration.push_back(interval_ns);
-    out.resource_id.codes.push_back(id.resource);
+    u.share.push_back(id.base_share / k);
+    u.util.push_back(o.fields[static_cast<int>(util_field)]);
+    u.mem_used.push_back(o.fields[static_cast<int>(DcgmField::kFbUsed)]);
+    u.duration.push_back(interval_ns);
+    u.resource_id.codes.push_back(id.resource);
     nodes.Add(id.node);
     uuids.Add(id.uuid);
     models.Add(id.model);
@@ -416,9 +411,9 @@ absl::StatusOr<DcgmUsage> DcgmToUsage(const PromSamples& s, const DcgmOptions& o
     if (id.mig) ++diag.samples_mig;
     if (k > 1) ++diag.samples_time_sliced;
   }
-  out.resource_id.values = std::move(resource_values);
-  out.resource_id.value_views.assign(out.resource_id.values.begin(), out.resource_id.values.end());
-  out.consumer = consumers.Finish();
+  u.resource_id.values = std::move(resource_values);
+  u.resource_id.value_views.assign(u.resource_id.values.begin(), u.resource_id.values.end());
+  u.consumer = consumers.Finish();
   out.node = nodes.Finish();
   out.gpu_uuid = uuids.Finish();
   out.gpu_model = models.Finish();

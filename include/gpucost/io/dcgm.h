@@ -41,6 +41,7 @@
 #include "absl/status/statusor.h"
 #include "gpucost/columns.h"
 #include "gpucost/io/prometheus.h"
+#include "gpucost/io/usage.h"
 
 namespace gpucost {
 
@@ -123,18 +124,13 @@ struct DcgmDiagnostics {
 // Owning usage samples with the extra DCGM columns (NaN where the field was
 // not reported).
 struct DcgmUsage {
-  std::vector<int64_t> timestamp;  // ns
-  EncodedStrings resource_id;
-  std::vector<int32_t> device;
-  EncodedStrings consumer;
-  std::vector<double> share, util, mem_used;
-  std::vector<int64_t> duration;  // ns
+  UsageSamples samples;
   EncodedStrings node, gpu_uuid, gpu_model, mig_profile;
   std::vector<double> tensor_active, mem_copy_util, power_w, mem_free;
   DcgmDiagnostics diagnostics;
 
-  [[nodiscard]] size_t size() const { return timestamp.size(); }
-  [[nodiscard]] SampleColumns columns() const;
+  [[nodiscard]] size_t size() const { return samples.size(); }
+  [[nodiscard]] SampleColumns columns() const { return samples.columns(); }
 };
 
 // Maps DCGM series (from ParseExposition or ParseQueryRange, any number of
