@@ -11,8 +11,11 @@ from gpucost.errors import Error, InvalidInputError
 from gpucost.allocation import Allocator, allocate
 from gpucost import catalog
 from gpucost.catalog import inventory
+from gpucost import kubernetes, prometheus
+from gpucost.hosts import read_nvidia_smi, read_slurm_sacct
 
 __version__ = "0.1.0"
 
 __all__ = ["Allocator", "Error", "InvalidInputError", "allocate", "__version__"]
 __all__ += ["catalog", "inventory"]
+__all__ += ["kubernetes", "prometheus", "read_nvidia_smi", "read_slurm_sacct"]

@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 
 from gpucost.errors import InvalidInputError
 
-__all__ = ["Table", "allocation_frame"]
+__all__ = ["Table", "allocation_frame", "usage_frame", "workloads_frame", "nodes_frame"]
 
 _INT32_MAX = np.iinfo(np.int32).max
 _UNITS = {"ns", "us", "ms", "s"}
@@ -204,3 +204,56 @@ def allocation_frame(raw: dict) -> pd.DataFrame:
             frame[name] = frame[name].astype("str")
     frame.attrs["diagnostics"] = dict(raw["diagnostics"])
     return frame
+
+
+# ---- telemetry results (C++ parsers) -> DataFrames ---------------------------
+
+def _codes_to_strings(pair: tuple[np.ndarray, list[str]], categorical: bool) -> Any:
+    """A (codes, values) column from C++: categorical (samples) or object
+    strings with None for missing (small tables)."""
+    codes, values = pair
+    if categorical:
+        return pd.Categorical.from_codes(codes, categories=pd.Index(values, dtype=object))
+    lookup = np.asarray(list(values) + [None], dtype=object)
+    return lookup[np.where(codes < 0, len(values), codes)]
+
+
+_SAMPLE_STRINGS = ("resource_id", "consumer", "node", "gpu_uuid", "gpu_model", "mig_profile")
+
+
+def usage_frame(raw: dict) -> pd.DataFrame:
+    """Usage samples from a telemetry parser: the SEMANTICS 1.3 columns
+    (``duration`` in seconds), then any extra columns the source has."""
+    columns: dict[str, Any] = {
+        "timestamp": pd.DatetimeIndex(raw["timestamp"].view("datetime64[ns]")).tz_localize("UTC"),
+    }
+    order = ["resource_id", "device", "consumer", "share", "util", "mem_used", "duration", "node", "gpu_uuid",
+             "gpu_model", "mig_profile", "tensor_active", "mem_copy_util", "power_w", "mem_free"]
+    for name in order:
+        if name not in raw:
+            continue
+        value = raw[name]
+        if name in _SAMPLE_STRINGS:
+            columns[name] = _codes_to_strings(value, categorical=True)
+        elif name == "duration":
+            columns[name] = value / 1e9
+        else:
+            columns[name] = value
+    frame = pd.DataFrame(columns, copy=False)
+    if "diagnostics" in raw:
+        frame.attrs["diagnostics"] = dict(raw["diagnostics"])
+    return frame
+
+
+def workloads_frame(raw: dict) -> pd.DataFrame:
+    """consumer plus label columns; a missing label is None."""
+    columns: dict[str, Any] = {"consumer": _codes_to_strings(raw["consumer"], categorical=False)}
+    for name, pair in raw["labels"]:
+        columns[name] = _codes_to_strings(pair, categorical=False)
+    return pd.DataFrame(columns, copy=False)
+
+
+def nodes_frame(raw: dict) -> pd.DataFrame:
+    """node, resource_id, provider, zone, instance_type."""
+    return pd.DataFrame({name: _codes_to_strings(raw[name], categorical=False)
+                         for name in ("node", "resource_id", "provider", "zone", "instance_type")}, copy=False)

@@ -1,0 +1,270 @@
+// gpucost._core telemetry parsers: DCGM (exposition text, query_range JSON),
+// Kubernetes dumps and kube-state-metrics, nvidia-smi and sacct. Bodies come
+// in as str, results go out as numpy arrays and (codes, values) string
+// columns; the GIL is released while C++ parses.
+#include <cmath>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "gpucost/io/dcgm.h"
+#include "gpucost/io/hosts.h"
+#include "gpucost/io/kubernetes.h"
+#include "gpucost/io/prometheus.h"
+#include "gpucost/status.h"
+#include "numpy_views.h"
+#include "status_to_python.h"
+
+namespace gpucost::python {
+namespace {
+
+py::tuple Strings(EncodedStrings&& s) { return py::make_tuple(MoveToNumpy(std::move(s.codes)), py::cast(s.values)); }
+
+py::dict SamplesToPython(UsageSamples&& u) {
+  py::dict out;
+  out["timestamp"] = MoveToNumpy(std::move(u.timestamp));
+  out["resource_id"] = Strings(std::move(u.resource_id));
+  out["device"] = MoveToNumpy(std::move(u.device));
+  out["consumer"] = Strings(std::move(u.consumer));
+  out["share"] = MoveToNumpy(std::move(u.share));
+  out["util"] = MoveToNumpy(std::move(u.util));
+  out["mem_used"] = MoveToNumpy(std::move(u.mem_used));
+  out["duration"] = MoveToNumpy(std::move(u.duration));
+  return out;
+}
+
+py::dict WorkloadsToPython(WorkloadTable&& w) {
+  py::dict out;
+  out["consumer"] = Strings(std::move(w.consumer));
+  py::list labels;
+  for (size_t i = 0; i < w.labels.size(); ++i) labels.append(py::make_tuple(w.label_names[i], Strings(std::move(w.labels[i]))));
+  out["labels"] = labels;
+  return out;
+}
+
+py::dict NodesToPython(NodeTable&& n) {
+  py::dict out;
+  out["node"] = Strings(std::move(n.node));
+  out["resource_id"] = Strings(std::move(n.resource_id));
+  out["provider"] = Strings(std::move(n.provider));
+  out["zone"] = Strings(std::move(n.zone));
+  out["instance_type"] = Strings(std::move(n.instance_type));
+  return out;
+}
+
+// Normalised GPU model for matching DCGM's modelName to a MIG table:
+// upper case, alphanumerics only, without a leading "NVIDIA".
+std::string ModelKey(std::string_view model) {
+  std::string out;
+  for (char c : model) {
+    if (absl::ascii_isalnum(static_cast<unsigned char>(c))) out.push_back(absl::ascii_toupper(static_cast<unsigned char>(c)));
+  }
+  if (out.rfind("NVIDIA", 0) == 0) out.erase(0, 6);
+  return out;
+}
+
+struct DcgmArgs {
+  DcgmOptions options;
+  std::optional<StringColumnHolder> nodes_node, nodes_resource;
+  absl::flat_hash_map<std::string, double> mig_exact, mig_normalised;
+
+  explicit DcgmArgs(const py::dict& o) {
+    if (o.contains("node_labels")) options.node_labels = o["node_labels"].cast<std::vector<std::string>>();
+    if (o.contains("nodes") && !o["nodes"].is_none()) {
+      auto pair = o["nodes"].cast<py::tuple>();
+      nodes_node = ToStringColumn(pair[0]);
+      nodes_resource = ToStringColumn(pair[1]);
+      options.nodes_node = nodes_node->view();
+      options.nodes_resource_id = nodes_resource->view();
+    }
+    options.keep_unknown_nodes = o.contains("keep_unknown_nodes") && o["keep_unknown_nodes"].cast<bool>();
+    const std::string units = o.contains("units") ? o["units"].cast<std::string>() : "auto";
+    if (units == "legacy") options.require_units = DcgmUnits::kLegacy;
+    else if (units == "ratio_bytes") options.require_units = DcgmUnits::kRatioBytes;
+    else if (units != "auto") ThrowIfError(ParameterError("units", "expected \"auto\", \"legacy\" or \"ratio_bytes\""));
+    if (o.contains("interval")) options.interval_seconds = o["interval"].cast<double>();
+    if (o.contains("start_ns") && !o["start_ns"].is_none()) options.start_ns = o["start_ns"].cast<int64_t>();
+    if (o.contains("end_ns") && !o["end_ns"].is_none()) options.end_ns = o["end_ns"].cast<int64_t>();
+    if (o.contains("mig_shares") && !o["mig_shares"].is_none()) {
+      for (const auto& row : o["mig_shares"].cast<std::vector<std::tuple<std::string, std::string, double>>>()) {
+        const auto& [model, profile, share] = row;
+        mig_exact[absl::StrCat(model, "\x1f", profile)] = share;
+        mig_normalised[absl::StrCat(ModelKey(model), "\x1f", profile)] = share;
+      }
+      options.mig_share = [this](std::string_view model, std::string_view profile) -> absl::StatusOr<double> {
+        const std::string p(profile);
+        if (auto it = mig_exact.find(absl::StrCat(std::string(model), "\x1f", p)); it != mig_exact.end()) return it->second;
+        if (auto it = mig_normalised.find(absl::StrCat(ModelKey(model), "\x1f", p)); it != mig_normalised.end()) {
+          return it->second;
+        }
+        return absl::NotFoundError("not in the MIG profile table");
+      };
+    }
+  }
+};
+
+py::dict DcgmResult(DcgmUsage&& u) {
+  py::dict out = SamplesToPython(std::move(u.samples));
+  out["node"] = Strings(std::move(u.node));
+  out["gpu_uuid"] = Strings(std::move(u.gpu_uuid));
+  out["gpu_model"] = Strings(std::move(u.gpu_model));
+  out["mig_profile"] = Strings(std::move(u.mig_profile));
+  out["tensor_active"] = MoveToNumpy(std::move(u.tensor_active));
+  out["mem_copy_util"] = MoveToNumpy(std::move(u.mem_copy_util));
+  out["power_w"] = MoveToNumpy(std::move(u.power_w));
+  out["mem_free"] = MoveToNumpy(std::move(u.mem_free));
+  const DcgmDiagnostics& d = u.diagnostics;
+  py::dict diag;
+  diag["units"] = std::string(DcgmUnitsName(d.units));
+  diag["series_total"] = d.series_total;
+  diag["series_ignored"] = d.series_ignored;
+  diag["points_total"] = d.points_total;
+  diag["points_outside"] = d.points_outside;
+  diag["samples"] = d.samples;
+  diag["samples_mig"] = d.samples_mig;
+  diag["samples_time_sliced"] = d.samples_time_sliced;
+  diag["free_readings_shadowed"] = d.free_readings_shadowed;
+  out["diagnostics"] = diag;
+  return out;
+}
+
+// (text, source) pairs of exposition text, or (body, source, metric) of JSON.
+absl::StatusOr<PromSamples> ParseAll(const std::vector<std::tuple<std::string, std::string, std::string>>& inputs,
+                                     bool json, std::optional<int64_t> default_ts, bool dcgm_only) {
+  PromSamples all;
+  const std::vector<std::string_view> names = DcgmMetricNames();
+  for (const auto& [body, source, metric] : inputs) {
+    absl::StatusOr<PromSamples> one = json ? ParseQueryRange(body, source, metric)
+                                           : ParseExposition(body, source, default_ts,
+                                                             dcgm_only ? std::span<const std::string_view>(names)
+                                                                       : std::span<const std::string_view>());
+    if (!one.ok()) return one.status();
+    all.Append(std::move(*one));
+  }
+  return all;
+}
+
+std::vector<LabelKey> Keys(const std::vector<std::pair<std::string, std::string>>& keys) {
+  std::vector<LabelKey> out;
+  for (const auto& [c, k] : keys) out.push_back({c, k});
+  return out;
+}
+
+}  // namespace
+
+void RegisterTelemetry(py::module_& m) {
+  m.def("dcgm_metric_names", [] {
+    std::vector<std::string> out;
+    for (std::string_view n : DcgmMetricNames()) out.emplace_back(n);
+    return out;
+  });
+  m.def("dcgm_usage",
+        [](const std::vector<std::tuple<std::string, std::string, std::string>>& inputs, bool json,
+           std::optional<int64_t> default_ts, const py::dict& options) {
+          DcgmArgs args(options);
+          absl::StatusOr<DcgmUsage> result;
+          {
+            py::gil_scoped_release release;
+            absl::StatusOr<PromSamples> series = ParseAll(inputs, json, default_ts, /*dcgm_only=*/true);
+            result = series.ok() ? DcgmToUsage(*series, args.options) : absl::StatusOr<DcgmUsage>(series.status());
+          }
+          return DcgmResult(ValueOrThrow(std::move(result)));
+        });
+  m.def("kube_pod_labels",
+        [](const std::vector<std::tuple<std::string, std::string, std::string>>& bodies,
+           const std::vector<std::pair<std::string, std::string>>& keys) {
+          const std::vector<LabelKey> k = Keys(keys);
+          absl::StatusOr<WorkloadTable> result;
+          {
+            py::gil_scoped_release release;
+            absl::StatusOr<PromSamples> series = ParseAll(bodies, true, std::nullopt, false);
+            result = series.ok() ? WorkloadsFromKubePodLabels(*series, k) : absl::StatusOr<WorkloadTable>(series.status());
+          }
+          return WorkloadsToPython(ValueOrThrow(std::move(result)));
+        });
+  m.def("kube_node_info", [](const std::vector<std::tuple<std::string, std::string, std::string>>& bodies) {
+    absl::StatusOr<NodeTable> result;
+    {
+      py::gil_scoped_release release;
+      absl::StatusOr<PromSamples> series = ParseAll(bodies, true, std::nullopt, false);
+      result = series.ok() ? NodesFromKubeNodeInfo(*series) : absl::StatusOr<NodeTable>(series.status());
+    }
+    return NodesToPython(ValueOrThrow(std::move(result)));
+  });
+  m.def("kubectl_pods", [](const std::string& json, const std::string& source,
+                           const std::vector<std::pair<std::string, std::string>>& keys) {
+    const std::vector<LabelKey> k = Keys(keys);
+    absl::StatusOr<WorkloadTable> result;
+    {
+      py::gil_scoped_release release;
+      result = ParseKubectlPods(json, source, k);
+    }
+    return WorkloadsToPython(ValueOrThrow(std::move(result)));
+  });
+  m.def("kubectl_nodes", [](const std::string& json, const std::string& source) {
+    absl::StatusOr<NodeTable> result;
+    {
+      py::gil_scoped_release release;
+      result = ParseKubectlNodes(json, source);
+    }
+    return NodesToPython(ValueOrThrow(std::move(result)));
+  });
+  m.def("nvidia_smi",
+        [](const std::string& gpu_text, const std::string& gpu_source, const std::optional<std::string>& apps_text,
+           const std::string& apps_source, const std::string& tz, const std::string& resource_id, double interval,
+           std::vector<int64_t> pids, std::vector<std::string> jobs) {
+          NvidiaSmiOptions options{resource_id, interval, std::move(pids), std::move(jobs)};
+          absl::StatusOr<NvidiaSmiUsage> result;
+          {
+            py::gil_scoped_release release;
+            result = [&]() -> absl::StatusOr<NvidiaSmiUsage> {
+              GPUCOST_ASSIGN_OR_RETURN(NvidiaSmiGpus gpus, ParseNvidiaSmiGpus(gpu_text, gpu_source, tz));
+              std::optional<NvidiaSmiApps> apps;
+              if (apps_text.has_value()) {
+                GPUCOST_ASSIGN_OR_RETURN(apps, ParseNvidiaSmiApps(*apps_text, apps_source, tz));
+              }
+              return NvidiaSmiToUsage(gpus, apps ? &*apps : nullptr, options);
+            }();
+          }
+          NvidiaSmiUsage u = ValueOrThrow(std::move(result));
+          py::dict out = SamplesToPython(std::move(u.samples));
+          py::dict diag;
+          diag["gpu_readings"] = u.diagnostics.gpu_readings;
+          diag["app_rows"] = u.diagnostics.app_rows;
+          diag["app_rows_without_gpu_reading"] = u.diagnostics.app_rows_without_gpu_reading;
+          diag["unknown_pids"] = u.diagnostics.unknown_pids;
+          out["diagnostics"] = diag;
+          return out;
+        });
+  m.def("sacct", [](const std::string& text, const std::string& source, const std::string& tz,
+                    std::optional<int64_t> now_ns, double util, std::optional<int32_t> gpus_per_node) {
+    SacctOptions options;
+    options.tz = tz;
+    if (now_ns) options.now_ns = *now_ns;
+    options.util = util;
+    options.gpus_per_node = gpus_per_node;
+    absl::StatusOr<SacctResult> result;
+    {
+      py::gil_scoped_release release;
+      result = ParseSacct(text, source, options);
+    }
+    SacctResult r = ValueOrThrow(std::move(result));
+    py::dict out;
+    out["usage"] = SamplesToPython(std::move(r.samples));
+    out["workloads"] = WorkloadsToPython(std::move(r.workloads));
+    py::dict diag;
+    diag["steps_skipped"] = r.steps_skipped;
+    diag["jobs_without_gpus"] = r.jobs_without_gpus;
+    diag["jobs_not_started"] = r.jobs_not_started;
+    diag["gpus_assigned_in_order"] = r.gpus_assigned_in_order;
+    out["diagnostics"] = diag;
+    return out;
+  });
+}
+
+}  // namespace gpucost::python

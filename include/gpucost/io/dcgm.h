@@ -1,0 +1,145 @@
+// File: io/dcgm.h
+//
+// DCGM exporter series -> usage samples (SEMANTICS 1.3).
+//
+// One sample per (instant, node, GPU [, MIG instance], pod [, container]):
+//   resource_id  the node's cloud instance id from a nodes table
+//                (node name -> resource id); the node name itself when no
+//                table is given
+//   device       the `gpu` label (the parent GPU's index for a MIG instance)
+//   consumer     "namespace/pod" (the `exported_` forms win when present);
+//                "" when the exporter reported no pod (the GPU was free)
+//   util         DCGM_FI_DEV_GPU_UTIL for a whole GPU, DCGM_FI_PROF_GR_ENGINE_ACTIVE
+//                for a MIG instance (GPU_UTIL is not reported per instance)
+//   mem_used     DCGM_FI_DEV_FB_USED in bytes
+//   share        1 for a whole GPU, the MIG profile's fraction for a MIG
+//                instance, divided by k when k pods are reported on the same
+//                GPU (or MIG instance) at the same instant (time-slicing)
+//
+// Units. Exporters up to 4.8 print utilisation in percent and memory in MiB
+// (DCGM_FI_DEV_GPU_UTIL, DCGM_FI_DEV_FB_USED, ...); 4.9 and later print
+// ratios and bytes under DCGM 4.7's names (DCGM_FI_DEV_GPU_UTIL_RATIO,
+// DCGM_FI_DEV_FB_USED_BYTES, ...). The unit is read from the field's name,
+// never from its values; values outside the unit's range are errors, and the
+// convention seen is reported (DcgmDiagnostics::units).
+//
+// Example:
+//   GPUCOST_ASSIGN_OR_RETURN(auto series, gpucost::ParseExposition(text, "scrape.prom", t));
+//   gpucost::DcgmOptions options;   // nodes, MIG shares, interval
+//   GPUCOST_ASSIGN_OR_RETURN(gpucost::DcgmUsage usage, gpucost::DcgmToUsage(series, options));
+//   gpucost::SampleColumns samples = usage.columns();
+#ifndef GPUCOST_IO_DCGM_H_
+#define GPUCOST_IO_DCGM_H_
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "gpucost/columns.h"
+#include "gpucost/io/prometheus.h"
+#include "gpucost/io/usage.h"
+
+namespace gpucost {
+
+// The DCGM fields gpucost reads, whatever they are called.
+enum class DcgmField : int8_t {
+  kGpuUtil,         // DCGM_FI_DEV_GPU_UTIL (%)      | DCGM_FI_DEV_GPU_UTIL_RATIO
+  kGrEngineActive,  // DCGM_FI_PROF_GR_ENGINE_ACTIVE | DCGM_FI_PROF_GR_ENGINE_UTIL_RATIO
+  kTensorActive,    // DCGM_FI_PROF_PIPE_TENSOR_ACTIVE | DCGM_FI_PROF_TENSOR_UTIL_RATIO
+  kFbUsed,          // DCGM_FI_DEV_FB_USED (MiB)     | DCGM_FI_DEV_FB_USED_BYTES
+  kFbFree,          // DCGM_FI_DEV_FB_FREE (MiB)     | DCGM_FI_DEV_FB_FREE_BYTES
+  kMemCopyUtil,     // DCGM_FI_DEV_MEM_COPY_UTIL (%) | DCGM_FI_DEV_MEMORY_UTIL_RATIO
+  kPowerUsage,      // DCGM_FI_DEV_POWER_USAGE (W)   | DCGM_FI_DEV_BOARD_POWER_WATTS
+};
+inline constexpr int kDcgmFieldCount = 7;
+
+// Which naming/unit convention the series used.
+enum class DcgmUnits : int8_t {
+  kNone,        // no field whose unit depends on the convention was seen
+  kLegacy,      // exporter <= 4.8: percent and MiB
+  kRatioBytes,  // exporter >= 4.9: ratios and bytes
+  kMixed,       // both (e.g. a fleet mid-upgrade); each value read by its name
+};
+[[nodiscard]] std::string_view DcgmUnitsName(DcgmUnits units);  // "none", "legacy", "ratio_bytes", "mixed"
+
+// One metric name the exporter may print for a field, with its scale to
+// gpucost's units (ratio 0-1, bytes, watts).
+struct DcgmMetric {
+  std::string_view name;
+  DcgmField field;
+  DcgmUnits units;  // kNone for names whose unit is the same in both conventions
+  double scale;     // multiply the printed value by this
+};
+// Every metric name gpucost reads (for filtering exposition text and for
+// building queries).
+[[nodiscard]] std::span<const DcgmMetric> DcgmMetrics();
+[[nodiscard]] std::vector<std::string_view> DcgmMetricNames();
+
+enum class MigShareBasis { kCompute, kMemory };
+
+struct DcgmOptions {
+  // Labels naming the node, tried in order; the first present and non-empty
+  // wins. Relabelled setups usually have `node` or `kubernetes_node`; the
+  // exporter itself prints `Hostname` (<= 4.5) or `hostname`.
+  std::vector<std::string> node_labels = {"node", "kubernetes_node", "Hostname", "hostname"};
+  // Nodes table: node name -> resource id. Empty: the node name is the
+  // resource id.
+  StringColumn nodes_node;
+  StringColumn nodes_resource_id;
+  // A node missing from a non-empty nodes table is an error, unless this is
+  // set: then the node name is used as the resource id.
+  bool keep_unknown_nodes = false;
+  // "auto" reads each name's own unit; kLegacy or kRatioBytes demands that
+  // convention and rejects the other's names.
+  DcgmUnits require_units = DcgmUnits::kNone;
+  // The share of a MIG instance, given the modelName and GPU_I_PROFILE
+  // labels. Required when MIG series appear.
+  std::function<absl::StatusOr<double>(std::string_view gpu_model, std::string_view profile)> mig_share;
+  // Seconds each sample stands for (the query step, or the scrape interval).
+  double interval_seconds = 60.0;
+  // Only samples with timestamp in [start_ns, end_ns) are kept (query
+  // answers may include the range's end point).
+  int64_t start_ns = INT64_MIN;
+  int64_t end_ns = INT64_MAX;
+};
+
+struct DcgmDiagnostics {
+  DcgmUnits units = DcgmUnits::kNone;
+  int64_t series_total = 0;
+  int64_t series_ignored = 0;   // series of metrics gpucost does not read
+  int64_t points_total = 0;
+  int64_t points_outside = 0;   // points outside [start_ns, end_ns)
+  int64_t samples = 0;
+  int64_t samples_mig = 0;
+  int64_t samples_time_sliced = 0;  // samples with k > 1
+  // Free-GPU readings (no pod) at an instant where pods were also reported
+  // on the same GPU: the GPU was held, so they are not emitted as samples.
+  int64_t free_readings_shadowed = 0;
+};
+
+// Owning usage samples with the extra DCGM columns (NaN where the field was
+// not reported).
+struct DcgmUsage {
+  UsageSamples samples;
+  EncodedStrings node, gpu_uuid, gpu_model, mig_profile;
+  std::vector<double> tensor_active, mem_copy_util, power_w, mem_free;
+  DcgmDiagnostics diagnostics;
+
+  [[nodiscard]] size_t size() const { return samples.size(); }
+  [[nodiscard]] SampleColumns columns() const { return samples.columns(); }
+};
+
+// Maps DCGM series (from ParseExposition or ParseQueryRange, any number of
+// them appended) to usage samples. Bad values (NaN or out-of-range
+// utilisation, negative memory, a non-integer `gpu` label, a field reported
+// twice for one GPU and instant, a missing util or memory field) are errors
+// naming the source, the line or series, and the field.
+[[nodiscard]] absl::StatusOr<DcgmUsage> DcgmToUsage(const PromSamples& series, const DcgmOptions& options);
+
+}  // namespace gpucost
+
+#endif  // GPUCOST_IO_DCGM_H_

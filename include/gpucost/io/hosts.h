@@ -1,0 +1,123 @@
+// File: io/hosts.h
+//
+// Telemetry of hosts without Kubernetes:
+// - nvidia-smi CSV logs: `--query-gpu=timestamp,index,uuid,name,utilization.gpu,
+//   memory.used,memory.total --format=csv` (units in the header, e.g.
+//   `utilization.gpu [%]`, and after values unless `nounits`) and
+//   `--query-compute-apps=timestamp,gpu_uuid,pid,used_memory --format=csv`.
+//   Timestamps are host-local `YYYY/MM/DD HH:MM:SS.mmm`, read in a named
+//   time zone.
+// - Slurm `sacct --parsable2` output: jobs, their nodes and `gres/gpu=N`.
+//
+// Example:
+//   GPUCOST_ASSIGN_OR_RETURN(auto gpus, gpucost::ParseNvidiaSmiGpus(text, "gpu.csv", "Europe/Paris"));
+//   gpucost::NvidiaSmiOptions options{.resource_id = "i-0abc"};
+//   GPUCOST_ASSIGN_OR_RETURN(auto usage, gpucost::NvidiaSmiToUsage(gpus, nullptr, options));
+#ifndef GPUCOST_IO_HOSTS_H_
+#define GPUCOST_IO_HOSTS_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "gpucost/columns.h"
+#include "gpucost/io/usage.h"
+
+namespace gpucost {
+
+// Local civil time "YYYY/MM/DD HH:MM:SS[.fff]" (or with '-' and 'T', as
+// sacct prints) in time zone `tz` (an IANA name such as "UTC" or
+// "America/New_York") -> ns since the epoch. A local time repeated by a
+// daylight-saving change resolves to the earlier instant unless that would
+// go back before `not_before_ns` (logs are chronological); a skipped local
+// time is an error.
+[[nodiscard]] absl::StatusOr<int64_t> ParseLocalTime(std::string_view text, std::string_view tz,
+                                                     int64_t not_before_ns = INT64_MIN);
+
+struct NvidiaSmiGpus {
+  std::vector<int64_t> timestamp;  // ns UTC
+  std::vector<int32_t> index;
+  EncodedStrings uuid, name;
+  std::vector<double> util;       // 0-1
+  std::vector<double> mem_used;   // bytes
+  std::vector<double> mem_total;  // bytes (NaN when not logged)
+  std::vector<int64_t> line;      // 1-based line in the log
+  std::string source;
+  [[nodiscard]] size_t size() const { return timestamp.size(); }
+};
+
+struct NvidiaSmiApps {
+  std::vector<int64_t> timestamp;  // ns UTC
+  EncodedStrings gpu_uuid;
+  std::vector<int64_t> pid;
+  std::vector<double> used_memory;  // bytes
+  std::vector<int64_t> line;
+  std::string source;
+  [[nodiscard]] size_t size() const { return timestamp.size(); }
+};
+
+// Both need the header line (`--format=csv` or `csv,nounits`); several
+// concatenated logs (repeated header lines) are fine.
+[[nodiscard]] absl::StatusOr<NvidiaSmiGpus> ParseNvidiaSmiGpus(std::string_view text, std::string_view source,
+                                                              std::string_view tz);
+[[nodiscard]] absl::StatusOr<NvidiaSmiApps> ParseNvidiaSmiApps(std::string_view text, std::string_view source,
+                                                              std::string_view tz);
+
+struct NvidiaSmiOptions {
+  std::string resource_id;        // the host's resource id in the bill
+  double interval_seconds = 60;   // the logging interval (-l / -lms)
+  // pid -> job (consumer). A pid not in the table is named "pid:<pid>".
+  std::vector<int64_t> pids;
+  std::vector<std::string> pid_jobs;
+};
+
+struct NvidiaSmiDiagnostics {
+  int64_t gpu_readings = 0;
+  int64_t app_rows = 0;
+  int64_t app_rows_without_gpu_reading = 0;  // no GPU reading in their interval
+  int64_t unknown_pids = 0;
+};
+
+struct NvidiaSmiUsage {
+  UsageSamples samples;
+  NvidiaSmiDiagnostics diagnostics;
+};
+
+// One sample per GPU reading and job: the apps logged on that GPU in the
+// same interval (timestamps floored to `interval`) are its consumers; k jobs
+// share it 1/k each and each gets the GPU's utilisation and its own
+// processes' memory. A reading with no app is a free GPU (consumer "").
+[[nodiscard]] absl::StatusOr<NvidiaSmiUsage> NvidiaSmiToUsage(const NvidiaSmiGpus& gpus, const NvidiaSmiApps* apps,
+                                                              const NvidiaSmiOptions& options);
+
+// sacct --parsable2 (with its header line). Job steps (JobID with a '.')
+// are skipped and counted; jobs that never started give workloads but no
+// samples; a running job (End "Unknown") is charged until `now_ns`.
+struct SacctOptions {
+  std::string tz = "UTC";
+  int64_t now_ns = INT64_MIN;  // required when a job is still running
+  double util = 1.0;           // sacct has no utilisation: the allocated basis
+  std::optional<int32_t> gpus_per_node;  // bounds the in-order assignment
+};
+
+struct SacctResult {
+  UsageSamples samples;
+  WorkloadTable workloads;  // consumer = JobID; job, user, project (Account)
+  int64_t steps_skipped = 0;
+  int64_t jobs_without_gpus = 0;
+  int64_t jobs_not_started = 0;
+  int64_t gpus_assigned_in_order = 0;  // samples whose device index was assigned, not read
+};
+
+// Expands a Slurm host list: "gpu[01-03,07],login1" -> gpu01 gpu02 gpu03 gpu07 login1.
+[[nodiscard]] absl::StatusOr<std::vector<std::string>> ExpandHostList(std::string_view list);
+
+[[nodiscard]] absl::StatusOr<SacctResult> ParseSacct(std::string_view text, std::string_view source,
+                                                     const SacctOptions& options);
+
+}  // namespace gpucost
+
+#endif  // GPUCOST_IO_HOSTS_H_

@@ -1,0 +1,79 @@
+// File: io/prometheus.h
+//
+// Parsers for what Prometheus and its exporters print: the text exposition
+// format 0.0.4 (what `curl exporter:9400/metrics` returns) and the HTTP API's
+// query_range / query JSON answers. They parse bodies only; fetching over
+// HTTP is the caller's business (gpucost.prometheus does it in Python).
+//
+// The result is a PromSamples table: one row per point, each pointing at the
+// series (metric name + labels) it belongs to.
+//
+// Example:
+//   absl::StatusOr<gpucost::PromSamples> s =
+//       gpucost::ParseExposition(text, "node1.prom", /*default_timestamp_ns=*/t);
+//   absl::StatusOr<gpucost::PromSamples> r =
+//       gpucost::ParseQueryRange(json_body, "query_range 1");
+#ifndef GPUCOST_IO_PROMETHEUS_H_
+#define GPUCOST_IO_PROMETHEUS_H_
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace gpucost {
+
+// A series: metric name (may be empty when a query result dropped it) and
+// labels in the order they were printed. `__name__` is never among labels.
+struct PromSeries {
+  std::string name;
+  int32_t source = 0;  // index into PromSamples::sources
+  std::vector<std::pair<std::string, std::string>> labels;
+
+  // The value of label `key`, or nullopt when the series has no such label.
+  [[nodiscard]] std::optional<std::string_view> Label(std::string_view key) const;
+  // `name{k="v",...}` as Prometheus prints it (for error messages).
+  [[nodiscard]] std::string ToString() const;
+};
+
+// Points of many series. `line` is the 1-based line of a text file the
+// point came from, or 0 for JSON.
+struct PromSamples {
+  std::vector<std::string> sources;  // file or body names for error messages
+  std::vector<PromSeries> series;
+  std::vector<int32_t> series_id;
+  std::vector<int64_t> timestamp_ns;
+  std::vector<double> value;
+  std::vector<int64_t> line;
+
+  [[nodiscard]] size_t size() const { return value.size(); }
+  // Appends `other`: its sources and series too (ids are shifted).
+  void Append(PromSamples&& other);
+};
+
+// Parses exposition text. Lines whose metric name is not in `metrics` are
+// checked for syntax and skipped (all kept when `metrics` is empty). A
+// sample line without a timestamp gets `default_timestamp_ns`; without one
+// either, it is an error. Errors name the source, the line and the part
+// ('metric', 'labels', 'value', 'timestamp').
+[[nodiscard]] absl::StatusOr<PromSamples> ParseExposition(
+    std::string_view text, std::string_view source,
+    std::optional<int64_t> default_timestamp_ns = std::nullopt,
+    std::span<const std::string_view> metrics = {});
+
+// Parses a /api/v1/query_range (matrix) or /api/v1/query (vector or matrix)
+// answer. A `"status":"error"` answer is returned as an error carrying
+// Prometheus' errorType and message. `metric_name`, when given, names series
+// whose `__name__` the query dropped.
+[[nodiscard]] absl::StatusOr<PromSamples> ParseQueryRange(
+    std::string_view body, std::string_view source,
+    std::string_view metric_name = {});
+
+}  // namespace gpucost
+
+#endif  // GPUCOST_IO_PROMETHEUS_H_

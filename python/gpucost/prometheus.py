@@ -1,0 +1,312 @@
+"""DCGM exporter telemetry through Prometheus: live queries, saved answers
+and scraped exposition text -> usage samples (docs/telemetry.md).
+
+The HTTP client is here (urllib, no extra dependency); every body is parsed
+in C++ (``gpucost._core``), which also maps DCGM series to samples.
+
+Example:
+    >>> usage = gpucost.prometheus.fetch_usage("http://prometheus:9090",
+    ...     "2026-03-01", "2026-03-02", step=60, nodes=nodes)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Iterable, Mapping, Sequence
+from os import PathLike
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from gpucost import _core
+from gpucost.errors import Error, InvalidInputError
+from gpucost.frames import Table, usage_frame
+
+__all__ = [
+    "DEFAULT_NODE_LABELS",
+    "MAX_POINTS",
+    "PrometheusClient",
+    "dcgm_metric_names",
+    "fetch_usage",
+    "read_dcgm_text",
+    "read_query_range",
+]
+
+#: Prometheus refuses a query_range whose series would have more points.
+MAX_POINTS = 11_000
+DEFAULT_NODE_LABELS = ("node", "kubernetes_node", "Hostname", "hostname")
+
+
+def dcgm_metric_names() -> list[str]:
+    """Every DCGM metric name gpucost reads (both unit conventions)."""
+    return list(_core.dcgm_metric_names())
+
+
+def to_ns(value: Any, name: str) -> int:
+    """An instant (str, datetime, pandas Timestamp, or int ns) as int ns UTC;
+    naive values are UTC."""
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        return int(value)
+    try:
+        ts = pd.Timestamp(value)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"parameter '{name}': {value!r} is not an instant ({exc})") from None
+    if ts is pd.NaT:
+        raise InvalidInputError(f"parameter '{name}': missing instant")
+    ts = ts.tz_localize("UTC") if ts.tzinfo is None else ts.tz_convert("UTC")
+    return int(ts.value)
+
+
+def _seconds(value: Any, name: str) -> float:
+    if isinstance(value, pd.Timedelta):
+        value = value.total_seconds()
+    elif isinstance(value, str):
+        value = pd.Timedelta(value).total_seconds()
+    value = float(value)
+    if not math.isfinite(value) or value <= 0:
+        raise InvalidInputError(f"parameter '{name}': {value} is not a positive number of seconds")
+    return value
+
+
+class PrometheusClient:
+    """A small Prometheus HTTP API client: POSTed queries, a timeout on every
+    request, bounded retries with exponential backoff on transient failures
+    (connection errors, timeouts, HTTP 429 and 5xx), optional headers (a
+    bearer token). Bodies are returned unparsed; gpucost parses them in C++.
+
+    Only the URL you give is contacted.
+    """
+
+    def __init__(self, url: str, *, headers: Mapping[str, str] | None = None, bearer_token: str | None = None,
+                 timeout: float = 30.0, retries: int = 3, backoff: float = 0.5):
+        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+            raise InvalidInputError(f"parameter 'url': {url!r} is not an http(s) URL")
+        if retries < 0:
+            raise InvalidInputError("parameter 'retries': must be >= 0")
+        self.url = url.rstrip("/")
+        self.headers = {"Accept": "application/json", **dict(headers or {})}
+        if bearer_token:
+            self.headers["Authorization"] = f"Bearer {bearer_token}"
+        self.timeout = _seconds(timeout, "timeout")
+        self.retries = int(retries)
+        self.backoff = float(backoff)
+        self.requests_made = 0
+
+    def _post(self, path: str, form: Mapping[str, str]) -> str:
+        data = urllib.parse.urlencode(form).encode()
+        last_error = ""
+        for attempt in range(self.retries + 1):
+            if attempt:
+                time.sleep(self.backoff * 2 ** (attempt - 1))
+            request = urllib.request.Request(f"{self.url}{path}", data=data, method="POST", headers={
+                **self.headers, "Content-Type": "application/x-www-form-urlencoded"})
+            self.requests_made += 1
+            try:
+                with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                    return response.read().decode("utf-8")
+            except urllib.error.HTTPError as exc:
+                body = exc.read().decode("utf-8", "replace")
+                message = _error_message(body) or exc.reason
+                if exc.code == 429 or exc.code >= 500:
+                    last_error = f"HTTP {exc.code}: {message}"
+                    continue
+                raise InvalidInputError(f"Prometheus at {self.url} rejected {form.get('query', path)!r}: "
+                                        f"HTTP {exc.code}: {message}") from None
+            except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as exc:
+                reason = getattr(exc, "reason", exc)
+                last_error = f"{type(reason).__name__}: {reason}"
+                continue
+        raise Error(f"Prometheus at {self.url}: {form.get('query', path)!r} failed after {self.retries + 1} "
+                    f"attempts (timeout {self.timeout:g} s): {last_error}")
+
+    def query_range(self, query: str, start_s: float, end_s: float, step_s: float) -> str:
+        """The raw JSON body of one /api/v1/query_range call."""
+        return self._post("/api/v1/query_range", {
+            "query": query, "start": _fmt(start_s), "end": _fmt(end_s), "step": _fmt(step_s),
+            "timeout": f"{self.timeout:g}s"})
+
+    def query_range_chunks(self, query: str, start_ns: int, end_ns: int, step_s: float,
+                           max_points: int = MAX_POINTS) -> list[str]:
+        """query_range over [start, end) in as many calls as needed so that no
+        series has more than `max_points` points; evaluation instants are
+        start, start + step, ... (< end), each in exactly one call."""
+        step_ns = int(round(step_s * 1e9))
+        if step_ns <= 0:
+            raise InvalidInputError("parameter 'step': must be positive")
+        if end_ns <= start_ns:
+            raise InvalidInputError("parameter 'end': must be after 'start'")
+        total = (end_ns - start_ns + step_ns - 1) // step_ns  # instants in [start, end)
+        per_call = max(1, min(int(max_points), MAX_POINTS))
+        bodies = []
+        for first in range(0, total, per_call):
+            last = min(first + per_call, total) - 1
+            s = start_ns + first * step_ns
+            e = start_ns + last * step_ns
+            bodies.append(self.query_range(query, s / 1e9, e / 1e9, step_s))
+        return bodies
+
+
+def _fmt(seconds: float) -> str:
+    return f"{seconds:.3f}"
+
+
+def _error_message(body: str) -> str:
+    try:
+        doc = json.loads(body)
+        return f"{doc.get('errorType', '')}: {doc.get('error', '')}".strip(": ")
+    except (ValueError, AttributeError):
+        return body.strip()[:200]
+
+
+def _nodes_option(nodes: Any) -> tuple | None:
+    if nodes is None:
+        return None
+    t = Table(nodes, "nodes")
+    return (t.strings("node"), t.strings("resource_id"))
+
+
+def _mig_shares(mig_shares: Any, mig_basis: str) -> list | None:
+    """(gpu_model, profile, share) rows: a table given by the caller
+    (gpu_model, profile, share), or the catalog's MIG table when the
+    installed gpucost has one."""
+    if mig_basis not in ("compute", "memory"):
+        raise InvalidInputError(f"parameter 'mig_basis': {mig_basis!r} (expected \"compute\" or \"memory\")")
+    if mig_shares is None:
+        try:
+            from gpucost import catalog  # type: ignore[attr-defined]
+        except ImportError:
+            return None
+        table = catalog.mig_profiles()
+        slices = table[f"{mig_basis}_slices"].to_numpy(dtype=float)
+        totals = table[f"{mig_basis}_total"].to_numpy(dtype=float)
+        return list(zip(table["gpu_model"].astype(str), table["profile"].astype(str), (slices / totals).tolist()))
+    t = Table(mig_shares, "mig_shares")
+    return list(zip(t.column("gpu_model").astype(str), t.column("profile").astype(str), t.floats("share").tolist()))
+
+
+def _options(*, nodes, node_labels, keep_unknown_nodes, units, mig_shares, mig_basis, interval, start_ns=None,
+             end_ns=None) -> dict:
+    return {
+        "nodes": _nodes_option(nodes),
+        "node_labels": list(node_labels),
+        "keep_unknown_nodes": bool(keep_unknown_nodes),
+        "units": str(units),
+        "mig_shares": _mig_shares(mig_shares, mig_basis),
+        "interval": float(interval),
+        "start_ns": start_ns,
+        "end_ns": end_ns,
+    }
+
+
+def fresh_query(metric: str, matchers: str, max_age_s: float) -> str:
+    """`metric` where its newest sample is younger than `max_age_s`: drops the
+    points Prometheus' 5-minute lookback would repeat after a series ended."""
+    selector = f"{metric}{{{matchers}}}" if matchers else metric
+    return f"{selector} and ((time() - timestamp({selector})) < {max_age_s:g})"
+
+
+def fetch_usage(url: str, start: Any, end: Any, step: Any = 60, *, nodes: Any = None,
+                scrape_interval: Any = None, matchers: str = "", node_labels: Sequence[str] = DEFAULT_NODE_LABELS,
+                keep_unknown_nodes: bool = False, units: str = "auto", mig_shares: Any = None,
+                mig_basis: str = "compute", headers: Mapping[str, str] | None = None,
+                bearer_token: str | None = None, timeout: float = 30.0, retries: int = 3,
+                backoff: float = 0.5, max_points: int = MAX_POINTS,
+                client: PrometheusClient | None = None) -> pd.DataFrame:
+    """Usage samples of [start, end) from the DCGM exporter's series in a live
+    Prometheus, one sample per step, GPU and pod.
+
+    Args:
+        url: the Prometheus base URL (``http://host:9090``).
+        start, end: the range (str, datetime, Timestamp or int ns; naive is UTC).
+        step: seconds between samples; each sample stands for one step.
+        nodes: node -> resource id table (``node, resource_id``), e.g. from
+            :func:`gpucost.kubernetes.read_nodes`; without it the node name is
+            the resource id.
+        scrape_interval: how often Prometheus scraped the exporter (seconds).
+            A point is charged only while the newest sample behind it is
+            younger than ``max(step, scrape_interval)``, so a pod is never
+            charged for the 5-minute lookback after it ended. Default 60.
+        matchers: extra label matchers for every query, e.g. ``'cluster="prod"'``.
+        units: ``"auto"`` (each metric name's own unit), ``"legacy"`` (exporter
+            <= 4.8) or ``"ratio_bytes"`` (>= 4.9) to insist on one convention.
+        mig_shares: ``gpu_model, profile, share`` table for MIG instances;
+            default: the catalog's MIG profiles (``mig_basis`` "compute" or
+            "memory").
+        headers, bearer_token, timeout, retries, backoff: HTTP behaviour.
+
+    Returns:
+        The usage samples (SEMANTICS 1.3 plus ``node, gpu_uuid, gpu_model,
+        mig_profile, tensor_active, mem_copy_util, power_w, mem_free``);
+        ``.attrs["diagnostics"]`` has the unit convention seen and counts.
+    """
+    start_ns, end_ns = to_ns(start, "start"), to_ns(end, "end")
+    step_s = _seconds(step, "step")
+    max_age = max(step_s, _seconds(scrape_interval, "scrape_interval") if scrape_interval is not None else 60.0)
+    client = client or PrometheusClient(url, headers=headers, bearer_token=bearer_token, timeout=timeout,
+                                        retries=retries, backoff=backoff)
+    options = _options(nodes=nodes, node_labels=node_labels, keep_unknown_nodes=keep_unknown_nodes, units=units,
+                       mig_shares=mig_shares, mig_basis=mig_basis, interval=step_s, start_ns=start_ns,
+                       end_ns=end_ns)
+    inputs = []
+    for metric in dcgm_metric_names():
+        query = fresh_query(metric, matchers, max_age)
+        for i, body in enumerate(client.query_range_chunks(query, start_ns, end_ns, step_s, max_points)):
+            inputs.append((body, f"{client.url} {metric} (call {i + 1})", metric))
+    raw = _core.dcgm_usage(inputs, True, None, options)
+    frame = usage_frame(raw)
+    frame.attrs["diagnostics"]["requests"] = client.requests_made
+    return frame
+
+
+def _read(path: str | PathLike) -> str:
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+def _paths(paths: Any) -> list:
+    return [paths] if isinstance(paths, (str, PathLike)) else list(paths)
+
+
+def read_query_range(paths: Any, step: Any, *, metric: str | None = None, nodes: Any = None,
+                     node_labels: Sequence[str] = DEFAULT_NODE_LABELS, keep_unknown_nodes: bool = False,
+                     units: str = "auto", mig_shares: Any = None, mig_basis: str = "compute") -> pd.DataFrame:
+    """Usage samples from saved ``/api/v1/query_range`` answers (JSON files),
+    one file per DCGM metric (its name is read from ``__name__``, or given as
+    ``metric``). ``step`` is the query's step in seconds."""
+    step_s = _seconds(step, "step")
+    inputs = [(_read(p), str(p), metric or "") for p in _paths(paths)]
+    options = _options(nodes=nodes, node_labels=node_labels, keep_unknown_nodes=keep_unknown_nodes, units=units,
+                       mig_shares=mig_shares, mig_basis=mig_basis, interval=step_s)
+    return usage_frame(_core.dcgm_usage(inputs, True, None, options))
+
+
+def read_dcgm_text(paths: Any, *, timestamp: Any = None, interval: Any = 60, nodes: Any = None,
+                   node_labels: Sequence[str] = DEFAULT_NODE_LABELS, keep_unknown_nodes: bool = False,
+                   units: str = "auto", mig_shares: Any = None, mig_basis: str = "compute") -> pd.DataFrame:
+    """Usage samples from files of the exporter's exposition text (what
+    ``curl http://node:9400/metrics`` prints). Lines without a timestamp get
+    ``timestamp`` (the scrape time); each sample stands for ``interval``
+    seconds."""
+    default_ts = to_ns(timestamp, "timestamp") if timestamp is not None else None
+    inputs = [(_read(p), str(p), "") for p in _paths(paths)]
+    options = _options(nodes=nodes, node_labels=node_labels, keep_unknown_nodes=keep_unknown_nodes, units=units,
+                       mig_shares=mig_shares, mig_basis=mig_basis, interval=_seconds(interval, "interval"))
+    return usage_frame(_core.dcgm_usage(inputs, False, default_ts, options))
+
+
+def parse_dcgm_text(texts: Iterable[str], *, timestamp: Any = None, interval: Any = 60, **kwargs) -> pd.DataFrame:
+    """Like :func:`read_dcgm_text` over strings instead of files."""
+    default_ts = to_ns(timestamp, "timestamp") if timestamp is not None else None
+    inputs = [(t, f"text {i + 1}", "") for i, t in enumerate(texts)]
+    kwargs.setdefault("node_labels", DEFAULT_NODE_LABELS)
+    options = _options(nodes=kwargs.get("nodes"), node_labels=kwargs["node_labels"],
+                       keep_unknown_nodes=kwargs.get("keep_unknown_nodes", False), units=kwargs.get("units", "auto"),
+                       mig_shares=kwargs.get("mig_shares"), mig_basis=kwargs.get("mig_basis", "compute"),
+                       interval=_seconds(interval, "interval"))
+    return usage_frame(_core.dcgm_usage(inputs, False, default_ts, options))

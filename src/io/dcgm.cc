@@ -1,0 +1,425 @@
+// DCGM series -> usage samples. Three passes over columns:
+// 1. per series: which field, which unit, which GPU/pod it describes
+//    (an "identity": node, gpu, MIG instance, namespace, pod, container);
+// 2. per point: join the fields of one identity at one instant into an
+//    observation, checking values as they come;
+// 3. per observation: count the pods on each GPU instant (time-slicing) and
+//    emit one sample.
+#include "gpucost/io/dcgm.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "gpucost/status.h"
+#include "gpucost/time.h"
+
+namespace gpucost {
+namespace {
+
+absl::string_view A(std::string_view s) { return {s.data(), s.size()}; }
+
+constexpr double kMiB = 1024.0 * 1024.0;
+
+constexpr DcgmMetric kMetrics[] = {
+    {"DCGM_FI_DEV_GPU_UTIL", DcgmField::kGpuUtil, DcgmUnits::kLegacy, 0.01},
+    {"DCGM_FI_DEV_GPU_UTIL_RATIO", DcgmField::kGpuUtil, DcgmUnits::kRatioBytes, 1.0},
+    {"DCGM_FI_PROF_GR_ENGINE_ACTIVE", DcgmField::kGrEngineActive, DcgmUnits::kNone, 1.0},
+    {"DCGM_FI_PROF_GR_ENGINE_UTIL_RATIO", DcgmField::kGrEngineActive, DcgmUnits::kRatioBytes, 1.0},
+    {"DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", DcgmField::kTensorActive, DcgmUnits::kNone, 1.0},
+    {"DCGM_FI_PROF_TENSOR_UTIL_RATIO", DcgmField::kTensorActive, DcgmUnits::kRatioBytes, 1.0},
+    {"DCGM_FI_DEV_FB_USED", DcgmField::kFbUsed, DcgmUnits::kLegacy, kMiB},
+    {"DCGM_FI_DEV_FB_USED_BYTES", DcgmField::kFbUsed, DcgmUnits::kRatioBytes, 1.0},
+    {"DCGM_FI_DEV_FB_FREE", DcgmField::kFbFree, DcgmUnits::kLegacy, kMiB},
+    {"DCGM_FI_DEV_FB_FREE_BYTES", DcgmField::kFbFree, DcgmUnits::kRatioBytes, 1.0},
+    {"DCGM_FI_DEV_MEM_COPY_UTIL", DcgmField::kMemCopyUtil, DcgmUnits::kLegacy, 0.01},
+    {"DCGM_FI_DEV_MEMORY_UTIL_RATIO", DcgmField::kMemCopyUtil, DcgmUnits::kRatioBytes, 1.0},
+    {"DCGM_FI_DEV_POWER_USAGE", DcgmField::kPowerUsage, DcgmUnits::kNone, 1.0},
+    {"DCGM_FI_DEV_BOARD_POWER_WATTS", DcgmField::kPowerUsage, DcgmUnits::kRatioBytes, 1.0},
+};
+
+const DcgmMetric* FindMetric(std::string_view name) {
+  for (const DcgmMetric& m : kMetrics) {
+    if (m.name == name) return &m;
+  }
+  return nullptr;
+}
+
+bool IsRatioField(DcgmField f) {
+  return f == DcgmField::kGpuUtil || f == DcgmField::kGrEngineActive || f == DcgmField::kTensorActive ||
+         f == DcgmField::kMemCopyUtil;
+}
+bool IsMemoryField(DcgmField f) { return f == DcgmField::kFbUsed || f == DcgmField::kFbFree; }
+
+// "2026-03-01T10:00:00Z" (with milliseconds when not whole seconds).
+std::string FormatInstant(int64_t ns) {
+  const int64_t ms = ns >= 0 ? ns / 1'000'000 : -((-ns + 999'999) / 1'000'000);
+  int64_t days = ms >= 0 ? ms / 86'400'000 : -((-ms + 86'399'999) / 86'400'000);
+  const int64_t ms_of_day = ms - days * 86'400'000;
+  const CivilDate d = CivilFromDays(days);
+  const int64_t s = ms_of_day / 1000;
+  std::string out = absl::StrCat(d.year, "-", d.month < 10 ? "0" : "", d.month, "-", d.day < 10 ? "0" : "", d.day,
+                                 "T", s / 3600 < 10 ? "0" : "", s / 3600, ":", (s / 60) % 60 < 10 ? "0" : "",
+                                 (s / 60) % 60, ":", s % 60 < 10 ? "0" : "", s % 60);
+  if (ms_of_day % 1000 != 0) {
+    const int64_t f = ms_of_day % 1000;
+    absl::StrAppend(&out, ".", f < 100 ? "0" : "", f < 10 ? "0" : "", f);
+  }
+  out += "Z";
+  return out;
+}
+
+struct Identity {
+  std::string node;
+  int32_t gpu = 0;
+  bool mig = false;
+  std::string mig_instance, profile, model, uuid, consumer;
+  int32_t device_key = 0;     // (node, gpu, MIG instance) interned
+  int32_t resource = -1;      // index into resolved resource ids
+  double base_share = 1.0;    // 1, or the MIG profile's fraction
+  int32_t first_series = 0;   // for error messages
+};
+
+struct Observation {
+  int32_t identity;
+  int64_t timestamp;
+  int64_t first_point;
+  uint8_t present = 0;  // bit per DcgmField
+  double fields[kDcgmFieldCount];
+};
+
+// Where a point came from, for error messages.
+std::string PointPlace(const PromSamples& s, size_t point) {
+  const PromSeries& series = s.series[s.series_id[point]];
+  return absl::StrCat(FormatInstant(s.timestamp_ns[point]), ", series ", series.ToString());
+}
+
+absl::Status PointError(const PromSamples& s, size_t point, std::string_view what) {
+  const PromSeries& series = s.series[s.series_id[point]];
+  const std::string& source = s.sources[series.source];
+  if (s.line[point] > 0) return LineError(source, s.line[point], series.name, what);
+  return TableError(source, absl::StrCat("series ", series.ToString(), " at ", FormatInstant(s.timestamp_ns[point]),
+                                         ": ", A(what)));
+}
+
+absl::Status SeriesError(const PromSamples& s, int32_t series_id, std::string_view what) {
+  const PromSeries& series = s.series[series_id];
+  return TableError(s.sources[series.source], absl::StrCat("series ", series.ToString(), ": ", A(what)));
+}
+
+std::optional<std::string_view> LabelPreferExported(const PromSeries& s, std::string_view key) {
+  const std::string exported = absl::StrCat("exported_", A(key));
+  if (auto v = s.Label(exported)) return v;
+  return s.Label(key);
+}
+
+}  // namespace
+
+std::string_view DcgmUnitsName(DcgmUnits units) {
+  switch (units) {
+    case DcgmUnits::kNone: return "none";
+    case DcgmUnits::kLegacy: return "legacy";
+    case DcgmUnits::kRatioBytes: return "ratio_bytes";
+    case DcgmUnits::kMixed: return "mixed";
+  }
+  return "none";
+}
+
+std::span<const DcgmMetric> DcgmMetrics() { return kMetrics; }
+
+std::vector<std::string_view> DcgmMetricNames() {
+  std::vector<std::string_view> names;
+  for (const DcgmMetric& m : kMetrics) names.push_back(m.name);
+  return names;
+}
+
+absl::StatusOr<DcgmUsage> DcgmToUsage(const PromSamples& s, const DcgmOptions& options) {
+  if (!(options.interval_seconds > 0) || !std::isfinite(options.interval_seconds)) {
+    return ParameterError("interval", absl::StrCat(options.interval_seconds, " is not a positive number of seconds"));
+  }
+  if (options.nodes_node.size() != options.nodes_resource_id.size()) {
+    return TableError("nodes", "columns 'node' and 'resource_id' differ in length");
+  }
+  DcgmUsage out;
+  UsageSamples& u = out.samples;
+  DcgmDiagnostics& diag = out.diagnostics;
+
+  // Nodes table.
+  absl::flat_hash_map<std::string, std::string> node_to_resource;
+  for (size_t i = 0; i < options.nodes_node.size(); ++i) {
+    const int32_t nc = options.nodes_node.codes[i], rc = options.nodes_resource_id.codes[i];
+    if (nc < 0 || rc < 0) {
+      return RowError("nodes", static_cast<long long>(i), nc < 0 ? "node" : "resource_id", "missing value");
+    }
+    std::string node(options.nodes_node.dictionary[nc]);
+    std::string_view resource = options.nodes_resource_id.dictionary[rc];
+    auto [it, inserted] = node_to_resource.try_emplace(node, resource);
+    if (!inserted && it->second != resource) {
+      return RowError("nodes", static_cast<long long>(i), "node",
+                      absl::StrCat("node '", node, "' maps to both '", it->second, "' and '", A(resource), "'"));
+    }
+  }
+  const bool have_nodes = !node_to_resource.empty();
+
+  // 1. Series -> field metric and identity.
+  bool legacy_seen = false, ratio_seen = false;
+  std::vector<const DcgmMetric*> metric_of(s.series.size(), nullptr);
+  std::vector<int32_t> identity_of(s.series.size(), -1);
+  std::vector<Identity> identities;
+  absl::flat_hash_map<std::string, int32_t> identity_index, device_index;
+  absl::flat_hash_map<std::string, double> mig_share_cache;
+  StringEncoder resources;
+  absl::flat_hash_map<std::string, int32_t> resource_code;
+  diag.series_total = static_cast<int64_t>(s.series.size());
+  for (size_t si = 0; si < s.series.size(); ++si) {
+    const PromSeries& series = s.series[si];
+    const auto sid = static_cast<int32_t>(si);
+    const DcgmMetric* metric = FindMetric(series.name);
+    if (metric == nullptr) {
+      ++diag.series_ignored;
+      continue;
+    }
+    if (metric->units != DcgmUnits::kNone && options.require_units != DcgmUnits::kNone &&
+        metric->units != options.require_units) {
+      return SeriesError(s, sid,
+                         absl::StrCat("metric ", A(metric->name), " belongs to the '", A(DcgmUnitsName(metric->units)),
+                                      "' convention but '", A(DcgmUnitsName(options.require_units)),
+                                      "' was required"));
+    }
+    legacy_seen |= metric->units == DcgmUnits::kLegacy;
+    ratio_seen |= metric->units == DcgmUnits::kRatioBytes;
+    metric_of[si] = metric;
+
+    std::string_view node;
+    for (const std::string& key : options.node_labels) {
+      if (auto v = series.Label(key); v.has_value() && !v->empty()) {
+        node = *v;
+        break;
+      }
+    }
+    if (node.empty()) {
+      std::string tried;
+      for (const std::string& key : options.node_labels) absl::StrAppend(&tried, tried.empty() ? "" : ", ", key);
+      return SeriesError(s, sid, absl::StrCat("no node label (tried ", tried, ")"));
+    }
+    auto gpu_label = series.Label("gpu");
+    if (!gpu_label.has_value()) return SeriesError(s, sid, "no 'gpu' label");
+    int32_t gpu = -1;
+    {
+      auto [ptr, ec] = std::from_chars(gpu_label->data(), gpu_label->data() + gpu_label->size(), gpu);
+      if (ec != std::errc() || ptr != gpu_label->data() + gpu_label->size() || gpu < 0) {
+        return SeriesError(s, sid, absl::StrCat("label 'gpu': '", A(*gpu_label), "' is not a GPU index"));
+      }
+    }
+    const std::string_view instance = series.Label("GPU_I_ID").value_or("");
+    const std::string_view profile = series.Label("GPU_I_PROFILE").value_or("");
+    const std::string_view ns = LabelPreferExported(series, "namespace").value_or("");
+    const std::string_view pod = LabelPreferExported(series, "pod").value_or("");
+    const std::string_view container = LabelPreferExported(series, "container").value_or("");
+    if (pod.empty() != ns.empty() && !pod.empty()) {
+      return SeriesError(s, sid, absl::StrCat("pod '", A(pod), "' has no namespace"));
+    }
+    std::string key = absl::StrCat(A(node), "\x1f", gpu, "\x1f", A(instance), "\x1f", A(ns), "\x1f", A(pod), "\x1f",
+                                   A(container));
+    auto [it, inserted] = identity_index.try_emplace(std::move(key), static_cast<int32_t>(identities.size()));
+    if (inserted) {
+      Identity id;
+      id.node = std::string(node);
+      id.gpu = gpu;
+      id.mig = !instance.empty() || !profile.empty();
+      id.mig_instance = std::string(instance);
+      id.profile = std::string(profile);
+      id.model = std::string(series.Label("modelName").value_or(""));
+      id.uuid = std::string(series.Label("UUID").value_or(""));
+      id.consumer = pod.empty() ? std::string() : absl::StrCat(A(ns), "/", A(pod));
+      id.first_series = sid;
+      if (id.mig && (instance.empty() || profile.empty())) {
+        return SeriesError(s, sid, "a MIG instance needs both GPU_I_ID and GPU_I_PROFILE labels");
+      }
+      const std::string device_key = absl::StrCat(A(node), "\x1f", gpu, "\x1f", A(instance));
+      id.device_key = device_index.try_emplace(device_key, static_cast<int32_t>(device_index.size())).first->second;
+      // Resource id.
+      std::string resource;
+      if (have_nodes) {
+        auto r = node_to_resource.find(id.node);
+        if (r != node_to_resource.end()) {
+          resource = r->second;
+        } else if (options.keep_unknown_nodes) {
+          resource = id.node;
+        } else {
+          return SeriesError(s, sid, absl::StrCat("node '", id.node,
+                                                  "' is not in the nodes table (pass keep_unknown_nodes to use "
+                                                  "the node name as the resource id)"));
+        }
+      } else {
+        resource = id.node;
+      }
+      auto [rit, rnew] = resource_code.try_emplace(resource, static_cast<int32_t>(resource_code.size()));
+      id.resource = rit->second;
+      // MIG share.
+      if (id.mig) {
+        const std::string share_key = absl::StrCat(id.model, "\x1f", id.profile);
+        auto cached = mig_share_cache.find(share_key);
+        if (cached != mig_share_cache.end()) {
+          id.base_share = cached->second;
+        } else {
+          if (!options.mig_share) {
+            return SeriesError(s, sid, absl::StrCat("MIG profile '", id.profile, "' on '", id.model,
+                                                    "': no MIG share table was given"));
+          }
+          absl::StatusOr<double> share = options.mig_share(id.model, id.profile);
+          if (!share.ok()) {
+            return SeriesError(s, sid, absl::StrCat("MIG profile '", id.profile, "' on '", id.model,
+                                                    "': ", share.status().message()));
+          }
+          if (!(*share > 0 && *share <= 1)) {
+            return SeriesError(s, sid, absl::StrCat("MIG profile '", id.profile, "' on '", id.model,
+                                                    "': share ", *share, " is outside (0, 1]"));
+          }
+          mig_share_cache.emplace(share_key, *share);
+          id.base_share = *share;
+        }
+      }
+      identities.push_back(std::move(id));
+    }
+    identity_of[si] = it->second;
+  }
+  diag.units = legacy_seen ? (ratio_seen ? DcgmUnits::kMixed : DcgmUnits::kLegacy)
+                           : (ratio_seen ? DcgmUnits::kRatioBytes : DcgmUnits::kNone);
+
+  // 2. Points -> observations.
+  std::vector<Observation> obs;
+  absl::flat_hash_map<std::pair<int32_t, int64_t>, int32_t> obs_index;
+  diag.points_total = static_cast<int64_t>(s.size());
+  for (size_t p = 0; p < s.size(); ++p) {
+    const int32_t sid = s.series_id[p];
+    const DcgmMetric* metric = metric_of[sid];
+    if (metric == nullptr) continue;
+    const int64_t t = s.timestamp_ns[p];
+    if (t < options.start_ns || t >= options.end_ns) {
+      ++diag.points_outside;
+      continue;
+    }
+    double v = s.value[p];
+    const DcgmField f = metric->field;
+    if (IsRatioField(f)) {
+      const double top = metric->scale == 1.0 ? 1.0 : 100.0;
+      if (std::isnan(v)) {
+        if (f == DcgmField::kGpuUtil || f == DcgmField::kGrEngineActive) {
+          return PointError(s, p, "NaN utilisation");
+        }
+      } else if (v < 0 || v > top * (1 + 1e-9)) {
+        return PointError(s, p, absl::StrCat(v, " is outside [0, ", top, "]",
+                                             top == 1.0 ? " (a ratio field; was a percentage recorded under it?)"
+                                                        : " (a percentage field)"));
+      }
+      v = std::min(v * metric->scale, 1.0);
+    } else if (IsMemoryField(f)) {
+      if (std::isnan(v) || v < 0 || std::isinf(v)) {
+        if (f == DcgmField::kFbUsed || !std::isnan(v)) {
+          return PointError(s, p, absl::StrCat(v, " is not a memory size (>= 0)"));
+        }
+      }
+      v *= metric->scale;
+    }
+    auto [it, inserted] = obs_index.try_emplace({identity_of[sid], t}, static_cast<int32_t>(obs.size()));
+    if (inserted) {
+      Observation o;
+      o.identity = identity_of[sid];
+      o.timestamp = t;
+      o.first_point = static_cast<int64_t>(p);
+      std::fill(std::begin(o.fields), std::end(o.fields), std::numeric_limits<double>::quiet_NaN());
+      obs.push_back(o);
+    }
+    Observation& o = obs[it->second];
+    const auto bit = static_cast<uint8_t>(1u << static_cast<int>(f));
+    if (o.present & bit) {
+      return PointError(s, p, absl::StrCat("a second value for this GPU and instant (", A(metric->name),
+                                           "); the first came from ", PointPlace(s, o.first_point)));
+    }
+    o.present |= bit;
+    o.fields[static_cast<int>(f)] = v;
+  }
+
+  // 3. Time-slicing: pods per (GPU or MIG instance, instant).
+  struct DeviceInstant {
+    int32_t pods = 0;
+  };
+  absl::flat_hash_map<std::pair<int32_t, int64_t>, DeviceInstant> per_device;
+  for (const Observation& o : obs) {
+    const Identity& id = identities[o.identity];
+    DeviceInstant& d = per_device[{id.device_key, o.timestamp}];
+    if (!id.consumer.empty()) ++d.pods;
+  }
+  std::vector<int32_t> order(obs.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+    return obs[a].identity != obs[b].identity ? obs[a].identity < obs[b].identity
+                                              : obs[a].timestamp < obs[b].timestamp;
+  });
+
+  // Resource dictionary in code order.
+  std::vector<std::string> resource_values(resource_code.size());
+  for (const auto& [value, code] : resource_code) resource_values[code] = value;
+  StringEncoder consumers, nodes, uuids, models, profiles;
+  const auto interval_ns = static_cast<int64_t>(std::llround(options.interval_seconds * 1e9));
+  u.timestamp.reserve(obs.size());
+  for (int32_t oi : order) {
+    const Observation& o = obs[oi];
+    const Identity& id = identities[o.identity];
+    const DeviceInstant& d = per_device[{id.device_key, o.timestamp}];
+    if (id.consumer.empty() && d.pods > 0) {
+      ++diag.free_readings_shadowed;
+      continue;
+    }
+    const DcgmField util_field = id.mig ? DcgmField::kGrEngineActive : DcgmField::kGpuUtil;
+    const auto has = [&](DcgmField f) { return (o.present >> static_cast<int>(f)) & 1u; };
+    if (!has(util_field) || !has(DcgmField::kFbUsed)) {
+      const bool no_util = !has(util_field);
+      std::string what = absl::StrCat(
+          "no ",
+          no_util ? (id.mig ? "DCGM_FI_PROF_GR_ENGINE_ACTIVE (the utilisation of a MIG instance)"
+                            : "DCGM_FI_DEV_GPU_UTIL")
+                  : "DCGM_FI_DEV_FB_USED",
+          " for this GPU at this instant while other fields were reported");
+      return PointError(s, static_cast<size_t>(o.first_point), what);
+    }
+    const int32_t k = id.consumer.empty() ? 1 : std::max(d.pods, 1);
+    u.timestamp.push_back(o.timestamp);
+    u.device.push_back(id.gpu);
+    consumers.Add(id.consumer);
+    u.share.push_back(id.base_share / k);
+    u.util.push_back(o.fields[static_cast<int>(util_field)]);
+    u.mem_used.push_back(o.fields[static_cast<int>(DcgmField::kFbUsed)]);
+    u.duration.push_back(interval_ns);
+    u.resource_id.codes.push_back(id.resource);
+    nodes.Add(id.node);
+    uuids.Add(id.uuid);
+    models.Add(id.model);
+    profiles.Add(id.profile);
+    out.tensor_active.push_back(o.fields[static_cast<int>(DcgmField::kTensorActive)]);
+    out.mem_copy_util.push_back(o.fields[static_cast<int>(DcgmField::kMemCopyUtil)]);
+    out.power_w.push_back(o.fields[static_cast<int>(DcgmField::kPowerUsage)]);
+    out.mem_free.push_back(o.fields[static_cast<int>(DcgmField::kFbFree)]);
+    if (id.mig) ++diag.samples_mig;
+    if (k > 1) ++diag.samples_time_sliced;
+  }
+  u.resource_id.values = std::move(resource_values);
+  u.resource_id.value_views.assign(u.resource_id.values.begin(), u.resource_id.values.end());
+  u.consumer = consumers.Finish();
+  out.node = nodes.Finish();
+  out.gpu_uuid = uuids.Finish();
+  out.gpu_model = models.Finish();
+  out.mig_profile = profiles.Finish();
+  diag.samples = static_cast<int64_t>(out.size());
+  return out;
+}
+
+}  // namespace gpucost

@@ -1,0 +1,632 @@
+// nvidia-smi CSV logs and Slurm sacct output -> usage samples and workloads.
+#include "gpucost/io/hosts.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/civil_time.h"
+#include "absl/time/time.h"
+#include "gpucost/status.h"
+
+namespace gpucost {
+namespace {
+
+absl::string_view A(std::string_view s) { return {s.data(), s.size()}; }
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  return s;
+}
+
+std::vector<std::string_view> Split(std::string_view line, char sep) {
+  std::vector<std::string_view> out;
+  size_t start = 0;
+  while (true) {
+    size_t end = line.find(sep, start);
+    if (end == std::string_view::npos) {
+      out.push_back(line.substr(start));
+      return out;
+    }
+    out.push_back(line.substr(start, end - start));
+    start = end + 1;
+  }
+}
+
+template <typename T>
+bool ParseNumber(std::string_view s, T* out) {
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return ec == std::errc() && ptr == s.data() + s.size();
+}
+
+// Lines of `text` with their 1-based numbers, skipping blank lines.
+template <typename F>
+absl::Status ForEachLine(std::string_view text, F&& f) {
+  int64_t line_no = 0;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = text.substr(start, end - start);
+    start = end + 1;
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (Trim(line).empty()) continue;
+    GPUCOST_RETURN_IF_ERROR(f(line_no, line));
+  }
+  return absl::OkStatus();
+}
+
+// A header field "memory.used [MiB]" -> ("memory.used", "MiB").
+std::pair<std::string, std::string> HeaderField(std::string_view field) {
+  field = Trim(field);
+  std::string unit;
+  const size_t open = field.rfind(" [");
+  if (open != std::string_view::npos && field.back() == ']') {
+    unit = std::string(field.substr(open + 2, field.size() - open - 3));
+    field = field.substr(0, open);
+  }
+  return {std::string(field), unit};
+}
+
+struct CsvLayout {
+  std::vector<std::pair<std::string, std::string>> fields;  // name, unit
+  int Find(std::string_view name) const {
+    for (size_t i = 0; i < fields.size(); ++i) {
+      if (fields[i].first == name) return static_cast<int>(i);
+    }
+    return -1;
+  }
+};
+
+absl::StatusOr<double> ParseQuantity(std::string_view raw, std::string_view unit, std::string_view source,
+                                     int64_t line, std::string_view column, double scale) {
+  std::string_view v = Trim(raw);
+  if (!unit.empty() && v.size() > unit.size() && v.substr(v.size() - unit.size()) == unit) {
+    v = Trim(v.substr(0, v.size() - unit.size()));
+  }
+  if (!v.empty() && v.front() == '[') {
+    return LineError(source, line, column,
+                     absl::StrCat("'", A(v), "': the value was not reported (MIG mode, or not supported)"));
+  }
+  double d;
+  if (!ParseNumber(v, &d) || !std::isfinite(d)) {
+    return LineError(source, line, column, absl::StrCat("'", A(Trim(raw)), "' is not a number"));
+  }
+  return d * scale;
+}
+
+absl::StatusOr<double> MemoryScale(std::string_view unit, std::string_view source, int64_t line,
+                                   std::string_view column) {
+  if (unit == "MiB") return 1024.0 * 1024.0;
+  if (unit == "GiB") return 1024.0 * 1024.0 * 1024.0;
+  if (unit == "KiB") return 1024.0;
+  if (unit == "B" || unit == "bytes") return 1.0;
+  return LineError(source, line, column,
+                   absl::StrCat("unknown memory unit '", A(unit), "' in the header (expected MiB)"));
+}
+
+}  // namespace
+
+absl::StatusOr<int64_t> ParseLocalTime(std::string_view text, std::string_view tz_name, int64_t not_before_ns) {
+  std::string_view t = Trim(text);
+  // YYYY/MM/DD HH:MM:SS[.fff] or YYYY-MM-DDTHH:MM:SS
+  int64_t year;
+  int month, day, hour, minute, second;
+  auto bad = [&] {
+    return absl::InvalidArgumentError(absl::StrCat("'", A(t), "' is not a local time YYYY/MM/DD HH:MM:SS.mmm"));
+  };
+  if (t.size() < 19) return bad();
+  const char ds = t[4];
+  if ((ds != '/' && ds != '-') || t[7] != ds || (t[10] != ' ' && t[10] != 'T') || t[13] != ':' || t[16] != ':') {
+    return bad();
+  }
+  if (!ParseNumber(t.substr(0, 4), &year) || !ParseNumber(t.substr(5, 2), &month) ||
+      !ParseNumber(t.substr(8, 2), &day) || !ParseNumber(t.substr(11, 2), &hour) ||
+      !ParseNumber(t.substr(14, 2), &minute) || !ParseNumber(t.substr(17, 2), &second)) {
+    return bad();
+  }
+  int64_t frac_ns = 0;
+  if (t.size() > 19) {
+    if (t[19] != '.' || t.size() == 20 || t.size() > 29) return bad();
+    std::string_view frac = t.substr(20);
+    int64_t f;
+    if (!ParseNumber(frac, &f)) return bad();
+    for (size_t i = frac.size(); i < 9; ++i) f *= 10;
+    frac_ns = f;
+  }
+  const absl::CivilSecond cs(year, month, day, hour, minute, second);
+  if (cs.year() != year || cs.month() != month || cs.day() != day || cs.hour() != hour || cs.minute() != minute ||
+      cs.second() != second) {
+    return absl::InvalidArgumentError(absl::StrCat("'", A(t), "' is not a valid date and time"));
+  }
+  absl::TimeZone tz;
+  if (!absl::LoadTimeZone(std::string(tz_name), &tz)) {
+    return ParameterError("tz", absl::StrCat("unknown time zone '", A(tz_name), "'"));
+  }
+  const absl::TimeZone::TimeInfo info = tz.At(cs);
+  absl::Time when;
+  switch (info.kind) {
+    case absl::TimeZone::TimeInfo::UNIQUE:
+      when = info.pre;
+      break;
+    case absl::TimeZone::TimeInfo::SKIPPED:
+      return absl::InvalidArgumentError(
+          absl::StrCat("'", A(t), "' does not exist in ", A(tz_name), " (skipped by a daylight-saving change)"));
+    case absl::TimeZone::TimeInfo::REPEATED: {
+      // The earlier reading unless the log has already passed it.
+      const int64_t pre = absl::ToUnixNanos(info.pre) + frac_ns;
+      when = pre >= not_before_ns ? info.pre : info.post;
+      break;
+    }
+  }
+  return absl::ToUnixNanos(when) + frac_ns;
+}
+
+absl::StatusOr<NvidiaSmiGpus> ParseNvidiaSmiGpus(std::string_view text, std::string_view source,
+                                                 std::string_view tz) {
+  NvidiaSmiGpus out;
+  out.source = std::string(source);
+  StringEncoder uuid, name;
+  CsvLayout layout;
+  int c_ts = -1, c_index = -1, c_uuid = -1, c_name = -1, c_util = -1, c_used = -1, c_total = -1;
+  double used_scale = 0, total_scale = 0;
+  int64_t last = INT64_MIN;
+  GPUCOST_RETURN_IF_ERROR(ForEachLine(text, [&](int64_t line_no, std::string_view line) -> absl::Status {
+    std::vector<std::string_view> cells = Split(line, ',');
+    if (Trim(cells[0]) == "timestamp" || Trim(cells[0]).substr(0, 5) == "index") {
+      layout.fields.clear();
+      for (std::string_view c : cells) layout.fields.push_back(HeaderField(c));
+      c_ts = layout.Find("timestamp");
+      c_index = layout.Find("index");
+      c_uuid = layout.Find("uuid");
+      c_name = layout.Find("name");
+      c_util = layout.Find("utilization.gpu");
+      c_used = layout.Find("memory.used");
+      c_total = layout.Find("memory.total");
+      for (auto [col, what] : {std::pair{c_ts, "timestamp"}, {c_index, "index"}, {c_util, "utilization.gpu"},
+                               {c_used, "memory.used"}}) {
+        if (col < 0) return LineError(source, line_no, what, "missing from the header (see --query-gpu)");
+      }
+      if (layout.fields[c_util].second != "%") {
+        return LineError(source, line_no, "utilization.gpu", "expected the unit [%] in the header");
+      }
+      GPUCOST_ASSIGN_OR_RETURN(used_scale, MemoryScale(layout.fields[c_used].second, source, line_no, "memory.used"));
+      if (c_total >= 0) {
+        GPUCOST_ASSIGN_OR_RETURN(total_scale,
+                                 MemoryScale(layout.fields[c_total].second, source, line_no, "memory.total"));
+      }
+      return absl::OkStatus();
+    }
+    if (layout.fields.empty()) {
+      return LineError(source, line_no, "timestamp",
+                       "no header line before the data (log with --format=csv, not noheader)");
+    }
+    if (cells.size() != layout.fields.size()) {
+      return LineError(source, line_no, layout.fields.back().first,
+                       absl::StrCat(cells.size(), " fields where the header has ", layout.fields.size()));
+    }
+    absl::StatusOr<int64_t> ts = ParseLocalTime(cells[c_ts], tz, last);
+    if (!ts.ok()) {
+      if (ts.status().message().substr(0, 10) == "parameter ") return ts.status();
+      return LineError(source, line_no, "timestamp", std::string(ts.status().message()));
+    }
+    last = *ts;
+    int32_t index;
+    if (!ParseNumber(Trim(cells[c_index]), &index) || index < 0) {
+      return LineError(source, line_no, "index", absl::StrCat("'", A(Trim(cells[c_index])), "' is not a GPU index"));
+    }
+    GPUCOST_ASSIGN_OR_RETURN(double util, ParseQuantity(cells[c_util], "%", source, line_no, "utilization.gpu", 0.01));
+    if (util < 0 || util > 1) {
+      return LineError(source, line_no, "utilization.gpu", absl::StrCat(util * 100, " % is outside [0, 100]"));
+    }
+    GPUCOST_ASSIGN_OR_RETURN(double used, ParseQuantity(cells[c_used], layout.fields[c_used].second, source, line_no,
+                                                        "memory.used", used_scale));
+    if (used < 0) return LineError(source, line_no, "memory.used", "negative");
+    double total = std::numeric_limits<double>::quiet_NaN();
+    if (c_total >= 0) {
+      GPUCOST_ASSIGN_OR_RETURN(total, ParseQuantity(cells[c_total], layout.fields[c_total].second, source, line_no,
+                                                    "memory.total", total_scale));
+    }
+    out.timestamp.push_back(*ts);
+    out.index.push_back(index);
+    uuid.Add(c_uuid >= 0 ? Trim(cells[c_uuid]) : std::string_view());
+    name.Add(c_name >= 0 ? Trim(cells[c_name]) : std::string_view());
+    out.util.push_back(util);
+    out.mem_used.push_back(used);
+    out.mem_total.push_back(total);
+    out.line.push_back(line_no);
+    return absl::OkStatus();
+  }));
+  out.uuid = uuid.Finish();
+  out.name = name.Finish();
+  return out;
+}
+
+absl::StatusOr<NvidiaSmiApps> ParseNvidiaSmiApps(std::string_view text, std::string_view source,
+                                                 std::string_view tz) {
+  NvidiaSmiApps out;
+  out.source = std::string(source);
+  StringEncoder uuid;
+  CsvLayout layout;
+  int c_ts = -1, c_uuid = -1, c_pid = -1, c_mem = -1;
+  double scale = 0;
+  int64_t last = INT64_MIN;
+  GPUCOST_RETURN_IF_ERROR(ForEachLine(text, [&](int64_t line_no, std::string_view line) -> absl::Status {
+    std::vector<std::string_view> cells = Split(line, ',');
+    if (Trim(cells[0]) == "timestamp" || Trim(cells[0]) == "gpu_uuid" || Trim(cells[0]) == "pid") {
+      layout.fields.clear();
+      for (std::string_view c : cells) layout.fields.push_back(HeaderField(c));
+      c_ts = layout.Find("timestamp");
+      c_uuid = layout.Find("gpu_uuid");
+      c_pid = layout.Find("pid");
+      c_mem = layout.Find("used_gpu_memory");
+      if (c_mem < 0) c_mem = layout.Find("used_memory");
+      for (auto [col, what] : {std::pair{c_ts, "timestamp"}, {c_uuid, "gpu_uuid"}, {c_pid, "pid"},
+                               {c_mem, "used_memory"}}) {
+        if (col < 0) return LineError(source, line_no, what, "missing from the header (see --query-compute-apps)");
+      }
+      GPUCOST_ASSIGN_OR_RETURN(scale, MemoryScale(layout.fields[c_mem].second, source, line_no, "used_memory"));
+      return absl::OkStatus();
+    }
+    if (layout.fields.empty()) {
+      return LineError(source, line_no, "timestamp", "no header line before the data (log with --format=csv)");
+    }
+    if (cells.size() != layout.fields.size()) {
+      return LineError(source, line_no, layout.fields.back().first,
+                       absl::StrCat(cells.size(), " fields where the header has ", layout.fields.size()));
+    }
+    absl::StatusOr<int64_t> ts = ParseLocalTime(cells[c_ts], tz, last);
+    if (!ts.ok()) {
+      if (ts.status().message().substr(0, 10) == "parameter ") return ts.status();
+      return LineError(source, line_no, "timestamp", std::string(ts.status().message()));
+    }
+    last = *ts;
+    int64_t pid;
+    if (!ParseNumber(Trim(cells[c_pid]), &pid) || pid < 0) {
+      return LineError(source, line_no, "pid", absl::StrCat("'", A(Trim(cells[c_pid])), "' is not a process id"));
+    }
+    GPUCOST_ASSIGN_OR_RETURN(double mem, ParseQuantity(cells[c_mem], layout.fields[c_mem].second, source, line_no,
+                                                       "used_memory", scale));
+    if (mem < 0) return LineError(source, line_no, "used_memory", "negative");
+    out.timestamp.push_back(*ts);
+    uuid.Add(Trim(cells[c_uuid]));
+    out.pid.push_back(pid);
+    out.used_memory.push_back(mem);
+    out.line.push_back(line_no);
+    return absl::OkStatus();
+  }));
+  out.gpu_uuid = uuid.Finish();
+  return out;
+}
+
+absl::StatusOr<NvidiaSmiUsage> NvidiaSmiToUsage(const NvidiaSmiGpus& gpus, const NvidiaSmiApps* apps,
+                                                const NvidiaSmiOptions& options) {
+  if (!(options.interval_seconds > 0) || !std::isfinite(options.interval_seconds)) {
+    return ParameterError("interval", "must be a positive number of seconds");
+  }
+  if (options.resource_id.empty()) return ParameterError("resource_id", "must name the host's resource");
+  if (options.pids.size() != options.pid_jobs.size()) return TableError("pid_jobs", "pid and job differ in length");
+  const auto interval = static_cast<int64_t>(std::llround(options.interval_seconds * 1e9));
+  auto bucket = [&](int64_t t) { return t >= 0 ? t / interval : -((-t + interval - 1) / interval); };
+  absl::flat_hash_map<int64_t, std::string> job_of;
+  for (size_t i = 0; i < options.pids.size(); ++i) job_of[options.pids[i]] = options.pid_jobs[i];
+
+  NvidiaSmiUsage out;
+  out.diagnostics.gpu_readings = static_cast<int64_t>(gpus.size());
+  // (uuid, bucket) -> job -> memory; uuids are matched by value.
+  std::map<std::pair<std::string, int64_t>, std::map<std::string, double>> jobs_at;
+  if (apps != nullptr) {
+    out.diagnostics.app_rows = static_cast<int64_t>(apps->size());
+    for (size_t i = 0; i < apps->size(); ++i) {
+      auto it = job_of.find(apps->pid[i]);
+      std::string job;
+      if (it != job_of.end()) {
+        job = it->second;
+      } else {
+        job = absl::StrCat("pid:", apps->pid[i]);
+        ++out.diagnostics.unknown_pids;
+      }
+      std::string uuid(apps->gpu_uuid.value_views[apps->gpu_uuid.codes[i]]);
+      jobs_at[{std::move(uuid), bucket(apps->timestamp[i])}][job] += apps->used_memory[i];
+    }
+  }
+  std::set<std::pair<std::string, int64_t>> matched;
+  StringEncoder consumers;
+  UsageSamples& u = out.samples;
+  for (size_t i = 0; i < gpus.size(); ++i) {
+    std::string uuid(gpus.uuid.value_views[gpus.uuid.codes[i]]);
+    const std::pair<std::string, int64_t> key{uuid, bucket(gpus.timestamp[i])};
+    auto it = jobs_at.find(key);
+    auto emit = [&](std::string_view consumer, double share, double mem) {
+      u.timestamp.push_back(gpus.timestamp[i]);
+      u.resource_id.codes.push_back(0);
+      u.device.push_back(gpus.index[i]);
+      consumers.Add(consumer);
+      u.share.push_back(share);
+      u.util.push_back(gpus.util[i]);
+      u.mem_used.push_back(mem);
+      u.duration.push_back(interval);
+    };
+    if (it == jobs_at.end() || (apps != nullptr && uuid.empty())) {
+      emit("", 1.0, gpus.mem_used[i]);
+      continue;
+    }
+    matched.insert(key);
+    const double k = static_cast<double>(it->second.size());
+    for (const auto& [job, mem] : it->second) emit(job, 1.0 / k, mem);
+  }
+  for (const auto& [key, jobs] : jobs_at) {
+    if (!matched.contains(key)) out.diagnostics.app_rows_without_gpu_reading += static_cast<int64_t>(jobs.size());
+  }
+  u.resource_id.values = {options.resource_id};
+  u.resource_id.value_views.assign(u.resource_id.values.begin(), u.resource_id.values.end());
+  if (u.size() == 0) u.resource_id = EncodedStrings();
+  u.consumer = consumers.Finish();
+  return out;
+}
+
+absl::StatusOr<std::vector<std::string>> ExpandHostList(std::string_view list) {
+  std::vector<std::string> out;
+  // Split on commas outside brackets.
+  std::vector<std::string_view> tokens;
+  int depth = 0;
+  size_t start = 0;
+  for (size_t i = 0; i <= list.size(); ++i) {
+    if (i == list.size() || (list[i] == ',' && depth == 0)) {
+      if (i > start) tokens.push_back(list.substr(start, i - start));
+      start = i + 1;
+    } else if (list[i] == '[') {
+      ++depth;
+    } else if (list[i] == ']') {
+      if (--depth < 0) return absl::InvalidArgumentError(absl::StrCat("host list '", A(list), "': unbalanced ']'"));
+    }
+  }
+  if (depth != 0) return absl::InvalidArgumentError(absl::StrCat("host list '", A(list), "': unbalanced '['"));
+  for (std::string_view token : tokens) {
+    std::vector<std::string> partial = {""};
+    size_t i = 0;
+    while (i < token.size()) {
+      const size_t open = token.find('[', i);
+      if (open == std::string_view::npos) {
+        for (std::string& p : partial) p.append(token.substr(i));
+        break;
+      }
+      for (std::string& p : partial) p.append(token.substr(i, open - i));
+      const size_t close = token.find(']', open);
+      std::vector<std::string> expanded;
+      for (std::string_view range : Split(token.substr(open + 1, close - open - 1), ',')) {
+        const size_t dash = range.find('-');
+        std::string_view lo_s = range.substr(0, dash), hi_s = dash == std::string_view::npos ? lo_s : range.substr(dash + 1);
+        int64_t lo, hi;
+        if (!ParseNumber(lo_s, &lo) || !ParseNumber(hi_s, &hi) || hi < lo || hi - lo > 100000) {
+          return absl::InvalidArgumentError(absl::StrCat("host list '", A(list), "': bad range '", A(range), "'"));
+        }
+        const size_t width = lo_s.size();
+        for (int64_t n = lo; n <= hi; ++n) {
+          std::string num = absl::StrCat(n);
+          if (num.size() < width) num.insert(0, width - num.size(), '0');
+          expanded.push_back(std::move(num));
+        }
+      }
+      std::vector<std::string> next;
+      for (const std::string& p : partial) {
+        for (const std::string& e : expanded) next.push_back(p + e);
+      }
+      partial = std::move(next);
+      i = close + 1;
+    }
+    for (std::string& p : partial) out.push_back(std::move(p));
+  }
+  return out;
+}
+
+namespace {
+
+// "0-1,3" -> {0, 1, 3}
+bool ParseIndexList(std::string_view s, std::vector<int32_t>* out) {
+  for (std::string_view part : Split(s, ',')) {
+    const size_t dash = part.find('-');
+    int32_t lo, hi;
+    if (!ParseNumber(part.substr(0, dash), &lo)) return false;
+    hi = lo;
+    if (dash != std::string_view::npos && !ParseNumber(part.substr(dash + 1), &hi)) return false;
+    if (hi < lo || hi - lo > 1024) return false;
+    for (int32_t i = lo; i <= hi; ++i) out->push_back(i);
+  }
+  return true;
+}
+
+struct SacctJob {
+  int64_t line;
+  std::string id, user, account;
+  std::vector<std::string> nodes;
+  int64_t start, end;
+  int64_t gpus;  // total over the nodes
+  std::vector<int32_t> indices;  // per node, when given
+};
+
+}  // namespace
+
+absl::StatusOr<SacctResult> ParseSacct(std::string_view text, std::string_view source, const SacctOptions& options) {
+  if (!(options.util >= 0 && options.util <= 1)) return ParameterError("util", "must be in [0, 1]");
+  SacctResult out;
+  std::vector<std::string> header;
+  int c_id = -1, c_user = -1, c_account = -1, c_start = -1, c_end = -1, c_nodes = -1, c_tres = -1, c_gres = -1;
+  std::vector<SacctJob> jobs;
+  StringEncoder wc, wj, wu, wp;
+  GPUCOST_RETURN_IF_ERROR(ForEachLine(text, [&](int64_t line_no, std::string_view line) -> absl::Status {
+    std::vector<std::string_view> cells = Split(line, '|');
+    if (header.empty()) {
+      for (std::string_view c : cells) header.emplace_back(Trim(c));
+      auto find = [&](std::string_view name) {
+        for (size_t i = 0; i < header.size(); ++i) {
+          if (header[i] == name) return static_cast<int>(i);
+        }
+        return -1;
+      };
+      c_id = find("JobID");
+      c_user = find("User");
+      c_account = find("Account");
+      c_start = find("Start");
+      c_end = find("End");
+      c_nodes = find("NodeList");
+      c_tres = find("AllocTRES");
+      for (const char* g : {"Gres", "AllocGRES", "GRES"}) {
+        if (c_gres < 0) c_gres = find(g);
+      }
+      for (auto [col, what] : {std::pair{c_id, "JobID"}, {c_user, "User"}, {c_account, "Account"},
+                               {c_start, "Start"}, {c_end, "End"}, {c_nodes, "NodeList"}, {c_tres, "AllocTRES"}}) {
+        if (col < 0) return LineError(source, line_no, what, "missing from the header (sacct --parsable2 -o ...)");
+      }
+      return absl::OkStatus();
+    }
+    // --parsable (not 2) ends every line with a '|'.
+    if (cells.size() == header.size() + 1 && cells.back().empty()) cells.pop_back();
+    if (cells.size() != header.size()) {
+      return LineError(source, line_no, header.back(),
+                       absl::StrCat(cells.size(), " fields where the header has ", header.size()));
+    }
+    const std::string_view id = Trim(cells[c_id]);
+    if (id.empty()) return LineError(source, line_no, "JobID", "empty");
+    if (id.find('.') != std::string_view::npos) {
+      ++out.steps_skipped;
+      return absl::OkStatus();
+    }
+    wc.Add(id);
+    wj.Add(id);
+    const std::string_view user = Trim(cells[c_user]), account = Trim(cells[c_account]);
+    if (user.empty()) wu.AddNull(); else wu.Add(user);
+    if (account.empty()) wp.AddNull(); else wp.Add(account);
+    // GPUs from AllocTRES: gres/gpu=N (a typed gres/gpu:a100=N counts too when untyped is absent).
+    int64_t gpus = 0, typed = 0;
+    for (std::string_view item : Split(Trim(cells[c_tres]), ',')) {
+      const size_t eq = item.find('=');
+      if (eq == std::string_view::npos) continue;
+      const std::string_view key = item.substr(0, eq), value = item.substr(eq + 1);
+      if (key == "gres/gpu" || key.substr(0, 9) == "gres/gpu:") {
+        int64_t n;
+        if (!ParseNumber(value, &n) || n < 0) {
+          return LineError(source, line_no, "AllocTRES", absl::StrCat("'", A(item), "' is not a GPU count"));
+        }
+        (key == "gres/gpu" ? gpus : typed) += n;
+      }
+    }
+    if (gpus == 0) gpus = typed;
+    const std::string_view start_s = Trim(cells[c_start]), end_s = Trim(cells[c_end]);
+    if (gpus == 0) {
+      ++out.jobs_without_gpus;
+      return absl::OkStatus();
+    }
+    if (start_s == "Unknown" || start_s == "None" || start_s.empty()) {
+      ++out.jobs_not_started;
+      return absl::OkStatus();
+    }
+    SacctJob job;
+    job.line = line_no;
+    job.id = std::string(id);
+    job.gpus = gpus;
+    absl::StatusOr<int64_t> start = ParseLocalTime(start_s, options.tz);
+    if (!start.ok()) {
+      if (start.status().message().substr(0, 10) == "parameter ") return start.status();
+      return LineError(source, line_no, "Start", std::string(start.status().message()));
+    }
+    job.start = *start;
+    if (end_s == "Unknown" || end_s == "None" || end_s.empty()) {
+      if (options.now_ns == INT64_MIN) {
+        return LineError(source, line_no, "End", "the job is still running: pass `now` to charge it until then");
+      }
+      job.end = options.now_ns;
+    } else {
+      absl::StatusOr<int64_t> end = ParseLocalTime(end_s, options.tz);
+      if (!end.ok()) return LineError(source, line_no, "End", std::string(end.status().message()));
+      job.end = *end;
+    }
+    if (job.end < job.start) return LineError(source, line_no, "End", "before Start");
+    absl::StatusOr<std::vector<std::string>> nodes = ExpandHostList(Trim(cells[c_nodes]));
+    if (!nodes.ok()) return LineError(source, line_no, "NodeList", std::string(nodes.status().message()));
+    if (nodes->empty() || (*nodes)[0] == "None assigned") {
+      return LineError(source, line_no, "NodeList", "no node for a started job");
+    }
+    job.nodes = std::move(*nodes);
+    if (job.gpus % static_cast<int64_t>(job.nodes.size()) != 0) {
+      return LineError(source, line_no, "AllocTRES",
+                       absl::StrCat(job.gpus, " GPUs do not divide evenly over ", job.nodes.size(), " nodes"));
+    }
+    if (c_gres >= 0) {
+      const std::string_view g = cells[c_gres];
+      const size_t idx = g.find("IDX:");
+      if (idx != std::string_view::npos) {
+        const size_t close = g.find(')', idx);
+        if (close == std::string_view::npos || !ParseIndexList(g.substr(idx + 4, close - idx - 4), &job.indices)) {
+          return LineError(source, line_no, header[c_gres], absl::StrCat("'", A(g), "': bad IDX list"));
+        }
+        if (static_cast<int64_t>(job.indices.size()) * static_cast<int64_t>(job.nodes.size()) != job.gpus) {
+          return LineError(source, line_no, header[c_gres], "IDX list does not match the GPU count");
+        }
+      }
+    }
+    jobs.push_back(std::move(job));
+    return absl::OkStatus();
+  }));
+  if (header.empty()) return TableError(source, "empty (no header line)");
+  out.workloads.consumer = wc.Finish();
+  out.workloads.label_names = {"job", "user", "project"};
+  out.workloads.labels.push_back(wj.Finish());
+  out.workloads.labels.push_back(wu.Finish());
+  out.workloads.labels.push_back(wp.Finish());
+
+  // Device indices: given, or assigned in start order, lowest free index first.
+  std::vector<size_t> order(jobs.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return jobs[a].start < jobs[b].start; });
+  std::map<std::string, std::vector<int64_t>> busy_until;  // node -> per device
+  StringEncoder resources, consumers;
+  UsageSamples& u = out.samples;
+  for (size_t oi : order) {
+    const SacctJob& job = jobs[oi];
+    const int64_t per_node = job.gpus / static_cast<int64_t>(job.nodes.size());
+    for (const std::string& node : job.nodes) {
+      std::vector<int32_t> devices = job.indices;
+      std::vector<int64_t>& busy = busy_until[node];
+      if (devices.empty()) {
+        for (int32_t d = 0; static_cast<int64_t>(devices.size()) < per_node; ++d) {
+          if (options.gpus_per_node.has_value() && d >= *options.gpus_per_node) {
+            return LineError(source, job.line, "AllocTRES",
+                             absl::StrCat("node ", node, " has no free GPU left for job ", job.id, " (gpus_per_node ",
+                                          *options.gpus_per_node, ")"));
+          }
+          if (static_cast<size_t>(d) >= busy.size()) busy.resize(d + 1, INT64_MIN);
+          if (busy[d] <= job.start) devices.push_back(d);
+        }
+        out.gpus_assigned_in_order += static_cast<int64_t>(devices.size());
+      }
+      for (int32_t d : devices) {
+        if (static_cast<size_t>(d) >= busy.size()) busy.resize(d + 1, INT64_MIN);
+        busy[d] = std::max(busy[d], job.end);
+        if (job.end == job.start) continue;
+        u.timestamp.push_back(job.start);
+        resources.Add(node);
+        u.device.push_back(d);
+        consumers.Add(job.id);
+        u.share.push_back(1.0);
+        u.util.push_back(options.util);
+        u.mem_used.push_back(0.0);
+        u.duration.push_back(job.end - job.start);
+      }
+    }
+  }
+  u.resource_id = resources.Finish();
+  u.consumer = consumers.Finish();
+  return out;
+}
+
+}  // namespace gpucost

@@ -1,0 +1,449 @@
+// Prometheus text exposition (format 0.0.4) and HTTP API JSON parsers.
+//
+// Exposition: a sample line's series part (`name{labels}`) is interned by
+// its exact text, so a file of many scrapes parses each distinct label set
+// once; later lines only split off the value and timestamp.
+#include "gpucost/io/prometheus.h"
+
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "gpucost/status.h"
+#include "simdjson.h"
+
+namespace gpucost {
+namespace {
+
+absl::string_view A(std::string_view s) { return {s.data(), s.size()}; }
+
+bool IsNameStart(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == ':'; }
+bool IsNameChar(char c) { return IsNameStart(c) || (c >= '0' && c <= '9'); }
+bool IsLabelStart(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
+bool IsLabelChar(char c) { return IsLabelStart(c) || (c >= '0' && c <= '9'); }
+bool IsBlank(char c) { return c == ' ' || c == '\t'; }
+
+std::string Shorten(std::string_view s) {
+  if (s.size() <= 40) return std::string(s);
+  return absl::StrCat(A(s.substr(0, 37)), "...");
+}
+
+// Go's ParseFloat forms Prometheus accepts: decimals, exponents, NaN, Inf
+// with an optional sign (any case).
+bool ParseDouble(std::string_view s, double* out) {
+  if (s.empty()) return false;
+  bool negative = false;
+  std::string_view body = s;
+  if (body[0] == '+' || body[0] == '-') {
+    negative = body[0] == '-';
+    body.remove_prefix(1);
+  }
+  if (body.empty() || body[0] == '+' || body[0] == '-') return false;
+  double v = 0;
+  auto [ptr, ec] = std::from_chars(body.data(), body.data() + body.size(), v);
+  if (ptr != body.data() + body.size()) return false;
+  if (ec == std::errc::result_out_of_range) {
+    // Underflow to 0 or overflow to Inf, as Go would.
+    v = std::numeric_limits<double>::infinity();
+    for (char c : body) {
+      if (c == 'e' || c == 'E') {
+        if (body.find("e-") != std::string_view::npos || body.find("E-") != std::string_view::npos) v = 0;
+        break;
+      }
+    }
+  } else if (ec != std::errc()) {
+    return false;
+  }
+  *out = negative ? -v : v;
+  return true;
+}
+
+bool ParseInt64(std::string_view s, int64_t* out) {
+  if (s.empty()) return false;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return ec == std::errc() && ptr == s.data() + s.size();
+}
+
+// Parses `{k="v",...}` starting at text[*pos] == '{'; on success *pos is just
+// past '}'.
+absl::Status ParseLabels(std::string_view text, size_t* pos, std::string_view source, int64_t line,
+                         std::vector<std::pair<std::string, std::string>>* labels, std::string* name) {
+  size_t i = *pos + 1;
+  auto error = [&](std::string what) { return LineError(source, line, "labels", what); };
+  absl::flat_hash_set<std::string> seen;
+  while (true) {
+    while (i < text.size() && IsBlank(text[i])) ++i;
+    if (i >= text.size()) return error("unterminated label set (missing '}')");
+    if (text[i] == '}') break;
+    if (!IsLabelStart(text[i])) return error(absl::StrCat("unexpected character '", A(text.substr(i, 1)), "' where a label name should start"));
+    const size_t key_start = i;
+    while (i < text.size() && IsLabelChar(text[i])) ++i;
+    std::string key(text.substr(key_start, i - key_start));
+    while (i < text.size() && IsBlank(text[i])) ++i;
+    if (i >= text.size() || text[i] != '=') return error(absl::StrCat("label '", key, "' has no '='"));
+    ++i;
+    while (i < text.size() && IsBlank(text[i])) ++i;
+    if (i >= text.size() || text[i] != '"') return error(absl::StrCat("value of label '", key, "' is not quoted"));
+    ++i;
+    std::string value;
+    bool closed = false;
+    while (i < text.size()) {
+      const char c = text[i];
+      if (c == '"') {
+        closed = true;
+        ++i;
+        break;
+      }
+      if (c == '\\') {
+        if (i + 1 >= text.size()) break;
+        const char e = text[i + 1];
+        if (e == '\\') value.push_back('\\');
+        else if (e == '"') value.push_back('"');
+        else if (e == 'n') value.push_back('\n');
+        else return error(absl::StrCat("invalid escape '\\", A(text.substr(i + 1, 1)), "' in the value of label '", key, "'"));
+        i += 2;
+        continue;
+      }
+      value.push_back(c);
+      ++i;
+    }
+    if (!closed) return error(absl::StrCat("unterminated value of label '", key, "'"));
+    if (!seen.insert(key).second) return error(absl::StrCat("label '", key, "' appears twice"));
+    if (key == "__name__") {
+      *name = std::move(value);
+    } else {
+      labels->emplace_back(std::move(key), std::move(value));
+    }
+    while (i < text.size() && IsBlank(text[i])) ++i;
+    if (i < text.size() && text[i] == ',') {
+      ++i;
+      continue;
+    }
+    while (i < text.size() && IsBlank(text[i])) ++i;
+    if (i < text.size() && text[i] == '}') break;
+    return error("expected ',' or '}' after a label value");
+  }
+  *pos = i + 1;
+  return absl::OkStatus();
+}
+
+bool Wanted(std::string_view name, std::span<const std::string_view> metrics) {
+  if (metrics.empty()) return true;
+  for (std::string_view m : metrics) {
+    if (m == name) return true;
+  }
+  return false;
+}
+
+constexpr std::string_view kTypes[] = {"counter", "gauge", "histogram", "summary", "untyped"};
+
+}  // namespace
+
+std::optional<std::string_view> PromSeries::Label(std::string_view key) const {
+  for (const auto& [k, v] : labels) {
+    if (k == key) return std::string_view(v);
+  }
+  return std::nullopt;
+}
+
+std::string PromSeries::ToString() const {
+  std::string out = name;
+  out += '{';
+  bool first = true;
+  for (const auto& [k, v] : labels) {
+    if (!first) out += ',';
+    first = false;
+    absl::StrAppend(&out, k, "=\"", v, "\"");
+  }
+  out += '}';
+  return out;
+}
+
+void PromSamples::Append(PromSamples&& other) {
+  const auto shift = static_cast<int32_t>(series.size());
+  const auto source_shift = static_cast<int32_t>(sources.size());
+  for (auto& s : other.sources) sources.push_back(std::move(s));
+  for (auto& s : other.series) {
+    s.source += source_shift;
+    series.push_back(std::move(s));
+  }
+  series_id.reserve(series_id.size() + other.series_id.size());
+  for (int32_t id : other.series_id) series_id.push_back(id + shift);
+  timestamp_ns.insert(timestamp_ns.end(), other.timestamp_ns.begin(), other.timestamp_ns.end());
+  value.insert(value.end(), other.value.begin(), other.value.end());
+  line.insert(line.end(), other.line.begin(), other.line.end());
+}
+
+absl::StatusOr<PromSamples> ParseExposition(std::string_view text, std::string_view source,
+                                            std::optional<int64_t> default_timestamp_ns,
+                                            std::span<const std::string_view> metrics) {
+  PromSamples out;
+  out.sources.emplace_back(source);
+  // Interned series text -> series id (-2: a metric we skip).
+  absl::flat_hash_map<std::string, int32_t> interned;
+  constexpr int32_t kSkipped = -2;
+  int64_t line_no = 0;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = text.substr(start, end - start);
+    start = end + 1;
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    size_t i = 0;
+    while (i < line.size() && IsBlank(line[i])) ++i;
+    if (i == line.size()) continue;
+    if (line[i] == '#') {
+      // "# HELP name text", "# TYPE name type"; other comments are free text.
+      std::string_view rest = line.substr(i + 1);
+      while (!rest.empty() && IsBlank(rest.front())) rest.remove_prefix(1);
+      if (rest.substr(0, 5) == "TYPE " || rest.substr(0, 5) == "TYPE\t") {
+        rest.remove_prefix(5);
+        while (!rest.empty() && IsBlank(rest.front())) rest.remove_prefix(1);
+        size_t n = 0;
+        while (n < rest.size() && IsNameChar(rest[n])) ++n;
+        std::string_view type = rest.substr(n);
+        while (!type.empty() && IsBlank(type.front())) type.remove_prefix(1);
+        while (!type.empty() && IsBlank(type.back())) type.remove_suffix(1);
+        bool known = false;
+        for (std::string_view t : kTypes) known = known || t == type;
+        if (n == 0 || !IsNameStart(rest[0])) return LineError(source, line_no, "metric", "# TYPE line without a metric name");
+        if (!known) {
+          return LineError(source, line_no, "type",
+                           absl::StrCat("unknown metric type '", A(type),
+                                        "' (expected counter, gauge, histogram, summary or untyped)"));
+        }
+      }
+      continue;
+    }
+    // Series part: name and optional label set.
+    if (!IsNameStart(line[i])) {
+      return LineError(source, line_no, "metric",
+                       absl::StrCat("'", Shorten(line.substr(i)), "' does not start with a metric name"));
+    }
+    const size_t series_start = i;
+    while (i < line.size() && IsNameChar(line[i])) ++i;
+    const size_t name_end = i;
+    if (i < line.size() && line[i] == '{') {
+      // Find the closing brace outside quotes to get the exact series text.
+      bool quoted = false;
+      size_t j = i + 1;
+      for (; j < line.size(); ++j) {
+        const char c = line[j];
+        if (quoted) {
+          if (c == '\\') ++j;
+          else if (c == '"') quoted = false;
+        } else if (c == '"') {
+          quoted = true;
+        } else if (c == '}') {
+          break;
+        }
+      }
+      if (j >= line.size()) {
+        return LineError(source, line_no, "labels", "unterminated label set (missing '}' or '\"')");
+      }
+      i = j + 1;
+    }
+    std::string_view series_text = line.substr(series_start, i - series_start);
+    int32_t id;
+    auto it = interned.find(A(series_text));
+    if (it != interned.end()) {
+      id = it->second;
+    } else {
+      PromSeries series;
+      series.name = std::string(line.substr(series_start, name_end - series_start));
+      size_t p = name_end;
+      if (p < line.size() && line[p] == '{') {
+        std::string inner_name;
+        GPUCOST_RETURN_IF_ERROR(ParseLabels(line, &p, source, line_no, &series.labels, &inner_name));
+        if (!inner_name.empty()) {
+          return LineError(source, line_no, "labels", "__name__ given both before and inside the braces");
+        }
+      }
+      if (Wanted(series.name, metrics)) {
+        id = static_cast<int32_t>(out.series.size());
+        out.series.push_back(std::move(series));
+      } else {
+        id = kSkipped;
+      }
+      interned.emplace(std::string(series_text), id);
+    }
+    // Value and optional timestamp.
+    if (i >= line.size() || !IsBlank(line[i])) {
+      return LineError(source, line_no, "value",
+                       i >= line.size() ? "missing value" : "expected a blank between the series and its value");
+    }
+    while (i < line.size() && IsBlank(line[i])) ++i;
+    size_t v_end = i;
+    while (v_end < line.size() && !IsBlank(line[v_end])) ++v_end;
+    std::string_view value_text = line.substr(i, v_end - i);
+    i = v_end;
+    while (i < line.size() && IsBlank(line[i])) ++i;
+    std::string_view ts_text = line.substr(i);
+    while (!ts_text.empty() && IsBlank(ts_text.back())) ts_text.remove_suffix(1);
+    if (ts_text.find_first_of(" \t") != std::string_view::npos) {
+      return LineError(source, line_no, "timestamp", absl::StrCat("unexpected text '", Shorten(ts_text), "' after the timestamp"));
+    }
+    double v;
+    if (value_text.empty()) return LineError(source, line_no, "value", "missing value");
+    if (!ParseDouble(value_text, &v)) {
+      return LineError(source, line_no, "value", absl::StrCat("'", Shorten(value_text), "' is not a number"));
+    }
+    int64_t ts_ns;
+    if (!ts_text.empty()) {
+      int64_t ms;
+      if (!ParseInt64(ts_text, &ms)) {
+        return LineError(source, line_no, "timestamp",
+                         absl::StrCat("'", Shorten(ts_text), "' is not an integer of milliseconds"));
+      }
+      if (ms > std::numeric_limits<int64_t>::max() / 1'000'000 || ms < std::numeric_limits<int64_t>::min() / 1'000'000) {
+        return LineError(source, line_no, "timestamp", absl::StrCat(ms, " ms is out of range"));
+      }
+      ts_ns = ms * 1'000'000;
+    } else if (default_timestamp_ns.has_value()) {
+      ts_ns = *default_timestamp_ns;
+    } else {
+      return LineError(source, line_no, "timestamp",
+                       "the sample has no timestamp and no scrape time was given");
+    }
+    if (id == kSkipped) continue;
+    out.series_id.push_back(id);
+    out.timestamp_ns.push_back(ts_ns);
+    out.value.push_back(v);
+    out.line.push_back(line_no);
+  }
+  return out;
+}
+
+namespace {
+
+absl::Status JsonError(std::string_view source, std::string_view what) {
+  return TableError(source, what);
+}
+
+std::string SimdjsonMessage(simdjson::error_code e) { return simdjson::error_message(e); }
+
+absl::Status AddPoint(simdjson::dom::element point, int32_t id, size_t series_index, size_t point_index,
+                      std::string_view source, PromSamples* out) {
+  simdjson::dom::array pair;
+  if (point.get_array().get(pair) != simdjson::SUCCESS || pair.size() != 2) {
+    return JsonError(source, absl::StrCat("series ", series_index, ", point ", point_index,
+                                          ": expected [<unix seconds>, \"<value>\"]"));
+  }
+  double seconds;
+  simdjson::dom::element t = pair.at(0).value_unsafe();
+  if (t.get_double().get(seconds) != simdjson::SUCCESS) {
+    int64_t si;
+    if (t.get_int64().get(si) != simdjson::SUCCESS) {
+      return JsonError(source, absl::StrCat("series ", series_index, ", point ", point_index,
+                                            ": timestamp is not a number"));
+    }
+    seconds = static_cast<double>(si);
+  }
+  std::string_view text;
+  if (pair.at(1).value_unsafe().get_string().get(text) != simdjson::SUCCESS) {
+    return JsonError(source, absl::StrCat("series ", series_index, ", point ", point_index,
+                                          ": value is not a string"));
+  }
+  double v;
+  if (!ParseDouble(text, &v)) {
+    return JsonError(source, absl::StrCat("series ", series_index, ", point ", point_index, ": '",
+                                          Shorten(text), "' is not a number"));
+  }
+  if (!std::isfinite(seconds)) {
+    return JsonError(source, absl::StrCat("series ", series_index, ", point ", point_index,
+                                          ": timestamp is not finite"));
+  }
+  // Prometheus timestamps are milliseconds; round the float seconds to them.
+  out->series_id.push_back(id);
+  out->timestamp_ns.push_back(std::llround(seconds * 1000.0) * 1'000'000);
+  out->value.push_back(v);
+  out->line.push_back(0);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<PromSamples> ParseQueryRange(std::string_view body, std::string_view source,
+                                            std::string_view metric_name) {
+  PromSamples out;
+  out.sources.emplace_back(source);
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  if (auto e = parser.parse(body.data(), body.size(), /*realloc_if_needed=*/true).get(doc); e) {
+    return JsonError(source, absl::StrCat("not valid JSON (", SimdjsonMessage(e), ")"));
+  }
+  std::string_view status;
+  if (doc["status"].get_string().get(status) != simdjson::SUCCESS) {
+    return JsonError(source, "not a Prometheus API answer (no \"status\")");
+  }
+  if (status != "success") {
+    std::string_view type = "unknown", message = "";
+    if (doc["errorType"].get_string().get(type) != simdjson::SUCCESS) type = "unknown";
+    if (doc["error"].get_string().get(message) != simdjson::SUCCESS) message = "";
+    return JsonError(source, absl::StrCat("Prometheus answered status '", A(status), "' (", A(type), "): ",
+                                          A(message)));
+  }
+  std::string_view result_type;
+  if (doc["data"]["resultType"].get_string().get(result_type) != simdjson::SUCCESS) {
+    return JsonError(source, "no data.resultType");
+  }
+  if (result_type != "matrix" && result_type != "vector") {
+    return JsonError(source, absl::StrCat("resultType '", A(result_type), "' is not a matrix or a vector"));
+  }
+  simdjson::dom::array result;
+  if (doc["data"]["result"].get_array().get(result) != simdjson::SUCCESS) {
+    return JsonError(source, "no data.result array");
+  }
+  size_t series_index = 0;
+  for (simdjson::dom::element item : result) {
+    PromSeries series;
+    simdjson::dom::object metric;
+    if (item["metric"].get_object().get(metric) != simdjson::SUCCESS) {
+      return JsonError(source, absl::StrCat("series ", series_index, ": no \"metric\" object"));
+    }
+    for (auto field : metric) {
+      std::string_view v;
+      if (field.value.get_string().get(v) != simdjson::SUCCESS) {
+        return JsonError(source, absl::StrCat("series ", series_index, ": label '", A(field.key),
+                                              "' is not a string"));
+      }
+      if (field.key == "__name__") {
+        series.name = std::string(v);
+      } else {
+        series.labels.emplace_back(std::string(field.key), std::string(v));
+      }
+    }
+    if (series.name.empty()) series.name = std::string(metric_name);
+    const auto id = static_cast<int32_t>(out.series.size());
+    out.series.push_back(std::move(series));
+    if (result_type == "matrix") {
+      simdjson::dom::array values;
+      if (item["values"].get_array().get(values) != simdjson::SUCCESS) {
+        // Native histograms come as "histograms"; gpucost reads float series only.
+        return JsonError(source, absl::StrCat("series ", series_index, ": no \"values\" array"));
+      }
+      size_t point_index = 0;
+      for (simdjson::dom::element point : values) {
+        GPUCOST_RETURN_IF_ERROR(AddPoint(point, id, series_index, point_index, source, &out));
+        ++point_index;
+      }
+    } else {
+      simdjson::dom::element point;
+      if (item["value"].get(point) != simdjson::SUCCESS) {
+        return JsonError(source, absl::StrCat("series ", series_index, ": no \"value\""));
+      }
+      GPUCOST_RETURN_IF_ERROR(AddPoint(point, id, series_index, 0, source, &out));
+    }
+    ++series_index;
+  }
+  return out;
+}
+
+}  // namespace gpucost

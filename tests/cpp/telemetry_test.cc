@@ -1,0 +1,186 @@
+// Prometheus/DCGM, Kubernetes, nvidia-smi and sacct parsers.
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gpucost/io/dcgm.h"
+#include "gpucost/io/hosts.h"
+#include "gpucost/io/kubernetes.h"
+#include "gpucost/io/prometheus.h"
+#include "gpucost/status.h"
+#include "gtest/gtest.h"
+#include "testing/status_matchers.h"
+
+namespace gpucost {
+namespace {
+
+using ::gpucost::testing::IsOk;
+using ::gpucost::testing::StatusIs;
+using ::testing::HasSubstr;
+
+constexpr int64_t kT = 1'772'359'200'000'000'000;  // 2026-03-01T10:00:00Z
+
+TEST(Exposition, ParsesHelpTypeEscapesAndTimestamps) {
+  const std::string text =
+      "# HELP m A metric.\n# TYPE m gauge\n"
+      "m{a=\"x\\\"y\\\\z\\n\", b=\"\"} 1.5 1000\n"
+      "m{a=\"x\\\"y\\\\z\\n\", b=\"\"} +Inf\n"
+      "other 3\n\n";
+  std::vector<std::string_view> wanted = {"m"};
+  GPUCOST_ASSERT_OK_AND_ASSIGN(PromSamples s, ParseExposition(text, "f.prom", kT, wanted));
+  ASSERT_EQ(s.size(), 2u);
+  ASSERT_EQ(s.series.size(), 1u);  // the second line reuses the interned series
+  EXPECT_EQ(*s.series[0].Label("a"), "x\"y\\z\n");
+  EXPECT_EQ(*s.series[0].Label("b"), "");
+  EXPECT_EQ(s.timestamp_ns[0], 1000 * 1'000'000);
+  EXPECT_EQ(s.timestamp_ns[1], kT);
+  EXPECT_TRUE(std::isinf(s.value[1]));
+  EXPECT_EQ(s.line[1], 4);
+}
+
+TEST(Exposition, BadLinesNameTheLineAndPart) {
+  EXPECT_THAT(ParseExposition("m{a=\"1\"} abc\n", "f.prom", kT),
+              StatusIs(absl::StatusCode::kInvalidArgument, "f.prom: line 1, column 'value': 'abc' is not a number"));
+  EXPECT_THAT(ParseExposition("\nm{a=\"1} 1\n", "f.prom", kT),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("line 2, column 'labels'")));
+  EXPECT_THAT(ParseExposition("m{a=\"1\",a=\"2\"} 1\n", "f.prom", kT),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("appears twice")));
+  EXPECT_THAT(ParseExposition("m 1 12.5\n", "f.prom", kT),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("column 'timestamp'")));
+  EXPECT_THAT(ParseExposition("m 1\n", "f.prom"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("no timestamp")));
+  EXPECT_THAT(ParseExposition("# TYPE m gauges\n", "f.prom", kT),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("unknown metric type")));
+}
+
+TEST(QueryRange, ParsesMatrixAndReportsErrors) {
+  const std::string body =
+      R"({"status":"success","data":{"resultType":"matrix","result":[)"
+      R"({"metric":{"__name__":"up","job":"a"},"values":[[1435781430.781,"1"],[1435781445.781,"NaN"]]}]}})";
+  GPUCOST_ASSERT_OK_AND_ASSIGN(PromSamples s, ParseQueryRange(body, "q"));
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_EQ(s.series[0].name, "up");
+  EXPECT_EQ(s.timestamp_ns[0], 1435781430781LL * 1'000'000);
+  EXPECT_TRUE(std::isnan(s.value[1]));
+  EXPECT_THAT(ParseQueryRange(R"({"status":"error","errorType":"bad_data","error":"x"})", "q"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("(bad_data): x")));
+  EXPECT_THAT(ParseQueryRange(R"({"status":"success","data":{)", "q"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not valid JSON")));
+}
+
+std::string Line(std::string_view metric, std::string_view labels, double v) {
+  return std::string(metric) + "{" + std::string(labels) + "} " + std::to_string(v) + "\n";
+}
+
+TEST(Dcgm, WholeTimeSlicedAndMigSamples) {
+  std::string text;
+  text += Line("DCGM_FI_DEV_GPU_UTIL", R"(gpu="0",Hostname="n1",namespace="a",pod="p")", 80);
+  text += Line("DCGM_FI_DEV_FB_USED", R"(gpu="0",Hostname="n1",namespace="a",pod="p")", 1024);
+  text += Line("DCGM_FI_DEV_GPU_UTIL", R"(gpu="0",Hostname="n1",namespace="a",pod="q")", 80);
+  text += Line("DCGM_FI_DEV_FB_USED", R"(gpu="0",Hostname="n1",namespace="a",pod="q")", 1024);
+  const std::string mig = R"(gpu="1",Hostname="n1",modelName="NVIDIA A100-SXM4-40GB",GPU_I_PROFILE="3g.20gb",GPU_I_ID="1",namespace="b",pod="r")";
+  text += Line("DCGM_FI_PROF_GR_ENGINE_ACTIVE", mig, 0.5);
+  text += Line("DCGM_FI_DEV_FB_USED", mig, 2048);
+  GPUCOST_ASSERT_OK_AND_ASSIGN(PromSamples s, ParseExposition(text, "t", kT));
+  std::vector<std::string_view> nodes = {"n1"}, ids = {"i-1"};
+  EncodedStrings node_col = EncodeStrings(std::span<const std::string_view>(nodes));
+  EncodedStrings id_col = EncodeStrings(std::span<const std::string_view>(ids));
+  DcgmOptions options;
+  options.nodes_node = node_col.view();
+  options.nodes_resource_id = id_col.view();
+  options.mig_share = [](std::string_view, std::string_view profile) -> absl::StatusOr<double> {
+    if (profile == "3g.20gb") return 3.0 / 7;
+    return absl::NotFoundError("unknown");
+  };
+  GPUCOST_ASSERT_OK_AND_ASSIGN(DcgmUsage u, DcgmToUsage(s, options));
+  ASSERT_EQ(u.size(), 3u);
+  EXPECT_EQ(u.diagnostics.units, DcgmUnits::kLegacy);
+  EXPECT_EQ(u.diagnostics.samples_time_sliced, 2);
+  EXPECT_DOUBLE_EQ(u.samples.share[0], 0.5);
+  EXPECT_DOUBLE_EQ(u.samples.util[0], 0.8);
+  EXPECT_DOUBLE_EQ(u.samples.mem_used[0], 1024.0 * 1024 * 1024);
+  EXPECT_DOUBLE_EQ(u.samples.share[2], 3.0 / 7);
+  EXPECT_DOUBLE_EQ(u.samples.util[2], 0.5);
+  EXPECT_EQ(u.samples.resource_id.values, std::vector<std::string>{"i-1"});
+  EXPECT_EQ(u.samples.consumer.values[u.samples.consumer.codes[2]], "b/r");
+}
+
+TEST(Dcgm, BadValuesAreErrors) {
+  auto run = [](const std::string& text) {
+    absl::StatusOr<PromSamples> s = ParseExposition(text, "t", kT);
+    EXPECT_THAT(s, IsOk());
+    return DcgmToUsage(*s, DcgmOptions{});
+  };
+  EXPECT_THAT(run(Line("DCGM_FI_DEV_GPU_UTIL", R"(gpu="0",Hostname="n")", 140)),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("outside [0, 100]")));
+  EXPECT_THAT(run("DCGM_FI_DEV_GPU_UTIL{gpu=\"0\",Hostname=\"n\"} NaN\n"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("NaN utilisation")));
+  EXPECT_THAT(run(Line("DCGM_FI_DEV_FB_USED", R"(gpu="0",Hostname="n")", -1)),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not a memory size")));
+  EXPECT_THAT(run(Line("DCGM_FI_DEV_GPU_UTIL", R"(gpu="0")", 1)),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("no node label")));
+  const std::string twice = Line("DCGM_FI_DEV_GPU_UTIL", R"(gpu="0",Hostname="n")", 1) +
+                            Line("DCGM_FI_DEV_GPU_UTIL_RATIO", R"(gpu="0",Hostname="n")", 0.01);
+  EXPECT_THAT(run(twice), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("a second value")));
+}
+
+TEST(Kubernetes, ProviderIds) {
+  GPUCOST_ASSERT_OK_AND_ASSIGN(ProviderId aws, ParseProviderId("aws:///us-east-1a/i-0abc", "n"));
+  EXPECT_EQ(aws.resource_id, "i-0abc");
+  EXPECT_EQ(aws.zone, "us-east-1a");
+  GPUCOST_ASSERT_OK_AND_ASSIGN(ProviderId gce, ParseProviderId("gce://proj/us-central1-a/vm-1", "n"));
+  EXPECT_EQ(gce.resource_id, "vm-1");
+  GPUCOST_ASSERT_OK_AND_ASSIGN(ProviderId bare, ParseProviderId("", "dgx-1"));
+  EXPECT_EQ(bare.resource_id, "dgx-1");
+  EXPECT_THAT(ParseProviderId("nonsense", "n"), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("providerID")));
+  EXPECT_EQ(KubeStateMetricsLabel("app.kubernetes.io/team-id"), "label_app_kubernetes_io_team_id");
+}
+
+TEST(Kubernetes, PodsWithMissingLabels) {
+  const std::string json =
+      R"({"items":[{"metadata":{"namespace":"a","name":"p","labels":{"team-id":"t1"}}},)"
+      R"({"metadata":{"namespace":"a","name":"q"}}]})";
+  GPUCOST_ASSERT_OK_AND_ASSIGN(WorkloadTable w, ParseKubectlPods(json, "pods.json", DefaultLabelKeys()));
+  ASSERT_EQ(w.size(), 2u);
+  EXPECT_EQ(w.label_names[1], "team");
+  EXPECT_EQ(w.labels[1].values[w.labels[1].codes[0]], "t1");
+  EXPECT_EQ(w.labels[1].codes[1], kNullCode);
+  EXPECT_THAT(ParseKubectlPods("{}", "pods.json", DefaultLabelKeys()),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("no \"items\"")));
+}
+
+TEST(Hosts, LocalTimesAndDaylightSaving) {
+  GPUCOST_ASSERT_OK_AND_ASSIGN(int64_t utc, ParseLocalTime("2026/03/01 10:00:00.250", "UTC"));
+  EXPECT_EQ(utc, kT + 250'000'000);
+  // 2026-10-25 02:30 happens twice in Paris; the log order picks the second.
+  GPUCOST_ASSERT_OK_AND_ASSIGN(int64_t first, ParseLocalTime("2026/10/25 02:30:00.000", "Europe/Paris"));
+  GPUCOST_ASSERT_OK_AND_ASSIGN(int64_t second,
+                               ParseLocalTime("2026/10/25 02:30:00.000", "Europe/Paris", first + 1));
+  EXPECT_EQ(second - first, 3600LL * 1'000'000'000);
+  EXPECT_THAT(ParseLocalTime("2026/03/29 02:30:00", "Europe/Paris"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("skipped")));
+  EXPECT_THAT(ParseLocalTime("2026/02/30 02:30:00", "UTC"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not a valid date")));
+}
+
+TEST(Hosts, HostList) {
+  GPUCOST_ASSERT_OK_AND_ASSIGN(std::vector<std::string> h, ExpandHostList("gpu[01-03,07],login1,r[1-2]n[1-2]"));
+  EXPECT_THAT(h, ::testing::ElementsAre("gpu01", "gpu02", "gpu03", "gpu07", "login1", "r1n1", "r1n2", "r2n1",
+                                        "r2n2"));
+  EXPECT_THAT(ExpandHostList("gpu[1-"), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("unbalanced")));
+}
+
+TEST(Hosts, SacctIndicesFromGres) {
+  const std::string text =
+      "JobID|User|Account|Start|End|NodeList|AllocTRES|AllocGRES\n"
+      "7|u|p|2026-03-01T10:00:00|2026-03-01T11:00:00|n1|gres/gpu=2|gpu:2(IDX:2-3)\n";
+  GPUCOST_ASSERT_OK_AND_ASSIGN(SacctResult r, ParseSacct(text, "s.txt", SacctOptions{}));
+  EXPECT_THAT(r.samples.device, ::testing::ElementsAre(2, 3));
+  EXPECT_EQ(r.gpus_assigned_in_order, 0);
+  EXPECT_THAT(ParseSacct("JobID|User\n", "s.txt", SacctOptions{}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("line 1, column 'Account'")));
+}
+
+}  // namespace
+}  // namespace gpucost
