@@ -57,21 +57,9 @@ py::dict NodesToPython(NodeTable&& n) {
   return out;
 }
 
-// Normalised GPU model for matching DCGM's modelName to a MIG table:
-// upper case, alphanumerics only, without a leading "NVIDIA".
-std::string ModelKey(std::string_view model) {
-  std::string out;
-  for (char c : model) {
-    if (absl::ascii_isalnum(static_cast<unsigned char>(c))) out.push_back(absl::ascii_toupper(static_cast<unsigned char>(c)));
-  }
-  if (out.rfind("NVIDIA", 0) == 0) out.erase(0, 6);
-  return out;
-}
-
 struct DcgmArgs {
   DcgmOptions options;
   std::optional<StringColumnHolder> nodes_node, nodes_resource;
-  absl::flat_hash_map<std::string, double> mig_exact, mig_normalised;
 
   explicit DcgmArgs(const py::dict& o) {
     if (o.contains("node_labels")) options.node_labels = o["node_labels"].cast<std::vector<std::string>>();
@@ -91,20 +79,12 @@ struct DcgmArgs {
     if (o.contains("start_ns") && !o["start_ns"].is_none()) options.start_ns = o["start_ns"].cast<int64_t>();
     if (o.contains("end_ns") && !o["end_ns"].is_none()) options.end_ns = o["end_ns"].cast<int64_t>();
     if (o.contains("mig_shares") && !o["mig_shares"].is_none()) {
-      for (const auto& row : o["mig_shares"].cast<std::vector<std::tuple<std::string, std::string, double>>>()) {
-        const auto& [model, profile, share] = row;
-        mig_exact[absl::StrCat(model, "\x1f", profile)] = share;
-        mig_normalised[absl::StrCat(ModelKey(model), "\x1f", profile)] = share;
+      for (auto& [model, profile, share] :
+           o["mig_shares"].cast<std::vector<std::tuple<std::string, std::string, double>>>()) {
+        options.mig_shares.push_back({std::move(model), std::move(profile), share});
       }
-      options.mig_share = [this](std::string_view model, std::string_view profile) -> absl::StatusOr<double> {
-        const std::string p(profile);
-        if (auto it = mig_exact.find(absl::StrCat(std::string(model), "\x1f", p)); it != mig_exact.end()) return it->second;
-        if (auto it = mig_normalised.find(absl::StrCat(ModelKey(model), "\x1f", p)); it != mig_normalised.end()) {
-          return it->second;
-        }
-        return absl::NotFoundError("not in the MIG profile table");
-      };
     }
+    if (o.contains("mig_basis")) options.mig_basis = ValueOrThrow(ParseMigBasis(o["mig_basis"].cast<std::string>()));
   }
 };
 

@@ -171,21 +171,11 @@ def _nodes_option(nodes: Any) -> tuple | None:
     return (t.strings("node"), t.strings("resource_id"))
 
 
-def _mig_shares(mig_shares: Any, mig_basis: str) -> list | None:
-    """(gpu_model, profile, share) rows: a table given by the caller
-    (gpu_model, profile, share), or the catalog's MIG table when the
-    installed gpucost has one."""
-    if mig_basis not in ("compute", "memory"):
-        raise InvalidInputError(f"parameter 'mig_basis': {mig_basis!r} (expected \"compute\" or \"memory\")")
+def _mig_shares(mig_shares: Any) -> list | None:
+    """(gpu_model, profile, share) rows given by the caller; None lets the
+    library use the catalog's MIG profiles."""
     if mig_shares is None:
-        try:
-            from gpucost import catalog  # type: ignore[attr-defined]
-        except ImportError:
-            return None
-        table = catalog.mig_profiles()
-        slices = table[f"{mig_basis}_slices"].to_numpy(dtype=float)
-        totals = table[f"{mig_basis}_total"].to_numpy(dtype=float)
-        return list(zip(table["gpu_model"].astype(str), table["profile"].astype(str), (slices / totals).tolist()))
+        return None
     t = Table(mig_shares, "mig_shares")
     return list(zip(t.column("gpu_model").astype(str), t.column("profile").astype(str), t.floats("share").tolist()))
 
@@ -197,7 +187,8 @@ def _options(*, nodes, node_labels, keep_unknown_nodes, units, mig_shares, mig_b
         "node_labels": list(node_labels),
         "keep_unknown_nodes": bool(keep_unknown_nodes),
         "units": str(units),
-        "mig_shares": _mig_shares(mig_shares, mig_basis),
+        "mig_shares": _mig_shares(mig_shares),
+        "mig_basis": str(mig_basis),
         "interval": float(interval),
         "start_ns": start_ns,
         "end_ns": end_ns,

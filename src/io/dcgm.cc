@@ -109,6 +109,18 @@ absl::Status PointError(const PromSamples& s, size_t point, std::string_view wha
                                          ": ", A(what)));
 }
 
+// The share of one MIG instance, in the order DcgmOptions documents.
+absl::StatusOr<double> ResolveMigShare(const DcgmOptions& options, std::string_view model,
+                                       std::string_view profile) {
+  if (options.mig_share) return options.mig_share(model, profile);
+  const std::string canonical = CanonicalGpuModel(model);
+  for (const DcgmOptions::MigShareRow& row : options.mig_shares) {
+    if (row.profile == profile && CanonicalGpuModel(row.gpu_model) == canonical) return row.share;
+  }
+  const Catalog& catalog = options.catalog != nullptr ? *options.catalog : Catalog::Embedded();
+  return catalog.MigShare(model, profile, options.mig_basis);
+}
+
 absl::Status SeriesError(const PromSamples& s, int32_t series_id, std::string_view what) {
   const PromSeries& series = s.series[series_id];
   return TableError(s.sources[series.source], absl::StrCat("series ", series.ToString(), ": ", A(what)));
@@ -270,11 +282,7 @@ absl::StatusOr<DcgmUsage> DcgmToUsage(const PromSamples& s, const DcgmOptions& o
         if (cached != mig_share_cache.end()) {
           id.base_share = cached->second;
         } else {
-          if (!options.mig_share) {
-            return SeriesError(s, sid, absl::StrCat("MIG profile '", id.profile, "' on '", id.model,
-                                                    "': no MIG share table was given"));
-          }
-          absl::StatusOr<double> share = options.mig_share(id.model, id.profile);
+          absl::StatusOr<double> share = ResolveMigShare(options, id.model, id.profile);
           if (!share.ok()) {
             return SeriesError(s, sid, absl::StrCat("MIG profile '", id.profile, "' on '", id.model,
                                                     "': ", share.status().message()));

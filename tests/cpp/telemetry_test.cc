@@ -106,6 +106,22 @@ TEST(Dcgm, WholeTimeSlicedAndMigSamples) {
   EXPECT_EQ(u.samples.consumer.values[u.samples.consumer.codes[2]], "b/r");
 }
 
+TEST(Dcgm, MigSharesComeFromTheCatalogByDefault) {
+  const std::string mig =
+      R"(gpu="1",Hostname="n1",modelName="NVIDIA A100-SXM4-80GB",GPU_I_PROFILE="1g.10gb",GPU_I_ID="9",namespace="b",pod="r")";
+  GPUCOST_ASSERT_OK_AND_ASSIGN(PromSamples s,
+                               ParseExposition(Line("DCGM_FI_PROF_GR_ENGINE_ACTIVE", mig, 0.5), "t", kT));
+  DcgmOptions options;  // no resolver, no table: the embedded catalog
+  GPUCOST_ASSERT_OK_AND_ASSIGN(DcgmUsage compute, DcgmToUsage(s, options));
+  EXPECT_DOUBLE_EQ(compute.samples.share[0], 1.0 / 7);
+  options.mig_basis = MigBasis::kMemory;
+  GPUCOST_ASSERT_OK_AND_ASSIGN(DcgmUsage memory, DcgmToUsage(s, options));
+  EXPECT_DOUBLE_EQ(memory.samples.share[0], 1.0 / 8);
+  options.mig_shares.push_back({"A100 80GB", "1g.10gb", 0.25});  // the caller's row wins
+  GPUCOST_ASSERT_OK_AND_ASSIGN(DcgmUsage own, DcgmToUsage(s, options));
+  EXPECT_DOUBLE_EQ(own.samples.share[0], 0.25);
+}
+
 TEST(Dcgm, BadValuesAreErrors) {
   auto run = [](const std::string& text) {
     absl::StatusOr<PromSamples> s = ParseExposition(text, "t", kT);

@@ -77,9 +77,23 @@ def test_unknown_node_and_missing_mig_share_are_errors():
     nodes = pd.DataFrame({"node": ["other"], "resource_id": ["i-1"]})
     with pytest.raises(gpucost.InvalidInputError, match="node 'ip-10-0-1-17' is not in the nodes table"):
         gpucost.prometheus.read_dcgm_text(DATA / "dcgm_legacy.prom", timestamp=T, nodes=nodes, mig_shares=MIG)
-    with pytest.raises(gpucost.InvalidInputError, match="MIG profile '3g.20gb'"):
-        gpucost.prometheus.read_dcgm_text(DATA / "dcgm_legacy.prom", timestamp=T,
-                                          mig_shares=MIG.iloc[1:])
+    # A profile neither the caller's table nor the catalog knows.
+    unknown = [(DATA / "dcgm_legacy.prom").read_text().replace('"3g.20gb"', '"5g.33gb"')]
+    with pytest.raises(gpucost.InvalidInputError, match="MIG profile '5g.33gb' on 'NVIDIA A100-SXM4-40GB'"):
+        gpucost.prometheus.parse_dcgm_text(unknown, timestamp=T)
+
+
+@pytest.mark.parametrize(("basis", "share"), [("compute", 3 / 7), ("memory", 4 / 8)])
+def test_mig_shares_default_to_the_catalog(basis, share):
+    """DCGM's modelName ("NVIDIA A100-SXM4-40GB") is matched to the catalog's
+    "A100 40GB" profiles without any table from the caller."""
+    u = gpucost.prometheus.read_dcgm_text(DATA / "dcgm_legacy.prom", timestamp=T, mig_basis=basis)
+    by = u.set_index(["device", "consumer"])
+    assert by.loc[(3, "serving/llm-0"), "share"] == pytest.approx(share)
+    # The caller's table, spelled another way, still wins over the catalog.
+    own = pd.DataFrame({"gpu_model": ["A100 40GB"], "profile": ["3g.20gb"], "share": [0.5]})
+    u = gpucost.prometheus.read_dcgm_text(DATA / "dcgm_legacy.prom", timestamp=T, mig_shares=own, mig_basis=basis)
+    assert u.set_index(["device", "consumer"]).loc[(3, "serving/llm-0"), "share"] == 0.5
 
 
 @pytest.mark.parametrize("body, match", [

@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "gpucost/catalog.h"
 #include "gpucost/columns.h"
 #include "gpucost/io/prometheus.h"
 #include "gpucost/io/usage.h"
@@ -96,9 +97,19 @@ struct DcgmOptions {
   // "auto" reads each name's own unit; kLegacy or kRatioBytes demands that
   // convention and rejects the other's names.
   DcgmUnits require_units = DcgmUnits::kNone;
-  // The share of a MIG instance, given the modelName and GPU_I_PROFILE
-  // labels. Required when MIG series appear.
+  // The share of a MIG instance (modelName and GPU_I_PROFILE labels), first
+  // found of: `mig_share` when set; a row of `mig_shares` (models compared by
+  // CanonicalGpuModel, so "NVIDIA A100-SXM4-80GB" matches "A100 80GB"); the
+  // catalog's profile on `mig_basis` (compute slices g/7 by default).
   std::function<absl::StatusOr<double>(std::string_view gpu_model, std::string_view profile)> mig_share;
+  struct MigShareRow {
+    std::string gpu_model;
+    std::string profile;
+    double share;
+  };
+  std::vector<MigShareRow> mig_shares;
+  MigBasis mig_basis = MigBasis::kCompute;
+  const Catalog* catalog = nullptr;  // nullptr: Catalog::Embedded()
   // Seconds each sample stands for (the query step, or the scrape interval).
   double interval_seconds = 60.0;
   // Only samples with timestamp in [start_ns, end_ns) are kept (query
