@@ -109,8 +109,9 @@ TEST(Dcgm, WholeTimeSlicedAndMigSamples) {
 TEST(Dcgm, MigSharesComeFromTheCatalogByDefault) {
   const std::string mig =
       R"(gpu="1",Hostname="n1",modelName="NVIDIA A100-SXM4-80GB",GPU_I_PROFILE="1g.10gb",GPU_I_ID="9",namespace="b",pod="r")";
-  GPUCOST_ASSERT_OK_AND_ASSIGN(PromSamples s,
-                               ParseExposition(Line("DCGM_FI_PROF_GR_ENGINE_ACTIVE", mig, 0.5), "t", kT));
+  GPUCOST_ASSERT_OK_AND_ASSIGN(
+      PromSamples s, ParseExposition(Line("DCGM_FI_PROF_GR_ENGINE_ACTIVE", mig, 0.5) + Line("DCGM_FI_DEV_FB_USED", mig, 10),
+                                     "t", kT));
   DcgmOptions options;  // no resolver, no table: the embedded catalog
   GPUCOST_ASSERT_OK_AND_ASSIGN(DcgmUsage compute, DcgmToUsage(s, options));
   EXPECT_DOUBLE_EQ(compute.samples.share[0], 1.0 / 7);
