@@ -7,6 +7,7 @@ namespace gpucost::python {
 void RegisterAllocate(pybind11::module_& m);
 void RegisterCatalog(pybind11::module_& m);
 void RegisterTelemetry(pybind11::module_& m);
+void RegisterAnalyses(pybind11::module_& m);
 }  // namespace gpucost::python
 
 PYBIND11_MODULE(_core, m) {
@@ -15,4 +16,5 @@ PYBIND11_MODULE(_core, m) {
   gpucost::python::RegisterAllocate(m);
   gpucost::python::RegisterCatalog(m);
   gpucost::python::RegisterTelemetry(m);
+  gpucost::python::RegisterAnalyses(m);
 }

@@ -10,72 +10,10 @@
 #include "gpucost/allocate.h"
 #include "numpy_views.h"
 #include "status_to_python.h"
+#include "tables.h"
 
 namespace gpucost::python {
 namespace {
-
-TimeUnit UnitOf(const py::dict& table) {
-  if (!table.contains("time_unit")) return TimeUnit::kNanosecond;
-  return ValueOrThrow(ParseTimeUnit(table["time_unit"].cast<std::string>()));
-}
-
-struct CostHolder {
-  StringColumnHolder resource_id;
-  CArray<int64_t> start, end;
-  CArray<double> cost;
-  std::optional<CArray<double>> list_cost;
-  TimeUnit unit;
-
-  explicit CostHolder(const py::dict& t)
-      : resource_id(ToStringColumn(t["resource_id"])),
-        start(RequiredArray<int64_t>(t, "start")),
-        end(RequiredArray<int64_t>(t, "end")),
-        cost(RequiredArray<double>(t, "cost")),
-        list_cost(OptionalArray<double>(t, "list_cost")),
-        unit(UnitOf(t)) {}
-  [[nodiscard]] CostColumns view() const {
-    return {resource_id.view(), Span(start), Span(end), Span(cost), OptionalSpan(list_cost), unit};
-  }
-};
-
-struct InventoryHolder {
-  StringColumnHolder resource_id;
-  CArray<int32_t> device;
-  CArray<double> mem_capacity;
-
-  explicit InventoryHolder(const py::dict& t)
-      : resource_id(ToStringColumn(t["resource_id"])),
-        device(RequiredArray<int32_t>(t, "device")),
-        mem_capacity(RequiredArray<double>(t, "mem_capacity")) {}
-  [[nodiscard]] InventoryColumns view() const {
-    return {resource_id.view(), Span(device), Span(mem_capacity)};
-  }
-};
-
-struct SampleHolder {
-  CArray<int64_t> timestamp;
-  StringColumnHolder resource_id;
-  CArray<int32_t> device;
-  StringColumnHolder consumer;
-  CArray<double> share, util, mem_used;
-  std::optional<CArray<int64_t>> duration;
-  TimeUnit unit;
-
-  explicit SampleHolder(const py::dict& t)
-      : timestamp(RequiredArray<int64_t>(t, "timestamp")),
-        resource_id(ToStringColumn(t["resource_id"])),
-        device(RequiredArray<int32_t>(t, "device")),
-        consumer(ToStringColumn(t["consumer"])),
-        share(RequiredArray<double>(t, "share")),
-        util(RequiredArray<double>(t, "util")),
-        mem_used(RequiredArray<double>(t, "mem_used")),
-        duration(OptionalArray<int64_t>(t, "duration")),
-        unit(UnitOf(t)) {}
-  [[nodiscard]] SampleColumns view() const {
-    return {Span(timestamp), resource_id.view(), Span(device), consumer.view(), Span(share),
-            Span(util),      Span(mem_used),     OptionalSpan(duration), unit};
-  }
-};
 
 struct WorkloadHolder {
   StringColumnHolder consumer;

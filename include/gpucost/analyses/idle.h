@@ -1,0 +1,132 @@
+// File: analyses/idle.h
+//
+// Idle GPU detection over usage samples: the one pass that touches every
+// sample. For each GPU device billed by a cost line, the device's busy
+// fraction (sum over its consumers of share * util) is integrated on a time
+// grid of `resolution`; a device is idle wherever a window of `window`
+// inside billed time averages below `threshold` (trimmed so that an idle
+// span neither starts nor ends on a step at or above the threshold: a low
+// 2 h window may hold a few busy minutes at its edges). Time with no sample at all
+// counts as busy 0 (unobserved = idle) and is measured so callers can flag it.
+//
+// Idle time is cut into spans of one kind (docs/analyses.md):
+//   kTerminate  every device of the resource is idle and nobody holds any of
+//               them, for at least `window` (one span for the whole resource)
+//   kRelease    a workload holds the idle device
+//   kExempt     an exempt workload holds the idle device (reported, not flagged)
+//   kRightSize  nobody holds the idle device while other devices of the
+//               resource are busy or held
+//
+// The same pass replays the idle-termination policy per resource (alert when
+// the instance averages below `threshold` over `window` with no exempt
+// workload, terminate after `grace` unless activity resumes) and returns the
+// decisions. Dollars are not computed here: the Python layer prices spans with
+// gpucost::Allocate, so they reconcile with the allocation.
+//
+// Example:
+//   gpucost::IdleOptions options;                    // 5 %, 2 h, 1 min grid
+//   absl::StatusOr<gpucost::IdleResult> idle =
+//       gpucost::FindIdle(costs, samples, inventory, /*exempt=*/{}, options);
+#ifndef GPUCOST_ANALYSES_IDLE_H_
+#define GPUCOST_ANALYSES_IDLE_H_
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "gpucost/columns.h"
+#include "gpucost/time.h"
+
+namespace gpucost {
+
+struct IdleOptions {
+  // A window is idle when its mean busy fraction is below this, in [0, 1].
+  double threshold = 0.05;
+  // Length of the averaging window; a multiple of `resolution`.
+  int64_t window_ns = 2 * kNanosPerHour;
+  // Grid step: spans start and end on multiples of it (UTC epoch aligned).
+  int64_t resolution_ns = 60 * kNanosPerSecond;
+  // Seconds a sample stands for when the samples have no duration column.
+  double interval_seconds = 60.0;
+  // Policy: time from an alert to the terminate recommendation.
+  int64_t grace_ns = 30 * 60 * kNanosPerSecond;
+};
+
+enum class IdleKind : int8_t { kTerminate = 0, kRelease = 1, kRightSize = 2, kExempt = 3 };
+enum class PolicyDecision : int8_t { kAlert = 0, kCancel = 1, kTerminate = 2, kEnded = 3 };
+
+// Spans, one row each. Devices: `device` >= 0 for one device; -1 for a
+// kTerminate span, which covers all `devices` devices of the resource.
+struct IdleSpans {
+  std::vector<int32_t> resource;  // index into IdleResult::resource_names
+  std::vector<int32_t> device;
+  std::vector<int32_t> devices;   // devices covered: 1, or N_r for kTerminate
+  std::vector<int8_t> kind;       // IdleKind
+  std::vector<int64_t> start;     // ns, UTC
+  std::vector<int64_t> end;       // ns, exclusive
+  std::vector<double> busy_ns;    // GPU-ns busy (sum of share * util * time)
+  std::vector<double> observed_ns;  // device-ns covered by at least one sample
+  [[nodiscard]] size_t size() const { return start.size(); }
+};
+
+// The workloads holding each held span (kRelease, kExempt).
+struct IdleHolders {
+  std::vector<int64_t> span;      // row in IdleSpans
+  std::vector<int32_t> consumer;  // index into IdleResult::consumer_names
+  std::vector<double> held_ns;    // GPU-ns held inside the span
+  std::vector<double> used_ns;    // GPU-ns busy inside the span
+  [[nodiscard]] size_t size() const { return span.size(); }
+};
+
+// The policy's decisions, in time order per resource.
+struct PolicyDecisions {
+  std::vector<int32_t> resource;
+  std::vector<int64_t> time;          // when the decision is taken
+  std::vector<int8_t> decision;       // PolicyDecision
+  std::vector<int64_t> window_start;  // the averaging window behind an alert;
+                                      // the grace period's start otherwise
+  std::vector<double> util;           // mean busy fraction over that window
+  // kTerminate: when the idle stretch ended (activity resumed or billing
+  // stopped); kMissingInstant otherwise.
+  std::vector<int64_t> until;
+  [[nodiscard]] size_t size() const { return time.size(); }
+};
+
+struct IdleDiagnostics {
+  int64_t samples_total = 0;
+  int64_t samples_no_consumer = 0;       // observed, nobody holds the device
+  int64_t samples_unknown_resource = 0;  // resource not in the inventory
+  int64_t samples_outside_billing = 0;   // no cost line of the resource overlaps
+  int64_t devices = 0;                   // inventory devices
+  int64_t devices_billed = 0;            // with at least one cost line
+  int64_t devices_unobserved = 0;        // billed, not one sample
+};
+
+struct IdleResult {
+  std::vector<std::string> resource_names;  // the inventory's resources
+  std::vector<int32_t> resource_devices;    // devices of each
+  std::vector<std::string> consumer_names;
+  IdleSpans spans;
+  IdleHolders holders;
+  PolicyDecisions decisions;
+  IdleDiagnostics diagnostics;
+};
+
+[[nodiscard]] std::string_view IdleKindName(IdleKind kind);
+[[nodiscard]] std::string_view PolicyDecisionName(PolicyDecision decision);
+
+// Idle spans and policy decisions. `exempt_consumers` names the workloads
+// whose holding exempts a device (an active job waiting on data). Validates
+// the tables like gpucost::Allocate (table, row and column in every error).
+[[nodiscard]] absl::StatusOr<IdleResult> FindIdle(
+    const CostColumns& costs, const SampleColumns& samples,
+    const InventoryColumns& inventory,
+    std::span<const std::string_view> exempt_consumers,
+    const IdleOptions& options);
+
+}  // namespace gpucost
+
+#endif  // GPUCOST_ANALYSES_IDLE_H_
