@@ -13,9 +13,27 @@ from gpucost import catalog
 from gpucost.catalog import inventory
 from gpucost import kubernetes, prometheus
 from gpucost.hosts import read_nvidia_smi, read_slurm_sacct
+from gpucost.analyses import (
+    IdleReport,
+    SpotRuns,
+    diagnose,
+    find_idle,
+    idle_policy,
+    kpis,
+    queue_waits,
+    rightsize,
+    spot_interruptions,
+    spot_runs,
+    token_costs,
+    unit_costs,
+    usage_profile,
+    vllm_tokens,
+)
 
 __version__ = "0.1.0"
 
 __all__ = ["Allocator", "Error", "InvalidInputError", "allocate", "__version__"]
 __all__ += ["catalog", "inventory"]
 __all__ += ["kubernetes", "prometheus", "read_nvidia_smi", "read_slurm_sacct"]
+__all__ += ["IdleReport", "SpotRuns", "diagnose", "find_idle", "idle_policy", "kpis", "queue_waits", "rightsize",
+            "spot_interruptions", "spot_runs", "token_costs", "unit_costs", "usage_profile", "vllm_tokens"]

@@ -1,0 +1,360 @@
+"""Idle GPUs: where the bill paid for GPUs nobody used, what it cost, and
+what to do about it (docs/analyses.md, "Idle GPUs").
+
+:func:`find_idle` returns the idle spans of every billed device, priced with
+:func:`gpucost.allocate`; :func:`idle_policy` replays the seed policy (alert
+below 5 % for 2 h, terminate 30 minutes later unless activity resumes) and
+hands each decision to a callback of yours. gpucost never calls a cloud API.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from gpucost import _core
+from gpucost.allocation import cost_columns, inventory_columns, usage_columns
+from gpucost.analyses._common import (
+    NS_PER_H,
+    attach_labels,
+    device_time_usage,
+    instant,
+    labels_frame,
+    price_device_time,
+    seconds,
+    to_datetime,
+)
+
+__all__ = ["IdleReport", "find_idle", "idle_policy", "EXEMPT_VALUES"]
+
+#: Label values that mark a workload exempt (case-insensitive).
+EXEMPT_VALUES = ("true", "yes", "1")
+_ACTIONS = {"terminate": "terminate", "release": "release", "right-size": "right-size", "exempt": "none"}
+
+
+class IdleReport(NamedTuple):
+    """What :func:`find_idle` returns.
+
+    findings: one row per idle span of one kind on one resource (devices
+        with the same span and holders merged): ``resource_id, devices, gpus,
+        start, end, hours, gpu_hours, mean_util, observed_share, unobserved,
+        consumer, holders, <labels>, action, exempt, flagged, dollars_wasted
+        [, list_dollars_wasted]``, sorted by dollars wasted.
+    spans: the same spans one device at a time: ``span, resource_id, device,
+        kind, busy_ns, observed_ns, dollars_wasted, [list_dollars_wasted],
+        consumer`` (main holder, "" for nobody), ``holders, start, end``,
+        for your own grouping.
+    daily: fleet KPIs per UTC day: ``period, idle_gpu_hours, idle_cost,
+        exempt_gpu_hours, exempt_cost, unobserved_gpu_hours, gpu_spend,
+        idle_share``.
+    diagnostics: sample and device counts (see docs/analyses.md).
+    """
+
+    findings: pd.DataFrame
+    spans: pd.DataFrame
+    daily: pd.DataFrame
+    diagnostics: dict
+
+
+def _exempt_consumers(labels: pd.DataFrame, exempt_label: str | None, exempt_values: Sequence[str]) -> list[str]:
+    if exempt_label is None or exempt_label not in labels.columns:
+        return []
+    wanted = {str(v).lower() for v in exempt_values}
+    mask = labels[exempt_label].astype(str).str.lower().isin(wanted).to_numpy()
+    return [str(c) for c in labels.loc[mask, "consumer"]]
+
+
+def _run(usage, costs, inventory, workloads, threshold, window, resolution, interval, grace, exempt_label,
+         exempt_values) -> tuple[dict, pd.DataFrame]:
+    labels = labels_frame(workloads)
+    exempt = _exempt_consumers(labels, exempt_label, exempt_values)
+    raw = _core.find_idle(cost_columns(costs), usage_columns(usage), inventory_columns(inventory), exempt,
+                          float(threshold), seconds(window, "window"), seconds(resolution, "resolution"),
+                          float(interval), seconds(grace, "grace"))
+    return raw, labels
+
+
+def _device_spans(raw: dict) -> pd.DataFrame:
+    """Spans one device per row (terminate spans expanded to every device)."""
+    s = raw["spans"]
+    names = np.asarray(raw["resource_names"], dtype=object)
+    n = len(s["start"])
+    per_span = np.where(s["device"] < 0, s["devices"], 1).astype(np.int64)
+    span = np.repeat(np.arange(n), per_span)
+    offset = np.arange(len(span)) - np.repeat(np.cumsum(per_span) - per_span, per_span)
+    device = np.where(s["device"][span] < 0, offset, s["device"][span])
+    kinds = np.asarray(raw["kind_names"], dtype=object)
+    frac = np.where(s["device"] < 0, 1.0 / np.maximum(s["devices"], 1), 1.0)[span]
+    return pd.DataFrame({
+        "span": span,
+        "resource_id": names[s["resource"][span]],
+        "device": device.astype(np.int32),
+        "start_ns": s["start"][span],
+        "end_ns": s["end"][span],
+        "kind": kinds[s["kind"][span]],
+        "busy_ns": s["busy_ns"][span] * frac,
+        "observed_ns": s["observed_ns"][span] * frac,
+    })
+
+
+def find_idle(usage: Any, costs: Any, inventory: Any, workloads: Any = None, threshold: float = 0.05,
+              window: Any = "2h", *, resolution: Any = "1min", interval: float = 60,
+              exempt_label: str | None = "idle_exempt", exempt_values: Sequence[str] = EXEMPT_VALUES) -> IdleReport:
+    """Idle GPU time and what it cost.
+
+    A device is idle wherever a window of ``window`` inside billed time
+    averages a busy fraction (sum of ``share * util`` of its consumers) below
+    ``threshold``. Time with no sample counts as busy 0 and shows in
+    ``observed_share`` (``unobserved`` when no sample at all). Each idle span
+    gets an action:
+
+    - ``terminate``: every GPU of the resource idle and nobody holds any, for
+      at least ``window``;
+    - ``release``: a workload holds the idle GPU;
+    - ``right-size``: nobody holds the idle GPU while others on the resource
+      are busy or held (the instance is bigger than its work);
+    - ``none``: held by an exempt workload (label ``exempt_label`` in
+      ``exempt_values``): reported, not flagged.
+
+    ``dollars_wasted`` is the cost lines' share of the span's device-time,
+    computed by :func:`gpucost.allocate` (a device over [a, b) gets
+    ``cost * overlap / (devices * line length)`` of each line).
+
+    Args:
+        usage, costs, inventory, workloads: the tables of gpucost.allocate.
+        threshold: busy fraction below which a window is idle.
+        window: averaging window and minimum idle length ("2h", seconds, ...).
+        resolution: time grid; spans start and end on it (UTC aligned).
+        interval: seconds a sample stands for without a duration column.
+        exempt_label, exempt_values: which workloads are exempt.
+
+    Returns:
+        An :class:`IdleReport` (findings, spans, daily, diagnostics).
+
+    Example:
+        >>> report = gpucost.find_idle(usage, costs, inventory, workloads)
+        >>> report.findings.query("flagged")[["resource_id", "devices", "hours", "action", "dollars_wasted"]]
+    """
+    raw, labels = _run(usage, costs, inventory, workloads, threshold, window, resolution, interval, 0,
+                       exempt_label, exempt_values)
+    spans = _device_spans(raw)
+    key = np.char.add("span-", np.arange(len(spans)).astype(str)).astype(object)
+    priced = price_device_time(costs, inventory, device_time_usage(
+        spans["resource_id"].to_numpy(), spans["device"].to_numpy(), spans["start_ns"].to_numpy(),
+        spans["end_ns"].to_numpy(), key), freq="D")
+    has_list = "list_cost" in priced.columns
+    # Per device span: its dollars (rows of the span consumers only).
+    mine = priced[priced["consumer"].str.startswith("span-")]
+    idx = mine["consumer"].str.slice(5).astype(np.int64).to_numpy()
+    dollars = np.bincount(idx, weights=mine["cost"].to_numpy(), minlength=len(spans))
+    spans["dollars_wasted"] = dollars
+    if has_list:
+        spans["list_dollars_wasted"] = np.bincount(idx, weights=mine["list_cost"].to_numpy(), minlength=len(spans))
+
+    holders = _holders(raw)
+    main, every = _main_holders(holders)
+    spans["consumer"] = _lookup(spans["span"], main)
+    spans["holders"] = _lookup(spans["span"], every)
+    findings = _findings(spans, labels, has_list)
+    daily = _daily(priced, spans, idx, mine)
+    diagnostics = dict(raw["diagnostics"])
+    out_spans = spans.assign(start=to_datetime(spans["start_ns"].to_numpy()),
+                             end=to_datetime(spans["end_ns"].to_numpy()))
+    out_spans = out_spans.drop(columns=["start_ns", "end_ns"])
+    return IdleReport(findings, out_spans, daily, diagnostics)
+
+
+def _holders(raw: dict) -> pd.DataFrame:
+    h = raw["holders"]
+    names = np.asarray(raw["consumer_names"], dtype=object)
+    return pd.DataFrame({"span": h["span"], "consumer": names[h["consumer"]] if len(names) else
+                         np.empty(0, dtype=object), "held_ns": h["held_ns"]})
+
+
+def _lookup(keys: pd.Series, mapping: pd.Series) -> np.ndarray:
+    """mapping[key] for each key, "" where absent."""
+    found = keys.map(mapping).astype(object)
+    return found.where(found.notna(), "").to_numpy()
+
+
+def _main_holders(holders: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
+    """Per span: the main holder (most time held) and all holders joined."""
+    if len(holders) == 0:
+        return pd.Series([], dtype=object), pd.Series([], dtype=object)
+    ordered = holders.sort_values(["span", "held_ns", "consumer"], ascending=[True, False, True])
+    main = ordered.drop_duplicates("span").set_index("span")["consumer"]
+    every = holders.sort_values(["span", "consumer"]).groupby("span")["consumer"].agg(",".join)
+    return main, every
+
+
+def _findings(per: pd.DataFrame, labels: pd.DataFrame, has_list: bool) -> pd.DataFrame:
+    """Device spans merged into findings: same resource, kind, start, end and
+    holders -> one row listing the devices."""
+    label_cols = [c for c in labels.columns if c != "consumer"]
+    keys = ["resource_id", "kind", "start_ns", "end_ns", "holders", "consumer"]
+    agg = {"device": list, "busy_ns": "sum", "observed_ns": "sum", "dollars_wasted": "sum"}
+    if has_list:
+        agg["list_dollars_wasted"] = "sum"
+    grouped = per.groupby(keys, sort=False, dropna=False).agg(agg).reset_index()
+    gpus = grouped["device"].map(len).to_numpy()
+    length_ns = (grouped["end_ns"] - grouped["start_ns"]).to_numpy()
+    device_ns = length_ns.astype(np.float64) * gpus
+    out = pd.DataFrame({
+        "resource_id": grouped["resource_id"].astype(str),
+        "devices": grouped["device"].map(_device_list).astype(str),
+        "gpus": gpus.astype(np.int64),
+        "start": to_datetime(grouped["start_ns"].to_numpy()),
+        "end": to_datetime(grouped["end_ns"].to_numpy()),
+        "hours": length_ns / NS_PER_H,
+        "gpu_hours": device_ns / NS_PER_H,
+        "mean_util": grouped["busy_ns"].to_numpy() / device_ns,
+        "observed_share": np.minimum(grouped["observed_ns"].to_numpy() / device_ns, 1.0),
+        "consumer": grouped["consumer"].astype(str),
+        "holders": grouped["holders"].astype(str),
+    })
+    out["unobserved"] = out["observed_share"].to_numpy() == 0
+    out = attach_labels(out, labels, columns=label_cols)
+    kind = grouped["kind"].to_numpy()
+    out["action"] = pd.Series(kind).map(_ACTIONS).astype(str).to_numpy()
+    out["exempt"] = kind == "exempt"
+    out["flagged"] = ~out["exempt"].to_numpy()
+    out["dollars_wasted"] = grouped["dollars_wasted"].to_numpy()
+    if has_list:
+        out["list_dollars_wasted"] = grouped["list_dollars_wasted"].to_numpy()
+    out = out.sort_values(["dollars_wasted", "resource_id", "start"], ascending=[False, True, True],
+                          kind="stable").reset_index(drop=True)
+    return out
+
+
+def _device_list(devices: list) -> str:
+    """[0, 1, 2, 3, 5] -> "0-3,5" (one finding's devices)."""
+    ds = sorted(int(d) for d in devices)
+    runs: list[list[int]] = []
+    for d in ds:
+        if runs and d == runs[-1][1] + 1:
+            runs[-1][1] = d
+        else:
+            runs.append([d, d])
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
+
+
+def _daily(priced: pd.DataFrame, spans: pd.DataFrame, idx: np.ndarray, mine: pd.DataFrame) -> pd.DataFrame:
+    """Idle GPU-hours, idle cost and idle share of the GPU spend per UTC day
+    (a line counts in the day it starts, as in gpucost.allocate)."""
+    kind = spans["kind"].to_numpy()[idx]
+    unobserved = (spans["observed_ns"].to_numpy() == 0)[idx]
+    per = pd.DataFrame({
+        "period": mine["period"].to_numpy(),
+        "flagged": kind != "exempt",
+        "cost": mine["cost"].to_numpy(),
+        "gpu_hours": mine["gpu_hours"].to_numpy(),
+        "unobserved": unobserved,
+    })
+    gpu = priced[priced["consumer"] != "__unattributed__"].groupby("period")["cost"].sum()
+    flagged = per[per["flagged"]].groupby("period")[["gpu_hours", "cost"]].sum()
+    exempt = per[~per["flagged"]].groupby("period")[["gpu_hours", "cost"]].sum()
+    unobs = per[per["unobserved"] & per["flagged"]].groupby("period")["gpu_hours"].sum()
+    days = pd.DataFrame(index=gpu.index)
+    days["idle_gpu_hours"] = flagged["gpu_hours"].reindex(days.index, fill_value=0.0)
+    days["idle_cost"] = flagged["cost"].reindex(days.index, fill_value=0.0)
+    days["exempt_gpu_hours"] = exempt["gpu_hours"].reindex(days.index, fill_value=0.0)
+    days["exempt_cost"] = exempt["cost"].reindex(days.index, fill_value=0.0)
+    days["unobserved_gpu_hours"] = unobs.reindex(days.index, fill_value=0.0)
+    days["gpu_spend"] = gpu
+    with np.errstate(divide="ignore", invalid="ignore"):
+        days["idle_share"] = np.where(gpu.to_numpy() != 0, days["idle_cost"].to_numpy() / gpu.to_numpy(), np.nan)
+    return days.reset_index()
+
+
+def idle_policy(usage: Any, costs: Any, inventory: Any, workloads: Any = None, *, threshold: float = 0.05,
+                window: Any = "2h", grace: Any = "30min", resolution: Any = "1min", interval: float = 60,
+                exempt_label: str | None = "idle_exempt", exempt_values: Sequence[str] = EXEMPT_VALUES,
+                since: Any = None, on_decision: Callable[[dict], Any] | None = None) -> pd.DataFrame:
+    """The seed idle-termination policy, replayed over the data, as a
+    timeline of decisions per GPU instance (resource):
+
+    1. ``alert`` when the instance's GPUs average below ``threshold`` over
+       ``window`` (wholly billed, no exempt workload holding a GPU);
+    2. ``cancel`` when, during the ``grace`` period, any step of the grid has
+       the instance at or above ``threshold`` or an exempt workload appears
+       (activity resumed); ``ended`` when billing stops during the grace;
+    3. ``terminate`` when the grace period passes without either.
+       ``until`` is when the idle stretch ended (activity or end of billing)
+       and ``dollars_at_stake`` what the instance cost from the decision to
+       then: the saving had the recommendation been followed.
+
+    gpucost does not call cloud APIs. Pass ``on_decision`` to wire the
+    decisions to your tools: it is called once per decision at or after
+    ``since`` (all of them without it), in time order, with the row as a
+    dict (``resource_id, time, decision, window_start, window_util, until,
+    dollars_at_stake, reason``). Run it every few minutes over recent data
+    with ``since`` = the previous run's time to act on new decisions only.
+    Exceptions raised by the callback propagate.
+
+    Example:
+        >>> def notify(d):
+        ...     if d["decision"] == "terminate":
+        ...         print(f"terminate {d['resource_id']}: ${d['dollars_at_stake']:.2f} at stake")
+        >>> timeline = gpucost.idle_policy(usage, costs, inventory, workloads, on_decision=notify)
+    """
+    raw, _ = _run(usage, costs, inventory, workloads, threshold, window, resolution, interval, grace,
+                  exempt_label, exempt_values)
+    d = raw["decisions"]
+    names = np.asarray(raw["resource_names"], dtype=object)
+    decision = np.asarray(raw["decision_names"], dtype=object)[d["decision"]]
+    timeline = pd.DataFrame({
+        "resource_id": names[d["resource"]] if len(names) else np.empty(0, dtype=object),
+        "time": to_datetime(d["time"]),
+        "decision": decision,
+        "window_start": to_datetime(d["window_start"]),
+        "window_util": d["util"],
+        "until": to_datetime(d["until"]),
+    })
+    # Dollars at stake of each terminate: the instance's cost lines' share of
+    # all its devices from the decision until the idle stretch ended.
+    term = np.flatnonzero((decision == "terminate") & (d["until"] > d["time"]))
+    stake = np.zeros(len(timeline))
+    if len(term):
+        per = np.asarray(raw["resource_devices"], dtype=np.int64)[d["resource"][term]]
+        row = np.repeat(term, per)
+        dev = np.arange(len(row)) - np.repeat(np.cumsum(per) - per, per)
+        key = np.char.add("stake-", row.astype(str)).astype(object)
+        priced = price_device_time(costs, inventory, device_time_usage(
+            names[d["resource"][row]], dev, d["time"][row], d["until"][row], key))
+        mine = priced[priced["consumer"].str.startswith("stake-")]
+        stake += np.bincount(mine["consumer"].str.slice(6).astype(np.int64).to_numpy(),
+                             weights=mine["cost"].to_numpy(), minlength=len(timeline))
+    timeline["dollars_at_stake"] = stake
+    timeline["reason"] = _reasons(timeline, threshold, seconds(window, "window"), seconds(grace, "grace"))
+    timeline = timeline.sort_values(["time", "resource_id"], kind="stable").reset_index(drop=True)
+    if on_decision is not None:
+        selected = timeline if since is None else \
+            timeline[timeline["time"] >= pd.Timestamp(instant(since, "since"), unit="ns", tz="UTC")]
+        for record in selected.to_dict("records"):
+            on_decision(record)
+    return timeline
+
+
+def _reasons(t: pd.DataFrame, threshold: float, window_s: float, grace_s: float) -> np.ndarray:
+    util = (t["window_util"] * 100).map("{:.1f}%".format).to_numpy()
+    window = _human(window_s)
+    grace = _human(grace_s)
+    return np.select(
+        [t["decision"] == "alert", t["decision"] == "cancel", t["decision"] == "terminate"],
+        [np.char.add(np.char.add("GPUs averaged ", util.astype(str)), f" over {window} (< {threshold:.0%}), "
+                     "no exempt workload"),
+         np.full(len(t), f"activity resumed during the {grace} grace period"),
+         np.full(len(t), f"no activity during the {grace} grace period")],
+        default="billing stopped during the grace period").astype(object)
+
+
+def _human(s: float) -> str:
+    if s >= 3600 and s % 3600 == 0:
+        return f"{int(s // 3600)} h"
+    if s >= 60 and s % 60 == 0:
+        return f"{int(s // 60)} min"
+    return f"{s:g} s"
+
