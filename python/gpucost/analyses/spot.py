@@ -25,6 +25,7 @@ from gpucost.analyses._common import (
     strings,
     to_datetime,
 )
+from gpucost.analyses.profile import usage_profile
 from gpucost.errors import InvalidInputError
 from gpucost.frames import Table
 
@@ -187,7 +188,8 @@ def _workload_table(workloads: Any) -> tuple[pd.DataFrame, list[str]]:
     w["state_outcome"] = outcome.fillna("").astype(object)
     w["start_ns"] = optional_instants_ns(t, "start") if t.has("start") else _MIN
     w["end_ns"] = optional_instants_ns(t, "end") if t.has("end") else _MIN
-    skip = {"consumer", "job", "attempt", "state", "start", "end"}
+    w["resource_id"] = strings(t, "resource_id") if t.has("resource_id") else ""
+    skip = {"consumer", "job", "attempt", "state", "start", "end", "resource_id"}
     label_cols = [c for c in t.columns if c not in skip]
     if label_cols:
         labels = labels_frame(pd.DataFrame({"consumer": w["consumer"], **{c: strings(t, c) for c in label_cols}}))
@@ -197,7 +199,8 @@ def _workload_table(workloads: Any) -> tuple[pd.DataFrame, list[str]]:
 
 
 def spot_runs(allocation: pd.DataFrame, workloads: Any, interruptions: Any = None, checkpoints: Any = None, *,
-              costs: Any = None, slack: Any = "10min") -> SpotRuns:
+              costs: Any = None, usage: Any = None, inventory: Any = None, slack: Any = "10min",
+              interval: float = 60) -> SpotRuns:
     """Every attempt of every job, its outcome and cost, and what the runs
     really cost.
 
@@ -206,11 +209,13 @@ def spot_runs(allocation: pd.DataFrame, workloads: Any, interruptions: Any = Non
     so pods on replacement instances join their job through the label. An
     attempt's cost (and ``list_cost``) is the sum of its consumers' rows in
     ``allocation`` (from ``gpucost.allocate(..., by=["consumer",
-    "resource_id"])``), which names its instances. An attempt with no row (AWS
-    did not bill a spot instance it interrupted in the first hour) costs 0:
-    it is counted, never given an invented cost. Its times are the workloads'
-    ``start``/``end`` when present, otherwise the span of its instances' cost
-    lines in ``costs``.
+    "resource_id"])``). An attempt with no row (AWS did not bill a spot
+    instance it interrupted in the first hour) costs 0: it is counted, never
+    given an invented cost. Its instances are those of its allocation rows,
+    of a ``resource_id`` column in workloads, and of its samples when
+    ``usage`` and ``inventory`` are given. Its times are the workloads'
+    ``start``/``end`` when present, else its first and last sample (with
+    ``usage``), else the span of its instances' cost lines in ``costs``.
 
     Outcome of an attempt, first rule that applies:
 
@@ -263,7 +268,24 @@ def spot_runs(allocation: pd.DataFrame, workloads: Any, interruptions: Any = Non
     w = w.join(per_consumer, on="consumer")
     for m in metrics:
         w[m] = w[m].fillna(0.0)
-    pairs = a[["consumer", "resource_id"]].drop_duplicates().merge(w[["consumer", "job", "key"]], on="consumer")
+    # The instances of each consumer: its allocation rows, the workloads'
+    # resource_id, and its samples (an attempt AWS did not bill has no row).
+    known = [a[["consumer", "resource_id"]], w.loc[w["resource_id"] != "", ["consumer", "resource_id"]]]
+    if usage is not None:
+        if inventory is None:
+            raise InvalidInputError("parameter 'inventory': required with usage=")
+        prof = usage_profile(usage, inventory, fields=[], interval=interval)
+        prof = prof[prof["consumer"].isin(w["consumer"])]
+        known.append(prof[["consumer", "resource_id"]])
+        seen = prof.groupby("consumer").agg(first=("first", "min"), last=("last", "max"))
+        seen_first = w["consumer"].map(pd.Series(_ns(seen["first"]), index=seen.index))
+        seen_last = w["consumer"].map(pd.Series(_ns(seen["last"]), index=seen.index))
+        fill = (w["start_ns"] == _MIN) & seen_first.notna()
+        w.loc[fill, "start_ns"] = seen_first[fill].astype(np.int64)
+        fill = (w["end_ns"] == _MIN) & seen_last.notna()
+        w.loc[fill, "end_ns"] = seen_last[fill].astype(np.int64)
+    pairs = pd.concat(known, ignore_index=True).astype(str).drop_duplicates().merge(
+        w[["consumer", "job", "key"]], on="consumer")
     grouped = w.groupby(["job", "key"], sort=True)
     att = grouped.agg(
         consumers=("consumer", lambda s: ",".join(sorted(set(s)))),
@@ -292,9 +314,15 @@ def spot_runs(allocation: pd.DataFrame, workloads: Any, interruptions: Any = Non
     att["start_ns"] = att["start_ns"].astype(np.int64)
     att["end_ns"] = att["end_ns"].astype(np.int64)
 
-    # Order of the attempts within a job: by start, then attempt key.
-    order_start = np.where(att["start_ns"] == _MIN, np.iinfo(np.int64).max, att["start_ns"])
-    att = att.assign(_order=order_start).sort_values(["job", "_order", "key"], kind="stable").reset_index(drop=True)
+    # Order of the attempts within a job: by start when every attempt of the
+    # job has one, else by attempt key (numbers numerically).
+    known = (att["start_ns"] != _MIN).groupby(att["job"]).transform("all").to_numpy()
+    number = pd.to_numeric(att["key"], errors="coerce")
+    key_rank = pd.DataFrame({"n": number.fillna(np.inf), "k": att["key"]}).sort_values(["n", "k"]).index
+    rank = np.empty(len(att), dtype=np.int64)
+    rank[key_rank.to_numpy()] = np.arange(len(att))
+    att = att.assign(_order=np.where(known, att["start_ns"].to_numpy(), rank))
+    att = att.sort_values(["job", "_order", "key"], kind="stable").reset_index(drop=True)
     att["later_exists"] = att.groupby("job").cumcount(ascending=False).to_numpy() > 0
 
     events = _interruptions_table(interruptions)
@@ -360,6 +388,10 @@ def spot_runs(allocation: pd.DataFrame, workloads: Any, interruptions: Any = Non
             jobs = jobs.merge(w.groupby("job")[keep].first().reset_index(), on="job", how="left")
     fleet = _fleet(alloc, jobs, attempts, has_list)
     return SpotRuns(jobs, attempts, fleet)
+
+
+def _ns(values: Any) -> np.ndarray:
+    return pd.DatetimeIndex(values).as_unit("ns").asi8
 
 
 def _combine_outcomes(s: pd.Series) -> str:
