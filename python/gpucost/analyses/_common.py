@@ -70,6 +70,11 @@ def optional_instants_ns(table: Table, column: str) -> np.ndarray:
     return out
 
 
+def datetime_ns(values: Any) -> np.ndarray:
+    """A datetime column (tz-aware or naive UTC) as int64 ns."""
+    return pd.DatetimeIndex(values).as_unit("ns").asi8
+
+
 def to_datetime(ns: np.ndarray) -> pd.DatetimeIndex:
     """int64 ns UTC (INT64_MIN = NaT) as a UTC DatetimeIndex."""
     return pd.DatetimeIndex(np.asarray(ns, dtype=np.int64).view("datetime64[ns]")).tz_localize("UTC")

@@ -18,6 +18,7 @@ import pandas as pd
 from gpucost.analyses._common import (
     NS_PER_S,
     as_frame,
+    datetime_ns,
     labels_frame,
     optional_instants_ns,
     require_columns,
@@ -278,8 +279,8 @@ def spot_runs(allocation: pd.DataFrame, workloads: Any, interruptions: Any = Non
         prof = prof[prof["consumer"].isin(w["consumer"])]
         known.append(prof[["consumer", "resource_id"]])
         seen = prof.groupby("consumer").agg(first=("first", "min"), last=("last", "max"))
-        seen_first = w["consumer"].map(pd.Series(_ns(seen["first"]), index=seen.index))
-        seen_last = w["consumer"].map(pd.Series(_ns(seen["last"]), index=seen.index))
+        seen_first = w["consumer"].map(pd.Series(datetime_ns(seen["first"]), index=seen.index))
+        seen_last = w["consumer"].map(pd.Series(datetime_ns(seen["last"]), index=seen.index))
         fill = (w["start_ns"] == _MIN) & seen_first.notna()
         w.loc[fill, "start_ns"] = seen_first[fill].astype(np.int64)
         fill = (w["end_ns"] == _MIN) & seen_last.notna()
@@ -388,10 +389,6 @@ def spot_runs(allocation: pd.DataFrame, workloads: Any, interruptions: Any = Non
             jobs = jobs.merge(w.groupby("job")[keep].first().reset_index(), on="job", how="left")
     fleet = _fleet(alloc, jobs, attempts, has_list)
     return SpotRuns(jobs, attempts, fleet)
-
-
-def _ns(values: Any) -> np.ndarray:
-    return pd.DatetimeIndex(values).as_unit("ns").asi8
 
 
 def _combine_outcomes(s: pd.Series) -> str:

@@ -21,6 +21,7 @@ from gpucost.analyses._common import (
     as_frame,
     attach_labels,
     check_freq,
+    datetime_ns,
     floor_ns,
     instants_ns,
     is_allocation_metric,
@@ -253,8 +254,7 @@ def token_costs(allocation: pd.DataFrame, counters: Any, workloads: Any = None, 
     cost["cost"] = cost["cost"] * cost["weight"]
     tok = tokens.copy()
     if time_keys:
-        tok["period"] = to_datetime(floor_ns(tok["timestamp"].to_numpy().astype("datetime64[ns]").view(np.int64),
-                                             freq))
+        tok["period"] = to_datetime(floor_ns(datetime_ns(tok["timestamp"]), freq))
     labels = labels_frame(workloads)
     label_cols = [c for c in by if c not in ("model", "consumer", "period")]
     for c in label_cols:
