@@ -65,8 +65,8 @@ def diagnose(usage: Any, costs: Any, inventory: Any, workloads: Any = None, *, b
     GPU-time-weighted means, plus utilisation (effective / held GPU-hours),
     peak memory share of the device and the share of held time under memory
     pressure. Rules (:data:`RULES`, thresholds :data:`DIAGNOSIS_THRESHOLDS`),
-    with "low" meaning util < low_util and "SMs" sm_active, else
-    gr_engine_active, else util:
+    with "low" meaning idle_util <= util < low_util and "SMs" sm_active, else
+    gr_engine_active, else util; an idle group gets the ``idle`` finding only:
 
     - ``idle``: util < idle_util.
     - ``input_pipeline``: low, SMs <= sm_idle, PCIe >= pcie_high.
@@ -126,23 +126,24 @@ def diagnose(usage: Any, costs: Any, inventory: Any, workloads: Any = None, *, b
     g = g.merge(alloc[[*by_cols, "cost"]], on=by_cols, how="left")
     g["cost"] = g["cost"].fillna(0.0)
 
-    low = g["util"] < th["low_util"]
+    idle = g["util"] < th["idle_util"]
+    low = (g["util"] < th["low_util"]) & ~idle  # an idle workload gets the idle finding only
     sm = g["sm_activity"]
     small = low & (g["mem_peak_share"] < th["mem_small"]) & (g["mem_capacity_gib"] >= th["big_gpu_gib"])
     masks = {
-        "idle": g["util"] < th["idle_util"],
+        "idle": idle,
         "input_pipeline": low & (sm <= th["sm_idle"]) & (g["pcie_bytes_per_s"] >= th["pcie_high"]),
         "communication": low & (sm <= th["sm_idle"]) & (g["nvlink_bytes_per_s"] >= th["nvlink_high"]),
         "memory_bound": low & ((g["mem_peak_share"] >= th["mem_full"]) |
                                (g["mem_pressure_share"] >= th["mem_pressure_share"])),
-        "memory_bandwidth": (g["dram_active"] >= th["dram_high"]) & (sm < th["sm_busy"]),
-        "no_mixed_precision": (sm >= th["sm_busy"]) & (g["tensor_active"] < th["tensor_idle"]),
+        "memory_bandwidth": ~idle & (g["dram_active"] >= th["dram_high"]) & (sm < th["sm_busy"]),
+        "no_mixed_precision": ~idle & (sm >= th["sm_busy"]) & (g["tensor_active"] < th["tensor_idle"]),
         "small_job_big_gpu": small,
     }
     matched = np.zeros(len(g), dtype=bool)
     for m in masks.values():
         matched |= m.to_numpy()
-    masks["unexplained"] = low & ~matched & ~masks["idle"]
+    masks["unexplained"] = low & ~matched
     small_count = int(small.sum())
     rows = []
     for name, cause, lever in RULES:

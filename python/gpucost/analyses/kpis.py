@@ -50,8 +50,8 @@ def queue_waits(queue: Any, workloads: Any = None, *, by: Sequence[str] = ("team
     check_freq(freq)
     by = list(by)
     t = Table(queue, "queue")
-    submitted = optional_instantsdatetime_ns(t, "submitted")
-    started = optional_instantsdatetime_ns(t, "started")
+    submitted = optional_instants_ns(t, "submitted")
+    started = optional_instants_ns(t, "started")
     if (submitted == _MIN).any():
         raise t._first_bad_row("submitted", submitted == _MIN, "missing instant")
     begun = started != _MIN
@@ -59,7 +59,7 @@ def queue_waits(queue: Any, workloads: Any = None, *, by: Sequence[str] = ("team
     if bad.any():
         raise t._first_bad_row("started", bad, "before 'submitted'")
     q = pd.DataFrame({"wait_min": (started - submitted) / (60 * NS_PER_S),
-                      "period": to_datetime(np.where(begun, floordatetime_ns(np.where(begun, started, 0), freq), _MIN))})
+                      "period": to_datetime(np.where(begun, floor_ns(np.where(begun, started, 0), freq), _MIN))})
     labels = labels_frame(workloads)
     for c in [c for c in by if c != "period"]:
         if t.has(c):
@@ -119,7 +119,7 @@ def kpis(usage: Any, costs: Any, inventory: Any, workloads: Any = None, *, by: S
     hourly = allocate(costs, usage, inventory, workloads, by=[*by, "period"], freq="h", interval=interval)
     hourly = hourly[hourly["gpu_hours"] > 0]
     hourly = hourly.assign(util=hourly["effective_gpu_hours"] / hourly["gpu_hours"],
-                           period=to_datetime(floordatetime_ns(datetime_ns(hourly["period"]), freq)))
+                           period=to_datetime(floor_ns(datetime_ns(hourly["period"]), freq)))
     util = hourly.groupby(keys, sort=True)["util"].agg(avg_util_1h_min="min", avg_util_1h_max="max")
     out = out.join(util, on=keys)
 
@@ -127,9 +127,9 @@ def kpis(usage: Any, costs: Any, inventory: Any, workloads: Any = None, *, by: S
                        interval=interval, exempt_label=exempt_label, exempt_values=exempt_values)
     spans = report.spans[report.spans["kind"] != "exempt"].reset_index(drop=True)
     key = np.char.add("span-", np.arange(len(spans)).astype(str)).astype(object)
-    priced = price_device_time(costs, inventory, device_time_usage(
-        spans["resource_id"].to_numpy(), spans["device"].to_numpy(), datetime_ns(spans["start"]), datetime_ns(spans["end"]), key),
-        freq=freq)
+    usage_idle = device_time_usage(spans["resource_id"].to_numpy(), spans["device"].to_numpy(),
+                                   datetime_ns(spans["start"]), datetime_ns(spans["end"]), key)
+    priced = price_device_time(costs, inventory, usage_idle, freq=freq)
     mine = priced[priced["consumer"].str.startswith("span-")]
     idx = mine["consumer"].str.slice(5).astype(np.int64).to_numpy()
     idle = pd.DataFrame({"period": mine["period"].to_numpy(), "holder": spans["consumer"].to_numpy()[idx],
