@@ -92,8 +92,7 @@ struct Fleet {
   }
 };
 
-void BM_FindIdle(benchmark::State& state) {
-  static const Fleet fleet(static_cast<int>(state.range(0)), 24, /*time_ordered=*/false);
+void RunFindIdle(benchmark::State& state, const Fleet& fleet) {
   for (auto _ : state) {
     auto result = gpucost::FindIdle(fleet.costs(), fleet.samples(), fleet.inventory(), {}, {});
     if (!result.ok()) state.SkipWithError(std::string(result.status().message()).c_str());
@@ -101,16 +100,16 @@ void BM_FindIdle(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(fleet.timestamp.size()));
 }
+
+void BM_FindIdle(benchmark::State& state) {
+  static const Fleet fleet(static_cast<int>(state.range(0)), 24, /*time_ordered=*/false);
+  RunFindIdle(state, fleet);
+}
 BENCHMARK(BM_FindIdle)->Arg(10000)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 void BM_FindIdleTimeOrdered(benchmark::State& state) {
   static const Fleet fleet(static_cast<int>(state.range(0)), 24, /*time_ordered=*/true);
-  for (auto _ : state) {
-    auto result = gpucost::FindIdle(fleet.costs(), fleet.samples(), fleet.inventory(), {}, {});
-    if (!result.ok()) state.SkipWithError(std::string(result.status().message()).c_str());
-    benchmark::DoNotOptimize(result);
-  }
-  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(fleet.timestamp.size()));
+  RunFindIdle(state, fleet);
 }
 BENCHMARK(BM_FindIdleTimeOrdered)->Arg(10000)->Unit(benchmark::kMillisecond)->UseRealTime();
 
