@@ -112,6 +112,22 @@ def test_inference_moves_off_training_grade_gpus():
     assert by_team["cost"].sum() == pytest.approx(16.0)
 
 
+def test_default_catalog_is_the_embedded_one():
+    """An inference pod on one GPU of a p4d.24xlarge: the embedded catalog's
+    cheapest priced AWS type with a 24 GiB GPU."""
+    costs = lines("i-p4d", "2026-03-02 00:00", 1, P4D_HOURLY, list_cost=P4D_HOURLY)
+    usage = series("i-p4d", 0, "web/llm", "2026-03-02 00:00", "2026-03-02 01:00", 0.3, mem_gib=10)
+    workloads = pd.DataFrame({"consumer": ["web/llm"], "class": ["inference"]})
+    instances = pd.DataFrame({"resource_id": ["i-p4d"], "instance_type": ["p4d.24xlarge"]})
+    embedded = gpucost.catalog.instance_types()
+    priced = embedded[(embedded["provider"] == "aws") & embedded["on_demand_hourly"].notna() &
+                      (embedded["gpu_memory_gib"] >= 12)].sort_values("on_demand_hourly").iloc[0]
+    r = gpucost.rightsize(usage, costs, inventory("i-p4d", 8), workloads, instances=instances).iloc[0]
+    assert (r["instance_type"], r["gpu_model"]) == ("p4d.24xlarge", "A100 40GB")
+    assert r["recommended_instance_type"] == priced["instance_type"]
+    assert r["monthly_saving"] == pytest.approx((P4D_HOURLY / 8 - priced["on_demand_hourly"]) * 730)
+
+
 def test_bad_catalog_and_parameters():
     usage, costs, inv = p4d_hour([0.5] * 8)
     with pytest.raises(gpucost.InvalidInputError, match="catalog: missing required column 'gpu_memory_gib'"):

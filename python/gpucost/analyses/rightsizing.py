@@ -13,7 +13,7 @@ import pandas as pd
 from gpucost.allocation import allocate
 from gpucost.analyses._common import NS_PER_H, RESERVED, instants_ns, strings
 from gpucost.analyses.profile import usage_profile
-from gpucost.errors import Error, InvalidInputError
+from gpucost.errors import InvalidInputError
 from gpucost.frames import Table
 
 __all__ = ["rightsize", "load_catalog", "CATALOG_COLUMNS"]
@@ -25,14 +25,12 @@ CATALOG_COLUMNS = ("provider", "instance_type", "gpu_model", "gpus", "gpu_memory
 
 def load_catalog(catalog: Any = None) -> pd.DataFrame:
     """The instance catalog as a DataFrame: ``catalog`` when given (any
-    table with :data:`CATALOG_COLUMNS`), else gpucost's embedded catalog
-    (``gpucost.catalog.instance_types()``)."""
+    table with :data:`CATALOG_COLUMNS`; it replaces the embedded catalog), else
+    gpucost's embedded catalog (``gpucost.catalog.instance_types()``; to add
+    your own prices to it, pass ``gpucost.catalog.instance_types(your_rows)``)."""
     if catalog is None:
-        try:
-            from gpucost import catalog as embedded  # noqa: PLC0415 - optional until the catalog ships
-        except ImportError:
-            raise Error("no instance catalog: this build of gpucost has no gpucost.catalog; pass catalog= (a "
-                        f"table with {', '.join(CATALOG_COLUMNS)})") from None
+        from gpucost import catalog as embedded  # noqa: PLC0415 - gpucost.catalog imports the analyses' peers
+
         catalog = embedded.instance_types()
     t = Table(catalog, "catalog")
     out = pd.DataFrame({
@@ -103,8 +101,10 @@ def rightsize(usage: Any, costs: Any, inventory: Any, workloads: Any = None, *, 
     (the bill's own span counts as the observed period). No cheaper fit: an
     empty ``recommended_instance_type`` and a 0 saving, with the ``reason``.
 
-    ``catalog``: a table with :data:`CATALOG_COLUMNS`; default the embedded
-    catalog (``gpucost.catalog.instance_types()``).
+    ``catalog``: a table with :data:`CATALOG_COLUMNS` (it replaces the
+    embedded catalog); default the embedded catalog
+    (``gpucost.catalog.instance_types()``, which has on-demand prices only
+    where a source is known; types without a price are never recommended).
 
     Example:
         >>> gpucost.rightsize(usage, costs, inventory, workloads, catalog=my_prices)
