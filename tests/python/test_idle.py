@@ -235,3 +235,12 @@ def test_bad_input_names_table_row_and_column(pod_holding_idle_gpu, change, mess
 def test_bad_parameters(pod_holding_idle_gpu, kwargs, message):
     with pytest.raises(gpucost.InvalidInputError, match=message):
         gpucost.find_idle(*pod_holding_idle_gpu, **kwargs)
+
+
+def test_busy_instance_has_no_findings_and_its_spend_in_daily():
+    costs = lines("i-b", "2026-03-02 00:00", 3, 4.0)
+    usage = series("i-b", 0, "job", "2026-03-02 00:00", "2026-03-02 03:00", 0.9)
+    report = gpucost.find_idle(usage, costs, inventory("i-b", 1))
+    assert len(report.findings) == 0 and len(report.spans) == 0
+    assert report.daily[["idle_cost", "gpu_spend", "idle_share"]].values.tolist() == [[0.0, 12.0, 0.0]]
+    assert len(gpucost.idle_policy(usage, costs, inventory("i-b", 1))) == 0

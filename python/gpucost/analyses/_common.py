@@ -174,9 +174,6 @@ def price_device_time(costs: Any, inventory: Any, usage: pd.DataFrame, freq: str
     gpucost.allocate: a device held over [a, b) gets, from each line of its
     resource, ``cost * overlap / (devices * line length)``."""
     by = ["consumer"] if freq is None else ["consumer", "period"]
-    if len(usage) == 0:
-        empty = allocate(costs, usage, inventory, by=by, freq=freq)
-        return empty[empty["consumer"] != empty["consumer"]]
     return allocate(costs, usage, inventory, by=by, freq=freq)
 
 

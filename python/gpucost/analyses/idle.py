@@ -149,10 +149,9 @@ def find_idle(usage: Any, costs: Any, inventory: Any, workloads: Any = None, thr
     # Per device span: its dollars (rows of the span consumers only).
     mine = priced[priced["consumer"].str.startswith("span-")]
     idx = mine["consumer"].str.slice(5).astype(np.int64).to_numpy()
-    dollars = np.bincount(idx, weights=mine["cost"].to_numpy(), minlength=len(spans))
-    spans["dollars_wasted"] = dollars
+    spans["dollars_wasted"] = _per_span(idx, mine["cost"], len(spans))
     if has_list:
-        spans["list_dollars_wasted"] = np.bincount(idx, weights=mine["list_cost"].to_numpy(), minlength=len(spans))
+        spans["list_dollars_wasted"] = _per_span(idx, mine["list_cost"], len(spans))
 
     holders = _holders(raw)
     main, every = _main_holders(holders)
@@ -172,6 +171,11 @@ def _holders(raw: dict) -> pd.DataFrame:
     names = np.asarray(raw["consumer_names"], dtype=object)
     return pd.DataFrame({"span": h["span"], "consumer": names[h["consumer"]] if len(names) else
                          np.empty(0, dtype=object), "held_ns": h["held_ns"]})
+
+
+def _per_span(span: np.ndarray, values: pd.Series, n: int) -> np.ndarray:
+    """Sums of `values` per span index (float64, zeros for none)."""
+    return np.bincount(span, weights=values.to_numpy(dtype=np.float64), minlength=n).astype(np.float64)
 
 
 def _lookup(keys: pd.Series, mapping: pd.Series) -> np.ndarray:
@@ -325,8 +329,7 @@ def idle_policy(usage: Any, costs: Any, inventory: Any, workloads: Any = None, *
         priced = price_device_time(costs, inventory, device_time_usage(
             names[d["resource"][row]], dev, d["time"][row], d["until"][row], key))
         mine = priced[priced["consumer"].str.startswith("stake-")]
-        stake += np.bincount(mine["consumer"].str.slice(6).astype(np.int64).to_numpy(),
-                             weights=mine["cost"].to_numpy(), minlength=len(timeline))
+        stake += _per_span(mine["consumer"].str.slice(6).astype(np.int64).to_numpy(), mine["cost"], len(timeline))
     timeline["dollars_at_stake"] = stake
     timeline["reason"] = _reasons(timeline, threshold, seconds(window, "window"), seconds(grace, "grace"))
     timeline = timeline.sort_values(["time", "resource_id"], kind="stable").reset_index(drop=True)
