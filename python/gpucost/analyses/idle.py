@@ -190,7 +190,10 @@ def _main_holders(holders: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
         return pd.Series([], dtype=object), pd.Series([], dtype=object)
     ordered = holders.sort_values(["span", "held_ns", "consumer"], ascending=[True, False, True])
     main = ordered.drop_duplicates("span").set_index("span")["consumer"]
-    every = holders.sort_values(["span", "consumer"]).groupby("span")["consumer"].agg(",".join)
+    # Most spans have one holder: join names only where there are several.
+    count = holders.groupby("span")["consumer"].transform("size").to_numpy()
+    shared = holders[count > 1].sort_values(["span", "consumer"]).groupby("span")["consumer"].agg(",".join)
+    every = pd.concat([holders[count == 1].set_index("span")["consumer"], shared])
     return main, every
 
 
@@ -199,16 +202,27 @@ def _findings(per: pd.DataFrame, labels: pd.DataFrame, has_list: bool) -> pd.Dat
     holders -> one row listing the devices."""
     label_cols = [c for c in labels.columns if c != "consumer"]
     keys = ["resource_id", "kind", "start_ns", "end_ns", "holders", "consumer"]
-    agg = {"device": list, "busy_ns": "sum", "observed_ns": "sum", "dollars_wasted": "sum"}
+    agg = {"gpus": ("device", "size"), "first": ("device", "min"), "last": ("device", "max"),
+           "busy_ns": ("busy_ns", "sum"), "observed_ns": ("observed_ns", "sum"),
+           "dollars_wasted": ("dollars_wasted", "sum")}
     if has_list:
-        agg["list_dollars_wasted"] = "sum"
-    grouped = per.groupby(keys, sort=False, dropna=False).agg(agg).reset_index()
-    gpus = grouped["device"].map(len).to_numpy()
+        agg["list_dollars_wasted"] = ("list_dollars_wasted", "sum")
+    group_of = per.groupby(keys, sort=False, dropna=False)
+    grouped = group_of.agg(**agg).reset_index()
+    gpus = grouped["gpus"].to_numpy()
+    # Devices as "0-7" / "3"; lists with gaps ("1-3,5") are spelled out one by one.
+    first, last = grouped["first"].to_numpy(), grouped["last"].to_numpy()
+    devices = np.where(first == last, first.astype(str),
+                       np.char.add(np.char.add(first.astype(str), "-"), last.astype(str))).astype(object)
+    gaps = np.flatnonzero(last - first + 1 != gpus)
+    if len(gaps):
+        lists = per.assign(_g=group_of.ngroup()).groupby("_g")["device"].agg(list)
+        devices[gaps] = [_device_list(lists[g]) for g in gaps]
     length_ns = (grouped["end_ns"] - grouped["start_ns"]).to_numpy()
     device_ns = length_ns.astype(np.float64) * gpus
     out = pd.DataFrame({
         "resource_id": grouped["resource_id"].astype(str),
-        "devices": grouped["device"].map(_device_list).astype(str),
+        "devices": devices.astype(str),
         "gpus": gpus.astype(np.int64),
         "start": to_datetime(grouped["start_ns"].to_numpy()),
         "end": to_datetime(grouped["end_ns"].to_numpy()),
