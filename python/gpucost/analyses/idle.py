@@ -190,11 +190,20 @@ def _main_holders(holders: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
         return pd.Series([], dtype=object), pd.Series([], dtype=object)
     ordered = holders.sort_values(["span", "held_ns", "consumer"], ascending=[True, False, True])
     main = ordered.drop_duplicates("span").set_index("span")["consumer"]
-    # Most spans have one holder: join names only where there are several.
-    count = holders.groupby("span")["consumer"].transform("size").to_numpy()
-    shared = holders[count > 1].sort_values(["span", "consumer"]).groupby("span")["consumer"].agg(",".join)
-    every = pd.concat([holders[count == 1].set_index("span")["consumer"], shared])
+    every = _join_sorted(holders.sort_values(["span", "consumer"]), "span", "consumer")
     return main, every
+
+
+def _join_sorted(frame: pd.DataFrame, key: str, value: str) -> pd.Series:
+    """The `value` strings of each `key` joined with "," (frame sorted by
+    key), without a Python call per group."""
+    keys = frame[key].to_numpy()
+    values = frame[value].to_numpy(dtype=object)
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+    last = np.r_[starts[1:] - 1, len(keys) - 1]
+    pieces = values + ","
+    pieces[last] = values[last]
+    return pd.Series(np.add.reduceat(pieces, starts), index=keys[starts])
 
 
 def _findings(per: pd.DataFrame, labels: pd.DataFrame, has_list: bool) -> pd.DataFrame:
@@ -216,7 +225,9 @@ def _findings(per: pd.DataFrame, labels: pd.DataFrame, has_list: bool) -> pd.Dat
                        np.char.add(np.char.add(first.astype(str), "-"), last.astype(str))).astype(object)
     gaps = np.flatnonzero(last - first + 1 != gpus)
     if len(gaps):
-        lists = per.assign(_g=group_of.ngroup()).groupby("_g")["device"].agg(list)
+        numbered = per.assign(_g=group_of.ngroup().to_numpy())
+        numbered = numbered[numbered["_g"].isin(gaps)]
+        lists = numbered.groupby("_g")["device"].agg(list)
         devices[gaps] = [_device_list(lists[g]) for g in gaps]
     length_ns = (grouped["end_ns"] - grouped["start_ns"]).to_numpy()
     device_ns = length_ns.astype(np.float64) * gpus
