@@ -4,7 +4,6 @@ dollar an analysis reports reconciles with the allocation)."""
 
 from __future__ import annotations
 
-import datetime as _dt
 from collections.abc import Sequence
 from typing import Any
 
@@ -35,18 +34,6 @@ def seconds(value: Any, name: str) -> float:
     if not np.isfinite(out) or out < 0:
         raise InvalidInputError(f"parameter '{name}': {value!r} is not a non-negative duration")
     return out
-
-
-def instant(value: Any, name: str) -> int:
-    """An instant parameter as int64 ns UTC (naive = UTC)."""
-    try:
-        t = pd.Timestamp(value)
-    except (TypeError, ValueError) as exc:
-        raise InvalidInputError(f"parameter '{name}': {value!r} is not an instant ({exc})") from None
-    if t is pd.NaT:
-        raise InvalidInputError(f"parameter '{name}': missing instant")
-    t = t.tz_localize("UTC") if t.tzinfo is None else t.tz_convert("UTC")
-    return int(t.as_unit("ns").value)
 
 
 def instants_ns(table: Table, column: str) -> np.ndarray:
@@ -195,6 +182,3 @@ def as_frame(data: Any, name: str) -> pd.DataFrame:
     raw = t._data
     return raw.to_pandas() if hasattr(raw, "to_pandas") else pd.DataFrame(raw)
 
-
-def timedelta_param(value: Any, name: str) -> _dt.timedelta:
-    return pd.Timedelta(seconds=seconds(value, name)).to_pytimedelta()

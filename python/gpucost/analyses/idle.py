@@ -21,12 +21,12 @@ from gpucost.analyses._common import (
     NS_PER_H,
     attach_labels,
     device_time_usage,
-    instant,
     labels_frame,
     price_device_time,
     seconds,
     to_datetime,
 )
+from gpucost.prometheus import to_ns
 
 __all__ = ["IdleReport", "find_idle", "idle_policy", "EXEMPT_VALUES"]
 
@@ -360,7 +360,7 @@ def idle_policy(usage: Any, costs: Any, inventory: Any, workloads: Any = None, *
     timeline = timeline.sort_values(["time", "resource_id"], kind="stable").reset_index(drop=True)
     if on_decision is not None:
         selected = timeline if since is None else \
-            timeline[timeline["time"] >= pd.Timestamp(instant(since, "since"), unit="ns", tz="UTC")]
+            timeline[timeline["time"] >= pd.Timestamp(to_ns(since, "since"), unit="ns", tz="UTC")]
         for record in selected.to_dict("records"):
             on_decision(record)
     return timeline
