@@ -8,6 +8,7 @@ void RegisterAllocate(pybind11::module_& m);
 void RegisterCatalog(pybind11::module_& m);
 void RegisterTelemetry(pybind11::module_& m);
 void RegisterAnalyses(pybind11::module_& m);
+void RegisterAdvice(pybind11::module_& m);
 }  // namespace gpucost::python
 
 PYBIND11_MODULE(_core, m) {
@@ -17,4 +18,5 @@ PYBIND11_MODULE(_core, m) {
   gpucost::python::RegisterCatalog(m);
   gpucost::python::RegisterTelemetry(m);
   gpucost::python::RegisterAnalyses(m);
+  gpucost::python::RegisterAdvice(m);
 }
