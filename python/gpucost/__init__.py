@@ -29,6 +29,22 @@ from gpucost.analyses import (
     usage_profile,
     vllm_tokens,
 )
+from gpucost.analyses import (
+    advise_commitments,
+    amortize,
+    autoscaling_estimate,
+    budget_status,
+    commitment_coverage,
+    commitment_utilization,
+    forecast_spend,
+    hourly_demand,
+    read_spot_prices,
+    spend_anomalies,
+    spot_move_savings,
+    spot_placement,
+    spot_savings,
+    workload_classes,
+)
 
 __version__ = "0.1.0"
 
@@ -37,3 +53,7 @@ __all__ += ["catalog", "inventory"]
 __all__ += ["kubernetes", "prometheus", "read_nvidia_smi", "read_slurm_sacct"]
 __all__ += ["IdleReport", "SpotRuns", "diagnose", "find_idle", "idle_policy", "kpis", "queue_waits", "rightsize",
             "spot_interruptions", "spot_runs", "token_costs", "unit_costs", "usage_profile", "vllm_tokens"]
+# Purchasing advice, what was bought, budgets and forecasts (docs/advisor.md).
+__all__ += ["advise_commitments", "amortize", "autoscaling_estimate", "budget_status", "commitment_coverage",
+            "commitment_utilization", "forecast_spend", "hourly_demand", "read_spot_prices", "spend_anomalies",
+            "spot_move_savings", "spot_placement", "spot_savings", "workload_classes"]

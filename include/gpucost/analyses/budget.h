@@ -98,7 +98,7 @@ struct AnomalyOptions {
   int64_t max_history = 91;
   // Materiality: a day is never anomalous when it exceeds its expected spend
   // by less than this fraction of it, however smooth the history.
-  double min_relative_excess = 0.05;
+  double min_relative_excess = 0.10;
   ForecastOptions forecast;  // model choice by history length
 };
 

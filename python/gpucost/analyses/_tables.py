@@ -1,0 +1,93 @@
+"""Input checks shared by the purchasing analyses: tables as pandas frames,
+instants as int64 nanoseconds, and errors in gpucost's one format
+(``table: row N, column 'c': what``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from gpucost.errors import InvalidInputError
+from gpucost.frames import Table
+
+NANOS_PER_HOUR = 3_600_000_000_000
+NANOS_PER_DAY = 24 * NANOS_PER_HOUR
+_TICKS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
+_MISSING = np.iinfo(np.int64).min
+
+
+def row_error(table: str, row: int, column: str, what: str) -> InvalidInputError:
+    return InvalidInputError(f"{table}: row {row}, column '{column}': {what}")
+
+
+def raise_first(table: str, column: str, mask: np.ndarray, what) -> None:
+    """Raises for the first row where `mask` holds; `what(row)` says why."""
+    mask = np.asarray(mask, dtype=bool)
+    if mask.any():
+        row = int(np.flatnonzero(mask)[0])
+        raise row_error(table, row, column, what(row))
+
+
+def table(data: Any, name: str) -> Table:
+    if isinstance(data, Table):
+        return data
+    return Table(data, name)
+
+
+def frame(data: Any, name: str, required: Iterable[str] = (), optional: Iterable[str] = ()) -> pd.DataFrame:
+    """The named columns of `data` (a DataFrame, an Arrow table or a mapping)
+    as a pandas frame with a fresh 0..n-1 index, so row numbers in errors are
+    the caller's positions."""
+    t = table(data, name)
+    columns = [c for c in required]
+    for c in columns:
+        t.column(c)  # raises "name: missing required column 'c'"
+    columns += [c for c in optional if t.has(c) and c not in columns]
+    out = {}
+    for c in columns:
+        col = t.column(c)
+        out[c] = col.to_pandas() if isinstance(col, pa.ChunkedArray) else col.reset_index(drop=True)
+    return pd.DataFrame(out, index=pd.RangeIndex(len(t)))
+
+
+def instants_ns(data: Any, name: str, column: str) -> np.ndarray:
+    """int64 nanoseconds since the epoch (UTC); a missing instant is an error."""
+    values, unit = table(data, name).instants(column)
+    values = np.asarray(values, dtype=np.int64)
+    raise_first(name, column, values == _MISSING, lambda r: "missing instant")
+    return values * _TICKS[unit]
+
+
+def instant_ns(value: Any, parameter: str) -> int:
+    """A scalar instant (str, datetime, Timestamp, date) as UTC nanoseconds."""
+    try:
+        ts = pd.Timestamp(value)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"parameter '{parameter}': {value!r} is not an instant ({exc})") from None
+    if ts is pd.NaT:
+        raise InvalidInputError(f"parameter '{parameter}': missing instant")
+    ts = ts.tz_localize("UTC") if ts.tzinfo is None else ts.tz_convert("UTC")
+    return int(ts.as_unit("ns").value)
+
+
+def finite_floats(data: Any, name: str, column: str, *, minimum: float | None = None) -> np.ndarray:
+    values = table(data, name).floats(column)
+    raise_first(name, column, ~np.isfinite(values), lambda r: f"{values[r]} is not a finite number")
+    if minimum is not None:
+        raise_first(name, column, values < minimum, lambda r: f"{values[r]} is below {minimum:g}")
+    return values
+
+
+def strings(data: Any, name: str, column: str) -> np.ndarray:
+    """An object array of str, None where the value is missing."""
+    codes, values = table(data, name).strings(column)
+    lookup = np.asarray(list(values) + [None], dtype=object)
+    return lookup[np.where(codes < 0, len(values), codes)]
+
+
+def to_utc(ns: np.ndarray) -> pd.DatetimeIndex:
+    return pd.DatetimeIndex(np.asarray(ns, dtype=np.int64).view("datetime64[ns]")).tz_localize("UTC")

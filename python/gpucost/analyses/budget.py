@@ -1,0 +1,383 @@
+"""Budgets, forecasts and spend anomalies (docs/advisor.md §6).
+
+Daily spend comes from an allocation grouped by day
+(``gpucost.allocate(..., by=["team", "period"], freq="D")``). The forecast
+is least squares on daily spend with a trend and weekday terms, fitted in
+C++ with Eigen (``gpucost::ForecastDaily``); the prediction interval of the
+month's remaining days carries both day-to-day noise and the uncertainty of
+the fit. Anomalies are days above the one-step-ahead band fitted on the days
+before them (``gpucost::DailyBands``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from gpucost import _core
+from gpucost.allocation import RESULT_METRICS
+from gpucost.analyses._tables import (
+    NANOS_PER_DAY,
+    finite_floats,
+    frame,
+    instant_ns,
+    instants_ns,
+    row_error,
+    strings,
+    table,
+    to_utc,
+)
+from gpucost.errors import InvalidInputError
+
+__all__ = ["budget_status", "forecast_spend", "spend_anomalies", "DEFAULT_THRESHOLDS"]
+
+DEFAULT_THRESHOLDS = (0.5, 0.8, 1.0)
+_MODELS = {0: "none", 1: "mean", 2: "trend", 3: "trend+weekday"}
+_NAME = "allocation_by_day"
+
+
+def _daily(allocation_by_day: Any) -> tuple[pd.DataFrame, Any]:
+    """The allocation with a `day` column (days since the epoch) and `cost`."""
+    t = table(allocation_by_day, _NAME)
+    day = instants_ns(t, _NAME, "period") // NANOS_PER_DAY
+    cost = finite_floats(t, _NAME, "cost")
+    return pd.DataFrame({"day": day, "cost": cost}), t
+
+
+def _day_of(value: Any, parameter: str) -> int:
+    return instant_ns(value, parameter) // NANOS_PER_DAY
+
+
+def _month_bounds(day: int) -> tuple[int, int]:
+    """First and last day of the calendar month of `day`."""
+    ts = to_utc([day * NANOS_PER_DAY])[0]
+    first = ts.replace(day=1)
+    last = first + pd.offsets.MonthEnd(0)
+    return int(first.value // NANOS_PER_DAY), int(last.value // NANOS_PER_DAY)
+
+
+def _series(days: np.ndarray, spend: np.ndarray, first: int, last: int) -> tuple[np.ndarray, np.ndarray]:
+    """Dense daily spend over [first, last], days without rows at 0."""
+    grid = np.arange(first, last + 1, dtype=np.int64)
+    inside = (days >= first) & (days <= last)
+    values = np.bincount((days[inside] - first).astype(np.int64), weights=spend[inside],
+                         minlength=grid.size)[: grid.size]
+    return grid, values
+
+
+def _csr(series: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    sizes = np.array([len(d) for d, _ in series], dtype=np.int64)
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    day = np.concatenate([d for d, _ in series]) if series else np.empty(0, np.int64)
+    spend = np.concatenate([v for _, v in series]) if series else np.empty(0)
+    return offsets, day.astype(np.int64), spend.astype(np.float64)
+
+
+def _thresholds(value: Any, row: int) -> tuple[float, ...]:
+    if value is None or (isinstance(value, float) and np.isnan(value)):
+        return DEFAULT_THRESHOLDS
+    items = value.replace(";", ",").split(",") if isinstance(value, str) else list(np.atleast_1d(value))
+    out = []
+    for item in items:
+        text = str(item).strip()
+        try:
+            number = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+        except ValueError:
+            raise row_error("budgets", row, "thresholds", f"'{text}' is not a fraction or a percentage") from None
+        if not np.isfinite(number) or number <= 0:
+            raise row_error("budgets", row, "thresholds", f"'{text}' is not a positive fraction")
+        out.append(number)
+    return tuple(sorted(out))
+
+
+def _pct_list(values: list[float]) -> str:
+    return ", ".join(f"{v:.0%}" for v in values)
+
+
+def budget_status(allocation_by_day: Any, budgets: Any, today: Any, *, level: float = 0.90,
+                  history_days: int = 91, anomaly_level: float = 0.99, min_history: int = 14,
+                  min_relative_excess: float = 0.10) -> pd.DataFrame:
+    """Month-to-date spend, the forecast to month end and the thresholds
+    crossed, per budget.
+
+    Args:
+        allocation_by_day: spend per day: ``period`` (a UTC day, or any instant
+            floored to its day), ``cost`` and label columns, as from
+            ``gpucost.allocate(..., by=["team", "period"], freq="D")``.
+        budgets: one row per budget: ``key`` (a label column), ``value`` (its
+            value; ``*`` for all rows), ``amount`` (monthly) and optionally
+            ``thresholds`` (fractions of the amount: ``"50%,80%,100%"``,
+            ``"0.5,0.8,1"`` or a list; default 50%, 80%, 100%).
+        today: the last day with spend to count (inclusive); its month is the
+            budget month. Rows after it are ignored (see ``attrs``).
+        level: coverage of the forecast interval.
+        history_days: days of history (up to today) the forecast is fitted on.
+        anomaly_level, min_history, min_relative_excess: as ``level``,
+            ``min_history`` and ``min_relative_excess`` of
+            :func:`spend_anomalies`; anomalous days count in the month to
+            date but are left out of the forecast's fit.
+
+    Returns:
+        One row per budget: ``key, value, month, amount, thresholds,
+        days_elapsed, days_in_month, month_to_date, mtd_share, forecast,
+        forecast_low, forecast_high`` (month totals), ``forecast_share,
+        crossed`` (thresholds crossed by month-to-date), ``forecast_crossed``
+        (by the forecast), ``at_risk`` (by the interval's upper end only),
+        ``status`` (``over``, ``forecast over``, ``at risk``, ``ok``),
+        ``model, trend_per_day, anomaly_days`` (days of the month above the
+        anomaly band).
+
+    Example:
+        >>> daily = gpucost.allocate(costs, usage, inventory, workloads, by=["team", "period"], freq="D")
+        >>> budgets = pd.DataFrame({"key": ["team"], "value": ["nlp"], "amount": [50_000]})
+        >>> gpucost.budget_status(daily, budgets, today="2026-03-15")
+    """
+    if not 0 < level < 1:
+        raise InvalidInputError(f"parameter 'level': {level} is not in (0, 1)")
+    if int(history_days) != history_days or history_days < 1:
+        raise InvalidInputError(f"parameter 'history_days': {history_days} is not a whole number >= 1")
+    data, t = _daily(allocation_by_day)
+    today_day = _day_of(today, "today")
+    month_first, month_last = _month_bounds(today_day)
+    ignored = int((data["day"] > today_day).sum())
+
+    name = "budgets"
+    b = frame(budgets, name, ["key", "value", "amount"], ["thresholds"])
+    b["key"] = strings(budgets, name, "key")
+    b["value"] = strings(budgets, name, "value")
+    b["amount"] = finite_floats(budgets, name, "amount")
+    for column in ("key", "value"):
+        missing = b[column].isna().to_numpy()
+        if missing.any():
+            raise row_error(name, int(np.flatnonzero(missing)[0]), column, "missing value")
+    bad = (b["amount"] <= 0).to_numpy()
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise row_error(name, row, "amount", f"{b['amount'].iat[row]} is not a positive monthly amount")
+
+    days = data["day"].to_numpy(np.int64)
+    spend = data["cost"].to_numpy(np.float64)
+    series, thresholds = [], []
+    for row, (key, value) in enumerate(zip(b["key"], b["value"])):
+        if value == "*":
+            mask = np.ones(len(data), dtype=bool)
+        else:
+            if not t.has(key):
+                raise row_error(name, row, "key", f"'{key}' is not a column of {_NAME}")
+            mask = (strings(t, _NAME, key) == value)
+        group_days = days[mask & (days <= today_day)]
+        first = max(int(group_days.min()), today_day - int(history_days) + 1) if group_days.size else today_day + 1
+        series.append(_series(group_days, spend[mask & (days <= today_day)], first, today_day))
+        thresholds.append(_thresholds(b["thresholds"].iat[row] if "thresholds" in b else None, row))
+
+    offsets, day, values = _csr(series)
+    n = len(series)
+    bands = _core.daily_bands(offsets, day, values, float(anomaly_level), int(min_history), int(history_days),
+                              float(min_relative_excess), 7, 21)
+    # The forecast is fitted on the normal days: a one-off spike counts in
+    # the month to date, not in the trend.
+    normal = bands["anomaly"] == 0
+    owner = np.repeat(np.arange(n), np.diff(offsets))
+    fit_offsets = np.concatenate([[0], np.cumsum(np.bincount(owner[normal], minlength=n))]).astype(np.int64)
+    horizon_first = np.full(n, today_day + 1, dtype=np.int64)
+    horizon_last = np.full(n, month_last, dtype=np.int64)
+    f = _core.forecast_daily(fit_offsets, day[normal], values[normal], horizon_first, horizon_last, float(level),
+                             7, 21)
+
+    in_month = (day >= month_first) & (day <= today_day)
+    mtd = np.bincount(owner[in_month], weights=values[in_month], minlength=n)
+    anomalies = np.bincount(owner[in_month & (bands["anomaly"] == 1)], minlength=n)
+    remaining = np.maximum(f["total"], 0.0)
+    low = np.maximum(np.nan_to_num(f["total_lower"], nan=np.nan), 0.0)
+    high = np.maximum(f["total_upper"], 0.0)
+    no_horizon = month_last <= today_day
+    out = pd.DataFrame({
+        "key": b["key"], "value": b["value"],
+        "month": to_utc([month_first * NANOS_PER_DAY] * n),
+        "amount": b["amount"],
+        "thresholds": [_pct_list(list(x)) for x in thresholds],
+        "days_elapsed": float(today_day - month_first + 1),
+        "days_in_month": float(month_last - month_first + 1),
+        "month_to_date": mtd,
+    })
+    out["mtd_share"] = out["month_to_date"] / out["amount"]
+    out["forecast"] = mtd + (0.0 if no_horizon else remaining)
+    out["forecast_low"] = mtd + (0.0 if no_horizon else low)
+    out["forecast_high"] = mtd + (0.0 if no_horizon else high)
+    out["forecast_share"] = out["forecast"] / out["amount"]
+    crossed, forecast_crossed, at_risk, status = [], [], [], []
+    for i, levels in enumerate(thresholds):
+        amount = out["amount"].iat[i]
+        now = [x for x in levels if out["month_to_date"].iat[i] >= x * amount]
+        ahead = [x for x in levels if out["forecast"].iat[i] >= x * amount]
+        upper = out["forecast_high"].iat[i]
+        risky = [x for x in levels if x not in ahead and np.isfinite(upper) and upper >= x * amount]
+        crossed.append(_pct_list(now))
+        forecast_crossed.append(_pct_list(ahead))
+        at_risk.append(_pct_list(risky))
+        if out["month_to_date"].iat[i] >= amount:
+            status.append("over")
+        elif out["forecast"].iat[i] >= amount:
+            status.append("forecast over")
+        elif np.isfinite(upper) and upper >= amount:
+            status.append("at risk")
+        else:
+            status.append("ok")
+    out["crossed"] = crossed
+    out["forecast_crossed"] = forecast_crossed
+    out["at_risk"] = at_risk
+    out["status"] = status
+    out["model"] = [_MODELS[int(m)] for m in f["model"]]
+    out["trend_per_day"] = f["trend"]
+    out["anomaly_days"] = anomalies.astype(np.int64)
+    out.attrs = {"today": str(to_utc([today_day * NANOS_PER_DAY])[0].date()), "rows_after_today_ignored": ignored,
+                 "level": level}
+    return out
+
+
+def forecast_spend(allocation_by_day: Any, *, by: Sequence[str] | str = (), through: Any, today: Any = None,
+                   level: float = 0.90, history_days: int = 91) -> pd.DataFrame:
+    """Daily spend forecast per group, day by day.
+
+    Args:
+        allocation_by_day: as for :func:`budget_status`.
+        by: label columns to forecast separately (none: the total).
+        through: the last day to forecast.
+        today: the last day of history (default: the table's last day).
+        level, history_days: as for :func:`budget_status`.
+
+    Returns:
+        One row per group and day after ``today`` through ``through``: the
+        ``by`` columns, ``day`` (UTC), ``point, lower, upper``, and ``model``.
+        ``attrs["fits"]`` has per group the fitted ``intercept``, ``trend``
+        and weekday effects (Monday..Sunday).
+    """
+    by_list = [by] if isinstance(by, str) else list(by)
+    data, t = _daily(allocation_by_day)
+    last_day = int(data["day"].max()) if len(data) else 0
+    today_day = _day_of(today, "today") if today is not None else last_day
+    through_day = _day_of(through, "through")
+    for c in by_list:
+        data[c] = pd.Series(strings(t, _NAME, c), dtype=object).fillna("(none)").to_numpy()
+    data = data[data["day"] <= today_day]
+    groups = data.groupby(by_list, sort=True) if by_list else [((), data)]
+    keys, series = [], []
+    for key, part in groups:
+        days = part["day"].to_numpy(np.int64)
+        first = max(int(days.min()), today_day - int(history_days) + 1)
+        series.append(_series(days, part["cost"].to_numpy(np.float64), first, today_day))
+        keys.append(key if isinstance(key, tuple) else (key,))
+    offsets, day, values = _csr(series)
+    n = len(series)
+    f = _core.forecast_daily(offsets, day, values, np.full(n, today_day + 1, np.int64),
+                             np.full(n, through_day, np.int64), float(level), 7, 21)
+    counts = np.diff(f["horizon_offsets"])
+    out = pd.DataFrame({c: np.repeat([k[i] for k in keys], counts) for i, c in enumerate(by_list)})
+    out["day"] = to_utc(f["day"] * NANOS_PER_DAY)
+    out["point"], out["lower"], out["upper"] = f["point"], f["lower"], f["upper"]
+    out["model"] = np.repeat([_MODELS[int(m)] for m in f["model"]], counts)
+    weekday = f["weekday"].reshape(-1, 7)
+    fits = pd.DataFrame({c: [k[i] for k in keys] for i, c in enumerate(by_list)})
+    fits["model"] = [_MODELS[int(m)] for m in f["model"]]
+    fits["intercept"], fits["trend"], fits["sigma"] = f["intercept"], f["trend"], f["sigma"]
+    for i, name in enumerate(("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")):
+        fits[name] = weekday[:, i]
+    out.attrs = {"fits": fits.to_dict("list")}
+    return out
+
+
+def _label_columns(t: Any) -> list[str]:
+    return [c for c in t.columns if c not in ("period", *RESULT_METRICS)]
+
+
+def spend_anomalies(allocation_by_day: Any, *, by: Sequence[str] | str | None = None, level: float = 0.99,
+                    min_history: int = 14, max_history: int = 91, min_relative_excess: float = 0.10,
+                    top: int = 3, all_days: bool = False) -> pd.DataFrame:
+    """Days whose total spend is far above its forecast band, and the groups
+    that drove them.
+
+    A day is anomalous when its spend is above the ``level`` one-sided
+    prediction bound of the model fitted on the ``max_history`` normal days
+    before it (at least ``min_history`` of them), and more than
+    ``min_relative_excess`` above the expected spend. Anomalous days are left
+    out of later fits. The same band is fitted to every group of ``by``
+    (default: every label column of the table); a group's excess on a day is
+    its spend minus its own expected spend (0 expected before it first
+    spent), and the drivers are the groups with the largest excess.
+
+    Returns:
+        One row per anomalous day (every judged day with ``all_days``):
+        ``day, spend, expected, upper, excess, anomaly, drivers`` (e.g.
+        ``"team=nlp +$1,234.00 (82%); team=vision +$270.00 (18%)"``),
+        ``top_driver, top_driver_excess``.
+
+    Example:
+        >>> daily = gpucost.allocate(costs, usage, inventory, workloads, by=["team", "period"], freq="D")
+        >>> gpucost.spend_anomalies(daily, by="team")
+    """
+    if int(top) != top or top < 1:
+        raise InvalidInputError(f"parameter 'top': {top} is not a whole number >= 1")
+    data, t = _daily(allocation_by_day)
+    by_list = _label_columns(t) if by is None else ([by] if isinstance(by, str) else list(by))
+    if data.empty:
+        return pd.DataFrame(columns=["day", "spend", "expected", "upper", "excess", "anomaly", "drivers",
+                                     "top_driver", "top_driver_excess"])
+    first, last = int(data["day"].min()), int(data["day"].max())
+    days = data["day"].to_numpy(np.int64)
+    spend = data["cost"].to_numpy(np.float64)
+    series = [_series(days, spend, first, last)]
+    labels = ["(total)"]
+    if by_list:
+        names = [pd.Series(strings(t, _NAME, c), dtype=object).fillna("(none)") for c in by_list]
+        label = names[0].radd(f"{by_list[0]}=")
+        for c, values in zip(by_list[1:], names[1:]):
+            label = label + f", {c}=" + values
+        codes, uniques = pd.factorize(label, sort=True)
+        labels += list(uniques)
+    else:
+        codes = np.zeros(0, dtype=np.int64)
+    offsets, day, values = _csr(series)
+    if by_list:  # every group from its first day to the last, in one pass
+        g_first = np.full(len(labels) - 1, last, dtype=np.int64)
+        np.minimum.at(g_first, codes, days)
+        lengths = last - g_first + 1
+        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+        g_day = np.repeat(g_first, lengths) + (np.arange(lengths.sum()) - np.repeat(starts, lengths))
+        g_values = np.bincount(starts[codes] + days - g_first[codes], weights=spend, minlength=int(lengths.sum()))
+        offsets = np.concatenate([offsets, offsets[-1] + np.cumsum(lengths)]).astype(np.int64)
+        day = np.concatenate([day, g_day]).astype(np.int64)
+        values = np.concatenate([values, g_values])
+        series += [None] * (len(labels) - 1)
+    bands = _core.daily_bands(offsets, day, values, float(level), int(min_history), int(max_history),
+                              float(min_relative_excess), 7, 21)
+    total = slice(offsets[0], offsets[1])
+    out = pd.DataFrame({"day": to_utc(day[total] * NANOS_PER_DAY), "spend": values[total],
+                        "expected": bands["expected"][total], "upper": bands["upper"][total],
+                        "judged": bands["judged"][total].astype(bool), "anomaly": bands["anomaly"][total] == 1})
+    out["excess"] = out["spend"] - out["expected"]
+    # Group excess on every day of the total series (0 expected before a
+    # group's first day and where its own band has no history yet).
+    excess = np.zeros((len(series) - 1, last - first + 1))
+    groups = slice(int(offsets[1]), int(offsets[-1]))
+    group_of = np.repeat(np.arange(len(series) - 1), np.diff(offsets)[1:])
+    excess[group_of, day[groups] - first] = values[groups] - np.nan_to_num(bands["expected"][groups], nan=0.0)
+    out["drivers"] = ""
+    out["top_driver"] = None
+    out["top_driver_excess"] = np.nan
+    for i in np.flatnonzero(out["anomaly"].to_numpy()) if excess.size else []:
+        column = excess[:, i]
+        order = np.argsort(-column, kind="stable")
+        positive = order[column[order] > 0]
+        if not positive.size:
+            continue
+        share = column[positive] / column[positive].sum()
+        out.loc[i, "drivers"] = "; ".join(f"{labels[1 + g]} +${column[g]:,.2f} ({s:.0%})"
+                                          for g, s in zip(positive[:top], share[:top]))
+        out.loc[i, "top_driver"] = labels[1 + positive[0]]
+        out.loc[i, "top_driver_excess"] = float(column[positive[0]])
+    out = out if all_days else out[out["anomaly"]]
+    return out[["day", "spend", "expected", "upper", "excess", "anomaly", "drivers", "top_driver",
+                "top_driver_excess"]].reset_index(drop=True)

@@ -1,0 +1,227 @@
+"""What was already bought: commitment utilisation, coverage, realised spot
+savings (docs/advisor.md §3).
+
+All three read cost lines as the billing readers produce them (FOCUS, CUR,
+GCP, Azure normalised to one vocabulary): ``commitment_id``,
+``commitment_status`` (``Used``/``Unused``), ``charge_category``
+(``Purchase`` rows are what was paid for commitments), ``effective_cost``
+(amortised), ``billed_cost`` (invoiced), ``list_cost`` (on-demand
+equivalent) and ``pricing`` (``on_demand``, ``commitment``, ``spot``,
+``other``). Where ``effective_cost`` or ``billed_cost`` is absent or missing
+on a row, ``cost`` stands in for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from gpucost.analyses._tables import (
+    NANOS_PER_DAY,
+    NANOS_PER_HOUR,
+    finite_floats,
+    frame,
+    instants_ns,
+    raise_first,
+    row_error,
+    strings,
+    table,
+    to_utc,
+)
+from gpucost.errors import InvalidInputError
+
+__all__ = ["commitment_utilization", "commitment_coverage", "spot_savings"]
+
+_NAME = "costs"
+
+
+def _period(start_ns: np.ndarray, freq: str | None) -> pd.Series:
+    if freq is None:
+        return pd.Series(pd.NaT, index=range(len(start_ns)), dtype="datetime64[ns, UTC]")
+    if freq == "h":
+        return pd.Series(to_utc(start_ns // NANOS_PER_HOUR * NANOS_PER_HOUR))
+    if freq == "D":
+        return pd.Series(to_utc(start_ns // NANOS_PER_DAY * NANOS_PER_DAY))
+    if freq == "MS":
+        days = to_utc(start_ns // NANOS_PER_DAY * NANOS_PER_DAY)
+        return pd.Series(days.tz_localize(None).to_period("M").start_time.tz_localize("UTC"))
+    raise InvalidInputError(f"parameter 'freq': unknown freq '{freq}' (expected \"h\", \"D\", \"MS\" or None)")
+
+
+def _amount(costs: Any, column: str, fallback: np.ndarray) -> np.ndarray:
+    """A money column, `cost` where it is absent or missing; never NaN."""
+    t = table(costs, _NAME)
+    if not t.has(column):
+        return fallback
+    values = t.floats(column)
+    raise_first(_NAME, column, np.isinf(values), lambda r: f"{values[r]} is not finite")
+    return np.where(np.isnan(values), fallback, values)
+
+
+def _optional_strings(costs: Any, column: str) -> np.ndarray:
+    t = table(costs, _NAME)
+    return strings(t, _NAME, column) if t.has(column) else np.full(len(t), None, dtype=object)
+
+
+def commitment_utilization(costs: Any, *, freq: str | None = "D") -> pd.DataFrame:
+    """Utilisation of every commitment (reservation, savings plan, CUD) per period.
+
+    For each ``commitment_id`` and period (the line's start floored to
+    ``freq``: ``"h"``, ``"D"``, ``"MS"``, or None for the whole table):
+    ``purchased`` (billed cost of its ``Purchase`` rows), ``used`` (amortised
+    cost of the usage it covered, status ``Used``), ``unused`` (amortised cost
+    nobody used, status ``Unused``: FOCUS unused rows, CUR RI/SP fee rows),
+    ``utilization = used / (used + unused)``, ``on_demand_equivalent`` (list
+    cost of the covered usage) and ``savings`` (``on_demand_equivalent -
+    used - unused``: what the commitment saved against paying on demand for
+    the same usage, its waste included).
+
+    Example:
+        >>> gpucost.commitment_utilization(bill, freq="D").query("utilization < 0.8")
+    """
+    t = table(costs, _NAME)
+    start = instants_ns(t, _NAME, "start")
+    cost = finite_floats(t, _NAME, "cost")
+    commitment = strings(t, _NAME, "commitment_id")
+    status = strings(t, _NAME, "commitment_status")
+    known = pd.Series(status, dtype=object).isin(["Used", "Unused"]).to_numpy() | pd.isna(status)
+    raise_first(_NAME, "commitment_status", ~known, lambda r: f"'{status[r]}' is not Used or Unused")
+    raise_first(_NAME, "commitment_id", pd.notna(status) & pd.isna(commitment),
+                lambda r: f"a {status[r]} commitment row without the commitment's id")
+    category = _optional_strings(costs, "charge_category")
+    effective = _amount(costs, "effective_cost", cost)
+    billed = _amount(costs, "billed_cost", cost)
+    listed = t.floats("list_cost") if t.has("list_cost") else np.full(len(t), np.nan)
+    rows = pd.notna(commitment)
+    used = rows & (status == "Used")
+    data = pd.DataFrame({
+        "commitment_id": commitment[rows],
+        "period": _period(start, freq).to_numpy()[rows],
+        "purchased": np.where(category == "Purchase", billed, 0.0)[rows],
+        "used": np.where(used, effective, 0.0)[rows],
+        "unused": np.where(status == "Unused", effective, 0.0)[rows],
+        "on_demand_equivalent": np.where(used, listed, 0.0)[rows],
+        "used_lines": used[rows].astype(np.int64),
+        "unused_lines": (status == "Unused")[rows].astype(np.int64),
+    })
+    out = data.groupby(["commitment_id", "period"], sort=True, dropna=False, as_index=False).sum(min_count=0)
+    total = out["used"] + out["unused"]
+    out["utilization"] = (out["used"] / total).where(total != 0)
+    out["savings"] = out["on_demand_equivalent"] - out["used"] - out["unused"]
+    if not t.has("list_cost"):
+        out["on_demand_equivalent"] = np.nan
+        out["savings"] = np.nan
+    if freq is None:
+        out = out.drop(columns="period")
+    return out[[c for c in ("commitment_id", "period", "purchased", "used", "unused", "utilization",
+                            "on_demand_equivalent", "savings", "used_lines", "unused_lines") if c in out]]
+
+
+def commitment_coverage(costs: Any, *, by: Sequence[str] | str = ("instance_type",),
+                        freq: str | None = "D") -> pd.DataFrame:
+    """How much of the usage commitments covered, per group and period.
+
+    Usage lines (``charge_category`` ``Usage`` when present, unused commitment
+    rows excluded) weighed by their on-demand equivalent (``list_cost``):
+    ``covered`` (status ``Used`` or pricing ``commitment``), ``spot``,
+    ``on_demand``, ``other``; ``coverage = covered / on_demand_equivalent``
+    and the spot and on-demand shares; ``cost`` is what was actually paid
+    (``cost``). Lines without a value in a ``by`` column are grouped under
+    ``(none)``.
+
+    Example:
+        >>> gpucost.commitment_coverage(bill, by="instance_type", freq="MS")
+    """
+    t = table(costs, _NAME)
+    by_list = [by] if isinstance(by, str) else list(by)
+    start = instants_ns(t, _NAME, "start")
+    cost = finite_floats(t, _NAME, "cost")
+    listed = finite_floats(t, _NAME, "list_cost")
+    status = _optional_strings(costs, "commitment_status")
+    pricing = _optional_strings(costs, "pricing")
+    category = _optional_strings(costs, "charge_category")
+    usage = (pd.isna(category) | (category == "Usage")) & (status != "Unused")
+    covered = (status == "Used") | (pricing == "commitment")
+    groups = {c: pd.Series(strings(t, _NAME, c), dtype=object).fillna("(none)").to_numpy()[usage] for c in by_list}
+    data = pd.DataFrame({
+        **groups,
+        "period": _period(start, freq).to_numpy()[usage],
+        "on_demand_equivalent": listed[usage],
+        "covered": np.where(covered, listed, 0.0)[usage],
+        "spot": np.where(~covered & (pricing == "spot"), listed, 0.0)[usage],
+        "on_demand": np.where(~covered & (pricing == "on_demand"), listed, 0.0)[usage],
+        "cost": cost[usage],
+    })
+    data["other"] = data["on_demand_equivalent"] - data["covered"] - data["spot"] - data["on_demand"]
+    keys = [*by_list, "period"] if freq is not None else by_list
+    out = data.drop(columns=[] if freq is not None else ["period"]).groupby(
+        keys, sort=True, dropna=False, as_index=False).sum()
+    total = out["on_demand_equivalent"]
+    for part in ("covered", "spot", "on_demand"):
+        out[f"{part}_share"] = (out[part] / total).where(total != 0)
+    out = out.rename(columns={"covered_share": "coverage"})
+    return out[[*keys, "on_demand_equivalent", "covered", "spot", "on_demand", "other", "coverage", "spot_share",
+                "on_demand_share", "cost"]]
+
+
+def spot_savings(costs: Any, *, by: Sequence[str] | str = ("instance_type",),
+                 on_demand_rates: Any = None) -> pd.DataFrame:
+    """Spot savings as realised on the bill, not as advertised.
+
+    For the lines with ``pricing`` ``spot``: what was paid (``cost``) against
+    the on-demand equivalent of the same usage, which is the line's hours
+    times the ``hourly`` rate of its ``instance_type`` in ``on_demand_rates``
+    (a table ``instance_type, hourly``) when given there, else its
+    ``list_cost`` (CUR: ``pricing/publicOnDemandCost``; GCP ``cost_at_list``;
+    Azure pay-as-you-go cost; FOCUS providers may put the spot list price
+    there, which shows as no discount). Per group: ``spot_cost,
+    on_demand_equivalent, savings, savings_rate, lines,
+    lines_without_discount`` (lines whose reference is not above what was
+    paid) and ``reference`` (``rates``, ``list_cost`` or ``mixed``).
+
+    Example:
+        >>> gpucost.spot_savings(bill, by="instance_type")
+    """
+    t = table(costs, _NAME)
+    by_list = [by] if isinstance(by, str) else list(by)
+    start = instants_ns(t, _NAME, "start")
+    end = instants_ns(t, _NAME, "end")
+    cost = finite_floats(t, _NAME, "cost")
+    pricing = strings(t, _NAME, "pricing")
+    category = _optional_strings(costs, "charge_category")
+    spot = (pricing == "spot") & (pd.isna(category) | (category == "Usage"))
+    listed = t.floats("list_cost") if t.has("list_cost") else np.full(len(t), np.nan)
+    reference = listed.copy()
+    source = np.full(len(t), "list_cost", dtype=object)
+    if on_demand_rates is not None:
+        rates = frame(on_demand_rates, "on_demand_rates", ["instance_type", "hourly"])
+        hourly = finite_floats(rates, "on_demand_rates", "hourly", minimum=0)
+        rate = pd.Series(hourly, index=rates["instance_type"].astype(str)).groupby(level=0).first()
+        itype = pd.Series(strings(t, _NAME, "instance_type"), dtype=object)
+        per_hour = itype.map(rate).to_numpy(np.float64)
+        has_rate = np.isfinite(per_hour)
+        reference = np.where(has_rate, per_hour * (end - start) / NANOS_PER_HOUR, reference)
+        source = np.where(has_rate, "rates", source)
+    bad = spot & ~np.isfinite(reference)
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise row_error(_NAME, row, "list_cost", "a spot line without an on-demand equivalent "
+                        "(no list_cost, and no on_demand_rates row for its instance type)")
+    data = pd.DataFrame({
+        **{c: pd.Series(strings(t, _NAME, c), dtype=object).fillna("(none)").to_numpy()[spot] for c in by_list},
+        "spot_cost": cost[spot],
+        "on_demand_equivalent": reference[spot],
+        "lines": np.ones(int(spot.sum()), dtype=np.int64),
+        "lines_without_discount": (reference <= cost)[spot].astype(np.int64),
+        "from_rates": (source == "rates")[spot].astype(np.int64),
+    })
+    out = data.groupby(by_list, sort=True, dropna=False, as_index=False).sum()
+    out["savings"] = out["on_demand_equivalent"] - out["spot_cost"]
+    out["savings_rate"] = (out["savings"] / out["on_demand_equivalent"]).where(out["on_demand_equivalent"] > 0)
+    out["reference"] = np.select([out["from_rates"] == out["lines"], out["from_rates"] == 0],
+                                 ["rates", "list_cost"], "mixed")
+    return out[[*by_list, "spot_cost", "on_demand_equivalent", "savings", "savings_rate", "lines",
+                "lines_without_discount", "reference"]]
