@@ -89,5 +89,18 @@ def strings(data: Any, name: str, column: str) -> np.ndarray:
     return lookup[np.where(codes < 0, len(values), codes)]
 
 
+def split_at_hours(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Spans [start, end) (int64 ns) cut at UTC hour boundaries: for every
+    piece, the index of its span, its hour and its own [start, end)."""
+    start = np.asarray(start, dtype=np.int64)
+    end = np.asarray(end, dtype=np.int64)
+    first_hour = start // NANOS_PER_HOUR * NANOS_PER_HOUR
+    count = np.maximum((end - first_hour + NANOS_PER_HOUR - 1) // NANOS_PER_HOUR, 0)
+    span = np.repeat(np.arange(start.size), count)
+    k = np.arange(span.size) - np.repeat(np.cumsum(count) - count, count)
+    hour = first_hour[span] + k * NANOS_PER_HOUR
+    return span, hour, np.maximum(start[span], hour), np.minimum(end[span], hour + NANOS_PER_HOUR)
+
+
 def to_utc(ns: np.ndarray) -> pd.DatetimeIndex:
     return pd.DatetimeIndex(np.asarray(ns, dtype=np.int64).view("datetime64[ns]")).tz_localize("UTC")

@@ -284,6 +284,10 @@ def advise_commitments(costs: Any, usage: Any, inventory: Any, workloads: Any = 
     np.add.at(demand, (curve_of, (period - first) // NANOS_PER_HOUR), units.to_numpy(np.float64))
     demand = np.maximum(demand, 0.0)
     money = np.bincount(curve_of, weights=hourly["cost"].to_numpy(np.float64), minlength=len(curve_keys))
+    # A class with neither instance-hours nor money (the __idle__ rows of a
+    # fleet nobody left idle) has nothing to advise on.
+    keep = (demand.max(axis=1) > 0) | (money != 0)
+    demand, money, curve_keys = demand[keep], money[keep], curve_keys[keep]
 
     on_demand = _on_demand_rates(lines, option_rates, cat, group_by, unit, inventory)
     spot = option_rates[option_rates["kind"] == "spot"].set_index(group_by)["rate"]
@@ -458,6 +462,10 @@ def _on_demand_rates(lines: pd.DataFrame, rates: pd.DataFrame, cat: pd.DataFrame
 _KIND_WORDS = {"reserved": "reservation", "savings_plan": "savings plan", "cud": "committed use discount"}
 
 
+def _rate(x: float) -> str:
+    return "$" + f"{x:,.4f}".rstrip("0").rstrip(".")
+
+
 def _money(x: float) -> str:
     return f"${x:,.2f}" if abs(x) < 100 else f"${x:,.0f}"
 
@@ -481,13 +489,15 @@ def _reason(row: dict, group_by: str, overhead: float, sensitivity: float) -> st
                 f"today {_money(row['monthly_today'])}/month.")
     spot_words = ""
     if row['excess_on'] == "spot":
-        spot_words = (f" Interruptible work runs on spot at {_money(row['excess_rate'])}/{unit}-hour "
-                      f"including a {overhead:.0%} interruption overhead (on demand {_money(row['on_demand_rate'])}).")
+        spot_words = (f" Interruptible work runs on spot at {_rate(row['excess_rate'])}/{unit}-hour "
+                      f"including a {overhead:.0%} interruption overhead (on demand {_rate(row['on_demand_rate'])}).")
     if row['purchase'] in COMMITMENT_KINDS:
         term = f"{row['term_years']:g}-year {str(row['payment']).replace('_', '-')} {_KIND_WORDS[row['purchase']]}"
         peak_words = " (not sized to its peaks: training is bursty)" if cls == "training" else ""
-        return (f"{where}: {demand}. Commit to {row['level']:g} {units}{peak_words} with a {term} at "
-                f"{_money(row['rate'])}/{unit}-hour against {_money(row['excess_rate'])} for the rest: it pays off above "
+        count = f"{row['level']:g} {units[:-1] if row['level'] == 1 else units}"
+        per_hour = f" ({_money(row['commitment_per_hour'])} an hour)" if row['purchase'] == "savings_plan" else ""
+        return (f"{where}: {demand}. Commit to {count}{peak_words} with a {term}{per_hour} at "
+                f"{_rate(row['rate'])}/{unit}-hour against {_rate(row['excess_rate'])} for the rest: it pays off above "
                 f"{row['break_even_utilization']:.0%} use and would be used {row['expected_utilization']:.0%} of the time, "
                 f"covering {row['coverage']:.0%} of demand. Expected {_money(row['monthly_recommended'])}/month against "
                 f"{_money(row['monthly_today'])} today (saves {_money(row['savings_vs_today'])}). Risk: in the worst week "

@@ -28,6 +28,7 @@ from gpucost.analyses._tables import (
     instants_ns,
     raise_first,
     row_error,
+    split_at_hours,
     strings,
     table,
     to_utc,
@@ -114,13 +115,7 @@ def _hour_pieces(lines: pd.DataFrame) -> pd.DataFrame:
     piece, ``list_cost`` = its share of the line's money."""
     start = lines["start"].to_numpy(np.int64)
     end = lines["end"].to_numpy(np.int64)
-    first_hour = start // NANOS_PER_HOUR * NANOS_PER_HOUR
-    count = (end - first_hour + NANOS_PER_HOUR - 1) // NANOS_PER_HOUR
-    line = np.repeat(np.arange(len(lines)), count)
-    k = np.arange(line.size) - np.repeat(np.cumsum(count) - count, count)
-    hour = first_hour[line] + k * NANOS_PER_HOUR
-    piece_start = np.maximum(start[line], hour)
-    piece_end = np.minimum(end[line], hour + NANOS_PER_HOUR)
+    line, _, piece_start, piece_end = split_at_hours(start, end)
     fraction = (piece_end - piece_start) / (end - start)[line]
     return pd.DataFrame({
         "resource_id": pd.Categorical(lines["resource_id"].to_numpy(object)[line]),

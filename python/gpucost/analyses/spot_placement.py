@@ -19,7 +19,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from gpucost.analyses._tables import NANOS_PER_HOUR, finite_floats, frame, instant_ns, instants_ns, strings, table
+from gpucost.analyses._tables import (
+    NANOS_PER_HOUR,
+    finite_floats,
+    frame,
+    instant_ns,
+    instants_ns,
+    split_at_hours,
+    strings,
+    table,
+)
 from gpucost.errors import InvalidInputError
 
 __all__ = ["read_spot_prices", "spot_placement", "spot_move_savings"]
@@ -259,14 +268,8 @@ def _hourly_prices(p: pd.DataFrame, lo: int, hi: int) -> pd.DataFrame:
     """Time-weighted mean price of every (instance_type, zone, hour)."""
     seg = _segments(p, lo, hi)
     seg = seg[seg["duration"] > 0]
-    s = seg["seg_start"].to_numpy(np.int64)
-    e = seg["seg_end"].to_numpy(np.int64)
-    first = s // NANOS_PER_HOUR * NANOS_PER_HOUR
-    count = (e - first + NANOS_PER_HOUR - 1) // NANOS_PER_HOUR
-    idx = np.repeat(np.arange(len(seg)), count)
-    k = np.arange(idx.size) - np.repeat(np.cumsum(count) - count, count)
-    hour = first[idx] + k * NANOS_PER_HOUR
-    dur = (np.minimum(e[idx], hour + NANOS_PER_HOUR) - np.maximum(s[idx], hour)).astype(np.float64)
+    idx, hour, piece_start, piece_end = split_at_hours(seg["seg_start"], seg["seg_end"])
+    dur = (piece_end - piece_start).astype(np.float64)
     pieces = pd.DataFrame({"instance_type": seg["instance_type"].to_numpy()[idx], "zone": seg["zone"].to_numpy()[idx],
                            "region": seg["region"].to_numpy()[idx], "hour": hour, "dur": dur,
                            "pw": seg["price"].to_numpy()[idx] * dur})
