@@ -6,6 +6,8 @@
 #define GPUCOST_GPUCOST_H_
 
 #include "gpucost/allocate.h"
+#include "gpucost/analyses/budget.h"
+#include "gpucost/analyses/commitment.h"
 #include "gpucost/analyses/idle.h"
 #include "gpucost/analyses/profile.h"
 #include "gpucost/columns.h"

@@ -257,3 +257,17 @@ def test_bad_inputs_name_table_row_and_column():
     with pytest.raises(gpucost.InvalidInputError, match="workloads: row 0, column 'workload-class': 'gpu'"):
         gpucost.advise_commitments(f.costs, f.usage, f.inventory, interval=3600, rates=rates_g5(),
                                    workloads=pd.DataFrame({"consumer": ["api-2"], "workload-class": ["gpu"]}))
+
+
+@pytest.mark.parametrize("form", ["arrow", "category", "str"])
+def test_hourly_demand_accepts_every_table_form(form):
+    import pyarrow as pa
+    f = inference_fleet(1)
+    costs = f.costs
+    expected = gpucost.hourly_demand(costs, f.usage, f.inventory, f.workloads, interval=3600)
+    if form == "arrow":
+        other = pa.Table.from_pandas(costs, preserve_index=False)
+    else:
+        other = costs.astype({c: form for c in ("resource_id", "instance_type", "pricing", "charge_category")})
+    got = gpucost.hourly_demand(other, f.usage, f.inventory, f.workloads, interval=3600)
+    pd.testing.assert_frame_equal(got.reset_index(drop=True), expected.reset_index(drop=True))
