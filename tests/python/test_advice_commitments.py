@@ -247,10 +247,9 @@ def test_bad_inputs_name_table_row_and_column():
     usage.loc[7, "util"] = 1.5
     with pytest.raises(gpucost.InvalidInputError, match="usage: row 7, column 'util'"):
         gpucost.advise_commitments(f.costs, usage, f.inventory, rates=rates_g5(), interval=3600)
-    with pytest.raises(gpucost.InvalidInputError, match="no on-demand rate for instance_type 'g5.xlarge'"):
-        gpucost.advise_commitments(f.costs.assign(list_cost=0.0), f.usage, f.inventory,
-                                   rates=rates_g5().iloc[1:], interval=3600, catalog=pd.DataFrame(
-                                       {"instance_type": ["p5.48xlarge"], "on_demand_hourly": [1.0]}))
+    with pytest.raises(gpucost.InvalidInputError, match="no on-demand rate for instance_type 'x9.custom'"):
+        gpucost.advise_commitments(f.costs.assign(list_cost=0.0, instance_type="x9.custom"), f.usage, f.inventory,
+                                   rates=rates_g5().assign(instance_type="x9.custom").iloc[1:], interval=3600)
     with pytest.raises(gpucost.InvalidInputError, match="classes: no row for consumer"):
         gpucost.advise_commitments(f.costs, f.usage, f.inventory, rates=rates_g5(), interval=3600,
                                    classes=pd.DataFrame({"consumer": ["api-0"], "class": ["inference"]}))
@@ -271,3 +270,23 @@ def test_hourly_demand_accepts_every_table_form(form):
         other = costs.astype({c: form for c in ("resource_id", "instance_type", "pricing", "charge_category")})
     got = gpucost.hourly_demand(other, f.usage, f.inventory, f.workloads, interval=3600)
     pd.testing.assert_frame_equal(got.reset_index(drop=True), expected.reset_index(drop=True))
+
+
+def test_gpu_model_grouping_uses_the_embedded_catalog():
+    f = inference_fleet(1)
+    rates = pd.DataFrame({"gpu_model": ["A10G 24GB"], "kind": ["reserved"], "term_years": [1], "hourly": [0.62]})
+    advice = gpucost.advise_commitments(f.costs, f.usage, f.inventory, f.workloads, rates=rates,
+                                        group_by="gpu_model", interval=3600)
+    row = advice.set_index("class").loc["inference"]
+    assert row["gpu_model"] == "A10G 24GB" and row["unit"] == "GPU"
+    assert row["on_demand_rate"] == pytest.approx(1.006)  # the bill's list cost per GPU-hour
+    assert row["level"] == 2
+    with pytest.raises(gpucost.InvalidInputError, match="catalog: no GPU model for instance type 'x9.custom'"):
+        gpucost.advise_commitments(f.costs.assign(instance_type="x9.custom"), f.usage, f.inventory, f.workloads,
+                                   rates=rates, group_by="gpu_model", interval=3600)
+    # Your own catalog rows name it.
+    own = pd.DataFrame({"provider": ["onprem"], "instance_type": ["x9.custom"], "gpu_model": ["A10G 24GB"],
+                        "gpus": [1], "gpu_memory_gib": [24]})
+    advice = gpucost.advise_commitments(f.costs.assign(instance_type="x9.custom"), f.usage, f.inventory, f.workloads,
+                                        rates=rates, group_by="gpu_model", interval=3600, catalog=own)
+    assert advice.set_index("class").loc["inference", "level"] == 2

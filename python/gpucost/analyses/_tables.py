@@ -12,7 +12,8 @@ import pandas as pd
 import pyarrow as pa
 
 from gpucost.errors import InvalidInputError
-from gpucost.frames import Table
+from gpucost.frames import Table, _codes_to_strings
+from gpucost.prometheus import to_ns
 
 NANOS_PER_HOUR = 3_600_000_000_000
 NANOS_PER_DAY = 24 * NANOS_PER_HOUR
@@ -63,15 +64,9 @@ def instants_ns(data: Any, name: str, column: str) -> np.ndarray:
 
 
 def instant_ns(value: Any, parameter: str) -> int:
-    """A scalar instant (str, datetime, Timestamp, date) as UTC nanoseconds."""
-    try:
-        ts = pd.Timestamp(value)
-    except (TypeError, ValueError) as exc:
-        raise InvalidInputError(f"parameter '{parameter}': {value!r} is not an instant ({exc})") from None
-    if ts is pd.NaT:
-        raise InvalidInputError(f"parameter '{parameter}': missing instant")
-    ts = ts.tz_localize("UTC") if ts.tzinfo is None else ts.tz_convert("UTC")
-    return int(ts.as_unit("ns").value)
+    """A scalar instant (str, datetime, Timestamp, date, int ns) as UTC
+    nanoseconds; naive values are UTC."""
+    return to_ns(value, parameter)
 
 
 def finite_floats(data: Any, name: str, column: str, *, minimum: float | None = None) -> np.ndarray:
@@ -84,9 +79,7 @@ def finite_floats(data: Any, name: str, column: str, *, minimum: float | None = 
 
 def strings(data: Any, name: str, column: str) -> np.ndarray:
     """An object array of str, None where the value is missing."""
-    codes, values = table(data, name).strings(column)
-    lookup = np.asarray(list(values) + [None], dtype=object)
-    return lookup[np.where(codes < 0, len(values), codes)]
+    return _codes_to_strings(table(data, name).strings(column), categorical=False)
 
 
 def split_at_hours(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from gpucost import _core
+from gpucost.catalog import instance_types
 from gpucost.analyses._tables import NANOS_PER_HOUR, frame, instant_ns, row_error, strings, table, to_utc
 from gpucost.analyses.classes import workload_classes
 from gpucost.analyses.demand import _hourly_demand, instance_family
@@ -74,20 +75,11 @@ def amortize(upfront: float, hourly: float, term_years: int = 1, start: Any = "2
     return out
 
 
-def _default_catalog() -> pd.DataFrame | None:
-    """The embedded instance catalog when the package has one (issue 3)."""
-    try:
-        from gpucost import catalog as embedded  # noqa: PLC0415
-        return embedded.instance_types()
-    except (ImportError, AttributeError):
-        return None
-
-
 def _catalog_columns(catalog: Any) -> pd.DataFrame:
-    if catalog is None:
-        return pd.DataFrame(columns=["instance_type", "gpu_model", "gpus", "on_demand_hourly"])
-    cat = frame(catalog, "catalog", ["instance_type"], ["gpu_model", "gpus", "on_demand_hourly"])
-    return cat.drop_duplicates("instance_type").set_index("instance_type")
+    """Instance types by name (gpu_model, gpus, on_demand_hourly) from
+    gpucost.catalog: the embedded catalog, with the caller's rows over it."""
+    types = instance_types(catalog)
+    return types.drop_duplicates("instance_type").set_index("instance_type")
 
 
 def _classes_map(classes: Any, consumers: pd.Series) -> pd.Series:
@@ -207,8 +199,9 @@ def advise_commitments(costs: Any, usage: Any, inventory: Any, workloads: Any = 
             advised a commitment that is not flexible.
         terms: commitment terms considered, in years.
         sensitivity: the demand change of the sensitivity columns (0.2: ±20%).
-        catalog: instance types (``instance_type, gpu_model, gpus,
-            on_demand_hourly``); default: the embedded catalog when present.
+        catalog: as for :mod:`gpucost.catalog` (None: the embedded catalog;
+            a DataFrame: your instance-type rows over it), for GPU models,
+            GPUs per instance and on-demand prices.
         hours_per_month: hours of a month in monthly figures (730).
         detail: every option evaluated, not only the advice.
 
@@ -244,7 +237,7 @@ def advise_commitments(costs: Any, usage: Any, inventory: Any, workloads: Any = 
         allowed_kinds[cls] = tuple(kinds)
 
     hourly, lines = _hourly_demand(costs, usage, inventory, workloads, by=["consumer"], interval=interval)
-    cat = _catalog_columns(_default_catalog() if catalog is None else catalog)
+    cat = _catalog_columns(catalog)
 
     # The class of every row.
     consumers = hourly["consumer"]
