@@ -191,7 +191,7 @@ def budget_status(allocation_by_day: Any, budgets: Any, today: Any, *, level: fl
     mtd = np.bincount(owner[in_month], weights=values[in_month], minlength=n)
     anomalies = np.bincount(owner[in_month & (bands["anomaly"] == 1)], minlength=n)
     remaining = np.maximum(f["total"], 0.0)
-    low = np.maximum(np.nan_to_num(f["total_lower"], nan=np.nan), 0.0)
+    low = np.maximum(f["total_lower"], 0.0)
     high = np.maximum(f["total_upper"], 0.0)
     no_horizon = month_last <= today_day
     out = pd.DataFrame({

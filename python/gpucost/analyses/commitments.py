@@ -135,16 +135,10 @@ def _rates(rates: Any, group_col: str, terms: Sequence[int]) -> pd.DataFrame:
         row = int(np.flatnonzero(bad)[0])
         raise row_error(name, row, "term_years", f"{years[row]} is not a whole number of years")
     r["term_years"] = np.where(commitment, years, np.nan)
-    effective = np.full(len(r), np.nan)
-    if commitment.any():
-        rows = np.flatnonzero(commitment)
-        try:
-            effective[rows] = _core.effective_hourly_rates(
-                upfront[rows], hourly[rows], years[rows].astype(np.int32))
-        except InvalidInputError as exc:  # the row number of the commitment subset -> the table's
-            message = str(exc)
-            sub = int(message.split("row ", 1)[1].split(",", 1)[0])
-            raise InvalidInputError(message.replace(f"row {sub},", f"row {rows[sub]},", 1)) from None
+    # One row per rates row (a dummy 1-year term where the kind has none), so
+    # the library's errors name the caller's row.
+    term = np.where(commitment, np.clip(np.nan_to_num(years, nan=1.0), -1, 1000), 1.0).astype(np.int32)
+    effective = _core.effective_hourly_rates(upfront, hourly, term)
     r["rate"] = np.where(commitment, effective, hourly)
     default_payment = pd.Series([_PAYMENTS[(u > 0, h > 0)] for u, h in zip(upfront, hourly)], dtype=object)
     given_payment = r["payment"].astype(object) if "payment" in r else pd.Series(None, index=r.index, dtype=object)
