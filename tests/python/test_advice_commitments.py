@@ -243,6 +243,8 @@ def test_bad_inputs_name_table_row_and_column():
     costs.loc[5, "instance_type"] = "g5.2xlarge"
     with pytest.raises(gpucost.InvalidInputError, match="costs: row 5, column 'instance_type'"):
         gpucost.hourly_demand(costs, f.usage, f.inventory)
+    with pytest.raises(gpucost.InvalidInputError, match="parameter 'by': period"):
+        gpucost.hourly_demand(f.costs, f.usage, f.inventory, by=["consumer", "period"])
     usage = f.usage
     usage.loc[7, "util"] = 1.5
     with pytest.raises(gpucost.InvalidInputError, match="usage: row 7, column 'util'"):

@@ -21,7 +21,7 @@ import pandas as pd
 
 from gpucost import _core
 from gpucost.catalog import instance_types
-from gpucost.analyses._tables import NANOS_PER_HOUR, frame, instant_ns, row_error, strings, table, to_utc
+from gpucost.analyses._tables import NANOS_PER_HOUR, frame, instant_ns, instants_ns, row_error, strings, table, to_utc
 from gpucost.analyses.classes import workload_classes
 from gpucost.analyses.demand import _hourly_demand, instance_family
 from gpucost.errors import InvalidInputError
@@ -259,8 +259,7 @@ def advise_commitments(costs: Any, usage: Any, inventory: Any, workloads: Any = 
     units = hourly["instance_hours"] * (gpus if unit == "GPU" else 1.0)
 
     # Demand curves on one hourly grid.
-    period = hourly["period"].to_numpy().view(np.int64) if hourly["period"].dt.tz is None else \
-        hourly["period"].dt.tz_convert("UTC").dt.tz_localize(None).to_numpy().view(np.int64)
+    period = instants_ns(hourly, "hourly", "period")
     if len(period) == 0:
         raise InvalidInputError("costs: no usage line of a GPU instance type (nothing to advise on)")
     first = period.min()

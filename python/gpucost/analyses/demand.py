@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from gpucost.allocation import allocate
+from gpucost.errors import InvalidInputError
 from gpucost.analyses._tables import (
     NANOS_PER_HOUR,
     finite_floats,
@@ -164,6 +165,10 @@ def _hourly_demand(costs: Any, usage: Any, inventory: Any, workloads: Any = None
                    by: Sequence[str] | str = ("consumer",), interval: float = 60) -> tuple[pd.DataFrame, pd.DataFrame]:
     """hourly_demand and the demand lines it was built from."""
     by_list = [by] if isinstance(by, str) else list(by)
+    reserved = {"resource_id", "period"} & set(by_list)
+    if reserved:
+        raise InvalidInputError(f"parameter 'by': {sorted(reserved)[0]} is always in the result; "
+                                "give consumer and/or label columns")
     lines = demand_lines(costs)
     pieces = _hour_pieces(lines)
     result = allocate(pieces, usage, inventory, workloads, by=[*by_list, "resource_id", "period"], freq="h",
