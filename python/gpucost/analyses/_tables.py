@@ -1,6 +1,7 @@
-"""Input checks shared by the purchasing analyses: tables as pandas frames,
-instants as int64 nanoseconds, and errors in gpucost's one format
-(``table: row N, column 'c': what``)."""
+"""Input checks shared by the purchasing analyses, on top of the analyses'
+common helpers (_common.py): tables as pandas frames, instants as int64
+nanoseconds, strings with None for missing, and errors in gpucost's one
+format (``table: row N, column 'c': what``)."""
 
 from __future__ import annotations
 
@@ -11,14 +12,14 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from gpucost.analyses import _common
+from gpucost.analyses._common import to_datetime as to_utc  # noqa: F401  (re-exported)
 from gpucost.errors import InvalidInputError
 from gpucost.frames import Table, _codes_to_strings
 from gpucost.prometheus import to_ns
 
-NANOS_PER_HOUR = 3_600_000_000_000
+NANOS_PER_HOUR = _common.NS_PER_H
 NANOS_PER_DAY = 24 * NANOS_PER_HOUR
-_TICKS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
-_MISSING = np.iinfo(np.int64).min
 
 
 def row_error(table: str, row: int, column: str, what: str) -> InvalidInputError:
@@ -57,10 +58,7 @@ def frame(data: Any, name: str, required: Iterable[str] = (), optional: Iterable
 
 def instants_ns(data: Any, name: str, column: str) -> np.ndarray:
     """int64 nanoseconds since the epoch (UTC); a missing instant is an error."""
-    values, unit = table(data, name).instants(column)
-    values = np.asarray(values, dtype=np.int64)
-    raise_first(name, column, values == _MISSING, lambda r: "missing instant")
-    return values * _TICKS[unit]
+    return _common.instants_ns(table(data, name), column)
 
 
 def instant_ns(value: Any, parameter: str) -> int:
@@ -93,7 +91,3 @@ def split_at_hours(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.n
     k = np.arange(span.size) - np.repeat(np.cumsum(count) - count, count)
     hour = first_hour[span] + k * NANOS_PER_HOUR
     return span, hour, np.maximum(start[span], hour), np.minimum(end[span], hour + NANOS_PER_HOUR)
-
-
-def to_utc(ns: np.ndarray) -> pd.DatetimeIndex:
-    return pd.DatetimeIndex(np.asarray(ns, dtype=np.int64).view("datetime64[ns]")).tz_localize("UTC")

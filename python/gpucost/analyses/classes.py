@@ -26,13 +26,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from gpucost.analyses._common import RESERVED
 from gpucost.analyses._tables import NANOS_PER_HOUR, finite_floats, instants_ns, row_error, strings, table
 from gpucost.errors import InvalidInputError
 
 __all__ = ["workload_classes", "CLASSES", "RESERVED_CONSUMERS"]
 
 CLASSES = ("training", "inference", "development")
-RESERVED_CONSUMERS = ("__idle__", "__unattributed__", "__unlabelled__")
+RESERVED_CONSUMERS = RESERVED
 # Label values accepted for each class (case-insensitive).
 _ALIASES = {
     "training": "training", "train": "training", "batch": "training",

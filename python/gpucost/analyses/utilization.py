@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from gpucost.analyses._common import check_freq, floor_ns
 from gpucost.analyses._tables import (
-    NANOS_PER_DAY,
     NANOS_PER_HOUR,
     finite_floats,
     frame,
@@ -31,7 +31,6 @@ from gpucost.analyses._tables import (
     table,
     to_utc,
 )
-from gpucost.errors import InvalidInputError
 
 __all__ = ["commitment_utilization", "commitment_coverage", "spot_savings"]
 
@@ -39,16 +38,10 @@ _NAME = "costs"
 
 
 def _period(start_ns: np.ndarray, freq: str | None) -> pd.Series:
+    """The period (UTC) of each line's start, or NaT when `freq` is None."""
     if freq is None:
         return pd.Series(pd.NaT, index=range(len(start_ns)), dtype="datetime64[ns, UTC]")
-    if freq == "h":
-        return pd.Series(to_utc(start_ns // NANOS_PER_HOUR * NANOS_PER_HOUR))
-    if freq == "D":
-        return pd.Series(to_utc(start_ns // NANOS_PER_DAY * NANOS_PER_DAY))
-    if freq == "MS":
-        days = to_utc(start_ns // NANOS_PER_DAY * NANOS_PER_DAY)
-        return pd.Series(days.tz_localize(None).to_period("M").start_time.tz_localize("UTC"))
-    raise InvalidInputError(f"parameter 'freq': unknown freq '{freq}' (expected \"h\", \"D\", \"MS\" or None)")
+    return pd.Series(to_utc(floor_ns(start_ns, check_freq(freq))))
 
 
 def _amount(costs: Any, column: str, fallback: np.ndarray) -> np.ndarray:
