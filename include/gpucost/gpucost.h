@@ -10,7 +10,13 @@
 #include "gpucost/analyses/commitment.h"
 #include "gpucost/analyses/idle.h"
 #include "gpucost/analyses/profile.h"
+#include "gpucost/catalog.h"
 #include "gpucost/columns.h"
+#include "gpucost/io/azure.h"
+#include "gpucost/io/billing.h"
+#include "gpucost/io/cur.h"
+#include "gpucost/io/focus.h"
+#include "gpucost/io/gcp.h"
 #include "gpucost/status.h"
 #include "gpucost/time.h"
 

@@ -1,0 +1,414 @@
+// Internals of the billing readers (private, not installed).
+//
+// A reader is a Format (FOCUS, CUR, GCP, Azure: which columns it reads and
+// how one row becomes a cost line) instantiated over a row source: CsvRow
+// (text fields of one CSV record), ArrowRow (one row of an Arrow record
+// batch) or JsonRow (one BigQuery JSON line). Formats only talk to rows
+// through the small interface below, so CSV, Parquet and JSON go through the
+// very same normalisation.
+#ifndef GPUCOST_SRC_IO_BILLING_INTERNAL_H_
+#define GPUCOST_SRC_IO_BILLING_INTERNAL_H_
+
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/node_hash_map.h"
+#include "absl/container/node_hash_set.h"
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "gpucost/catalog.h"
+#include "gpucost/columns.h"
+#include "gpucost/detail/arrow_c_data.h"
+#include "gpucost/io/billing.h"
+#include "gpucost/io/csv.h"
+#include "gpucost/status.h"
+
+namespace gpucost::io::internal {
+
+inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+absl::string_view ToAbsl(std::string_view sv);
+
+// Result of reading a typed value from a cell.
+enum class Parsed { kOk, kNull, kBad };
+
+// How a tag (or label) value was written: a JSON string, or another JSON
+// scalar kept as its JSON text (number, true, false, null).
+enum class ValueKind { kString, kRaw };
+using PairSink = absl::FunctionRef<void(std::string_view key, std::string_view value, ValueKind kind)>;
+// A GCP credit: amount (negative), type and name.
+using CreditSink = absl::FunctionRef<void(double amount, std::string_view type, std::string_view name)>;
+
+// The logical columns of a format and the column names each may have in an
+// export (the first is the canonical spelling, used in errors).
+struct ColumnSpec {
+  int field;
+  std::array<std::string_view, 8> names;  // unused entries are empty
+};
+
+// Where a format's fields are in one input: physical column per field.
+struct Layout {
+  std::vector<int> column;         // per field: physical column, or -1
+  std::vector<std::string> names;  // physical column names
+  std::vector<std::string> field_names;  // per field: the name to report
+  // Extra tag columns (legacy CUR "resourceTags/user:team"): column -> key.
+  std::vector<std::pair<int, std::string>> tag_columns;
+
+  [[nodiscard]] int col(int field) const { return column[field]; }
+  [[nodiscard]] bool has(int field) const { return column[field] >= 0; }
+  [[nodiscard]] const std::string& name(int field) const { return field_names[field]; }
+};
+
+// Maps `header` to `specs`: exact names first, then case-insensitively.
+// `tag_key` says whether a column is a tag column and with which key.
+Layout MapColumns(std::span<const std::string> header, std::span<const ColumnSpec> specs, int field_count,
+                  std::optional<std::string> (*tag_key)(std::string_view column));
+
+// JSON helpers (json_cells.cc, the only user of simdjson).
+// Tags as a JSON object ({"k": "v", ...}), an array of {"key":..,"value":..}
+// objects (GCP labels), or Azure's brace-less object ("k": "v", ...).
+absl::Status ParseTagsJson(std::string_view text, PairSink sink);
+// GCP credits: a JSON array of {"amount": .., "type": .., "name": ..}.
+absl::Status ParseCreditsJson(std::string_view text, CreditSink sink);
+// The value of `key` in a flat JSON object (as text), if any.
+absl::Status JsonObjectValue(std::string_view text, std::string_view key, std::string* value, bool* found);
+
+// ---- rows -------------------------------------------------------------------
+
+class CsvRow {
+ public:
+  CsvRow(const CsvRecord& record, std::string_view source, const Layout& layout)
+      : record_(record), source_(source), layout_(layout) {}
+
+  [[nodiscard]] bool IsNull(int col) const {
+    return col < 0 || static_cast<size_t>(col) >= record_.fields.size() ||
+           IsNullText(TrimSpaces(record_.fields[col]));
+  }
+  [[nodiscard]] std::string_view Text(int col) const {
+    return IsNull(col) ? std::string_view() : TrimSpaces(record_.fields[col]);
+  }
+  [[nodiscard]] Parsed Number(int col, double* out) const {
+    if (IsNull(col)) return Parsed::kNull;
+    return ParseDouble(record_.fields[col], out) ? Parsed::kOk : Parsed::kBad;
+  }
+  [[nodiscard]] Parsed Instant(int col, int64_t* out) const {
+    if (IsNull(col)) return Parsed::kNull;
+    return ParseInstant(record_.fields[col], out) ? Parsed::kOk : Parsed::kBad;
+  }
+  // A day: ISO 8601 or MM/DD/YYYY.
+  [[nodiscard]] Parsed Day(int col, int64_t* out) const {
+    if (IsNull(col)) return Parsed::kNull;
+    return ParseInstant(record_.fields[col], out) || ParseUsDate(record_.fields[col], out) ? Parsed::kOk
+                                                                                           : Parsed::kBad;
+  }
+  // CSV cells are always text (structured values are JSON text).
+  [[nodiscard]] bool RawText(int col, std::string_view* text) const {
+    *text = Text(col);
+    return true;
+  }
+  [[nodiscard]] absl::Status Pairs(int, PairSink) const { return absl::OkStatus(); }
+  [[nodiscard]] absl::Status Credits(int, CreditSink) const { return absl::OkStatus(); }
+  // The cell as it is written, for messages.
+  [[nodiscard]] std::string_view Shown(int col) const {
+    return col < 0 || static_cast<size_t>(col) >= record_.fields.size() ? std::string_view()
+                                                                         : record_.fields[col];
+  }
+  [[nodiscard]] absl::Status Error(std::string_view column, std::string_view what) const {
+    return LineError(source_, record_.line, column, what);
+  }
+  [[nodiscard]] const Layout& layout() const { return layout_; }
+
+ private:
+  const CsvRecord& record_;
+  std::string_view source_;
+  const Layout& layout_;
+};
+
+// One column of an Arrow record batch, typed once per batch.
+struct ArrowColumn {
+  enum Kind {
+    kUnsupported, kNullType, kString, kLargeString, kFloat64, kFloat32, kInt64, kInt32, kInt16, kInt8,
+    kUInt64, kUInt32, kUInt16, kUInt8, kBool, kDate32, kDate64, kTimestamp, kMap, kList, kLargeList,
+  };
+  Kind kind = kUnsupported;
+  const ArrowSchema* schema = nullptr;
+  const ArrowArray* array = nullptr;
+  int64_t ns_per_unit = 1;  // timestamps
+  std::string format;
+};
+
+ArrowColumn DescribeArrowColumn(const ArrowSchema& schema, const ArrowArray& array);
+
+class ArrowRow {
+ public:
+  ArrowRow(std::span<const ArrowColumn> columns, int64_t index, int64_t row_number, std::string_view source,
+           const Layout& layout)
+      : columns_(columns), index_(index), row_number_(row_number), source_(source), layout_(layout) {}
+
+  [[nodiscard]] bool IsNull(int col) const;
+  [[nodiscard]] std::string_view Text(int col) const;
+  [[nodiscard]] Parsed Number(int col, double* out) const;
+  [[nodiscard]] Parsed Instant(int col, int64_t* out) const;
+  [[nodiscard]] Parsed Day(int col, int64_t* out) const { return Instant(col, out); }
+  [[nodiscard]] bool RawText(int col, std::string_view* text) const;
+  [[nodiscard]] absl::Status Pairs(int col, PairSink sink) const;
+  [[nodiscard]] absl::Status Credits(int col, CreditSink sink) const;
+  [[nodiscard]] std::string_view Shown(int col) const { return Text(col); }
+  [[nodiscard]] absl::Status Error(std::string_view column, std::string_view what) const {
+    return RowError(source_, row_number_, column, what);
+  }
+  [[nodiscard]] const Layout& layout() const { return layout_; }
+
+ private:
+  std::span<const ArrowColumn> columns_;
+  int64_t index_;       // row in the batch
+  int64_t row_number_;  // row in the file (0-based)
+  std::string_view source_;
+  const Layout& layout_;
+  mutable std::string scratch_;  // Text() of non-string columns
+};
+
+// One JSON line (BigQuery export): "columns" are the format's fields, looked
+// up by dotted path ("service.description" = {"service": {"description"}}).
+class JsonLine;  // json_cells.cc
+class JsonRow {
+ public:
+  JsonRow(const JsonLine& line, int64_t line_number, std::string_view source, const Layout& layout)
+      : line_(line), line_number_(line_number), source_(source), layout_(layout) {}
+
+  [[nodiscard]] bool IsNull(int col) const;
+  [[nodiscard]] std::string_view Text(int col) const;
+  [[nodiscard]] Parsed Number(int col, double* out) const;
+  [[nodiscard]] Parsed Instant(int col, int64_t* out) const;
+  [[nodiscard]] Parsed Day(int col, int64_t* out) const { return Instant(col, out); }
+  [[nodiscard]] bool RawText(int col, std::string_view* text) const;
+  [[nodiscard]] absl::Status Pairs(int col, PairSink sink) const;
+  [[nodiscard]] absl::Status Credits(int col, CreditSink sink) const;
+  [[nodiscard]] std::string_view Shown(int col) const { return Text(col); }
+  [[nodiscard]] absl::Status Error(std::string_view column, std::string_view what) const {
+    return LineError(source_, line_number_, column, what);
+  }
+  [[nodiscard]] const Layout& layout() const { return layout_; }
+
+ private:
+  const JsonLine& line_;
+  int64_t line_number_;
+  std::string_view source_;
+  const Layout& layout_;
+  mutable std::string scratch_;
+};
+
+// Splits JSON lines and parses each into fields (json_cells.cc).
+class JsonLinesParser {
+ public:
+  // `paths[field]`: the dotted paths a field may have, first match wins.
+  explicit JsonLinesParser(std::vector<std::vector<std::string>> paths);
+  ~JsonLinesParser();
+  // Parses one line; the JsonLine stays valid until the next call.
+  absl::Status Parse(std::string_view text, std::string_view source, int64_t line_number);
+  [[nodiscard]] const JsonLine& line() const { return *line_; }
+
+ private:
+  std::unique_ptr<JsonLine> line_;
+  std::vector<std::vector<std::string>> paths_;
+};
+
+// ---- output -----------------------------------------------------------------
+
+// One normalised cost line; amounts are NaN where the export has none.
+struct Line {
+  std::string_view resource_id;
+  std::string_view resource_name;
+  int64_t start = 0;
+  int64_t end = 0;
+  double billed = kNaN;
+  double effective = kNaN;
+  double list = kNaN;
+  std::string_view provider, account, region, service, sku, instance_type, pricing, charge_category,
+      commitment_id, commitment_status, currency;
+  bool gpu_sku = false;             // the line itself is a GPU SKU
+  bool lowercase_resource = false;  // ARM ids are case-insensitive (Azure)
+};
+
+class LineBuilder {
+ public:
+  explicit LineBuilder(const BillingOptions& options);
+
+  [[nodiscard]] const BillingOptions& options() const { return options_; }
+
+  // Tags of the line being built; reset by Commit(). Views must stay valid
+  // until Commit().
+  template <typename Row>
+  absl::Status TagsFromCell(const Row& row, int col);
+  void AddTag(std::string_view key, std::string_view value, ValueKind kind) {
+    pending_.push_back({key, value, kind});
+  }
+  // The next line gets the tags of the line committed last (GCP credit lines).
+  void RepeatLastTags() { pending_code_ = tag_codes_.empty() ? -1 : tag_codes_.back(); }
+  // The value of `key` in a JSON object given as text ("" when absent),
+  // cached by text. `*value` stays valid until the next call.
+  absl::Status JsonValue(std::string_view text, std::string_view key, std::string_view* value);
+  // A copy of `s` that stays valid as long as the builder.
+  std::string_view Stable(std::string_view s) { return *stable_.insert(std::string(s)).first; }
+  // The catalog's spelling of an instance type, or `name` when unknown.
+  std::string_view CatalogInstanceType(std::string_view name);
+  [[nodiscard]] bool KnownInstanceType(std::string_view name);
+
+  // Appends the line; the amount options().amount names becomes `cost`.
+  // `row_error` reports a bad amount against the row.
+  absl::Status Commit(const Line& line, absl::FunctionRef<absl::Status(std::string_view)> row_error);
+
+  [[nodiscard]] int64_t size() const { return static_cast<int64_t>(lines_.start.size()); }
+  CostLines Finish();
+
+ private:
+  struct Pair {
+    std::string_view key, value;
+    ValueKind kind;
+  };
+  struct TypeInfo {
+    std::string canonical;
+    bool known = false;
+    bool gpu = false;
+  };
+  int32_t InternPendingTags();
+  const TypeInfo& Lookup(std::string_view name);
+
+  BillingOptions options_;
+  const Catalog* catalog_;
+  CostLines lines_;
+  StringEncoder resource_id_, provider_, account_, region_, service_, sku_, instance_type_, pricing_,
+      charge_category_, commitment_id_, commitment_status_, currency_, resource_name_;
+  std::vector<StringEncoder> tag_value_encoders_;
+  // Tags: distinct JSON objects and, per object, the expanded key values.
+  std::vector<Pair> pending_;
+  int32_t pending_code_ = -1;  // a cached code instead of pending_
+  absl::flat_hash_map<std::string, int32_t> tags_by_json_;
+  absl::flat_hash_map<std::string, int32_t> tags_by_raw_text_;
+  std::vector<std::string> tags_json_;
+  std::vector<std::vector<std::string>> tags_expanded_;  // per tags code, per key ("" = absent)
+  std::vector<std::vector<uint8_t>> tags_expanded_present_;
+  std::vector<int32_t> tag_codes_;
+  absl::node_hash_map<std::string, TypeInfo> types_;  // stable: views escape
+  absl::node_hash_map<std::string, std::string> json_values_;
+  absl::node_hash_set<std::string> stable_;
+  std::string json_scratch_;
+};
+
+template <typename Row>
+absl::Status LineBuilder::TagsFromCell(const Row& row, int col) {
+  pending_.clear();
+  pending_code_ = -1;
+  if (row.IsNull(col)) return absl::OkStatus();
+  std::string_view text;
+  if (row.RawText(col, &text)) {
+    if (auto it = tags_by_raw_text_.find(ToAbsl(text)); it != tags_by_raw_text_.end()) {
+      pending_code_ = it->second;
+      return absl::OkStatus();
+    }
+    absl::Status status = ParseTagsJson(text, [&](std::string_view k, std::string_view v, ValueKind kind) {
+      AddTag(k, v, kind);
+    });
+    if (!status.ok()) {
+      return row.Error(row.layout().names[col], std::string(status.message()));
+    }
+    pending_code_ = InternPendingTags();
+    pending_.clear();
+    tags_by_raw_text_.emplace(std::string(text), pending_code_);
+    return absl::OkStatus();
+  }
+  GPUCOST_RETURN_IF_ERROR(
+      row.Pairs(col, [&](std::string_view k, std::string_view v, ValueKind kind) { AddTag(k, v, kind); }));
+  pending_code_ = InternPendingTags();
+  pending_.clear();
+  return absl::OkStatus();
+}
+
+// Reports a bad or missing value of `field` on `row`.
+template <typename Row>
+absl::Status BadValue(const Row& row, int field, std::string_view what) {
+  const Layout& layout = row.layout();
+  if (!layout.has(field)) return row.Error(layout.name(field), what);
+  return row.Error(layout.name(field), absl::StrCat("'", ToAbsl(row.Shown(layout.col(field))), "' ", ToAbsl(what)));
+}
+
+// Reads a required (or optional) number; null -> `fallback` when optional.
+template <typename Row>
+absl::Status ReadAmount(const Row& row, int field, bool required, double fallback, double* out) {
+  const Parsed p = row.Number(row.layout().col(field), out);
+  if (p == Parsed::kOk) return absl::OkStatus();
+  if (p == Parsed::kBad) return BadValue(row, field, "is not a number");
+  if (required) return row.Error(row.layout().name(field), "missing amount");
+  *out = fallback;
+  return absl::OkStatus();
+}
+
+// Reads the charge period; an end before the start is an error.
+template <typename Row>
+absl::Status ReadPeriod(const Row& row, int start_field, int end_field, int64_t* start, int64_t* end) {
+  const Layout& layout = row.layout();
+  for (auto [field, out] : {std::pair{start_field, start}, std::pair{end_field, end}}) {
+    const Parsed p = row.Instant(layout.col(field), out);
+    if (p == Parsed::kBad) return BadValue(row, field, "is not an ISO 8601 timestamp");
+    if (p == Parsed::kNull) return row.Error(layout.name(field), "missing timestamp");
+  }
+  if (*end < *start) return BadValue(row, end_field, "is before the start of the period");
+  return absl::OkStatus();
+}
+
+// The value of `key` in a cell holding a JSON object (text) or a map
+// (Arrow, JSON); "" when absent. Valid until the builder's next lookup.
+template <typename Row>
+absl::Status CellKeyValue(const Row& row, int col, std::string_view key, LineBuilder& out, std::string_view* value) {
+  *value = {};
+  if (row.IsNull(col)) return absl::OkStatus();
+  std::string_view text;
+  if (row.RawText(col, &text)) {
+    absl::Status status = out.JsonValue(text, key, value);
+    if (!status.ok()) return row.Error(row.layout().names[col], std::string(status.message()));
+    return status;
+  }
+  return row.Pairs(col, [&](std::string_view k, std::string_view v, ValueKind) {
+    if (k == key) *value = v;
+  });
+}
+
+// The instance type in an AWS usage type: "USW2-BoxUsage:p4d.24xlarge" ->
+// "p4d.24xlarge"; "" when there is none.
+std::string_view InstanceTypeFromUsageType(std::string_view usage_type);
+
+// ---- formats ------------------------------------------------------------------
+
+// Each format: its fields, the columns it requires for `options`, tag
+// columns, and the normalisation of one row.
+#define GPUCOST_BILLING_FORMAT_(Name)                                                              \
+  struct Name {                                                                                     \
+    static std::span<const ColumnSpec> Columns();                                                   \
+    static int FieldCount();                                                                        \
+    static std::vector<int> Required(const BillingOptions& options);                               \
+    static std::optional<std::string> TagColumnKey(std::string_view column);                       \
+    static absl::Status CheckOptions(const BillingOptions& options);                               \
+    template <typename Row>                                                                         \
+    static absl::Status Normalise(const Row& row, LineBuilder& out);                                \
+  }
+
+GPUCOST_BILLING_FORMAT_(FocusFormat);
+GPUCOST_BILLING_FORMAT_(CurFormat);
+GPUCOST_BILLING_FORMAT_(GcpFormat);
+GPUCOST_BILLING_FORMAT_(AzureFormat);
+
+#undef GPUCOST_BILLING_FORMAT_
+
+}  // namespace gpucost::io::internal
+
+#endif  // GPUCOST_SRC_IO_BILLING_INTERNAL_H_

@@ -1,0 +1,161 @@
+// GCP Cloud Billing detailed (resource-level) export to BigQuery, as CSV
+// (nested fields flattened to "service.description", repeated fields as JSON
+// arrays), JSON lines (BigQuery's export) or Parquet -> cost lines.
+//
+// Net cost = cost + sum(credits.amount) (credits are negative). GPUs are
+// billed as their own SKU on the VM's resource, next to the core and RAM
+// SKUs: each is its own line, prorated over the same GPUs.
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "billing_internal.h"
+
+namespace gpucost::io::internal {
+namespace {
+
+enum Field {
+  kStart, kEnd, kCost, kCredits, kCostAtList, kGlobalName, kName, kProject, kService, kSku, kSkuDescription,
+  kRegion, kCurrency, kLabels, kSystemLabels, kCostType, kCount,
+};
+
+constexpr ColumnSpec kColumns[] = {
+    {kStart, {"usage_start_time"}},
+    {kEnd, {"usage_end_time"}},
+    {kCost, {"cost"}},
+    {kCredits, {"credits"}},
+    {kCostAtList, {"cost_at_list"}},
+    {kGlobalName, {"resource.global_name", "resource_global_name"}},
+    {kName, {"resource.name", "resource_name"}},
+    {kProject, {"project.id", "project_id"}},
+    {kService, {"service.description", "service_description"}},
+    {kSku, {"sku.id", "sku_id"}},
+    {kSkuDescription, {"sku.description", "sku_description"}},
+    {kRegion, {"location.region", "location_region", "location.location"}},
+    {kCurrency, {"currency"}},
+    {kLabels, {"labels"}},
+    {kSystemLabels, {"system_labels"}},
+    {kCostType, {"cost_type"}},
+};
+
+struct Credit {
+  double amount;
+  std::string type;  // a copy: the JSON it came from is reused for the next cell
+};
+
+bool ContainsIgnoreCase(std::string_view text, std::string_view part) {
+  return absl::StrContains(absl::AsciiStrToLower(ToAbsl(text)), absl::AsciiStrToLower(ToAbsl(part)));
+}
+
+bool IsCommitmentCredit(std::string_view type) {
+  return absl::StartsWith(ToAbsl(type), "COMMITTED_USAGE_DISCOUNT") || type == "FEE_UTILIZATION_OFFSET";
+}
+
+}  // namespace
+
+std::span<const ColumnSpec> GcpFormat::Columns() { return kColumns; }
+int GcpFormat::FieldCount() { return kCount; }
+std::vector<int> GcpFormat::Required(const BillingOptions& options) {
+  std::vector<int> required = {kStart, kEnd, kCost};
+  if (options.amount == CostAmount::kList) required.push_back(kCostAtList);
+  return required;
+}
+std::optional<std::string> GcpFormat::TagColumnKey(std::string_view) { return std::nullopt; }
+absl::Status GcpFormat::CheckOptions(const BillingOptions&) { return absl::OkStatus(); }
+
+template <typename Row>
+absl::Status GcpFormat::Normalise(const Row& row, LineBuilder& out) {
+  const Layout& layout = row.layout();
+  Line line;
+  GPUCOST_RETURN_IF_ERROR(ReadPeriod(row, kStart, kEnd, &line.start, &line.end));
+  double cost = 0;
+  GPUCOST_RETURN_IF_ERROR(ReadAmount(row, kCost, true, 0.0, &cost));
+  GPUCOST_RETURN_IF_ERROR(ReadAmount(row, kCostAtList, false, kNaN, &line.list));
+
+  std::vector<Credit> credits;
+  double credit_total = 0;
+  bool commitment_credit = false;
+  auto add_credit = [&](double amount, std::string_view type, std::string_view) {
+    credits.push_back({amount, std::string(type)});
+    credit_total += amount;
+    commitment_credit |= IsCommitmentCredit(type);
+  };
+  const int credits_col = layout.col(kCredits);
+  std::string_view credits_text;
+  if (row.RawText(credits_col, &credits_text)) {
+    if (!credits_text.empty() && credits_text != "[]") {
+      absl::Status status = ParseCreditsJson(credits_text, add_credit);
+      if (!status.ok()) return row.Error(layout.name(kCredits), std::string(status.message()));
+    }
+  } else {
+    GPUCOST_RETURN_IF_ERROR(row.Credits(credits_col, add_credit));
+  }
+  const bool separate = out.options().gcp_credits == GcpCredits::kSeparate;
+  line.billed = line.effective = separate ? cost : cost + credit_total;
+
+  line.resource_name = row.Text(layout.col(kName));
+  line.resource_id = row.Text(layout.col(kGlobalName));
+  if (line.resource_id.empty()) line.resource_id = line.resource_name;
+  line.provider = "gcp";
+  line.account = row.Text(layout.col(kProject));
+  line.service = row.Text(layout.col(kService));
+  line.sku = row.Text(layout.col(kSku));
+  line.region = row.Text(layout.col(kRegion));
+  line.currency = row.Text(layout.col(kCurrency));
+  std::string_view machine;
+  GPUCOST_RETURN_IF_ERROR(
+      CellKeyValue(row, layout.col(kSystemLabels), "compute.googleapis.com/machine_spec", out, &machine));
+  line.instance_type = out.CatalogInstanceType(machine);
+
+  const std::string_view description = row.Text(layout.col(kSkuDescription));
+  const std::string_view cost_type = row.Text(layout.col(kCostType));
+  const bool commitment_sku = absl::StartsWithIgnoreCase(ToAbsl(description), "Commitment");
+  line.gpu_sku = ContainsIgnoreCase(description, " GPU");
+  const bool other = cost_type == "tax" || cost_type == "adjustment" || cost_type == "rounding_error";
+  if (other) {
+    line.pricing = "other";
+  } else if (ContainsIgnoreCase(description, "Preemptible") ||
+             absl::StartsWithIgnoreCase(ToAbsl(description), "Spot ")) {
+    line.pricing = "spot";
+  } else if (commitment_sku || (!separate && commitment_credit)) {
+    line.pricing = "commitment";
+  } else {
+    line.pricing = "on_demand";
+  }
+  if (cost_type == "tax") {
+    line.charge_category = "Tax";
+  } else if (cost_type == "adjustment" || cost_type == "rounding_error") {
+    line.charge_category = "Adjustment";
+  } else if (commitment_sku) {
+    line.charge_category = "Purchase";
+  } else {
+    line.charge_category = "Usage";
+  }
+
+  GPUCOST_RETURN_IF_ERROR(out.TagsFromCell(row, layout.col(kLabels)));
+  const int amount_field = out.options().amount == CostAmount::kList ? kCostAtList : kCost;
+  auto error = [&](std::string_view what) { return row.Error(layout.name(amount_field), what); };
+  GPUCOST_RETURN_IF_ERROR(out.Commit(line, error));
+  if (separate) {
+    // Each credit as its own line on the same resource and period.
+    for (const Credit& credit : credits) {
+      Line c = line;
+      c.billed = c.effective = credit.amount;
+      c.list = 0;
+      c.charge_category = "Credit";
+      c.pricing = IsCommitmentCredit(credit.type) ? "commitment" : "other";
+      c.sku = credit.type.empty() ? line.sku : out.Stable(credit.type);
+      out.RepeatLastTags();
+      GPUCOST_RETURN_IF_ERROR(out.Commit(c, error));
+    }
+  }
+  return absl::OkStatus();
+}
+
+template absl::Status GcpFormat::Normalise<CsvRow>(const CsvRow&, LineBuilder&);
+template absl::Status GcpFormat::Normalise<ArrowRow>(const ArrowRow&, LineBuilder&);
+template absl::Status GcpFormat::Normalise<JsonRow>(const JsonRow&, LineBuilder&);
+
+}  // namespace gpucost::io::internal
