@@ -9,6 +9,7 @@ void RegisterCatalog(pybind11::module_& m);
 void RegisterTelemetry(pybind11::module_& m);
 void RegisterAnalyses(pybind11::module_& m);
 void RegisterAdvice(pybind11::module_& m);
+void RegisterBilling(pybind11::module_& m);
 }  // namespace gpucost::python
 
 PYBIND11_MODULE(_core, m) {
@@ -19,4 +20,5 @@ PYBIND11_MODULE(_core, m) {
   gpucost::python::RegisterTelemetry(m);
   gpucost::python::RegisterAnalyses(m);
   gpucost::python::RegisterAdvice(m);
+  gpucost::python::RegisterBilling(m);
 }

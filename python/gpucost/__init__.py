@@ -45,6 +45,8 @@ from gpucost.analyses import (
     spot_savings,
     workload_classes,
 )
+from gpucost.billing import read_azure_costs, read_cur, read_focus, read_gcp_billing
+from gpucost.attribution import attribute_tagged, share_costs
 
 __version__ = "0.1.0"
 
@@ -57,3 +59,5 @@ __all__ += ["IdleReport", "SpotRuns", "diagnose", "find_idle", "idle_policy", "k
 __all__ += ["advise_commitments", "amortize", "autoscaling_estimate", "budget_status", "commitment_coverage",
             "commitment_utilization", "forecast_spend", "hourly_demand", "read_spot_prices", "spend_anomalies",
             "spot_move_savings", "spot_placement", "spot_savings", "workload_classes"]
+__all__ += ["read_azure_costs", "read_cur", "read_focus", "read_gcp_billing"]
+__all__ += ["attribute_tagged", "share_costs"]

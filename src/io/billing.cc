@@ -251,7 +251,13 @@ ArrowColumn DescribeArrowColumn(const ArrowSchema& schema, const ArrowArray& arr
   return c;
 }
 
-bool ArrowRow::IsNull(int col) const { return col < 0 || CellIsNull(columns_[col], index_); }
+// Like CSV cells, empty strings and the literal "null" are null.
+bool ArrowRow::IsNull(int col) const {
+  if (col < 0 || CellIsNull(columns_[col], index_)) return true;
+  const ArrowColumn& c = columns_[col];
+  return IsStringKind(c.kind) &&
+         IsNullText(TrimSpaces(StringAt(*c.array, c.kind == ArrowColumn::kLargeString, index_)));
+}
 
 std::string_view ArrowRow::Text(int col) const {
   if (IsNull(col)) return {};
@@ -733,6 +739,41 @@ absl::StatusOr<std::unique_ptr<BillingReader>> BillingReader::Create(BillingForm
       return std::make_unique<internal::ReaderImpl<internal::AzureFormat>>(std::move(options));
   }
   return ParameterError("format", "unknown billing format");
+}
+
+namespace {
+
+template <typename Format>
+std::vector<std::string> NamesOf() {
+  std::vector<std::string> names;
+  for (const internal::ColumnSpec& spec : Format::Columns()) {
+    for (std::string_view name : spec.names) {
+      if (!name.empty()) names.emplace_back(name);
+    }
+  }
+  return names;
+}
+
+}  // namespace
+
+std::vector<std::string> BillingColumnNames(BillingFormat format) {
+  switch (format) {
+    case BillingFormat::kFocus: return NamesOf<internal::FocusFormat>();
+    case BillingFormat::kCur: return NamesOf<internal::CurFormat>();
+    case BillingFormat::kGcp: return NamesOf<internal::GcpFormat>();
+    case BillingFormat::kAzure: return NamesOf<internal::AzureFormat>();
+  }
+  return {};
+}
+
+bool IsBillingTagColumn(BillingFormat format, std::string_view column) {
+  switch (format) {
+    case BillingFormat::kFocus: return internal::FocusFormat::TagColumnKey(column).has_value();
+    case BillingFormat::kCur: return internal::CurFormat::TagColumnKey(column).has_value();
+    case BillingFormat::kGcp: return internal::GcpFormat::TagColumnKey(column).has_value();
+    case BillingFormat::kAzure: return internal::AzureFormat::TagColumnKey(column).has_value();
+  }
+  return false;
 }
 
 absl::StatusOr<CostLines> ReadBilling(BillingFormat format, std::string_view text, const BillingOptions& options,

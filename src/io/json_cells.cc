@@ -215,7 +215,11 @@ absl::Status JsonLinesParser::Parse(std::string_view text, std::string_view sour
   return absl::OkStatus();
 }
 
-bool JsonRow::IsNull(int col) const { return col < 0 || !line_.found[col]; }
+bool JsonRow::IsNull(int col) const {
+  if (col < 0 || !line_.found[col]) return true;
+  std::string_view s;
+  return line_.values[col].get_string().get(s) == simdjson::SUCCESS && IsNullText(TrimSpaces(s));
+}
 
 std::string_view JsonRow::Text(int col) const {
   if (IsNull(col)) return {};

@@ -148,6 +148,13 @@ class BillingReader {
   [[nodiscard]] virtual int64_t rows() const = 0;
 };
 
+// Every column name `format` reads, in all the spellings it accepts (matched
+// exactly, then case-insensitively), for column projection of Parquet files.
+// Tag columns with a per-key name (legacy CUR "resourceTags/user:team") are
+// told by IsBillingTagColumn.
+[[nodiscard]] std::vector<std::string> BillingColumnNames(BillingFormat format);
+[[nodiscard]] bool IsBillingTagColumn(BillingFormat format, std::string_view column);
+
 // Reads a whole export held in memory (CSV text, or JSON lines for GCP when
 // `json_lines`).
 [[nodiscard]] absl::StatusOr<CostLines> ReadBilling(BillingFormat format, std::string_view text,
