@@ -76,6 +76,11 @@ py::array_t<T> MoveToNumpy(std::vector<T>&& v) {
   return py::array_t<T>(static_cast<py::ssize_t>(owned->size()), owned->data(), owner);
 }
 
+// A dictionary-encoded column out: (codes as numpy, values as a list of str).
+inline py::tuple EncodedToPython(EncodedStrings&& s) {
+  return py::make_tuple(MoveToNumpy(std::move(s.codes)), py::cast(s.values));
+}
+
 }  // namespace gpucost::python
 
 #endif  // GPUCOST_BINDINGS_NUMPY_VIEWS_H_

@@ -31,38 +31,32 @@ BillingFormat ParseFormat(const std::string& format) {
   return BillingFormat::kFocus;
 }
 
-py::tuple Strings(EncodedStrings&& s) {
-  py::list values;
-  for (const std::string& v : s.values) values.append(py::str(v));
-  return py::make_tuple(MoveToNumpy(std::move(s.codes)), values);
-}
-
 py::dict ToPython(CostLines&& lines) {
   py::dict out;
-  out["resource_id"] = Strings(std::move(lines.resource_id));
+  out["resource_id"] = EncodedToPython(std::move(lines.resource_id));
   out["start"] = MoveToNumpy(std::move(lines.start));
   out["end"] = MoveToNumpy(std::move(lines.end));
   out["cost"] = MoveToNumpy(std::move(lines.cost));
   out["list_cost"] = MoveToNumpy(std::move(lines.list_cost));
   out["billed_cost"] = MoveToNumpy(std::move(lines.billed_cost));
   out["effective_cost"] = MoveToNumpy(std::move(lines.effective_cost));
-  out["provider"] = Strings(std::move(lines.provider));
-  out["account"] = Strings(std::move(lines.account));
-  out["region"] = Strings(std::move(lines.region));
-  out["service"] = Strings(std::move(lines.service));
-  out["sku"] = Strings(std::move(lines.sku));
-  out["instance_type"] = Strings(std::move(lines.instance_type));
-  out["pricing"] = Strings(std::move(lines.pricing));
-  out["charge_category"] = Strings(std::move(lines.charge_category));
-  out["commitment_id"] = Strings(std::move(lines.commitment_id));
-  out["commitment_status"] = Strings(std::move(lines.commitment_status));
-  out["currency"] = Strings(std::move(lines.currency));
-  out["resource_name"] = Strings(std::move(lines.resource_name));
-  out["tags"] = Strings(std::move(lines.tags));
+  out["provider"] = EncodedToPython(std::move(lines.provider));
+  out["account"] = EncodedToPython(std::move(lines.account));
+  out["region"] = EncodedToPython(std::move(lines.region));
+  out["service"] = EncodedToPython(std::move(lines.service));
+  out["sku"] = EncodedToPython(std::move(lines.sku));
+  out["instance_type"] = EncodedToPython(std::move(lines.instance_type));
+  out["pricing"] = EncodedToPython(std::move(lines.pricing));
+  out["charge_category"] = EncodedToPython(std::move(lines.charge_category));
+  out["commitment_id"] = EncodedToPython(std::move(lines.commitment_id));
+  out["commitment_status"] = EncodedToPython(std::move(lines.commitment_status));
+  out["currency"] = EncodedToPython(std::move(lines.currency));
+  out["resource_name"] = EncodedToPython(std::move(lines.resource_name));
+  out["tags"] = EncodedToPython(std::move(lines.tags));
   out["gpu"] = MoveToNumpy(std::move(lines.gpu));
   py::list tags;
   for (size_t k = 0; k < lines.tag_keys.size(); ++k) {
-    tags.append(py::make_tuple(lines.tag_keys[k], Strings(std::move(lines.tag_values[k]))));
+    tags.append(py::make_tuple(lines.tag_keys[k], EncodedToPython(std::move(lines.tag_values[k]))));
   }
   out["tag_columns"] = tags;
   return out;

@@ -94,8 +94,7 @@ void RegisterCatalog(py::module_& m) {
         }
         Inventory inv = ValueOrThrow(std::move(result));
         py::dict out;
-        out["resource_id"] = py::make_tuple(MoveToNumpy(std::move(inv.resource_id.codes)),
-                                            py::cast(inv.resource_id.values));
+        out["resource_id"] = EncodedToPython(std::move(inv.resource_id));
         out["device"] = MoveToNumpy(std::move(inv.device));
         out["mem_capacity"] = MoveToNumpy(std::move(inv.mem_capacity));
         return out;

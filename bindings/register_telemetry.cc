@@ -23,7 +23,7 @@
 namespace gpucost::python {
 namespace {
 
-py::tuple Strings(EncodedStrings&& s) { return py::make_tuple(MoveToNumpy(std::move(s.codes)), py::cast(s.values)); }
+py::tuple Strings(EncodedStrings&& s) { return EncodedToPython(std::move(s)); }
 
 py::dict SamplesToPython(UsageSamples&& u) {
   py::dict out;

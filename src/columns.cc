@@ -6,9 +6,12 @@
 namespace gpucost {
 
 int32_t StringEncoder::Add(std::string_view value) {
-  auto [it, inserted] = index_.try_emplace(
-      std::string(value), static_cast<int32_t>(encoded_.values.size()));
-  if (inserted) encoded_.values.emplace_back(value);
+  // Look up without building a std::string: only new values are copied.
+  auto it = index_.find(absl::string_view(value.data(), value.size()));
+  if (it == index_.end()) {
+    it = index_.emplace(std::string(value), static_cast<int32_t>(encoded_.values.size())).first;
+    encoded_.values.emplace_back(value);
+  }
   encoded_.codes.push_back(it->second);
   return it->second;
 }

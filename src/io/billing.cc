@@ -190,16 +190,8 @@ std::string_view CellText(const ArrowColumn& c, int64_t i, std::string* scratch,
     scratch->assign(buffer, ec == std::errc() ? end : buffer);
     return *scratch;
   }
-  *scratch = absl::StrCat("<", c.format, ">");
+  *scratch = absl::StrCat("<", ToAbsl(c.format), ">");
   return *scratch;
-}
-
-// The child of a struct array named `name`, or -1.
-int ChildIndex(const ArrowSchema& s, std::string_view name) {
-  for (int64_t k = 0; k < s.n_children; ++k) {
-    if (s.children[k]->name != nullptr && name == s.children[k]->name) return static_cast<int>(k);
-  }
-  return -1;
 }
 
 // [begin, end) of list or map entry i.
@@ -214,7 +206,7 @@ std::pair<int64_t, int64_t> ListRange(const ArrowColumn& c, int64_t i) {
 }
 
 std::string TypeError(const ArrowColumn& c, std::string_view expected) {
-  return absl::StrCat("has Arrow type '", c.format, "', expected ", ToAbsl(expected));
+  return absl::StrCat("has Arrow type '", ToAbsl(c.format), "', expected ", ToAbsl(expected));
 }
 
 }  // namespace
@@ -223,7 +215,7 @@ ArrowColumn DescribeArrowColumn(const ArrowSchema& schema, const ArrowArray& arr
   ArrowColumn c;
   c.schema = &schema;
   c.array = &array;
-  c.format = schema.format == nullptr ? "" : schema.format;
+  c.format = schema.format == nullptr ? std::string_view() : std::string_view(schema.format);
   const std::string_view f = c.format;
   if (schema.dictionary != nullptr) return c;  // dictionaries are decoded by the caller
   static const std::pair<std::string_view, ArrowColumn::Kind> kSimple[] = {
@@ -248,7 +240,24 @@ ArrowColumn DescribeArrowColumn(const ArrowSchema& schema, const ArrowArray& arr
       default: c.kind = ArrowColumn::kUnsupported;
     }
   }
+  if ((c.kind == ArrowColumn::kMap || c.kind == ArrowColumn::kList || c.kind == ArrowColumn::kLargeList) &&
+      schema.n_children == 1 && array.n_children == 1 && schema.children[0]->format != nullptr &&
+      std::string_view(schema.children[0]->format) == "+s") {
+    const ArrowSchema& entries = *schema.children[0];
+    for (int64_t k = 0; k < entries.n_children; ++k) {
+      c.fields.push_back(DescribeArrowColumn(*entries.children[k], *array.children[0]->children[k]));
+      c.field_names.emplace_back(entries.children[k]->name == nullptr ? "" : entries.children[k]->name);
+    }
+  }
   return c;
+}
+
+const ArrowColumn* ArrowColumn::Field(std::string_view name) const {
+  for (size_t k = 0; k < fields.size(); ++k) {
+    if (field_names[k] == name) return &fields[k];
+  }
+  if (kind == kMap && fields.size() == 2) return name == "key" ? &fields[0] : name == "value" ? &fields[1] : nullptr;
+  return nullptr;
 }
 
 // Like CSV cells, empty strings and the literal "null" are null.
@@ -301,27 +310,17 @@ bool ArrowRow::RawText(int col, std::string_view* text) const {
 absl::Status ArrowRow::Pairs(int col, PairSink sink) const {
   if (IsNull(col)) return absl::OkStatus();
   const ArrowColumn& c = columns_[col];
-  const std::string& column = layout_.names[col];
-  if (c.kind != ArrowColumn::kMap && c.kind != ArrowColumn::kList && c.kind != ArrowColumn::kLargeList) {
-    return Error(column, TypeError(c, "a map<string, string> or a list<struct<key, value>>"));
+  const ArrowColumn* keys = c.Field("key");
+  const ArrowColumn* values = c.Field("value");
+  if (keys == nullptr || values == nullptr || !IsStringKind(keys->kind)) {
+    return Error(layout_.names[col], TypeError(c, "a map<string, string> or a list<struct<key, value>>"));
   }
-  const ArrowSchema& entries_schema = *c.schema->children[0];
-  const ArrowArray& entries = *c.array->children[0];
-  int key = 0, value = 1;
-  if (c.kind != ArrowColumn::kMap) {
-    key = ChildIndex(entries_schema, "key");
-    value = ChildIndex(entries_schema, "value");
-    if (key < 0 || value < 0) return Error(column, TypeError(c, "a list<struct<key, value>>"));
-  }
-  const ArrowColumn keys = DescribeArrowColumn(*entries_schema.children[key], *entries.children[key]);
-  const ArrowColumn values = DescribeArrowColumn(*entries_schema.children[value], *entries.children[value]);
-  if (!IsStringKind(keys.kind)) return Error(column, TypeError(keys, "string keys"));
   auto [begin, end] = ListRange(c, index_);
   std::string key_scratch, value_scratch;
   for (int64_t j = begin; j < end; ++j) {
     ValueKind key_kind, value_kind;
-    std::string_view k = CellText(keys, j, &key_scratch, &key_kind);
-    std::string_view v = CellText(values, j, &value_scratch, &value_kind);
+    std::string_view k = CellText(*keys, j, &key_scratch, &key_kind);
+    std::string_view v = CellText(*values, j, &value_scratch, &value_kind);
     sink(k, v, value_kind);
   }
   return absl::OkStatus();
@@ -330,33 +329,24 @@ absl::Status ArrowRow::Pairs(int col, PairSink sink) const {
 absl::Status ArrowRow::Credits(int col, CreditSink sink) const {
   if (IsNull(col)) return absl::OkStatus();
   const ArrowColumn& c = columns_[col];
-  const std::string& column = layout_.names[col];
-  if (c.kind != ArrowColumn::kList && c.kind != ArrowColumn::kLargeList) {
-    return Error(column, TypeError(c, "a list<struct<amount, type, ...>>"));
+  const ArrowColumn* amounts = c.kind == ArrowColumn::kMap ? nullptr : c.Field("amount");
+  if (amounts == nullptr) {
+    return Error(layout_.names[col], TypeError(c, "a list<struct<amount, type, ...>>"));
   }
-  const ArrowSchema& item_schema = *c.schema->children[0];
-  const ArrowArray& items = *c.array->children[0];
-  const int amount = ChildIndex(item_schema, "amount");
-  if (amount < 0) return Error(column, TypeError(c, "a list<struct<amount, type, ...>>"));
-  const int type = ChildIndex(item_schema, "type");
-  const int name = ChildIndex(item_schema, "name");
-  const ArrowColumn amounts = DescribeArrowColumn(*item_schema.children[amount], *items.children[amount]);
-  ArrowColumn types, names;
-  if (type >= 0) types = DescribeArrowColumn(*item_schema.children[type], *items.children[type]);
-  if (name >= 0) names = DescribeArrowColumn(*item_schema.children[name], *items.children[name]);
+  const ArrowColumn* types = c.Field("type");
+  const ArrowColumn* names = c.Field("name");
+  auto text = [](const ArrowColumn* f, int64_t j) {
+    return f != nullptr && IsStringKind(f->kind) && !CellIsNull(*f, j)
+               ? StringAt(*f->array, f->kind == ArrowColumn::kLargeString, j)
+               : std::string_view();
+  };
   auto [begin, end] = ListRange(c, index_);
   for (int64_t j = begin; j < end; ++j) {
     double value = 0;
-    if (CellIsNull(amounts, j) || !NumericAt(amounts, j, &value) || !std::isfinite(value)) {
-      return Error(column, "has a credit amount that is not a number");
+    if (CellIsNull(*amounts, j) || !NumericAt(*amounts, j, &value) || !std::isfinite(value)) {
+      return Error(layout_.names[col], "has a credit amount that is not a number");
     }
-    std::string_view t = type >= 0 && IsStringKind(types.kind) && !CellIsNull(types, j)
-                             ? StringAt(*types.array, types.kind == ArrowColumn::kLargeString, j)
-                             : std::string_view();
-    std::string_view n = name >= 0 && IsStringKind(names.kind) && !CellIsNull(names, j)
-                             ? StringAt(*names.array, names.kind == ArrowColumn::kLargeString, j)
-                             : std::string_view();
-    sink(value, t, n);
+    sink(value, text(types, j), text(names, j));
   }
   return absl::OkStatus();
 }
@@ -612,7 +602,8 @@ class ReaderImpl final : public BillingReader {
       const int col = layout_.col(field);
       if (col >= 0 && columns[col].kind == ArrowColumn::kUnsupported) {
         return status_ = TableError(options_.source, absl::StrCat("column '", header_[col], "' has Arrow type '",
-                                                                  columns[col].format, "', which is not supported"));
+                                                                  ToAbsl(columns[col].format),
+                                                                  "', which is not supported"));
       }
     }
     for (int64_t i = 0; i < batch.length; ++i) {

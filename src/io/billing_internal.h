@@ -144,7 +144,14 @@ struct ArrowColumn {
   const ArrowSchema* schema = nullptr;
   const ArrowArray* array = nullptr;
   int64_t ns_per_unit = 1;  // timestamps
-  std::string format;
+  std::string_view format;  // the schema's, valid as long as the schema
+  // Maps and lists of structs: the entries' fields, described once per batch.
+  std::vector<ArrowColumn> fields;
+  std::vector<std::string_view> field_names;
+
+  // The entries' field named `name` (maps: "key"/"value" or the first/second
+  // field), or nullptr.
+  [[nodiscard]] const ArrowColumn* Field(std::string_view name) const;
 };
 
 ArrowColumn DescribeArrowColumn(const ArrowSchema& schema, const ArrowArray& array);

@@ -222,16 +222,6 @@ absl::Status CsvTokenizer::Parse(std::string_view data, bool at_end, CsvCallback
   return absl::OkStatus();
 }
 
-std::string_view TrimSpaces(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
-  return text;
-}
-
-bool IsNullText(std::string_view text) {
-  return text.empty() || text == "null" || text == "NULL" || text == "Null";
-}
-
 bool ParseDouble(std::string_view text, double* out) {
   text = TrimSpaces(text);
   if (!text.empty() && text.front() == '+') text.remove_prefix(1);

@@ -356,3 +356,23 @@ def test_focus_spec_examples():
         if unused.any():
             assert (lines.commitment_status[unused] == "Unused").all()
     assert read == len(files) - 2
+
+
+def test_gcp_inventory_needs_rows_for_n1_with_attached_gpus(tmp_path):
+    costs = gpucost.read_gcp_billing(DATA / "gcp_billing.csv")
+    with pytest.raises(gpucost.InvalidInputError, match=r"costs: row \d+, column 'instance_type': unknown instance "
+                                                        r"type 'n1-standard-8'"):
+        gpucost.inventory(costs)
+    own = pd.DataFrame({"provider": ["gcp"], "instance_type": ["n1-standard-8"], "gpu_model": ["T4"],
+                        "gpus": [1], "gpu_memory_gib": [16]})
+    inventory = gpucost.inventory(costs, catalog=own)
+    assert inventory.groupby("resource_id").size().to_dict() == {
+        "//compute.googleapis.com/projects/ml-prod/zones/us-central1-a/instances/1111": 1,
+        "//compute.googleapis.com/projects/ml-prod/zones/us-central1-b/instances/2222": 1,
+        "//compute.googleapis.com/projects/ml-prod/zones/us-central1-c/instances/3333": 1,
+        "//compute.googleapis.com/projects/ml-prod/zones/us-central1-a/instances/4444": 1,
+    }
+    # gzip-compressed JSON lines are recognised by content.
+    packed = tmp_path / "export.json.gz"
+    packed.write_bytes(gzip.compress((DATA / "gcp_billing.jsonl").read_bytes()))
+    assert gpucost.read_gcp_billing(packed).cost.sum() == pytest.approx(costs.cost.sum())

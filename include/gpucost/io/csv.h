@@ -105,10 +105,16 @@ class CsvTokenizer {
 [[nodiscard]] bool ParseUsDate(std::string_view text, int64_t* ns);
 
 // Whether `text` is a null marker: empty, or `null`/`NULL`/`Null`.
-[[nodiscard]] bool IsNullText(std::string_view text);
+[[nodiscard]] inline bool IsNullText(std::string_view text) {
+  return text.empty() || (text.size() == 4 && (text == "null" || text == "NULL" || text == "Null"));
+}
 
 // `text` with ASCII spaces and tabs removed at both ends.
-[[nodiscard]] std::string_view TrimSpaces(std::string_view text);
+[[nodiscard]] inline std::string_view TrimSpaces(std::string_view text) {
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
+  return text;
+}
 
 }  // namespace gpucost::io
 
