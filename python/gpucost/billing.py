@@ -38,6 +38,7 @@ from typing import Any, BinaryIO
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from gpucost import _core
@@ -133,7 +134,7 @@ def _read(fmt: str, source: Any, *, amount: str, expand_tags: Any, catalog: Any,
         table = source if isinstance(source, pa.Table | pa.RecordBatch) else pa.Table.from_pandas(
             source, preserve_index=False)
         batches = table.to_batches(max_chunksize=BATCH_ROWS) if isinstance(table, pa.Table) else [table]
-        for batch in batches:
+        for batch in batches or [pa.RecordBatch.from_pylist([], schema=table.schema)]:
             reader.feed_arrow(_arrow_ready(batch))
     else:
         with _open(source) as raw:
@@ -318,9 +319,37 @@ def _simple_type(t: pa.DataType) -> pa.DataType:
     return t
 
 
+# Columns holding key/value pairs: a struct there (pandas dicts become
+# structs in Arrow) is a map, not nested columns to flatten.
+_PAIR_COLUMNS = {"tags", "resource_tags", "labels", "system_labels", "skupricedetails", "x_skudetails",
+                 "additionalinfo", "product"}
+
+
+def _struct_to_map(column: pa.ChunkedArray) -> pa.Array:
+    """A struct column as map<string, string>: one entry per non-null field,
+    in field order (numpy over whole columns, no per-row Python)."""
+    array = column.combine_chunks()
+    names = [array.type.field(i).name for i in range(array.type.num_fields)]
+    if not names:
+        return pa.array([[]] * len(array), pa.map_(pa.string(), pa.string()))
+    fields = [pc.cast(array.field(i), pa.string()) for i in range(len(names))]
+    present = np.stack([f.is_valid().to_numpy(zero_copy_only=False) for f in fields], axis=1)
+    if array.null_count:
+        present &= array.is_valid().to_numpy(zero_copy_only=False)[:, None]
+    values = np.stack([f.to_numpy(zero_copy_only=False) for f in fields], axis=1)
+    rows, cols = np.nonzero(present)
+    offsets = np.concatenate([[0], np.cumsum(present.sum(axis=1))]).astype(np.int32)
+    return pa.MapArray.from_arrays(pa.array(offsets), pa.array(np.asarray(names, dtype=object)[cols], pa.string()),
+                                   pa.array(values[rows, cols], pa.string()))
+
+
 def _arrow_ready(batch: pa.RecordBatch) -> pa.RecordBatch:
-    """Struct columns flattened to "parent.child" and types simplified."""
+    """Struct columns flattened to "parent.child" (key/value columns made
+    maps) and types simplified."""
     table = pa.Table.from_batches([batch])
+    for i, field in enumerate(table.schema):
+        if pa.types.is_struct(field.type) and field.name.lower() in _PAIR_COLUMNS:
+            table = table.set_column(i, field.name, _struct_to_map(table.column(i)))
     while any(pa.types.is_struct(f.type) for f in table.schema):
         table = table.flatten()
     arrays = []

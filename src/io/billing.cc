@@ -628,6 +628,7 @@ class ReaderImpl final : public BillingReader {
 
   absl::StatusOr<CostLines> Finish() override {
     if (!status_.ok()) return status_;
+    if (mode_ == Mode::kNone) return status_ = TableError(options_.source, "is empty (no header line)");
     if (mode_ == Mode::kCsv) {
       status_ = csv_.Finish([this](const CsvRecord& r) { return OnCsvRecord(r); }, header_);
       if (!status_.ok()) return status_;

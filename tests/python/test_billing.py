@@ -376,3 +376,20 @@ def test_gcp_inventory_needs_rows_for_n1_with_attached_gpus(tmp_path):
     packed = tmp_path / "export.json.gz"
     packed.write_bytes(gzip.compress((DATA / "gcp_billing.jsonl").read_bytes()))
     assert gpucost.read_gcp_billing(packed).cost.sum() == pytest.approx(costs.cost.sum())
+
+
+def test_edge_inputs():
+    import io
+
+    with pytest.raises(gpucost.InvalidInputError, match="is empty"):
+        gpucost.read_focus(io.BytesIO(b""))
+    header_only = gpucost.read_focus(io.BytesIO(b"ChargePeriodStart,ChargePeriodEnd,EffectiveCost\r\n"))
+    assert len(header_only) == 0 and list(header_only.columns) == list(billing.COST_LINE_COLUMNS)
+    # pandas dicts become Arrow structs: a tags struct is read as a map, not flattened away.
+    frame = pd.DataFrame({"ChargePeriodStart": pd.to_datetime(["2025-03-01T10:00Z"] * 2),
+                          "ChargePeriodEnd": pd.to_datetime(["2025-03-01T11:00Z"] * 2),
+                          "EffectiveCost": [1.5, 2.0], "ResourceId": pd.Categorical(["i-1", "i-2"]),
+                          "Tags": [{"team": "a", "env": None}, None]})
+    assert gpucost.read_focus(frame).tags.tolist() == ['{"team":"a"}', "{}"]
+    with pytest.raises(gpucost.InvalidInputError, match="table: missing required column 'EffectiveCost'"):
+        gpucost.read_focus(frame.iloc[:0].drop(columns="EffectiveCost"))
