@@ -47,6 +47,8 @@ from gpucost.analyses import (
 )
 from gpucost.billing import read_azure_costs, read_cur, read_focus, read_gcp_billing
 from gpucost.attribution import attribute_tagged, share_costs
+from gpucost import plot
+from gpucost.report import report
 
 __version__ = "0.1.0"
 
@@ -61,3 +63,4 @@ __all__ += ["advise_commitments", "amortize", "autoscaling_estimate", "budget_st
             "spot_move_savings", "spot_placement", "spot_savings", "workload_classes"]
 __all__ += ["read_azure_costs", "read_cur", "read_focus", "read_gcp_billing"]
 __all__ += ["attribute_tagged", "share_costs"]
+__all__ += ["plot", "report"]

@@ -1,0 +1,211 @@
+"""Charts of allocation results, as matplotlib figures (for notebooks and the
+HTML report). Every function takes results of :func:`gpucost.allocate` (or
+the usage table) and draws them; none computes a cost.
+
+>>> by_day = gpucost.allocate(costs, usage, inventory, workloads, by=["team", "period"], freq="D")
+>>> gpucost.plot.spend_over_time(by_day).savefig("spend.svg")
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from gpucost.errors import InvalidInputError
+
+__all__ = ["spend_over_time", "allocated_vs_idle", "cost_per_effective_gpu_hour", "utilisation_distribution",
+           "spend_by_group", "team_colors", "RESERVED_LABELS", "display_name"]
+
+#: How the engine's reserved consumer/label values read in a chart or table.
+RESERVED_LABELS = {"__idle__": "Idle capacity", "__unattributed__": "Not on a GPU (storage, network, commitments)",
+                   "__unlabelled__": "Unlabelled workloads"}
+_RESERVED_COLORS = {"__idle__": "#c9c9c9", "__unattributed__": "#8c8c8c", "__unlabelled__": "#e4a11b"}
+_PALETTE = ("#1f77b4", "#2ca02c", "#9467bd", "#d62728", "#17becf", "#8c564b", "#e377c2", "#bcbd22",
+            "#ff7f0e", "#393b79", "#637939", "#843c39")  # distinct hues; amber is kept for unlabelled
+
+
+def display_name(value: Any) -> str:
+    return RESERVED_LABELS.get(str(value), str(value))
+
+
+def team_colors(values: Sequence[Any]) -> dict[str, str]:
+    """A stable color per group value (sorted order), reserved values in grey."""
+    colors, i = {}, 0
+    for v in sorted({str(x) for x in values}):
+        if v in _RESERVED_COLORS:
+            colors[v] = _RESERVED_COLORS[v]
+        else:
+            colors[v] = _PALETTE[i % len(_PALETTE)]
+            i += 1
+    return colors
+
+
+def _figure(width: float = 8.0, height: float = 3.6):
+    from matplotlib.figure import Figure
+    fig = Figure(figsize=(width, height), layout="constrained")
+    ax = fig.subplots()
+    ax.spines[["top", "right"]].set_visible(False)
+    ax.grid(axis="y", color="#e6e6e6", linewidth=0.8)
+    ax.set_axisbelow(True)
+    return fig, ax
+
+
+def _money_axis(ax, axis: str = "y") -> None:
+    from matplotlib.ticker import FuncFormatter
+    fmt = FuncFormatter(lambda v, _: f"${v / 1000:,.0f}k" if abs(v) >= 10_000 else f"${v:,.0f}")
+    (ax.yaxis if axis == "y" else ax.xaxis).set_major_formatter(fmt)
+
+
+def _date_axis(ax) -> None:
+    import matplotlib.dates as mdates
+    locator = mdates.AutoDateLocator(minticks=4, maxticks=8)
+    ax.xaxis.set_major_locator(locator)
+    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
+    ax.tick_params(labelsize=8)
+
+
+def _require(frame: pd.DataFrame, columns: Sequence[str], what: str) -> None:
+    if not isinstance(frame, pd.DataFrame):
+        raise InvalidInputError(f"{what}: expected a DataFrame, got {type(frame).__name__}")
+    for c in columns:
+        if c not in frame.columns:
+            raise InvalidInputError(f"{what}: missing required column '{c}'")
+
+
+def spend_over_time(allocation: pd.DataFrame, by: str = "team", *, colors: Mapping[str, str] | None = None,
+                    title: str = "Spend by day"):
+    """Stacked daily (or hourly, monthly) spend per group from an allocation
+    grouped by ``[by, "period"]``."""
+    _require(allocation, [by, "period", "cost"], "allocation")
+    table = allocation.pivot_table(index="period", columns=by, values="cost", aggfunc="sum", fill_value=0.0)
+    order = table.sum().sort_values(ascending=False).index
+    reserved = [c for c in order if str(c) in _RESERVED_COLORS]
+    table = table[[c for c in order if c not in reserved] + reserved]
+    colors = dict(colors or team_colors(table.columns))
+    fig, ax = _figure()
+    x = table.index.tz_convert(None) if getattr(table.index, "tz", None) is not None else table.index
+    ax.stackplot(x, table.to_numpy().T, labels=[display_name(c) for c in table.columns],
+                 colors=[colors[str(c)] for c in table.columns], linewidth=0)
+    _money_axis(ax)
+    ax.set_title(title, loc="left", fontsize=11, fontweight="bold")
+    ax.margins(x=0)
+    _date_axis(ax)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False, fontsize=8)
+    return fig
+
+
+def allocated_vs_idle(allocation: pd.DataFrame, by: str = "team", *, title: str = "Allocated vs idle, by day"):
+    """Daily spend split into allocated to workloads, idle GPU capacity and
+    cost with no GPU, from an allocation grouped by ``[by, "period"]``."""
+    _require(allocation, [by, "period", "cost"], "allocation")
+    kind = allocation[by].map(lambda v: v if v in ("__idle__", "__unattributed__") else "allocated")
+    table = allocation.assign(kind=kind).pivot_table(index="period", columns="kind", values="cost", aggfunc="sum",
+                                                     fill_value=0.0)
+    order = [c for c in ("allocated", "__idle__", "__unattributed__") if c in table.columns]
+    names = {"allocated": "Allocated to workloads", **RESERVED_LABELS}
+    colors = {"allocated": "#1f5fa8", **_RESERVED_COLORS}
+    fig, ax = _figure()
+    x = table.index.tz_convert(None) if getattr(table.index, "tz", None) is not None else table.index
+    bottom = np.zeros(len(table))
+    for c in order:
+        ax.bar(x, table[c].to_numpy(), bottom=bottom, width=0.8, color=colors[c], label=names[c])
+        bottom += table[c].to_numpy()
+    _money_axis(ax)
+    _date_axis(ax)
+    ax.set_title(title, loc="left", fontsize=11, fontweight="bold")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False, fontsize=8)
+    return fig
+
+
+def cost_per_effective_gpu_hour(allocation: pd.DataFrame, by: str = "team", *,
+                                colors: Mapping[str, str] | None = None,
+                                title: str = "Cost per effective GPU-hour"):
+    """Horizontal bars of ``cost_per_effective_gpu_hour`` per group (groups
+    with no effective GPU-hours are left out)."""
+    _require(allocation, [by, "cost_per_effective_gpu_hour"], "allocation")
+    data = allocation[np.isfinite(allocation["cost_per_effective_gpu_hour"])]
+    data = data[~data[by].isin(["__idle__", "__unattributed__"])].sort_values("cost_per_effective_gpu_hour")
+    colors = dict(colors or team_colors(allocation[by]))
+    fig, ax = _figure(8.0, max(2.0, 0.38 * len(data) + 0.9))
+    ax.grid(axis="y", visible=False)
+    ax.grid(axis="x", color="#e6e6e6", linewidth=0.8)
+    y = np.arange(len(data))
+    values = data["cost_per_effective_gpu_hour"].to_numpy()
+    ax.barh(y, values, color=[colors.get(str(v), "#1f5fa8") for v in data[by]], height=0.6)
+    ax.set_yticks(y, [display_name(v) for v in data[by]], fontsize=9)
+    for yi, v in zip(y, values):
+        ax.annotate(f"${v:,.2f}", (v, yi), xytext=(4, 0), textcoords="offset points", va="center", fontsize=8)
+    _money_axis(ax, "x")
+    ax.set_title(title, loc="left", fontsize=11, fontweight="bold")
+    ax.margins(x=0.15)
+    return fig
+
+
+def spend_by_group(allocation: pd.DataFrame, by: Sequence[str] = ("team", "project"), *, top: int = 15,
+                   colors: Mapping[str, str] | None = None, title: str = "Spend by project"):
+    """Horizontal bars of the largest groups' cost, colored by the first key."""
+    by = list(by)
+    _require(allocation, [*by, "cost"], "allocation")
+    data = allocation.nlargest(top, "cost").iloc[::-1]
+    colors = dict(colors or team_colors(allocation[by[0]]))
+    fig, ax = _figure(8.0, max(2.0, 0.34 * len(data) + 0.9))
+    ax.grid(axis="y", visible=False)
+    ax.grid(axis="x", color="#e6e6e6", linewidth=0.8)
+    y = np.arange(len(data))
+    labels = [" / ".join(display_name(v) for v in dict.fromkeys(row)) for row in data[by].itertuples(index=False)]
+    ax.barh(y, data["cost"].to_numpy(), color=[colors.get(str(v), "#1f5fa8") for v in data[by[0]]], height=0.6)
+    ax.set_yticks(y, labels, fontsize=8)
+    _money_axis(ax, "x")
+    ax.set_title(title, loc="left", fontsize=11, fontweight="bold")
+    return fig
+
+
+def utilisation_distribution(usage: pd.DataFrame, workloads: pd.DataFrame | None = None, by: str = "team", *,
+                             interval: float = 60, bins: int = 20, colors: Mapping[str, str] | None = None,
+                             title: str = "GPU-hours held, by utilisation"):
+    """Histogram of GPU-hours held (share x sample duration) by utilisation,
+    stacked by a workload label when ``workloads`` is given. Samples with no
+    consumer (free GPUs) are left out."""
+    _require(usage, ["consumer", "util", "share"], "usage")
+    held = usage["consumer"].astype(str) != ""
+    data = usage.loc[held.to_numpy(), ["consumer", "util", "share"]]
+    seconds = usage.loc[held.to_numpy(), "duration"].to_numpy(dtype=np.float64) if "duration" in usage \
+        else np.full(len(data), float(interval))
+    weight = data["share"].to_numpy(dtype=np.float64) * seconds / 3600.0
+    edges = np.linspace(0.0, 1.0, bins + 1)
+    fig, ax = _figure(8.0, 3.2)
+    if workloads is not None and by in getattr(workloads, "columns", ()):
+        labels = workloads.set_index("consumer")[by]
+        group = data["consumer"].astype(str).map(labels).fillna("__unlabelled__").astype(str).to_numpy()
+    else:
+        group = np.full(len(data), "all")
+    colors = dict(colors or team_colors(np.unique(group)))
+    order = pd.Series(weight).groupby(group).sum().sort_values(ascending=False).index
+    bottom = np.zeros(bins)
+    for g in order:
+        mask = group == g
+        counts, _ = np.histogram(data["util"].to_numpy()[mask], bins=edges, weights=weight[mask])
+        ax.bar(edges[:-1] * 100, counts, width=100 / bins, align="edge", bottom=bottom,
+               color=colors.get(g, "#1f5fa8"), label=display_name(g), edgecolor="white", linewidth=0.4)
+        bottom += counts
+    ax.set_xlabel("GPU utilisation (%)", fontsize=9)
+    ax.set_ylabel("GPU-hours", fontsize=9)
+    ax.set_xlim(0, 100)
+    ax.set_title(title, loc="left", fontsize=11, fontweight="bold")
+    if len(order) > 1:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False, fontsize=8)
+    return fig
+
+
+def to_svg(fig) -> str:
+    """A figure as an inline SVG element (text kept as text, no metadata)."""
+    import io
+    import matplotlib
+    buf = io.StringIO()
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "gpucost"}):
+        fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
+    text = buf.getvalue()
+    return text[text.index("<svg"):]

@@ -1,0 +1,481 @@
+"""The showback report: one self-contained HTML file (inline SVG charts, no
+network) a finance reader can open (docs/report.md).
+
+>>> r = gpucost.report(costs, usage, inventory, workloads, path="showback.html")
+>>> r.data["by_team"]        # the numbers shown, exactly as gpucost computed them
+
+The report calls the library for every number it shows (allocations from
+:func:`gpucost.allocate`; idle findings, spot runs, commitments and budgets
+from gpucost's analyses where this build has them) and only formats them. A
+section whose analysis is not available, or has no input, is left out and
+listed at the end; no number is ever made up.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import html
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+import gpucost
+from gpucost import plot
+from gpucost.errors import InvalidInputError
+
+__all__ = ["report", "Report", "Section", "html_table"]
+
+
+@dataclass
+class Section:
+    key: str
+    title: str
+    intro: str = ""
+    body: list[str] = field(default_factory=list)  # HTML fragments: tables, figures, notes
+
+
+@dataclass
+class Report:
+    """A rendered report: ``html`` (the whole page), ``data`` (every table
+    shown, as the library returned it), ``sections`` and ``omitted`` (section
+    -> why it is not in the report)."""
+
+    title: str
+    html: str
+    data: dict[str, pd.DataFrame]
+    sections: list[Section]
+    omitted: dict[str, str]
+    path: Path | None = None
+
+    def save(self, path: str | Path) -> Path:
+        from gpucost.demo import atomic_write
+        self.path = atomic_write(path, lambda f: f.write(self.html.encode("utf-8")))
+        return self.path
+
+    def _repr_html_(self) -> str:
+        return (f'<iframe srcdoc="{html.escape(self.html)}" style="width:100%;height:720px;border:1px solid #ddd">'
+                "</iframe>")
+
+
+# ---- formatting ------------------------------------------------------------------
+
+def _fmt_money(v: float, cents: bool = True) -> str:
+    if v is None or (isinstance(v, float) and not np.isfinite(v)):
+        return "–"
+    return f"${v:,.2f}" if cents else f"${v:,.0f}"
+
+
+def _fmt_hours(v: float) -> str:
+    return "–" if v is None or not np.isfinite(v) else f"{v:,.1f}"
+
+
+def _fmt_pct(v: float) -> str:
+    return "–" if v is None or not np.isfinite(v) else f"{100 * v:.1f}%"
+
+
+def _fmt_value(v: Any) -> str:
+    if v is None or (isinstance(v, float) and np.isnan(v)):
+        return "–"
+    if isinstance(v, pd.Timestamp):
+        return v.strftime("%Y-%m-%d %H:%M") if (v.hour or v.minute) else v.strftime("%Y-%m-%d")
+    if isinstance(v, (bool, np.bool_)):
+        return "yes" if v else "no"
+    if isinstance(v, (float, np.floating)):
+        return f"{v:,.2f}"
+    return plot.display_name(v)
+
+
+def html_table(frame: pd.DataFrame, *, money: Sequence[str] = (), hours: Sequence[str] = (),
+               pct: Sequence[str] = (), names: dict[str, str] | None = None, total: Sequence[str] = (),
+               key: str = "", caption: str = "", max_rows: int | None = None) -> str:
+    """An HTML table of ``frame``: numbers right-aligned, each numeric cell
+    carrying its exact value in ``data-value`` (what the tests compare), a
+    total row over ``total`` columns when given."""
+    names = names or {}
+    shown = frame if max_rows is None else frame.head(max_rows)
+    head = "".join(f'<th class="{"num" if _is_num(frame[c]) else ""}">{html.escape(names.get(c, c))}</th>'
+                   for c in frame.columns)
+    rows = []
+    for values in shown.itertuples(index=False):
+        cells = []
+        for c, v in zip(frame.columns, values):
+            cells.append(_cell(c, v, money, hours, pct))
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    foot = ""
+    if total and len(frame):
+        cells = []
+        for i, c in enumerate(frame.columns):
+            if c in total:
+                cells.append(_cell(c, float(frame[c].sum()), money, hours, pct))
+            else:
+                cells.append("<td>Total</td>" if i == 0 else "<td></td>")
+        foot = '<tfoot><tr class="total">' + "".join(cells) + "</tr></tfoot>"
+    more = ""
+    if max_rows is not None and len(frame) > max_rows:
+        more = f'<p class="note">Showing the first {max_rows} of {len(frame)} rows.</p>'
+    cap = f"<caption>{html.escape(caption)}</caption>" if caption else ""
+    return (f'<table class="data" data-key="{html.escape(key)}">{cap}<thead><tr>{head}</tr></thead>'
+            f'<tbody>{"".join(rows)}</tbody>{foot}</table>{more}')
+
+
+def _is_num(col: pd.Series) -> bool:
+    return pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col)
+
+
+def _cell(column: str, v: Any, money, hours, pct) -> str:
+    if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_)):
+        f = float(v)
+        text = (_fmt_money(f) if column in money else _fmt_hours(f) if column in hours
+                else _fmt_pct(f) if column in pct else (f"{int(v):,}" if isinstance(v, (int, np.integer))
+                                                       else _fmt_value(f)))
+        return f'<td class="num" data-col="{html.escape(column)}" data-value="{f!r}">{text}</td>'
+    return f'<td data-col="{html.escape(column)}">{html.escape(_fmt_value(v))}</td>'
+
+
+def _figure(fig, caption: str, key: str) -> str:
+    svg = plot.to_svg(fig)
+    return f'<figure class="chart" data-chart="{html.escape(key)}">{svg}<figcaption>{html.escape(caption)}' \
+           "</figcaption></figure>"
+
+
+def _p(text: str) -> str:
+    return f"<p>{text}</p>"
+
+
+# ---- the report -----------------------------------------------------------------
+
+_ANALYSES = {  # section -> the function of the library it needs (other issues build them)
+    "idle": "find_idle",
+    "spot": "spot_runs",
+    "commitments": "commitment_utilisation",
+    "advice": "advise_commitments",
+    "budgets": "budget_status",
+}
+
+
+def _analysis(name: str) -> Callable | None:
+    return getattr(gpucost, name, None)
+
+
+def report(costs: Any, usage: Any, inventory: Any, workloads: Any = None, *, path: str | Path | None = None,
+           title: str = "GPU showback", by: Sequence[str] = ("team", "project"), basis: str = "allocated",
+           idle: str = "keep", interval: float = 60, bill: Any = None, budgets: Any = None,
+           interruptions: Any = None, today: Any = None, currency: str = "USD",
+           analyses: Sequence[str] | None = None) -> Report:
+    """Builds the showback report and writes it to ``path`` when given.
+
+    Args:
+        costs, usage, inventory, workloads: the tables of :func:`gpucost.allocate`.
+        by: the label columns of the showback: the first is the team (owner)
+            key, the second the project key.
+        basis, idle, interval: the allocation policy (stated in the report).
+        bill: the bill as a reader returns it (commitment columns), for the
+            commitments section.
+        budgets: monthly budgets (``team, amount, thresholds``) for the
+            budgets section.
+        interruptions: spot interruption events for the spot section.
+        today: "now" for budgets (default: the end of the data).
+        analyses: which optional sections to try (default: all of
+            ``idle, spot, commitments, advice, budgets``).
+
+    Returns:
+        A :class:`Report`; ``report.data`` holds every table shown.
+    """
+    by = list(by)
+    if not by:
+        raise InvalidInputError("parameter 'by': give at least one label column (e.g. team)")
+    team = by[0]
+    policy = dict(basis=basis, idle=idle, interval=interval)
+    data: dict[str, pd.DataFrame] = {}
+    sections: list[Section] = []
+    omitted: dict[str, str] = {}
+
+    by_team = gpucost.allocate(costs, usage, inventory, workloads, by=[team], **policy)
+    by_day = gpucost.allocate(costs, usage, inventory, workloads, by=[team, "period"], freq="D", **policy)
+    by_group = gpucost.allocate(costs, usage, inventory, workloads, by=by, **policy) if len(by) > 1 else by_team
+    data.update(by_team=by_team, by_team_day=by_day, by_group=by_group)
+    colors = plot.team_colors(by_team[team])
+
+    cost_start = pd.to_datetime(costs["start"], utc=True)
+    cost_end = pd.to_datetime(costs["end"], utc=True)
+    first, last = cost_start.min(), cost_end.max()
+    total = float(np.sum(np.asarray(costs["cost"], dtype=np.float64)))
+    kpi = _kpis(by_team, team, total)
+    data["kpis"] = pd.DataFrame([kpi])
+
+    # 1. Showback by team
+    s = Section("showback", f"Showback by {team}",
+                f"Every dollar of the bill, split by the GPU time each {team}'s workloads held "
+                f"({_policy_words(basis, idle)}). Idle capacity and costs with no GPU are shown as their own rows, "
+                "not spread silently.")
+    table = by_team.copy()
+    table["utilisation"] = np.where(table["gpu_hours"] > 0, table["effective_gpu_hours"] /
+                                    table["gpu_hours"].where(table["gpu_hours"] > 0, 1.0), np.nan)
+    table["share_of_bill"] = table["cost"] / total if total else np.nan
+    cols = [team, "cost", "share_of_bill", "gpu_hours", "effective_gpu_hours", "utilisation",
+            "cost_per_effective_gpu_hour"]
+    if idle == "share":
+        cols.insert(2, "idle_cost")
+    table = table[cols].sort_values("cost", ascending=False, key=lambda c: c.where(
+        ~table[team].isin(list(plot.RESERVED_LABELS)), -1e18 + c))
+    data["showback_table"] = table
+    s.body.append(html_table(table, key="showback", money=["cost", "idle_cost", "cost_per_effective_gpu_hour"],
+                             hours=["gpu_hours", "effective_gpu_hours"], pct=["utilisation", "share_of_bill"],
+                             total=["cost", "idle_cost", "gpu_hours", "effective_gpu_hours", "share_of_bill"],
+                             names={team: team.capitalize(), "cost": "Cost", "idle_cost": "of which idle share",
+                                    "share_of_bill": "Share of bill", "gpu_hours": "GPU-hours held",
+                                    "effective_gpu_hours": "Effective GPU-hours", "utilisation": "Utilisation",
+                                    "cost_per_effective_gpu_hour": "$ per effective GPU-hour"}))
+    s.body.append(_figure(plot.spend_over_time(by_day, team, colors=colors, title=f"Spend by {team} and day"),
+                          f"Daily spend by {team}; idle capacity and non-GPU costs on top.", "spend_over_time"))
+    s.body.append(_figure(plot.allocated_vs_idle(by_day, team), "What each day's bill paid for.",
+                          "allocated_vs_idle"))
+    sections.append(s)
+
+    # 2. Projects
+    if len(by) > 1:
+        s = Section("projects", f"Spend by {' and '.join(by[1:])}",
+                    f"The same allocation grouped by {', '.join(by)}.")
+        grouped = by_group[[*by, "cost", "gpu_hours", "effective_gpu_hours", "cost_per_effective_gpu_hour"]]
+        grouped = grouped.sort_values("cost", ascending=False, ignore_index=True)
+        data["projects_table"] = grouped
+        s.body.append(_figure(plot.spend_by_group(grouped, by, colors=colors, title=f"Top {min(15, len(grouped))} "
+                                                  f"{by[1]}s by spend"), f"Largest {by[1]}s.", "spend_by_group"))
+        s.body.append(html_table(grouped, key="projects", money=["cost", "cost_per_effective_gpu_hour"],
+                                 hours=["gpu_hours", "effective_gpu_hours"], total=["cost", "gpu_hours",
+                                                                                    "effective_gpu_hours"],
+                                 names={"cost": "Cost", "gpu_hours": "GPU-hours held",
+                                        "effective_gpu_hours": "Effective GPU-hours",
+                                        "cost_per_effective_gpu_hour": "$ per effective GPU-hour"}))
+        sections.append(s)
+
+    # 3. Efficiency
+    s = Section("efficiency", "Cost per effective GPU-hour",
+                "What one fully busy GPU-hour cost each team: its cost divided by GPU-hours held times "
+                "utilisation. A team holding GPUs it barely uses pays several times the list price per useful "
+                "hour.")
+    s.body.append(_figure(plot.cost_per_effective_gpu_hour(by_team, team, colors=colors),
+                          f"Cost per effective GPU-hour by {team}.", "cost_per_effective_gpu_hour"))
+    s.body.append(_figure(plot.utilisation_distribution(usage, workloads, team, interval=interval, colors=colors),
+                          "GPU-hours held at each utilisation level (free GPUs excluded).",
+                          "utilisation_distribution"))
+    sections.append(s)
+
+    # 4. Tagging gaps
+    gap = _tagging_gaps(costs, usage, inventory, workloads, by, policy)
+    if gap is not None:
+        data["tagging_gaps"] = gap
+        gap_total = float(gap["cost"].sum())
+        s = Section("tagging", "Tagging gaps",
+                    f"{_fmt_money(gap_total)} ({_fmt_pct(gap_total / total if total else np.nan)} of the bill) was "
+                    f"spent by workloads missing a {' or '.join(by)} label. Fixing these labels is the first "
+                    "step to a complete showback.")
+        s.body.append(html_table(gap, key="tagging", money=["cost"], hours=["gpu_hours"], total=["cost", "gpu_hours"],
+                                 max_rows=12, names={"consumer": "Workload", "cost": "Cost",
+                                                     "gpu_hours": "GPU-hours held"}))
+        sections.append(s)
+    else:
+        omitted["tagging"] = "no workloads table"
+
+    # 5-9. Sections from gpucost's analyses, when this build has them.
+    wanted = list(analyses) if analyses is not None else list(_ANALYSES)
+    context = dict(costs=costs, usage=usage, inventory=inventory, workloads=workloads, bill=bill, budgets=budgets,
+                   interruptions=interruptions, today=today, by=by, policy=policy, by_team=by_team, by_day=by_day,
+                   colors=colors)
+    for key in wanted:
+        if key not in _ANALYSES:
+            raise InvalidInputError(f"parameter 'analyses': unknown section {key!r} "
+                                    f"(one of {', '.join(_ANALYSES)})")
+        function = _analysis(_ANALYSES[key])
+        if function is None:
+            omitted[key] = f"gpucost.{_ANALYSES[key]} is not in this build"
+            continue
+        built = _OPTIONAL[key](function, context)
+        if isinstance(built, str):
+            omitted[key] = built
+            continue
+        section, frames = built
+        data.update(frames)
+        sections.append(section)
+
+    # Method and reconciliation
+    d = by_team.attrs.get("diagnostics", {})
+    s = Section("method", "Method and reconciliation")
+    allocated = float(by_team["cost"].sum())
+    s.body.append(_p(f"Bill total {_fmt_money(total)}; allocated total {_fmt_money(allocated)} "
+                     f"(difference {_fmt_money(round(allocated - total, 2) + 0.0)}): every dollar is accounted for."))
+    s.body.append(_p(f"Policy: {_policy_words(basis, idle)}; samples stand for {interval:g} s unless they carry a "
+                     "duration. Each cost line is prorated over the GPU time its workloads held in its own period "
+                     "(docs/semantics.md)."))
+    diag = pd.DataFrame([{"what": k.replace("_", " "), "count": int(v)} for k, v in d.items()])
+    if len(diag):
+        s.body.append(html_table(diag, key="diagnostics", names={"what": "Diagnostic", "count": "Count"}))
+    if omitted:
+        items = "".join(f"<li>{html.escape(k)}: {html.escape(v)}</li>" for k, v in omitted.items())
+        s.body.append(f'<p class="note">Sections not in this report:</p><ul class="note">{items}</ul>')
+    sections.append(s)
+
+    page = _page(title, first, last, kpi, sections, currency)
+    result = Report(title=title, html=page, data=data, sections=sections, omitted=omitted)
+    if path is not None:
+        result.save(path)
+    return result
+
+
+def _policy_words(basis: str, idle: str) -> str:
+    b = {"allocated": "by GPU time held", "used": "by GPU time held times utilisation",
+         "blended": "by GPU time and memory held"}.get(basis, basis)
+    i = {"keep": "idle capacity kept on its own row", "share": "idle capacity shared over each line's users"}.get(
+        idle, idle)
+    return f"{b}, {i}"
+
+
+def _kpis(by_team: pd.DataFrame, team: str, total: float) -> dict:
+    rows = by_team.set_index(team)
+    idle = float(rows["cost"].get("__idle__", 0.0))
+    unattributed = float(rows["cost"].get("__unattributed__", 0.0))
+    gpu_spend = total - unattributed
+    effective = float(by_team["effective_gpu_hours"].sum())
+    capacity = float(by_team["gpu_hours"].sum())
+    return {"total": total, "allocated": total - idle - unattributed, "idle": idle, "unattributed": unattributed,
+            "gpu_spend": gpu_spend, "idle_share": idle / gpu_spend if gpu_spend else np.nan,
+            "utilisation": effective / capacity if capacity else np.nan,
+            "cost_per_effective_gpu_hour": gpu_spend / effective if effective else np.nan,
+            "effective_gpu_hours": effective, "gpu_hours": capacity}
+
+
+def _tagging_gaps(costs, usage, inventory, workloads, by, policy) -> pd.DataFrame | None:
+    if workloads is None:
+        return None
+    per = gpucost.allocate(costs, usage, inventory, workloads, by=["consumer", *by], **policy)
+    missing = np.zeros(len(per), dtype=bool)
+    for label in by:
+        missing |= per[label].eq("__unlabelled__").to_numpy()
+    gap = per.loc[missing & ~per["consumer"].isin(["__idle__", "__unattributed__"]).to_numpy(),
+                  ["consumer", *by, "cost", "gpu_hours"]]
+    return gap.sort_values("cost", ascending=False, ignore_index=True)
+
+
+# ---- optional sections (functions of other parts of gpucost) ------------------------
+
+def _section_idle(find_idle, ctx) -> tuple[Section, dict] | str:
+    findings = find_idle(ctx["usage"], ctx["costs"], ctx["inventory"], ctx["workloads"])
+    return _generic_section("idle", "Idle GPUs", "Spans where GPUs were billed but (nearly) unused, with the dollars "
+                            "they cost.", findings, "idle_findings")
+
+
+def _section_spot(spot_runs, ctx) -> tuple[Section, dict] | str:
+    if ctx["workloads"] is None or "job" not in getattr(ctx["workloads"], "columns", ()):
+        return "no job labels in the workloads table"
+    allocation = gpucost.allocate(ctx["costs"], ctx["usage"], ctx["inventory"], ctx["workloads"],
+                                  by=["consumer", "resource_id"], **ctx["policy"])
+    runs = spot_runs(allocation, ctx["workloads"], interruptions=ctx["interruptions"])
+    return _generic_section("spot", "Spot training runs", "Every attempt of each spot job, interrupted ones "
+                            "included: what a completed run really cost.", runs, "spot_runs")
+
+
+def _section_commitments(commitment_utilisation, ctx) -> tuple[Section, dict] | str:
+    if ctx["bill"] is None:
+        return "no bill with commitment columns given"
+    used = commitment_utilisation(ctx["bill"])
+    return _generic_section("commitments", "Commitments: utilisation", "How much of the reserved instances and "
+                            "savings plans bought was used.", used, "commitment_utilisation")
+
+
+def _section_advice(advise_commitments, ctx) -> tuple[Section, dict] | str:
+    advice = advise_commitments(ctx["by_day"], ctx["costs"])
+    return _generic_section("advice", "Commitments: advice", "What to buy, per workload class.", advice,
+                            "commitment_advice")
+
+
+def _section_budgets(budget_status, ctx) -> tuple[Section, dict] | str:
+    if ctx["budgets"] is None:
+        return "no budgets given"
+    status = budget_status(ctx["by_day"], ctx["budgets"], ctx["today"])
+    return _generic_section("budgets", "Budgets and forecast", "Month to date and forecast to month end against "
+                            "each budget.", status, "budget_status")
+
+
+def _generic_section(key: str, title: str, intro: str, frame: Any, data_key: str) -> tuple[Section, dict] | str:
+    if not isinstance(frame, pd.DataFrame):
+        return f"{title}: the analysis returned {type(frame).__name__}, not a table"
+    if frame.empty:
+        return f"{title}: nothing found"
+    money = [c for c in frame.columns if _is_num(frame[c]) and any(w in c for w in ("cost", "dollar", "saving",
+                                                                                      "waste", "amount", "spend",
+                                                                                      "forecast"))]
+    hours = [c for c in frame.columns if _is_num(frame[c]) and c.endswith("hours")]
+    s = Section(key, title, intro)
+    s.body.append(html_table(frame, key=key, money=money, hours=hours, max_rows=20))
+    return s, {data_key: frame}
+
+
+_OPTIONAL = {"idle": _section_idle, "spot": _section_spot, "commitments": _section_commitments,
+             "advice": _section_advice, "budgets": _section_budgets}
+
+
+# ---- the page -----------------------------------------------------------------------
+
+_CSS = """
+:root{--ink:#1d2733;--muted:#5b6675;--line:#e3e7ec;--accent:#1f5fa8;--bg:#f6f8fa}
+*{box-sizing:border-box}
+body{margin:0;font:14px/1.5 -apple-system,"Segoe UI",Roboto,"DejaVu Sans",Helvetica,Arial,sans-serif;color:var(--ink);background:var(--bg)}
+header{background:#13263d;color:#fff;padding:28px 40px 22px}
+header h1{margin:0 0 4px;font-size:24px;font-weight:600}
+header p{margin:0;color:#c5d3e3}
+main{max-width:1120px;margin:0 auto;padding:24px 40px 48px}
+.kpis{display:grid;grid-template-columns:repeat(auto-fit,minmax(160px,1fr));gap:12px;margin:-44px 0 24px}
+.kpi{background:#fff;border:1px solid var(--line);border-radius:8px;padding:14px 16px;box-shadow:0 1px 2px rgba(0,0,0,.04)}
+.kpi .label{font-size:12px;color:var(--muted);text-transform:uppercase;letter-spacing:.04em}
+.kpi .value{font-size:22px;font-weight:600;font-variant-numeric:tabular-nums;margin-top:2px}
+.kpi .sub{font-size:12px;color:var(--muted)}
+section{background:#fff;border:1px solid var(--line);border-radius:8px;padding:20px 24px;margin:0 0 20px}
+section h2{margin:0 0 6px;font-size:18px}
+section > p{color:var(--muted);margin:0 0 12px;max-width:860px}
+nav{margin:0 0 18px;font-size:13px}
+nav a{color:var(--accent);text-decoration:none;margin-right:14px}
+table.data{border-collapse:collapse;width:100%;margin:8px 0 16px;font-size:13px}
+table.data th{text-align:left;font-weight:600;color:var(--muted);border-bottom:2px solid var(--line);padding:6px 8px;white-space:nowrap}
+table.data td{border-bottom:1px solid var(--line);padding:5px 8px}
+table.data .num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+table.data tfoot td{font-weight:600;border-top:2px solid var(--ink);border-bottom:none}
+table.data caption{text-align:left;font-weight:600;padding:4px 0}
+figure.chart{margin:8px 0 18px}
+figure.chart svg{width:100%;height:auto;max-width:980px}
+figcaption{font-size:12px;color:var(--muted)}
+.note{font-size:12px;color:var(--muted)}
+footer{text-align:center;color:var(--muted);font-size:12px;padding:0 0 30px}
+@media print{body{background:#fff}header{background:#fff;color:var(--ink)}header p{color:var(--muted)}.kpis{margin-top:0}section{break-inside:avoid}}
+"""
+
+
+def _page(title: str, first: pd.Timestamp, last: pd.Timestamp, kpi: dict, sections: list[Section],
+          currency: str) -> str:
+    period = f"{first:%b %d, %Y} – {(last - pd.Timedelta(seconds=1)):%b %d, %Y} (UTC)"
+    cards = [
+        ("Total spend", _fmt_money(kpi["total"], cents=False), f"{currency}, amortized"),
+        ("Allocated to workloads", _fmt_money(kpi["allocated"], cents=False),
+         _fmt_pct(kpi["allocated"] / kpi["total"] if kpi["total"] else np.nan) + " of the bill"),
+        ("Idle GPU capacity", _fmt_money(kpi["idle"], cents=False), _fmt_pct(kpi["idle_share"]) + " of GPU spend"),
+        ("Not on a GPU", _fmt_money(kpi["unattributed"], cents=False), "storage, network, unused commitments"),
+        ("GPU utilisation", _fmt_pct(kpi["utilisation"]), "effective / available GPU-hours"),
+        ("Per effective GPU-hour", _fmt_money(kpi["cost_per_effective_gpu_hour"]), "GPU spend / effective hours"),
+    ]
+    cards_html = "".join(f'<div class="kpi" data-kpi="{html.escape(label)}"><div class="label">{html.escape(label)}'
+                         f'</div><div class="value">{html.escape(value)}</div><div class="sub">{html.escape(sub)}'
+                         "</div></div>" for label, value, sub in cards)
+    nav = "".join(f'<a href="#{s.key}">{html.escape(s.title)}</a>' for s in sections)
+    body = "".join(f'<section id="{s.key}"><h2>{html.escape(s.title)}</h2>'
+                   f'{_p(html.escape(s.intro)) if s.intro else ""}{"".join(s.body)}</section>' for s in sections)
+    generated = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+            f'<meta name="viewport" content="width=device-width,initial-scale=1">'
+            f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>"
+            f"<header><h1>{html.escape(title)}</h1><p>{html.escape(period)}</p></header>"
+            f'<main><div class="kpis">{cards_html}</div><nav>{nav}</nav>{body}</main>'
+            f"<footer>Made by gpucost {html.escape(gpucost.__version__)} on {generated}. "
+            "Self-contained: no network needed.</footer></body></html>\n")

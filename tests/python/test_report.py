@@ -1,0 +1,237 @@
+"""The showback report: its numbers are the library's, it is self-contained,
+it renders in a real browser (headless Chromium) with every chart drawn, and
+the plot helpers return matplotlib figures."""
+
+from __future__ import annotations
+
+import html.parser
+import json
+import re
+import subprocess
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import gpucost
+from gpucost.demo import demo_fleet
+import services
+
+matplotlib = pytest.importorskip("matplotlib")
+
+
+@pytest.fixture(scope="module")
+def fleet():
+    return demo_fleet()
+
+
+@pytest.fixture(scope="module")
+def built(fleet, tmp_path_factory):
+    path = tmp_path_factory.mktemp("report") / "report.html"
+    r = gpucost.report(fleet.costs, fleet.usage, fleet.inventory, fleet.workloads, path=path,
+                       title="GPU showback — demo", interval=fleet.interval, bill=fleet.bill, budgets=fleet.budgets,
+                       interruptions=fleet.interruptions)
+    return r, path
+
+
+class Cells(html.parser.HTMLParser):
+    """data-value cells of each table, by table key: {key: [{column: value}]}."""
+
+    def __init__(self):
+        super().__init__()
+        self.tables: dict[str, list[dict]] = {}
+        self.kpis: dict[str, str] = {}
+        self._key = None
+        self._row = None
+        self._kpi = None
+        self._in_value = False
+        self._in_tbody = False
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "table" and "data-key" in a:
+            self._key = a["data-key"]
+            self.tables[self._key] = []
+        elif tag == "tbody":
+            self._in_tbody = True
+        elif tag == "tr" and self._key and self._in_tbody:
+            self._row = {}
+            self.tables[self._key].append(self._row)
+        elif tag == "td" and self._row is not None and "data-value" in a:
+            self._row[a["data-col"]] = float(a["data-value"])
+        elif tag == "div" and "data-kpi" in a:
+            self._kpi = a["data-kpi"]
+        elif tag == "div" and a.get("class") == "value" and self._kpi:
+            self._in_value = True
+
+    def handle_endtag(self, tag):
+        if tag == "table":
+            self._key = None
+        elif tag == "tbody":
+            self._in_tbody = False
+            self._row = None
+        elif tag == "div" and self._in_value:
+            self._in_value = False
+            self._kpi = None
+
+    def handle_data(self, data):
+        if self._in_value and self._kpi:
+            self.kpis[self._kpi] = data
+
+
+def parse(text: str) -> Cells:
+    p = Cells()
+    p.feed(text)
+    return p
+
+
+def test_numbers_are_the_librarys(fleet, built):
+    r, path = built
+    by_team = gpucost.allocate(fleet.costs, fleet.usage, fleet.inventory, fleet.workloads, by=["team"],
+                               interval=fleet.interval)
+    pd.testing.assert_frame_equal(r.data["by_team"], by_team)
+    cells = parse(path.read_text())
+    shown = pd.DataFrame(cells.tables["showback"])
+    expected = by_team.set_index("team").loc[r.data["showback_table"]["team"]]
+    np.testing.assert_allclose(shown["cost"], expected["cost"], rtol=1e-15)
+    np.testing.assert_allclose(shown["gpu_hours"], expected["gpu_hours"], rtol=1e-15)
+    np.testing.assert_allclose(shown["cost_per_effective_gpu_hour"], expected["cost_per_effective_gpu_hour"],
+                               rtol=1e-15)
+    # The total row and the headline equal the bill.
+    bill = float(fleet.costs["cost"].sum())
+    assert shown["cost"].sum() == pytest.approx(bill, rel=1e-12)
+    assert cells.kpis["Total spend"] == f"${bill:,.0f}"
+    idle = float(by_team.set_index("team").at["__idle__", "cost"])
+    assert cells.kpis["Idle GPU capacity"] == f"${idle:,.0f}"
+    # Projects and tagging gaps come from allocations too.
+    by_project = gpucost.allocate(fleet.costs, fleet.usage, fleet.inventory, fleet.workloads, by=["team", "project"],
+                                  interval=fleet.interval)
+    projects = pd.DataFrame(cells.tables["projects"])
+    assert sorted(projects["cost"]) == pytest.approx(sorted(by_project["cost"]), rel=1e-15)
+    gaps = r.data["tagging_gaps"]
+    assert gaps["cost"].sum() == pytest.approx(
+        float(by_project.loc[(by_project["team"] == "__unlabelled__") | (by_project["project"] == "__unlabelled__"),
+                             "cost"].sum()), rel=1e-12)
+    assert "search/ranker-7" in set(gaps["consumer"])  # the inference pod whose team label was forgotten
+
+
+def test_self_contained(built):
+    _, path = built
+    text = path.read_text()
+    assert text.startswith("<!DOCTYPE html>")
+    assert "<script" not in text and "<link" not in text and "<img" not in text
+    # The only URLs are SVG namespaces, never something to fetch.
+    urls = set(re.findall(r"""(?:src|href)=["']([^"'#][^"']*)""", text))
+    assert urls <= {"http://www.w3.org/1999/xlink"}, urls
+    assert "url(http" not in text
+
+
+def test_sections_only_from_real_results(fleet, built, monkeypatch):
+    r, _ = built
+    keys = [s.key for s in r.sections]
+    assert keys[:4] == ["showback", "projects", "efficiency", "tagging"] and keys[-1] == "method"
+    for key, function in (("idle", "find_idle"), ("spot", "spot_runs"), ("budgets", "budget_status")):
+        if not hasattr(gpucost, function):
+            assert key in r.omitted and f'id="{key}"' not in r.html
+    # A section appears with exactly what the analysis returned.
+    findings = pd.DataFrame({"resource_id": ["i-1"], "hours": [64.0], "wasted_cost": [783.36]})
+    monkeypatch.setattr(gpucost, "find_idle", lambda *a, **k: findings, raising=False)
+    r2 = gpucost.report(fleet.costs, fleet.usage, fleet.inventory, fleet.workloads, interval=fleet.interval,
+                        analyses=["idle"])
+    assert 'id="idle"' in r2.html
+    cells = parse(r2.html).tables["idle"]
+    assert cells == [{"hours": 64.0, "wasted_cost": 783.36}]
+    assert r2.data["idle_findings"] is findings
+    monkeypatch.setattr(gpucost, "find_idle", lambda *a, **k: findings.iloc[:0], raising=False)
+    r3 = gpucost.report(fleet.costs, fleet.usage, fleet.inventory, fleet.workloads, interval=fleet.interval,
+                        analyses=["idle"])
+    assert 'id="idle"' not in r3.html and "nothing found" in r3.omitted["idle"]
+
+
+def test_bad_input(fleet):
+    with pytest.raises(gpucost.InvalidInputError, match="parameter 'analyses'"):
+        gpucost.report(fleet.costs, fleet.usage, fleet.inventory, fleet.workloads, analyses=["nope"])
+    with pytest.raises(gpucost.InvalidInputError, match="costs: row 0, column 'cost'"):
+        bad = fleet.costs.copy()
+        bad.loc[0, "cost"] = np.nan
+        gpucost.report(bad, fleet.usage, fleet.inventory, fleet.workloads)
+
+
+def test_repr_html_for_notebooks(built):
+    r, _ = built
+    frag = r._repr_html_()
+    assert frag.startswith("<iframe srcdoc=") and "&lt;svg" in frag
+
+
+def test_plot_helpers_return_figures(fleet):
+    from matplotlib.figure import Figure
+    by_day = gpucost.allocate(fleet.costs, fleet.usage, fleet.inventory, fleet.workloads, by=["team", "period"],
+                              freq="D", interval=fleet.interval)
+    by_team = gpucost.allocate(fleet.costs, fleet.usage, fleet.inventory, fleet.workloads, by=["team", "project"],
+                               interval=fleet.interval)
+    figures = [gpucost.plot.spend_over_time(by_day), gpucost.plot.allocated_vs_idle(by_day),
+               gpucost.plot.cost_per_effective_gpu_hour(by_team), gpucost.plot.spend_by_group(by_team),
+               gpucost.plot.utilisation_distribution(fleet.usage, fleet.workloads, interval=fleet.interval)]
+    for fig in figures:
+        assert isinstance(fig, Figure)
+        ax = fig.axes[0]
+        assert ax.get_title(loc="left")
+        assert len(ax.patches) + len(ax.collections) > 3
+    # The stacked daily chart's bars add up to each day's bill.
+    bars = figures[1].axes[0].patches
+    heights = np.array([b.get_height() for b in bars]).reshape(-1, 31).sum(axis=0)
+    daily = fleet.costs.groupby(fleet.costs["start"].dt.floor("D"))["cost"].sum().to_numpy()
+    np.testing.assert_allclose(heights, daily, rtol=1e-9)
+    with pytest.raises(gpucost.InvalidInputError, match="missing required column 'period'"):
+        gpucost.plot.spend_over_time(by_team)
+
+
+CHECK = """<script>
+(function () {
+  var out = {errors: window.__errors, charts: []};
+  document.querySelectorAll('figure.chart').forEach(function (f) {
+    var svg = f.querySelector('svg'), box = svg ? svg.getBoundingClientRect() : {width: 0, height: 0};
+    var drawn = svg ? Array.prototype.filter.call(svg.querySelectorAll('path'), function (p) {
+      var b = p.getBBox(); return (p.getAttribute('d') || '').length > 10 && (b.width > 0 || b.height > 0);
+    }).length : 0;
+    out.charts.push({key: f.dataset.chart, width: box.width, height: box.height, drawn: drawn,
+                     texts: svg ? svg.querySelectorAll('text').length : 0});
+  });
+  out.sections = document.querySelectorAll('section').length;
+  out.width = document.documentElement.scrollWidth;
+  var pre = document.createElement('pre'); pre.id = 'gpucost-check';
+  pre.textContent = JSON.stringify(out); document.body.appendChild(pre);
+})();
+</script>"""
+
+
+@pytest.mark.skipif(services.chromium() is None, reason="Debian's chromium is not installed (make test installs it)")
+def test_renders_in_chromium(built, tmp_path):
+    r, path = built
+    page = r.html.replace("<head>", "<head><script>window.__errors=[];window.addEventListener('error',function(e)"
+                          "{window.__errors.push(String(e.message||(e.target&&e.target.outerHTML)))},true);</script>", 1)
+    page = page.replace("</body>", CHECK + "</body>")
+    probe = tmp_path / "probe.html"
+    probe.write_text(page)
+    common = [services.chromium(), "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
+              "--disable-extensions", "--disable-background-networking", f"--user-data-dir={tmp_path / 'profile'}",
+              "--window-size=1280,1000"]
+    proc = subprocess.run([*common, "--virtual-time-budget=5000", "--dump-dom", probe.as_uri()],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    match = re.search(r'<pre id="gpucost-check">(.*?)</pre>', proc.stdout, re.S)
+    assert match, proc.stdout[-2000:]
+    result = json.loads(html.unescape(match.group(1)))
+    assert result["errors"] == []
+    expected = {"spend_over_time", "allocated_vs_idle", "spend_by_group", "cost_per_effective_gpu_hour",
+                "utilisation_distribution"}
+    assert {c["key"] for c in result["charts"]} == expected
+    for chart in result["charts"]:
+        assert chart["width"] > 300 and chart["height"] > 100, chart
+        assert chart["drawn"] >= 5 and chart["texts"] >= 5, chart
+    assert result["sections"] == len(r.sections)
+    assert result["width"] <= 1280  # nothing wider than the window
+    shot = tmp_path / "report.png"
+    proc = subprocess.run([*common, "--hide-scrollbars", f"--screenshot={shot}", path.as_uri()],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and shot.stat().st_size > 20_000, proc.stderr[-2000:]
