@@ -15,7 +15,7 @@ DEBIAN_PACKAGES := $(shell grep -v '^\#' scripts/debian-packages.txt)
 
 CXX_SOURCES := $(shell find include src bindings -type f 2>/dev/null) CMakeLists.txt $(wildcard cmake/*) \
   bindings/CMakeLists.txt $(wildcard data/catalog/*.csv)
-PY_EXTRAS := test,bench
+PY_EXTRAS := test,bench,report,pipeline,notebook
 
 .PHONY: demo test setup python cpp bench clean
 .DEFAULT_GOAL := test
