@@ -297,7 +297,7 @@ def simulate_demo_month(*, seed: int = 0, start: str = DEMO_START, days: int = 3
     def label(consumer: str, **labels: str | None) -> None:
         workloads[consumer] = {"consumer": consumer, **labels}
 
-    weekdays = [(t0 + pd.Timedelta(days=day)).dayofweek for day in range(days)]  # Monday = 0
+    weekdays = [(t0 + pd.Timedelta(days=day)).day_of_week for day in range(days)]  # Monday = 0
 
     # 1. Four p4d.24xlarge shared by training bursts, chat inference, ad-hoc experiments.
     for i in range(4):
@@ -434,7 +434,7 @@ def _demo_usage(series: _Series, resources: pd.DataFrame, steps: int, per_hour: 
     step = np.repeat(cols["begin"], lengths) + (np.arange(total) - offsets)
     hours = step / per_hour
     hour_of_day = hours % 24
-    day_of_week = ((hours // 24).astype(np.int64) + t0.dayofweek) % 7
+    day_of_week = ((hours // 24).astype(np.int64) + t0.day_of_week) % 7
     kind = np.repeat(cols["kind"], lengths)
     base = np.repeat(cols["util"], lengths)
     amp = np.repeat(cols["amp"], lengths)
