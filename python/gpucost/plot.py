@@ -8,6 +8,7 @@ the usage table) and draws them; none computes a cost.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -43,8 +44,31 @@ def team_colors(values: Sequence[Any]) -> dict[str, str]:
     return colors
 
 
+def _in_notebook() -> bool:
+    ipython = sys.modules.get("IPython")
+    return bool(ipython and getattr(ipython, "get_ipython", lambda: None)())
+
+
+_REGISTERED = False
+
+
+def _register_notebook_display() -> None:
+    """Shows our figures as PNG in Jupyter whatever the matplotlib backend."""
+    global _REGISTERED
+    if _REGISTERED:
+        return
+    from IPython import get_ipython
+    from IPython.core.pylabtools import select_figure_formats
+    shell = get_ipython()
+    if shell is not None and hasattr(shell, "display_formatter"):
+        select_figure_formats(shell, {"png"}, bbox_inches="tight")
+    _REGISTERED = True
+
+
 def _figure(width: float = 8.0, height: float = 3.6):
     from matplotlib.figure import Figure
+    if _in_notebook():
+        _register_notebook_display()
     fig = Figure(figsize=(width, height), layout="constrained")
     ax = fig.subplots()
     ax.spines[["top", "right"]].set_visible(False)
