@@ -88,6 +88,7 @@ def _date_axis(ax) -> None:
     locator = mdates.AutoDateLocator(minticks=4, maxticks=8)
     ax.xaxis.set_major_locator(locator)
     ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
+    ax.xaxis.get_offset_text().set_fontsize(8)
     ax.tick_params(labelsize=8)
 
 
@@ -111,11 +112,14 @@ def spend_over_time(allocation: pd.DataFrame, by: str = "team", *, colors: Mappi
     colors = dict(colors or team_colors(table.columns))
     fig, ax = _figure()
     x = table.index.tz_convert(None) if getattr(table.index, "tz", None) is not None else table.index
-    ax.stackplot(x, table.to_numpy().T, labels=[display_name(c) for c in table.columns],
-                 colors=[colors[str(c)] for c in table.columns], linewidth=0)
+    width = 0.8 * (pd.Series(x).diff().min() if len(x) > 1 else pd.Timedelta(days=1))
+    bottom = np.zeros(len(table))
+    for c in table.columns:
+        values = table[c].to_numpy()
+        ax.bar(x, values, bottom=bottom, width=width, color=colors[str(c)], label=display_name(c), linewidth=0)
+        bottom += values
     _money_axis(ax)
     ax.set_title(title, loc="left", fontsize=11, fontweight="bold")
-    ax.margins(x=0)
     _date_axis(ax)
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False, fontsize=8)
     return fig

@@ -281,6 +281,8 @@ def report(costs: Any, usage: Any, inventory: Any, workloads: Any = None, *, pat
     else:
         omitted["tagging"] = "no workloads table"
 
+    sections.insert(0, _highlights(kpi, table, team, total, data.get("tagging_gaps"), by))
+
     # 5-9. Sections from gpucost's analyses, when this build has them.
     wanted = list(analyses) if analyses is not None else list(_ANALYSES)
     context = dict(costs=costs, usage=usage, inventory=inventory, workloads=workloads, bill=bill, budgets=budgets,
@@ -324,6 +326,39 @@ def report(costs: Any, usage: Any, inventory: Any, workloads: Any = None, *, pat
     if path is not None:
         result.save(path)
     return result
+
+
+def _highlights(kpi: dict, table: pd.DataFrame, team: str, total: float, gaps: pd.DataFrame | None,
+                by: Sequence[str]) -> Section:
+    """The few sentences a finance reader reads first, from the numbers below."""
+    items = []
+    if kpi["gpu_spend"]:
+        items.append(f"<strong>{_fmt_pct(kpi['idle_share'])}</strong> of GPU spend ({_fmt_money(kpi['idle'], False)}) "
+                     "paid for GPU capacity no workload held.")
+    teams = table[~table[team].isin(list(plot.RESERVED_LABELS))]
+    if len(teams):
+        top = teams.iloc[0]
+        items.append(f"The largest {team}, <strong>{html.escape(str(top[team]))}</strong>, cost "
+                     f"{_fmt_money(top['cost'], False)} ({_fmt_pct(top['share_of_bill'])} of the bill); its GPUs were "
+                     f"busy {_fmt_pct(top['utilisation'])} of the time they were held, "
+                     f"{_fmt_money(top['cost_per_effective_gpu_hour'])} per effective GPU-hour.")
+        material = teams[(teams["cost"] >= 0.01 * total) & np.isfinite(teams["cost_per_effective_gpu_hour"])]
+        if len(material) > 1:
+            worst = material.loc[material["cost_per_effective_gpu_hour"].idxmax()]
+            best = material.loc[material["cost_per_effective_gpu_hour"].idxmin()]
+            items.append(f"Cost per effective GPU-hour ranges from {_fmt_money(best['cost_per_effective_gpu_hour'])} "
+                         f"({html.escape(str(best[team]))}) to {_fmt_money(worst['cost_per_effective_gpu_hour'])} "
+                         f"({html.escape(str(worst[team]))}) among {team}s with at least 1% of the bill.")
+    if gaps is not None and len(gaps):
+        gap = float(gaps["cost"].sum())
+        items.append(f"{_fmt_money(gap, False)} ({_fmt_pct(gap / total if total else np.nan)} of the bill) went to "
+                     f"{len(gaps)} workloads missing a {' or '.join(by)} label.")
+    if kpi["unattributed"]:
+        items.append(f"{_fmt_money(kpi['unattributed'], False)} of the bill is not on a GPU (storage, networking, "
+                     "unused commitments).")
+    s = Section("highlights", "Highlights")
+    s.body.append("<ul class=\"highlights\">" + "".join(f"<li>{i}</li>" for i in items) + "</ul>")
+    return s
 
 
 def _policy_words(basis: str, idle: str) -> str:
@@ -447,6 +482,8 @@ table.data caption{text-align:left;font-weight:600;padding:4px 0}
 figure.chart{margin:8px 0 18px}
 figure.chart svg{width:100%;height:auto;max-width:980px}
 figcaption{font-size:12px;color:var(--muted)}
+ul.highlights{margin:4px 0 0;padding-left:20px;font-size:15px}
+ul.highlights li{margin:4px 0}
 .note{font-size:12px;color:var(--muted)}
 footer{text-align:center;color:var(--muted);font-size:12px;padding:0 0 30px}
 @media print{body{background:#fff}header{background:#fff;color:var(--ink)}header p{color:var(--muted)}.kpis{margin-top:0}section{break-inside:avoid}}

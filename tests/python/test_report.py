@@ -129,7 +129,8 @@ def test_self_contained(built):
 def test_sections_only_from_real_results(fleet, built, monkeypatch):
     r, _ = built
     keys = [s.key for s in r.sections]
-    assert keys[:4] == ["showback", "projects", "efficiency", "tagging"] and keys[-1] == "method"
+    assert keys[:5] == ["highlights", "showback", "projects", "efficiency", "tagging"] and keys[-1] == "method"
+    assert "<strong>48.6%</strong> of GPU spend ($58,541) paid for GPU capacity no workload held" in r.html
     for key, function in (("idle", "find_idle"), ("spot", "spot_runs"), ("budgets", "budget_status")):
         if not hasattr(gpucost, function):
             assert key in r.omitted and f'id="{key}"' not in r.html
