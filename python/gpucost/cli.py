@@ -21,7 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +36,9 @@ EXIT_OK, EXIT_ERROR, EXIT_BAD_INPUT = 0, 1, 2
 _NAMES = {"cost": "cost $", "idle_cost": "idle $", "list_cost": "list $", "gpu_hours": "GPU-h",
           "effective_gpu_hours": "effective GPU-h", "mem_gib_hours": "GiB-h",
           "cost_per_effective_gpu_hour": "$ / effective GPU-h"}
+
+
+_BUDGETS_HELP = "budgets CSV: key, value, amount[, thresholds] (key: a label column, e.g. team)"
 
 
 class UsageError(Exception):
@@ -196,7 +199,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_policy(p, by="team,project")
     p.add_argument("--output", "-o", metavar="PATH", help="the HTML file (default gpucost-report.html)")
     p.add_argument("--title", help="report title")
-    p.add_argument("--budgets", metavar="PATH", help="budgets CSV: team, amount[, thresholds]")
+    p.add_argument("--budgets", metavar="PATH", help=_BUDGETS_HELP)
     p.set_defaults(func=cmd_report)
 
     for name, function, help_text in (
@@ -209,10 +212,12 @@ def build_parser() -> argparse.ArgumentParser:
         _add_policy(p, by=None)
         _add_output(p, ("table", "csv", "json"))
         if name == "budget":
-            p.add_argument("--budgets", metavar="PATH", help="budgets CSV: team, amount[, thresholds]")
+            p.add_argument("--budgets", metavar="PATH", help=_BUDGETS_HELP)
             p.add_argument("--today", help="the day to report on (default: the end of the data)")
         if name == "spot":
             p.add_argument("--interruptions", metavar="PATH", help="EventBridge spot interruption events (JSON lines)")
+        if name == "advise":
+            p.add_argument("--rates", metavar="PATH", help="purchase options: instance_type, kind, hourly, term_years")
         p.set_defaults(func=cmd_analysis, analysis=function)
 
     p = sub.add_parser("catalog", parents=[common], help="instance types and MIG profiles gpucost knows",
@@ -245,8 +250,8 @@ def configure(args: argparse.Namespace) -> Config:
     src = {"demo": "demo", "bill": "bill", "bill_format": "bill_format", "costs": "costs", "telemetry": "telemetry",
            "prometheus": "prometheus", "start": "start", "end": "end", "step": "step", "usage": "usage",
            "pods": "pods", "nodes": "nodes", "workloads": "workloads", "inventory": "inventory",
-           "interruptions": "interruptions"}
-    paths = {"bill", "costs", "usage", "pods", "nodes", "workloads", "inventory", "interruptions"}
+           "interruptions": "interruptions", "rates": "rates"}
+    paths = {"bill", "costs", "usage", "pods", "nodes", "workloads", "inventory", "interruptions", "rates"}
     for attr, key in src.items():
         value = getattr(args, attr, None)
         if value is not None and getattr(args, "config", None) and attr in paths | {"telemetry"}:
@@ -317,7 +322,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         path = out / "report.html"
         gpucost.report(fleet.costs, fleet.usage, fleet.inventory, fleet.workloads, path=path,
                        title="GPU showback — demo fleet, March 2026", interval=fleet.interval, bill=fleet.bill,
-                       budgets=fleet.budgets, interruptions=fleet.interruptions)
+                       budgets=fleet.budgets, interruptions=fleet.interruptions, rates=fleet.rates)
         print(f"Report: {path}")
     if not args.no_files:
         print(f"Bill and telemetry: {out}/ (FOCUS, CUR 2.0, Prometheus DCGM JSON, kubectl JSON); try\n"
@@ -355,41 +360,28 @@ def cmd_report(args: argparse.Namespace) -> int:
     policy = _policy(config)
     report = gpucost.report(tables.costs, tables.usage, tables.inventory, tables.workloads, path=output, title=title,
                             by=_by(config, ["team", "project"]), bill=tables.bill, budgets=tables.budgets,
-                            interruptions=tables.interruptions, today=config.budgets.get("today"), **policy)
+                            interruptions=tables.interruptions, rates=tables.rates,
+                            today=config.budgets.get("today"), **policy)
     print(f"gpucost: wrote {output} ({len(report.sections)} sections"
           + (f"; not included: {', '.join(report.omitted)}" if report.omitted else "") + ")", file=sys.stderr)
     return EXIT_OK
 
 
-def _analysis_function(name: str) -> Callable:
-    function = getattr(gpucost, name, None)
-    if function is None:
-        raise gpucost.Error(f"this build of gpucost has no gpucost.{name} (an analysis not merged yet)")
-    return function
-
-
 def cmd_analysis(args: argparse.Namespace) -> int:
-    function = _analysis_function(args.analysis)
+    from gpucost.report import analysis
+    if getattr(gpucost, args.analysis, None) is None:  # before reading any input
+        raise gpucost.Error(f"this build of gpucost has no gpucost.{args.analysis} (an analysis not merged yet)")
     config = configure(args)
     tables = _tables(config, args)
-    policy = _policy(config)
-    t = tables
-    if args.analysis == "find_idle":
-        result = function(t.usage, t.costs, t.inventory, t.workloads)
-    elif args.analysis == "spot_runs":
-        allocation = gpucost.allocate(t.costs, t.usage, t.inventory, t.workloads, by=["consumer", "resource_id"],
-                                      **policy)
-        result = function(allocation, t.workloads, interruptions=t.interruptions)
-    elif args.analysis == "advise_commitments":
-        allocation = gpucost.allocate(t.costs, t.usage, t.inventory, t.workloads, by=["team", "period"], freq="D",
-                                      **policy)
-        result = function(allocation, t.costs)
-    else:
-        if t.budgets is None:
-            raise UsageError("gpucost budget needs budgets: --budgets FILE or [budgets] file in the config")
-        allocation = gpucost.allocate(t.costs, t.usage, t.inventory, t.workloads, by=["team", "period"], freq="D",
-                                      **policy)
-        result = function(allocation, t.budgets, config.budgets.get("today"))
+    key = {"find_idle": "idle", "spot_runs": "spot", "advise_commitments": "advice", "budget_status": "budgets"}[
+        args.analysis]
+    if key == "budgets" and tables.budgets is None:
+        raise UsageError("gpucost budget needs budgets: --budgets FILE or [budgets] file in the config")
+    if key == "advice" and tables.rates is None:
+        raise UsageError("gpucost advise needs purchase options: --rates FILE or rates in [sources]")
+    result = analysis(key, tables.costs, tables.usage, tables.inventory, tables.workloads, bill=tables.bill,
+                      budgets=tables.budgets, interruptions=tables.interruptions, rates=tables.rates,
+                      today=config.budgets.get("today"), by=_by(config, ["team", "project"]), **_policy(config))
     write_frame(result, _format(args), args.output)
     return EXIT_OK
 

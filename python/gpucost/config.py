@@ -24,7 +24,7 @@ idle = "keep"                    # keep | share
 by = ["team", "project"]
 
 [budgets]
-file = "budgets.csv"             # team, amount, thresholds
+file = "budgets.csv"             # key, value, amount, thresholds (key = a label column, e.g. team)
 ```
 
 Relative paths are relative to the file. Every key is also a command-line
@@ -56,7 +56,8 @@ __all__ = ["Config", "load_config", "Tables", "load_tables", "SECTIONS"]
 SECTIONS: dict[str, dict[str, type | tuple]] = {
     "sources": {"demo": bool, "bill": str, "bill_format": str, "costs": str, "usage": str, "inventory": str,
                 "workloads": str, "telemetry": (str, list), "prometheus": str, "start": str, "end": str,
-                "step": (int, float), "pods": str, "nodes": str, "interruptions": str, "bearer_token": str},
+                "step": (int, float), "pods": str, "nodes": str, "interruptions": str, "rates": str,
+                "bearer_token": str},
     "labels": {},  # any key: str
     "policy": {"basis": str, "idle": str, "interval": (int, float), "alpha": (int, float), "by": (str, list)},
     "budgets": {"file": str, "today": str},
@@ -158,10 +159,12 @@ class Tables:
     bill: pd.DataFrame | None = None
     budgets: pd.DataFrame | None = None
     interruptions: Any = None
+    rates: pd.DataFrame | None = None
     interval: float = 60
 
 
-_NUMERIC = ("cost", "list_cost", "share", "util", "mem_used", "duration", "device", "mem_capacity", "amount")
+_NUMERIC = ("cost", "list_cost", "share", "util", "mem_used", "duration", "device", "mem_capacity", "amount",
+            "hourly")
 
 
 def _read_table(path: Path, name: str) -> pd.DataFrame:
@@ -271,7 +274,7 @@ def load_tables(config: Config, *, progress: bool = False) -> Tables:
         fleet = demo_fleet()
         return Tables(fleet.costs, fleet.usage, fleet.inventory, fleet.workloads, bill=fleet.bill,
                       budgets=budgets if budgets is not None else fleet.budgets,
-                      interruptions=fleet.interruptions, interval=fleet.interval)
+                      interruptions=fleet.interruptions, rates=fleet.rates, interval=fleet.interval)
     bill = None
     if "bill" in s:
         bill = _read_bill(config, progress)
@@ -319,8 +322,9 @@ def load_tables(config: Config, *, progress: bool = False) -> Tables:
         if not path.exists():
             raise InvalidInputError(f"{path}: no such file (interruptions)")
         interruptions = path
+    rates = _read_table(config.path(s["rates"]), "rates") if "rates" in s else None
     return Tables(costs, usage, inventory, workloads, bill=bill, budgets=budgets, interruptions=interruptions,
-                  interval=step)
+                  rates=rates, interval=step)
 
 
 def _budgets(config: Config) -> pd.DataFrame | None:

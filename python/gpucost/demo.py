@@ -12,7 +12,8 @@
                               ``kubectl get nodes -o json``
 ``spot_interruptions.jsonl``  EventBridge "EC2 Spot Instance Interruption
                               Warning" events
-``budgets.csv``               monthly budgets per team
+``budgets.csv``               monthly budgets per team (key, value, amount, thresholds)
+``rates.csv``                 purchase options per instance type (for the advisor)
 ``gpucost.toml``              a config file naming all of the above
 ============================  ===============================================
 
@@ -375,6 +376,7 @@ step = {interval}                     # seconds per telemetry point
 pods = "pods.json"
 nodes = "nodes.json"
 interruptions = "spot_interruptions.jsonl"
+rates = "rates.csv"                   # purchase options for `gpucost advise`
 
 [labels]                              # result column = pod label key
 team = "team-id"
@@ -401,7 +403,7 @@ def write_demo_files(directory: str | os.PathLike, fleet: DemoFleet | None = Non
     paths: dict[str, Path] = {}
     tasks = [("focus", "focus.csv.gz"), ("cur2", "cur2.csv.gz"), ("telemetry", "prometheus"),
              ("pods", "pods.json"), ("interruptions", "spot_interruptions.jsonl"), ("budgets", "budgets.csv"),
-             ("config", "gpucost.toml")]
+             ("rates", "rates.csv"), ("config", "gpucost.toml")]
     bar = _progress(len(tasks), "writing demo files", progress)
     for name, file in tasks:
         if name == "focus":
@@ -419,6 +421,8 @@ def write_demo_files(directory: str | os.PathLike, fleet: DemoFleet | None = Non
             paths[name] = _write_text(out / file, _interruptions_jsonl(fleet))
         elif name == "budgets":
             paths[name] = _write_text(out / file, fleet.budgets.to_csv(index=False, lineterminator="\n"))
+        elif name == "rates":
+            paths[name] = _write_text(out / file, fleet.rates.to_csv(index=False, lineterminator="\n"))
         else:
             paths[name] = _write_text(out / file, CONFIG_TEMPLATE.format(interval=fleet.interval))
         bar.update(1)

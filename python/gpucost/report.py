@@ -27,7 +27,7 @@ import gpucost
 from gpucost import plot
 from gpucost.errors import InvalidInputError
 
-__all__ = ["report", "Report", "Section", "html_table"]
+__all__ = ["report", "Report", "Section", "html_table", "analysis"]
 
 
 @dataclass
@@ -148,10 +148,10 @@ def _p(text: str) -> str:
 
 # ---- the report -----------------------------------------------------------------
 
-_ANALYSES = {  # section -> the function of the library it needs (other issues build them)
+_ANALYSES = {  # section -> the function of the library it needs (other parts of gpucost build them)
     "idle": "find_idle",
     "spot": "spot_runs",
-    "commitments": "commitment_utilisation",
+    "commitments": "commitment_utilization",
     "advice": "advise_commitments",
     "budgets": "budget_status",
 }
@@ -164,7 +164,7 @@ def _analysis(name: str) -> Callable | None:
 def report(costs: Any, usage: Any, inventory: Any, workloads: Any = None, *, path: str | Path | None = None,
            title: str = "GPU showback", by: Sequence[str] = ("team", "project"), basis: str = "allocated",
            idle: str = "keep", interval: float = 60, bill: Any = None, budgets: Any = None,
-           interruptions: Any = None, today: Any = None, currency: str = "USD",
+           interruptions: Any = None, rates: Any = None, today: Any = None, currency: str = "USD",
            analyses: Sequence[str] | None = None) -> Report:
     """Builds the showback report and writes it to ``path`` when given.
 
@@ -177,7 +177,10 @@ def report(costs: Any, usage: Any, inventory: Any, workloads: Any = None, *, pat
             commitments section.
         budgets: monthly budgets (``team, amount, thresholds``) for the
             budgets section.
-        interruptions: spot interruption events for the spot section.
+        interruptions: spot interruption events (a file or a table) for the
+            spot section.
+        rates: purchase options (``instance_type, kind, hourly, term_years``)
+            for the commitment advice.
         today: "now" for budgets (default: the end of the data).
         analyses: which optional sections to try (default: all of
             ``idle, spot, commitments, advice, budgets``).
@@ -286,8 +289,8 @@ def report(costs: Any, usage: Any, inventory: Any, workloads: Any = None, *, pat
     # 5-9. Sections from gpucost's analyses, when this build has them.
     wanted = list(analyses) if analyses is not None else list(_ANALYSES)
     context = dict(costs=costs, usage=usage, inventory=inventory, workloads=workloads, bill=bill, budgets=budgets,
-                   interruptions=interruptions, today=today, by=by, policy=policy, by_team=by_team, by_day=by_day,
-                   colors=colors)
+                   interruptions=interruptions, rates=rates, today=today, by=by, policy=policy, by_team=by_team,
+                   by_day=by_day, colors=colors)
     for key in wanted:
         if key not in _ANALYSES:
             raise InvalidInputError(f"parameter 'analyses': unknown section {key!r} "
@@ -397,56 +400,128 @@ def _tagging_gaps(costs, usage, inventory, workloads, by, policy) -> pd.DataFram
 
 # ---- optional sections (functions of other parts of gpucost) ------------------------
 
+def _table_of(result: Any, attribute: str) -> Any:
+    """The table an analysis returned (a DataFrame, or its ``attribute``)."""
+    return result if isinstance(result, pd.DataFrame) else getattr(result, attribute, result)
+
+
+def _pick(frame: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
+    """The columns a reader needs, in that order, when the result has them."""
+    if not isinstance(frame, pd.DataFrame):
+        return frame
+    chosen = [c for c in columns if c in frame.columns]
+    return frame[chosen] if chosen else frame
+
+
 def _section_idle(find_idle, ctx) -> tuple[Section, dict] | str:
-    findings = find_idle(ctx["usage"], ctx["costs"], ctx["inventory"], ctx["workloads"])
-    return _generic_section("idle", "Idle GPUs", "Spans where GPUs were billed but (nearly) unused, with the dollars "
-                            "they cost.", findings, "idle_findings")
+    result = find_idle(ctx["usage"], ctx["costs"], ctx["inventory"], ctx["workloads"])
+    findings = _table_of(result, "findings")
+    if isinstance(findings, pd.DataFrame) and "dollars_wasted" in findings.columns:
+        findings = findings.sort_values("dollars_wasted", ascending=False, ignore_index=True)
+    shown = _pick(findings, ["resource_id", "devices", "start", "end", "hours", "consumer", ctx["by"][0], "action",
+                             "mean_util", "dollars_wasted"])
+    return _generic_section("idle", "Idle GPUs", "Spans where billed GPUs stayed below 5% utilisation for at least "
+                            "2 hours, with what they cost and what to do (gpucost.find_idle).", shown,
+                            "idle_findings", full=findings)
 
 
 def _section_spot(spot_runs, ctx) -> tuple[Section, dict] | str:
     if ctx["workloads"] is None or "job" not in getattr(ctx["workloads"], "columns", ()):
         return "no job labels in the workloads table"
+    events = ctx["interruptions"]
+    reader = getattr(gpucost, "spot_interruptions", None)
+    if events is not None and reader is not None and not isinstance(events, pd.DataFrame):
+        events = reader(events)
     allocation = gpucost.allocate(ctx["costs"], ctx["usage"], ctx["inventory"], ctx["workloads"],
                                   by=["consumer", "resource_id"], **ctx["policy"])
-    runs = spot_runs(allocation, ctx["workloads"], interruptions=ctx["interruptions"])
+    try:
+        runs = spot_runs(allocation, ctx["workloads"], events, costs=ctx["costs"], usage=ctx["usage"],
+                         inventory=ctx["inventory"])
+    except TypeError:  # an analysis without the optional tables
+        runs = spot_runs(allocation, ctx["workloads"], events)
+    jobs = _table_of(runs, "jobs")
+    if isinstance(jobs, pd.DataFrame) and "attempts" in jobs.columns:
+        jobs = jobs[jobs["attempts"] > 0]
+    shown = _pick(jobs, ["job", ctx["by"][0], "attempts", "interrupted_attempts", "completed", "cost",
+                         "wasted_cost", "waste_pct", "on_demand_equivalent", "spot_savings", "cost_per_completed_run"])
     return _generic_section("spot", "Spot training runs", "Every attempt of each spot job, interrupted ones "
-                            "included: what a completed run really cost.", runs, "spot_runs")
+                            "included: what a completed run really cost (gpucost.spot_runs).", shown, "spot_runs",
+                            full=jobs)
 
 
-def _section_commitments(commitment_utilisation, ctx) -> tuple[Section, dict] | str:
+def _section_commitments(commitment_utilization, ctx) -> tuple[Section, dict] | str:
     if ctx["bill"] is None:
         return "no bill with commitment columns given"
-    used = commitment_utilisation(ctx["bill"])
+    used = commitment_utilization(ctx["bill"], freq="MS")
+    shown = _pick(used, ["commitment_id", "period", "purchased", "used", "unused", "utilization",
+                         "on_demand_equivalent", "savings"])
     return _generic_section("commitments", "Commitments: utilisation", "How much of the reserved instances and "
-                            "savings plans bought was used.", used, "commitment_utilisation")
+                            "savings plans bought was used, and what they saved (gpucost.commitment_utilization).",
+                            shown, "commitment_utilization", full=used, pct=["utilization"])
 
 
 def _section_advice(advise_commitments, ctx) -> tuple[Section, dict] | str:
-    advice = advise_commitments(ctx["by_day"], ctx["costs"])
-    return _generic_section("advice", "Commitments: advice", "What to buy, per workload class.", advice,
+    if ctx["rates"] is None:
+        return "no rates table (purchase options) given"
+    advice = advise_commitments(ctx["costs"], ctx["usage"], ctx["inventory"], ctx["workloads"], rates=ctx["rates"])
+    return _generic_section("advice", "Commitments: advice", "What to buy for each instance type and workload "
+                            "class, and why (gpucost.advise_commitments).", _table_of(advice, "advice"),
                             "commitment_advice")
 
 
 def _section_budgets(budget_status, ctx) -> tuple[Section, dict] | str:
     if ctx["budgets"] is None:
         return "no budgets given"
-    status = budget_status(ctx["by_day"], ctx["budgets"], ctx["today"])
-    return _generic_section("budgets", "Budgets and forecast", "Month to date and forecast to month end against "
-                            "each budget.", status, "budget_status")
+    today = ctx["today"]
+    if today is None:
+        today = (pd.to_datetime(ctx["costs"]["start"], utc=True).max()).normalize()
+    status = budget_status(ctx["by_day"], ctx["budgets"], today)
+    shown = _pick(status, ["key", "value", "amount", "month_to_date", "forecast", "forecast_low", "forecast_high",
+                           "crossed", "forecast_crossed", "status"])
+    return _generic_section("budgets", "Budgets and forecast", f"Month to date on {pd.Timestamp(today):%b %d} and the "
+                            "forecast to month end against each budget (gpucost.budget_status).", shown,
+                            "budget_status", full=status)
 
 
-def _generic_section(key: str, title: str, intro: str, frame: Any, data_key: str) -> tuple[Section, dict] | str:
+def _generic_section(key: str, title: str, intro: str, frame: Any, data_key: str, *, full: Any = None,
+                     pct: Sequence[str] = ()) -> tuple[Section, dict] | str:
     if not isinstance(frame, pd.DataFrame):
         return f"{title}: the analysis returned {type(frame).__name__}, not a table"
     if frame.empty:
         return f"{title}: nothing found"
-    money = [c for c in frame.columns if _is_num(frame[c]) and any(w in c for w in ("cost", "dollar", "saving",
-                                                                                      "waste", "amount", "spend",
-                                                                                      "forecast"))]
+    money = [c for c in frame.columns if _is_num(frame[c]) and c not in pct and any(
+        w in c for w in ("cost", "dollar", "saving", "waste", "amount", "spend", "forecast", "purchased", "used",
+                         "equivalent", "month_to_date")) and not c.endswith(("_pct", "_share"))]
     hours = [c for c in frame.columns if _is_num(frame[c]) and c.endswith("hours")]
     s = Section(key, title, intro)
-    s.body.append(html_table(frame, key=key, money=money, hours=hours, max_rows=20))
-    return s, {data_key: frame}
+    s.body.append(html_table(frame, key=key, money=money, hours=hours, pct=pct, max_rows=20))
+    return s, {data_key: full if full is not None else frame}
+
+
+def analysis(key: str, costs: Any, usage: Any, inventory: Any, workloads: Any = None, *, bill: Any = None,
+             budgets: Any = None, interruptions: Any = None, rates: Any = None, today: Any = None,
+             by: Sequence[str] = ("team", "project"), **policy: Any) -> pd.DataFrame:
+    """The full table behind one of the report's analysis sections (``idle``,
+    ``spot``, ``commitments``, ``advice``, ``budgets``), as the ``gpucost``
+    command prints it. Raises :class:`gpucost.Error` when this build lacks the
+    analysis, :class:`gpucost.InvalidInputError` when an input it needs is
+    missing."""
+    if key not in _ANALYSES:
+        raise InvalidInputError(f"unknown analysis {key!r} (one of {', '.join(_ANALYSES)})")
+    function = _analysis(_ANALYSES[key])
+    if function is None:
+        raise gpucost.Error(f"this build of gpucost has no gpucost.{_ANALYSES[key]} (an analysis not merged yet)")
+    by = list(by)
+    policy = {k: v for k, v in policy.items() if v is not None}
+    by_day = gpucost.allocate(costs, usage, inventory, workloads, by=[by[0], "period"], freq="D", **policy) \
+        if key == "budgets" else None
+    ctx = dict(costs=costs, usage=usage, inventory=inventory, workloads=workloads, bill=bill, budgets=budgets,
+               interruptions=interruptions, rates=rates, today=today, by=by, policy=policy, by_day=by_day)
+    built = _OPTIONAL[key](function, ctx)
+    if isinstance(built, str):
+        raise InvalidInputError(f"gpucost.{_ANALYSES[key]}: {built}")
+    _, frames = built
+    return next(iter(frames.values()))
 
 
 _OPTIONAL = {"idle": _section_idle, "spot": _section_spot, "commitments": _section_commitments,

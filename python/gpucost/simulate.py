@@ -221,9 +221,12 @@ class DemoFleet(Fleet):
             pricing, commitment_id, commitment_status, billed_cost,
             effective_cost, list_cost, service, tags, instance_type``), one
             row per FOCUS row; ``costs`` is its allocation view.
-        interruptions: spot interruption warnings (``time, resource_id, job,
-            attempt``).
-        budgets: ``team, amount, thresholds`` (monthly, dollars).
+        interruptions: spot interruption warnings (``time, resource_id, kind,
+            job, attempt``).
+        budgets: ``key, value, amount, thresholds`` (monthly, dollars; key
+            ``team``).
+        rates: purchase options per instance type (``instance_type, kind,
+            hourly, term_years``) for the commitment advisor.
         start, end: the month.
         interval: seconds between samples.
     """
@@ -232,6 +235,7 @@ class DemoFleet(Fleet):
     bill: pd.DataFrame = None
     interruptions: pd.DataFrame = None
     budgets: pd.DataFrame = None
+    rates: pd.DataFrame = None
     start: pd.Timestamp = None
     end: pd.Timestamp = None
     interval: int = 300
@@ -412,10 +416,24 @@ def simulate_demo_month(*, seed: int = 0, start: str = DEMO_START, days: int = 3
     label_columns = ["consumer", "team", "project", "user", "job", "attempt"]
     workload_frame = pd.DataFrame(list(workloads.values())).reindex(columns=label_columns)
     workload_frame = workload_frame.astype(object).where(workload_frame.notna(), None)
-    budgets = pd.DataFrame([{"team": t, "amount": a, "thresholds": "0.8,1.0"} for t, a in DEMO_BUDGETS])
+    budgets = pd.DataFrame([{"key": "team", "value": t, "amount": a, "thresholds": "80%,100%"}
+                            for t, a in DEMO_BUDGETS])
+    rates = pd.DataFrame([
+        {"instance_type": "p4d.24xlarge", "kind": "on_demand", "hourly": DEMO_RATES["p4d.24xlarge"], "term_years": None},
+        {"instance_type": "p4d.24xlarge", "kind": "reserved", "hourly": DEMO_RI_RATE, "term_years": 1},
+        {"instance_type": "p4d.24xlarge", "kind": "savings_plan", "hourly": 22.94, "term_years": 1},
+        {"instance_type": "p4d.24xlarge", "kind": "spot", "hourly": DEMO_SPOT_RATE_P4D, "term_years": None},
+        {"instance_type": "g5.xlarge", "kind": "on_demand", "hourly": DEMO_RATES["g5.xlarge"], "term_years": None},
+        {"instance_type": "g5.xlarge", "kind": "reserved", "hourly": 0.62, "term_years": 1},
+        {"instance_type": "g5.xlarge", "kind": "savings_plan", "hourly": DEMO_SP_RATE_G5, "term_years": 1},
+        {"instance_type": "g5.12xlarge", "kind": "on_demand", "hourly": DEMO_RATES["g5.12xlarge"], "term_years": None},
+        {"instance_type": "p3.8xlarge", "kind": "on_demand", "hourly": DEMO_RATES["p3.8xlarge"], "term_years": None},
+    ])
+    events = pd.DataFrame(interruptions)
+    events.insert(2, "kind", "interruption")
     return DemoFleet(costs=costs, usage=usage, inventory=inventory, workloads=workload_frame,
-                     resources=resource_frame, bill=bill, interruptions=pd.DataFrame(interruptions),
-                     budgets=budgets, start=t0, end=t0 + pd.Timedelta(days=days), interval=interval)
+                     resources=resource_frame, bill=bill, interruptions=events, budgets=budgets, rates=rates,
+                     start=t0, end=t0 + pd.Timedelta(days=days), interval=interval)
 
 
 def _free_spans(add, k: int, d: int, busy: np.ndarray) -> None:

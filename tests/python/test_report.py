@@ -135,14 +135,16 @@ def test_sections_only_from_real_results(fleet, built, monkeypatch):
         if not hasattr(gpucost, function):
             assert key in r.omitted and f'id="{key}"' not in r.html
     # A section appears with exactly what the analysis returned.
-    findings = pd.DataFrame({"resource_id": ["i-1"], "hours": [64.0], "wasted_cost": [783.36]})
+    findings = pd.DataFrame({"resource_id": ["i-1"], "hours": [64.0], "action": ["terminate"],
+                             "dollars_wasted": [783.36]})
     monkeypatch.setattr(gpucost, "find_idle", lambda *a, **k: findings, raising=False)
     r2 = gpucost.report(fleet.costs, fleet.usage, fleet.inventory, fleet.workloads, interval=fleet.interval,
                         analyses=["idle"])
     assert 'id="idle"' in r2.html
     cells = parse(r2.html).tables["idle"]
-    assert cells == [{"hours": 64.0, "wasted_cost": 783.36}]
-    assert r2.data["idle_findings"] is findings
+    assert cells == [{"hours": 64.0, "dollars_wasted": 783.36}]
+    assert r2.data["idle_findings"].equals(findings)
+    assert "$783.36" in r2.html
     monkeypatch.setattr(gpucost, "find_idle", lambda *a, **k: findings.iloc[:0], raising=False)
     r3 = gpucost.report(fleet.costs, fleet.usage, fleet.inventory, fleet.workloads, interval=fleet.interval,
                         analyses=["idle"])
