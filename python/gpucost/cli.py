@@ -305,14 +305,23 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from gpucost.demo import demo_fleet, write_demo_files
     fleet = demo_fleet(args.seed)
     out = Path(args.dir)
+    tables = Tables(fleet.costs, fleet.usage, fleet.inventory, fleet.workloads, bill=fleet.bill,
+                    budgets=fleet.budgets, interruptions=fleet.interruptions, rates=fleet.rates,
+                    interval=fleet.interval)
+    source = "simulated in memory"
     if not args.no_files:
-        write_demo_files(out, fleet, progress=not args.no_progress and sys.stderr.isatty())
-    showback = gpucost.allocate(fleet.costs, fleet.usage, fleet.inventory, fleet.workloads, by=["team"])
-    bill = float(fleet.costs["cost"].sum())
-    gpus = len(fleet.inventory)
+        paths = write_demo_files(out, fleet, progress=not args.no_progress and sys.stderr.isatty())
+        if all(hasattr(gpucost, name) for name in ("read_focus", "prometheus", "kubernetes")):
+            # Read the files back the way a user's own would be: the bill, DCGM series and pod labels.
+            tables = load_tables(load_config(paths["config"]), progress=not args.no_progress and sys.stderr.isatty())
+            tables.rates = fleet.rates
+            source = "read back from the FOCUS bill, Prometheus DCGM answers and kubectl JSON"
+    showback = gpucost.allocate(tables.costs, tables.usage, tables.inventory, tables.workloads, by=["team"])
+    bill = float(tables.costs["cost"].sum())
+    gpus = len(tables.inventory)
     print(f"gpucost demo: {fleet.resources['resource_id'].nunique()} AWS instances ({gpus} GPUs), "
           f"{fleet.start:%b %d} - {(fleet.end - pd.Timedelta(seconds=1)):%b %d, %Y}, "
-          f"{len(fleet.usage):,} DCGM samples, bill ${bill:,.2f}")
+          f"{len(tables.usage):,} DCGM samples, bill ${bill:,.2f} ({source})")
     print("Showback by team (idle capacity and non-GPU costs on their own rows):\n")
     table = showback.sort_values("cost", ascending=False)
     print(allocation_table(table[["team", "cost", "gpu_hours", "effective_gpu_hours",
@@ -320,9 +329,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     print(f"\nAllocated ${showback['cost'].sum():,.2f} of ${bill:,.2f} billed.")
     if not args.no_report:
         path = out / "report.html"
-        gpucost.report(fleet.costs, fleet.usage, fleet.inventory, fleet.workloads, path=path,
-                       title="GPU showback — demo fleet, March 2026", interval=fleet.interval, bill=fleet.bill,
-                       budgets=fleet.budgets, interruptions=fleet.interruptions, rates=fleet.rates)
+        gpucost.report(tables.costs, tables.usage, tables.inventory, tables.workloads, path=path,
+                       title="GPU showback — demo fleet, March 2026", interval=tables.interval, bill=tables.bill,
+                       budgets=tables.budgets, interruptions=tables.interruptions, rates=tables.rates)
         print(f"Report: {path}")
     if not args.no_files:
         print(f"Bill and telemetry: {out}/ (FOCUS, CUR 2.0, Prometheus DCGM JSON, kubectl JSON); try\n"

@@ -383,6 +383,7 @@ team = "team-id"
 project = "project-id"
 user = "user-id"
 job = "job-id"
+attempt = "attempt"                   # spot jobs: the attempt number of each pod
 
 [policy]
 basis = "allocated"
