@@ -78,7 +78,7 @@ def _fmt_pct(v: float) -> str:
 
 
 def _fmt_value(v: Any) -> str:
-    if v is None or (isinstance(v, float) and np.isnan(v)):
+    if v is None or (isinstance(v, float) and np.isnan(v)) or (isinstance(v, str) and v == ""):
         return "–"
     if isinstance(v, pd.Timestamp):
         return v.strftime("%Y-%m-%d %H:%M") if (v.hour or v.minute) else v.strftime("%Y-%m-%d")
@@ -118,8 +118,8 @@ def html_table(frame: pd.DataFrame, *, money: Sequence[str] = (), hours: Sequenc
     if max_rows is not None and len(frame) > max_rows:
         more = f'<p class="note">Showing the first {max_rows} of {len(frame)} rows.</p>'
     cap = f"<caption>{html.escape(caption)}</caption>" if caption else ""
-    return (f'<table class="data" data-key="{html.escape(key)}">{cap}<thead><tr>{head}</tr></thead>'
-            f'<tbody>{"".join(rows)}</tbody>{foot}</table>{more}')
+    return (f'<div class="scroll"><table class="data" data-key="{html.escape(key)}">{cap}<thead><tr>{head}</tr>'
+            f'</thead><tbody>{"".join(rows)}</tbody>{foot}</table></div>{more}')
 
 
 def _is_num(col: pd.Series) -> bool:
@@ -130,7 +130,7 @@ def _cell(column: str, v: Any, money, hours, pct) -> str:
     if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_)):
         f = float(v)
         text = (_fmt_money(f) if column in money else _fmt_hours(f) if column in hours
-                else _fmt_pct(f) if column in pct else (f"{int(v):,}" if isinstance(v, (int, np.integer))
+                else _fmt_pct(f) if column in pct else f"{f:.1f}%" if column.endswith("_pct") and np.isfinite(f) else (f"{int(v):,}" if isinstance(v, (int, np.integer))
                                                        else _fmt_value(f)))
         return f'<td class="num" data-col="{html.escape(column)}" data-value="{f!r}">{text}</td>'
     return f'<td data-col="{html.escape(column)}">{html.escape(_fmt_value(v))}</td>'
@@ -421,8 +421,9 @@ def _section_idle(find_idle, ctx) -> tuple[Section, dict] | str:
     shown = _pick(findings, ["resource_id", "devices", "start", "end", "hours", "consumer", ctx["by"][0], "action",
                              "mean_util", "dollars_wasted"])
     return _generic_section("idle", "Idle GPUs", "Spans where billed GPUs stayed below 5% utilisation for at least "
-                            "2 hours, with what they cost and what to do (gpucost.find_idle).", shown,
-                            "idle_findings", full=findings)
+                            "2 hours, with what they cost and what to do (gpucost.find_idle). The total is over "
+                            "every span found.", shown, "idle_findings", full=findings,
+                            total=["hours", "gpu_hours", "dollars_wasted"])
 
 
 def _section_spot(spot_runs, ctx) -> tuple[Section, dict] | str:
@@ -432,13 +433,24 @@ def _section_spot(spot_runs, ctx) -> tuple[Section, dict] | str:
     reader = getattr(gpucost, "spot_interruptions", None)
     if events is not None and reader is not None and not isinstance(events, pd.DataFrame):
         events = reader(events)
-    allocation = gpucost.allocate(ctx["costs"], ctx["usage"], ctx["inventory"], ctx["workloads"],
+    workloads = ctx["workloads"]
+    allocation = gpucost.allocate(ctx["costs"], ctx["usage"], ctx["inventory"], workloads,
                                   by=["consumer", "resource_id"], **ctx["policy"])
+    if "pricing" in ctx["costs"].columns:  # the jobs that ran on spot instances, not every multi-pod job
+        spot = set(ctx["costs"].loc[np.asarray(ctx["costs"]["pricing"] == "spot"), "resource_id"].astype(str))
+        if not spot:
+            return "no spot lines in the bill"
+        on_spot = set(allocation.loc[allocation["resource_id"].isin(spot), "consumer"])
+        on_spot |= set(ctx["usage"].loc[np.asarray(ctx["usage"]["resource_id"].astype(str).isin(spot)),
+                                        "consumer"].astype(str))
+        jobs = set(workloads.loc[workloads["consumer"].isin(on_spot), "job"].dropna())
+        workloads = workloads[workloads["job"].isin(jobs)]
+        allocation = allocation[allocation["consumer"].isin(set(workloads["consumer"]))]
     try:
-        runs = spot_runs(allocation, ctx["workloads"], events, costs=ctx["costs"], usage=ctx["usage"],
+        runs = spot_runs(allocation, workloads, events, costs=ctx["costs"], usage=ctx["usage"],
                          inventory=ctx["inventory"])
     except TypeError:  # an analysis without the optional tables
-        runs = spot_runs(allocation, ctx["workloads"], events)
+        runs = spot_runs(allocation, workloads, events)
     jobs = _table_of(runs, "jobs")
     if isinstance(jobs, pd.DataFrame) and "attempts" in jobs.columns:
         jobs = jobs[jobs["attempts"] > 0]
@@ -446,7 +458,7 @@ def _section_spot(spot_runs, ctx) -> tuple[Section, dict] | str:
                          "wasted_cost", "waste_pct", "on_demand_equivalent", "spot_savings", "cost_per_completed_run"])
     return _generic_section("spot", "Spot training runs", "Every attempt of each spot job, interrupted ones "
                             "included: what a completed run really cost (gpucost.spot_runs).", shown, "spot_runs",
-                            full=jobs)
+                            full=jobs, total=["cost", "wasted_cost", "on_demand_equivalent", "spot_savings"])
 
 
 def _section_commitments(commitment_utilization, ctx) -> tuple[Section, dict] | str:
@@ -483,18 +495,32 @@ def _section_budgets(budget_status, ctx) -> tuple[Section, dict] | str:
                             "budget_status", full=status)
 
 
+_HEADERS = {"resource_id": "Resource", "dollars_wasted": "Wasted $", "list_dollars_wasted": "Wasted $ (list)",
+            "mean_util": "Mean utilisation", "consumer": "Held by", "waste_pct": "Waste", "commitment_id": "Commitment",
+            "on_demand_equivalent": "On-demand equivalent", "spot_savings": "Spot savings",
+            "cost_per_completed_run": "$ per completed run", "interrupted_attempts": "Interrupted",
+            "month_to_date": "Month to date", "forecast_low": "Forecast (low)", "forecast_high": "Forecast (high)",
+            "forecast_crossed": "Forecast to cross", "crossed": "Crossed", "utilization": "Utilisation"}
+
+
+def _header(column: str) -> str:
+    return _HEADERS.get(column, column.replace("_", " ").capitalize())
+
+
 def _generic_section(key: str, title: str, intro: str, frame: Any, data_key: str, *, full: Any = None,
-                     pct: Sequence[str] = ()) -> tuple[Section, dict] | str:
+                     pct: Sequence[str] = (), total: Sequence[str] = ()) -> tuple[Section, dict] | str:
     if not isinstance(frame, pd.DataFrame):
         return f"{title}: the analysis returned {type(frame).__name__}, not a table"
     if frame.empty:
         return f"{title}: nothing found"
+    pct = [*pct, *[c for c in frame.columns if c in ("mean_util", "utilization", "coverage", "observed_share")]]
     money = [c for c in frame.columns if _is_num(frame[c]) and c not in pct and any(
         w in c for w in ("cost", "dollar", "saving", "waste", "amount", "spend", "forecast", "purchased", "used",
-                         "equivalent", "month_to_date")) and not c.endswith(("_pct", "_share"))]
+                         "equivalent", "month_to_date", "per_completed")) and not c.endswith(("_pct", "_share"))]
     hours = [c for c in frame.columns if _is_num(frame[c]) and c.endswith("hours")]
     s = Section(key, title, intro)
-    s.body.append(html_table(frame, key=key, money=money, hours=hours, pct=pct, max_rows=20))
+    s.body.append(html_table(frame, key=key, money=money, hours=hours, pct=pct, max_rows=20, total=total,
+                             names={c: _header(c) for c in frame.columns}))
     return s, {data_key: full if full is not None else frame}
 
 
@@ -548,6 +574,7 @@ section h2{margin:0 0 6px;font-size:18px}
 section > p{color:var(--muted);margin:0 0 12px;max-width:860px}
 nav{margin:0 0 18px;font-size:13px}
 nav a{color:var(--accent);text-decoration:none;margin-right:14px}
+.scroll{overflow-x:auto}
 table.data{border-collapse:collapse;width:100%;margin:8px 0 16px;font-size:13px}
 table.data th{text-align:left;font-weight:600;color:var(--muted);border-bottom:2px solid var(--line);padding:6px 8px;white-space:nowrap}
 table.data td{border-bottom:1px solid var(--line);padding:5px 8px}

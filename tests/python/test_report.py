@@ -238,3 +238,27 @@ def test_renders_in_chromium(built, tmp_path):
     proc = subprocess.run([*common, "--hide-scrollbars", f"--screenshot={shot}", path.as_uri()],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and shot.stat().st_size > 20_000, proc.stderr[-2000:]
+
+
+def test_idle_and_spot_sections_are_the_analyses_results(fleet, built):
+    r, path = built
+    if not hasattr(gpucost, "find_idle"):
+        pytest.skip("gpucost.find_idle is not in this build")
+    findings = gpucost.find_idle(fleet.usage, fleet.costs, fleet.inventory, fleet.workloads).findings
+    findings = findings.sort_values("dollars_wasted", ascending=False, ignore_index=True)
+    cells = pd.DataFrame(parse(path.read_text()).tables["idle"])
+    np.testing.assert_allclose(cells["dollars_wasted"], findings["dollars_wasted"].head(20), rtol=1e-15)
+    np.testing.assert_allclose(cells["hours"], findings["hours"].head(20), rtol=1e-15)
+    # The forgotten weekend instance is among them: every GPU idle, nobody holding one.
+    forgotten = fleet.resources.loc[fleet.resources["role"] == "forgotten", "resource_id"].iloc[0]
+    row = findings[findings["resource_id"] == forgotten].iloc[0]
+    assert row["action"] == "terminate" and row["hours"] >= 60
+    runs = pd.DataFrame(parse(path.read_text()).tables["spot"])
+    jobs = r.data["spot_runs"].set_index("job")
+    assert set(jobs.index) == {"resnet-sweep", "bert-finetune", "diffusion-ablation"}
+    assert list(jobs.loc[["resnet-sweep", "bert-finetune", "diffusion-ablation"], "interrupted_attempts"]) == [2, 3, 1]
+    assert runs["cost"].sum() == pytest.approx(jobs["cost"].sum(), rel=1e-12)
+    # A spot job's cost is what the allocation charged its pods.
+    alloc = gpucost.allocate(fleet.costs, fleet.usage, fleet.inventory, fleet.workloads, by=["job"])
+    assert jobs.at["bert-finetune", "cost"] == pytest.approx(
+        float(alloc.loc[alloc["job"] == "bert-finetune", "cost"].iloc[0]), rel=1e-12)
