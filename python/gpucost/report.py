@@ -475,7 +475,8 @@ def _section_commitments(commitment_utilization, ctx) -> tuple[Section, dict] | 
 def _section_advice(advise_commitments, ctx) -> tuple[Section, dict] | str:
     if ctx["rates"] is None:
         return "no rates table (purchase options) given"
-    advice = advise_commitments(ctx["costs"], ctx["usage"], ctx["inventory"], ctx["workloads"], rates=ctx["rates"])
+    advice = advise_commitments(ctx["costs"], ctx["usage"], ctx["inventory"], ctx["workloads"], rates=ctx["rates"],
+                                interval=ctx["policy"].get("interval", 60))
     return _generic_section("advice", "Commitments: advice", "What to buy for each instance type and workload "
                             "class, and why (gpucost.advise_commitments).", _table_of(advice, "advice"),
                             "commitment_advice")

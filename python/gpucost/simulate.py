@@ -410,7 +410,7 @@ def simulate_demo_month(*, seed: int = 0, start: str = DEMO_START, days: int = 3
     resource_frame = pd.DataFrame(resources)
     usage = _demo_usage(series, resource_frame, steps, per_hour, interval, t0, rng)
     bill = _demo_bill(resource_frame, episodes, steps, per_hour, interval, t0, days)
-    costs = bill[["resource_id", "start", "end", "cost", "list_cost", "pricing"]].reset_index(drop=True)
+    costs = bill[["resource_id", "start", "end", "cost", "list_cost", "pricing", "instance_type"]].reset_index(drop=True)
     from gpucost.catalog import inventory as build_inventory  # the catalog knows each type's GPUs
     inventory = build_inventory(resource_frame[["resource_id", "instance_type"]])
     label_columns = ["consumer", "team", "project", "user", "job", "attempt"]
