@@ -101,22 +101,29 @@ def postgres() -> Iterator[str]:
 # ---- Prometheus -----------------------------------------------------------------------
 
 @contextlib.contextmanager
-def prometheus(scrape_targets: list[str], *, interval: str = "1s") -> Iterator[str]:
-    """A Prometheus scraping ``scrape_targets`` (host:port on 127.0.0.1);
-    yields its URL."""
+def prometheus(scrape_targets: list[str], *, interval: str = "1s", openmetrics: str | None = None) -> Iterator[str]:
+    """A Prometheus scraping ``scrape_targets`` (host:port on 127.0.0.1), its
+    TSDB backfilled from ``openmetrics`` text when given (promtool); yields
+    its URL."""
     binary = shutil.which("prometheus")
     if not binary:
         raise FileNotFoundError("prometheus not found: install Debian's prometheus")
     work = Path(tempfile.mkdtemp(prefix="gpucost-prom-"))
     targets = ", ".join(f'"{t}"' for t in scrape_targets)
+    scrape = (f"scrape_configs:\n  - job_name: gpucost\n    static_configs:\n      - targets: [{targets}]\n"
+              if scrape_targets else "")
     (work / "prometheus.yml").write_text(
-        f"global:\n  scrape_interval: {interval}\n  evaluation_interval: {interval}\n"
-        f"scrape_configs:\n  - job_name: gpucost\n    static_configs:\n      - targets: [{targets}]\n")
+        f"global:\n  scrape_interval: {interval}\n  evaluation_interval: {interval}\n{scrape}")
+    if openmetrics is not None:
+        (work / "input.om").write_text(openmetrics)
+        subprocess.run([shutil.which("promtool") or "promtool", "tsdb", "create-blocks-from", "openmetrics",
+                        str(work / "input.om"), str(work / "data")], check=True, capture_output=True, timeout=120)
     port = free_port()
     log_path = work / "prometheus.log"
     log = open(log_path, "wb")
     proc = subprocess.Popen([binary, f"--config.file={work / 'prometheus.yml'}", f"--storage.tsdb.path={work / 'data'}",
-                             f"--web.listen-address=127.0.0.1:{port}"], stdout=log, stderr=subprocess.STDOUT)
+                             "--storage.tsdb.retention.time=100y", f"--web.listen-address=127.0.0.1:{port}"],
+                            stdout=log, stderr=subprocess.STDOUT)
     try:
         url = f"http://127.0.0.1:{port}"
         wait_http(f"{url}/-/ready", proc, log_path)

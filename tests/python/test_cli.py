@@ -232,3 +232,33 @@ def test_console_script():
     proc = subprocess.run([str(exe), "allocate", "--usage", "missing.parquet", "--costs", "missing.parquet"],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+
+
+@pytest.mark.skipif(shutil.which("prometheus") is None or shutil.which("promtool") is None,
+                    reason="Debian's prometheus is not installed (make test installs it)")
+def test_allocate_from_a_prometheus_url(tmp_path, capsys):
+    import time as _time
+
+    import services
+    import telemetry_sim as sim
+    t0 = (_time.time_ns() - 26 * sim.HOUR_NS) // sim.HOUR_NS * sim.HOUR_NS  # inside the TSDB's retention
+    start = pd.Timestamp(t0, tz="UTC")
+    costs, inventory, workloads = sim.costs(t0), sim.inventory(), sim.workloads()
+    costs.to_csv(tmp_path / "costs.csv", index=False)
+    inventory.to_csv(tmp_path / "inventory.csv", index=False)
+    workloads.to_csv(tmp_path / "workloads.csv", index=False)
+    nodes = [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": n, "labels": {}},
+              "spec": {"providerID": f"aws:///us-east-1a/{r}"}} for n, r in zip(sim.NODES["node"], sim.NODES["resource_id"])]
+    (tmp_path / "nodes.json").write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": nodes}))
+    with services.prometheus([], openmetrics=sim.openmetrics(t0)) as url:
+        code, out, err = run(capsys, "allocate", "--prometheus", url, "--start", start.isoformat(),
+                             "--end", (start + pd.Timedelta(hours=1)).isoformat(), "--step", "60",
+                             "--nodes", str(tmp_path / "nodes.json"), "--costs", str(tmp_path / "costs.csv"),
+                             "--inventory", str(tmp_path / "inventory.csv"), "--workloads",
+                             str(tmp_path / "workloads.csv"), "--by", "team,consumer", "--format", "csv")
+    assert code == 0, err
+    got = pd.read_csv(io.StringIO(out), keep_default_na=False)
+    want = gpucost.allocate(costs, sim.expected_usage(t0), inventory, workloads, by=["team", "consumer"])
+    assert list(got["consumer"]) == list(want["consumer"])
+    np.testing.assert_allclose(got["cost"], want["cost"], rtol=1e-9)
+    assert got["cost"].sum() == pytest.approx(costs["cost"].sum(), rel=1e-12)
