@@ -272,6 +272,7 @@ def load_tables(config: Config, *, progress: bool = False) -> Tables:
     if s.get("demo"):
         from gpucost.demo import demo_fleet
         fleet = demo_fleet()
+        config.budgets.setdefault("today", "2026-03-20")  # the demo's budgets, looked at mid-month
         return Tables(fleet.costs, fleet.usage, fleet.inventory, fleet.workloads, bill=fleet.bill,
                       budgets=budgets if budgets is not None else fleet.budgets,
                       interruptions=fleet.interruptions, rates=fleet.rates, interval=fleet.interval)

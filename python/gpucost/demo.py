@@ -391,6 +391,7 @@ idle = "keep"
 
 [budgets]
 file = "budgets.csv"
+today = "2026-03-20"                  # month to date and forecast as on this day
 """
 
 

@@ -469,7 +469,8 @@ def _section_commitments(commitment_utilization, ctx) -> tuple[Section, dict] | 
                          "on_demand_equivalent", "savings"])
     return _generic_section("commitments", "Commitments: utilisation", "How much of the reserved instances and "
                             "savings plans bought was used, and what they saved (gpucost.commitment_utilization).",
-                            shown, "commitment_utilization", full=used, pct=["utilization"])
+                            shown, "commitment_utilization", full=used, pct=["utilization"],
+                            total=["purchased", "used", "unused", "on_demand_equivalent", "savings"])
 
 
 def _section_advice(advise_commitments, ctx) -> tuple[Section, dict] | str:
@@ -477,9 +478,15 @@ def _section_advice(advise_commitments, ctx) -> tuple[Section, dict] | str:
         return "no rates table (purchase options) given"
     advice = advise_commitments(ctx["costs"], ctx["usage"], ctx["inventory"], ctx["workloads"], rates=ctx["rates"],
                                 interval=ctx["policy"].get("interval", 60))
+    advice = _table_of(advice, "advice")
+    shown = _pick(advice, ["instance_type", "class", "purchase", "option", "level", "monthly_today",
+                           "monthly_recommended", "savings_vs_today", "break_even_utilization",
+                           "expected_utilization", "reason"])
     return _generic_section("advice", "Commitments: advice", "What to buy for each instance type and workload "
-                            "class, and why (gpucost.advise_commitments).", _table_of(advice, "advice"),
-                            "commitment_advice")
+                            "class, and why: training is never advised capacity sized to its peaks "
+                            "(gpucost.advise_commitments).", shown, "commitment_advice", full=advice,
+                            pct=["break_even_utilization", "expected_utilization"],
+                            total=["monthly_today", "monthly_recommended", "savings_vs_today"])
 
 
 def _section_budgets(budget_status, ctx) -> tuple[Section, dict] | str:
@@ -489,19 +496,22 @@ def _section_budgets(budget_status, ctx) -> tuple[Section, dict] | str:
     if today is None:
         today = (pd.to_datetime(ctx["costs"]["start"], utc=True).max()).normalize()
     status = budget_status(ctx["by_day"], ctx["budgets"], today)
-    shown = _pick(status, ["key", "value", "amount", "month_to_date", "forecast", "forecast_low", "forecast_high",
-                           "crossed", "forecast_crossed", "status"])
+    shown = _pick(status, ["value", "amount", "month_to_date", "mtd_share", "forecast", "forecast_low",
+                           "forecast_high", "crossed", "forecast_crossed", "status"])
     return _generic_section("budgets", "Budgets and forecast", f"Month to date on {pd.Timestamp(today):%b %d} and the "
                             "forecast to month end against each budget (gpucost.budget_status).", shown,
-                            "budget_status", full=status)
+                            "budget_status", full=status, pct=["mtd_share"])
 
 
 _HEADERS = {"resource_id": "Resource", "dollars_wasted": "Wasted $", "list_dollars_wasted": "Wasted $ (list)",
             "mean_util": "Mean utilisation", "consumer": "Held by", "waste_pct": "Waste", "commitment_id": "Commitment",
             "on_demand_equivalent": "On-demand equivalent", "spot_savings": "Spot savings",
             "cost_per_completed_run": "$ per completed run", "interrupted_attempts": "Interrupted",
-            "month_to_date": "Month to date", "forecast_low": "Forecast (low)", "forecast_high": "Forecast (high)",
-            "forecast_crossed": "Forecast to cross", "crossed": "Crossed", "utilization": "Utilisation"}
+            "month_to_date": "Month to date", "mtd_share": "Of budget", "value": "Budget for", "forecast_low": "Forecast (low)", "forecast_high": "Forecast (high)",
+            "forecast_crossed": "Forecast to cross", "crossed": "Crossed", "utilization": "Utilisation",
+            "monthly_today": "Monthly today", "monthly_recommended": "Monthly if bought",
+            "savings_vs_today": "Saving / month", "break_even_utilization": "Break-even use",
+            "expected_utilization": "Expected use", "instance_type": "Instance type"}
 
 
 def _header(column: str) -> str:

@@ -262,3 +262,30 @@ def test_idle_and_spot_sections_are_the_analyses_results(fleet, built):
     alloc = gpucost.allocate(fleet.costs, fleet.usage, fleet.inventory, fleet.workloads, by=["job"])
     assert jobs.at["bert-finetune", "cost"] == pytest.approx(
         float(alloc.loc[alloc["job"] == "bert-finetune", "cost"].iloc[0]), rel=1e-12)
+
+
+def test_commitment_and_budget_sections_are_the_analyses_results(fleet, tmp_path):
+    if not hasattr(gpucost, "budget_status"):
+        pytest.skip("the purchasing analyses are not in this build")
+    r = gpucost.report(fleet.costs, fleet.usage, fleet.inventory, fleet.workloads, bill=fleet.bill,
+                       budgets=fleet.budgets, rates=fleet.rates, today="2026-03-20", interval=fleet.interval,
+                       analyses=["commitments", "advice", "budgets"])
+    assert not r.omitted, r.omitted
+    tables = parse(r.html).tables
+    used = gpucost.commitment_utilization(fleet.bill, freq="MS")
+    pd.testing.assert_frame_equal(r.data["commitment_utilization"], used)
+    cells = pd.DataFrame(tables["commitments"])
+    np.testing.assert_allclose(cells["utilization"], used["utilization"], rtol=1e-15)
+    # The reserved instance idle during the 3-day stop (672 of 744 hours used); the savings plan sized too big.
+    assert {round(u, 6) for u in used["utilization"]} == {round(672 / 744, 6), round(4.8288 / 5.5, 6)}
+    by_day = gpucost.allocate(fleet.costs, fleet.usage, fleet.inventory, fleet.workloads, by=["team", "period"],
+                              freq="D", interval=fleet.interval)
+    status = gpucost.budget_status(by_day, fleet.budgets, "2026-03-20")
+    pd.testing.assert_frame_equal(r.data["budget_status"], status)
+    np.testing.assert_allclose(pd.DataFrame(tables["budgets"])["forecast"], status["forecast"], rtol=1e-15)
+    assert "forecast over" in set(status["status"]) or "over" in set(status["status"])
+    advice = gpucost.advise_commitments(fleet.costs, fleet.usage, fleet.inventory, fleet.workloads,
+                                        rates=fleet.rates, interval=fleet.interval)
+    pd.testing.assert_frame_equal(r.data["commitment_advice"], advice)
+    training = advice[(advice["instance_type"] == "p4d.24xlarge") & (advice["class"] == "training")]
+    assert set(training["purchase"]) <= {"spot", "on_demand", "savings_plan"}  # never a reservation for bursts
