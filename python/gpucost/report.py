@@ -66,6 +66,7 @@ class Report:
 def _fmt_money(v: float, cents: bool = True) -> str:
     if v is None or (isinstance(v, float) and not np.isfinite(v)):
         return "–"
+    v = round(float(v), 2 if cents else 0) + 0.0  # no "$-0.00"
     return f"${v:,.2f}" if cents else f"${v:,.0f}"
 
 
@@ -133,7 +134,9 @@ def _cell(column: str, v: Any, money, hours, pct) -> str:
                 else _fmt_pct(f) if column in pct else f"{f:.1f}%" if column.endswith("_pct") and np.isfinite(f) else (f"{int(v):,}" if isinstance(v, (int, np.integer))
                                                        else _fmt_value(f)))
         return f'<td class="num" data-col="{html.escape(column)}" data-value="{f!r}">{text}</td>'
-    return f'<td data-col="{html.escape(column)}">{html.escape(_fmt_value(v))}</td>'
+    text = _fmt_value(v)
+    nowrap = ' class="nw"' if len(text) <= 24 else ""
+    return f'<td{nowrap} data-col="{html.escape(column)}">{html.escape(text)}</td>'
 
 
 def _figure(fig, caption: str, key: str) -> str:
@@ -454,19 +457,19 @@ def _section_spot(spot_runs, ctx) -> tuple[Section, dict] | str:
     jobs = _table_of(runs, "jobs")
     if isinstance(jobs, pd.DataFrame) and "attempts" in jobs.columns:
         jobs = jobs[jobs["attempts"] > 0]
-    shown = _pick(jobs, ["job", ctx["by"][0], "attempts", "interrupted_attempts", "completed", "cost",
-                         "wasted_cost", "waste_pct", "on_demand_equivalent", "spot_savings", "cost_per_completed_run"])
+    shown = _pick(jobs, ["job", ctx["by"][0], "attempts", "interrupted_attempts", "cost", "wasted_cost", "waste_pct",
+                         "spot_savings", "cost_per_completed_run"])
     return _generic_section("spot", "Spot training runs", "Every attempt of each spot job, interrupted ones "
                             "included: what a completed run really cost (gpucost.spot_runs).", shown, "spot_runs",
-                            full=jobs, total=["cost", "wasted_cost", "on_demand_equivalent", "spot_savings"])
+                            full=jobs, total=["cost", "wasted_cost", "spot_savings"])
 
 
 def _section_commitments(commitment_utilization, ctx) -> tuple[Section, dict] | str:
     if ctx["bill"] is None:
         return "no bill with commitment columns given"
     used = commitment_utilization(ctx["bill"], freq="MS")
-    shown = _pick(used, ["commitment_id", "period", "purchased", "used", "unused", "utilization",
-                         "on_demand_equivalent", "savings"])
+    shown = _pick(used, ["commitment_id", *(["period"] if used["period"].nunique() > 1 else []), "purchased", "used",
+                         "unused", "utilization", "on_demand_equivalent", "savings"])
     return _generic_section("commitments", "Commitments: utilisation", "How much of the reserved instances and "
                             "savings plans bought was used, and what they saved (gpucost.commitment_utilization).",
                             shown, "commitment_utilization", full=used, pct=["utilization"],
@@ -479,14 +482,17 @@ def _section_advice(advise_commitments, ctx) -> tuple[Section, dict] | str:
     advice = advise_commitments(ctx["costs"], ctx["usage"], ctx["inventory"], ctx["workloads"], rates=ctx["rates"],
                                 interval=ctx["policy"].get("interval", 60))
     advice = _table_of(advice, "advice")
-    shown = _pick(advice, ["instance_type", "class", "purchase", "option", "level", "monthly_today",
-                           "monthly_recommended", "savings_vs_today", "break_even_utilization",
-                           "expected_utilization", "reason"])
-    return _generic_section("advice", "Commitments: advice", "What to buy for each instance type and workload "
+    shown = _pick(advice, ["instance_type", "class", "option", "level", "monthly_today", "monthly_recommended",
+                           "savings_vs_today", "break_even_utilization", "expected_utilization"])
+    built = _generic_section("advice", "Commitments: advice", "What to buy for each instance type and workload "
                             "class, and why: training is never advised capacity sized to its peaks "
                             "(gpucost.advise_commitments).", shown, "commitment_advice", full=advice,
                             pct=["break_even_utilization", "expected_utilization"],
                             total=["monthly_today", "monthly_recommended", "savings_vs_today"])
+    if not isinstance(built, str) and isinstance(advice, pd.DataFrame) and "reason" in advice.columns:
+        built[0].body.append('<ul class="reasons">' + "".join(f"<li>{html.escape(str(r))}</li>"
+                                                               for r in advice["reason"]) + "</ul>")
+    return built
 
 
 def _section_budgets(budget_status, ctx) -> tuple[Section, dict] | str:
@@ -511,7 +517,7 @@ _HEADERS = {"resource_id": "Resource", "dollars_wasted": "Wasted $", "list_dolla
             "forecast_crossed": "Forecast to cross", "crossed": "Crossed", "utilization": "Utilisation",
             "monthly_today": "Monthly today", "monthly_recommended": "Monthly if bought",
             "savings_vs_today": "Saving / month", "break_even_utilization": "Break-even use",
-            "expected_utilization": "Expected use", "instance_type": "Instance type"}
+            "expected_utilization": "Expected use", "instance_type": "Instance type", "option": "Buy"}
 
 
 def _header(column: str) -> str:
@@ -527,7 +533,8 @@ def _generic_section(key: str, title: str, intro: str, frame: Any, data_key: str
     pct = [*pct, *[c for c in frame.columns if c in ("mean_util", "utilization", "coverage", "observed_share")]]
     money = [c for c in frame.columns if _is_num(frame[c]) and c not in pct and any(
         w in c for w in ("cost", "dollar", "saving", "waste", "amount", "spend", "forecast", "purchased", "used",
-                         "equivalent", "month_to_date", "per_completed")) and not c.endswith(("_pct", "_share"))]
+                         "equivalent", "month_to_date", "per_completed", "monthly")) and not c.endswith(
+                             ("_pct", "_share"))]
     hours = [c for c in frame.columns if _is_num(frame[c]) and c.endswith("hours")]
     s = Section(key, title, intro)
     s.body.append(html_table(frame, key=key, money=money, hours=hours, pct=pct, max_rows=20, total=total,
@@ -574,7 +581,7 @@ body{margin:0;font:14px/1.5 -apple-system,"Segoe UI",Roboto,"DejaVu Sans",Helvet
 header{background:#13263d;color:#fff;padding:28px 40px 22px}
 header h1{margin:0 0 4px;font-size:24px;font-weight:600}
 header p{margin:0;color:#c5d3e3}
-main{max-width:1120px;margin:0 auto;padding:24px 40px 48px}
+main{max-width:1240px;margin:0 auto;padding:24px 24px 48px}
 .kpis{display:grid;grid-template-columns:repeat(auto-fit,minmax(160px,1fr));gap:12px;margin:-44px 0 24px}
 .kpi{background:#fff;border:1px solid var(--line);border-radius:8px;padding:14px 16px;box-shadow:0 1px 2px rgba(0,0,0,.04)}
 .kpi .label{font-size:12px;color:var(--muted);text-transform:uppercase;letter-spacing:.04em}
@@ -586,9 +593,12 @@ section > p{color:var(--muted);margin:0 0 12px;max-width:860px}
 nav{margin:0 0 18px;font-size:13px}
 nav a{color:var(--accent);text-decoration:none;margin-right:14px}
 .scroll{overflow-x:auto}
-table.data{border-collapse:collapse;width:100%;margin:8px 0 16px;font-size:13px}
-table.data th{text-align:left;font-weight:600;color:var(--muted);border-bottom:2px solid var(--line);padding:6px 8px;white-space:nowrap}
-table.data td{border-bottom:1px solid var(--line);padding:5px 8px}
+table.data td.nw{white-space:nowrap}
+ul.reasons{font-size:13px;color:var(--ink);margin:0 0 8px;padding-left:20px}
+ul.reasons li{margin:3px 0}
+table.data{border-collapse:collapse;width:100%;margin:8px 0 16px;font-size:12.5px}
+table.data th{text-align:left;font-weight:600;color:var(--muted);border-bottom:2px solid var(--line);padding:6px 6px;white-space:nowrap}
+table.data td{border-bottom:1px solid var(--line);padding:5px 6px}
 table.data .num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 table.data tfoot td{font-weight:600;border-top:2px solid var(--ink);border-bottom:none}
 table.data caption{text-align:left;font-weight:600;padding:4px 0}
