@@ -50,7 +50,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-__all__ = ["Config", "load_config", "Tables", "load_tables", "SECTIONS"]
+__all__ = ["Config", "load_config", "Tables", "load_tables", "instance_ids", "SECTIONS"]
 
 #: Allowed keys per section, with their types.
 SECTIONS: dict[str, dict[str, type | tuple]] = {
@@ -257,12 +257,33 @@ def _detect_bill(path: Path) -> str:
     raise InvalidInputError(f"{path}: line 1: not a FOCUS, CUR, GCP or Azure header; set bill_format")
 
 
+_EC2_ARN = r"^arn:aws[a-z-]*:ec2:[^:]*:[0-9]*:instance/(i-[0-9a-f]+)$"
+
+
+def instance_ids(costs: pd.DataFrame) -> pd.DataFrame:
+    """Cost lines whose ``resource_id`` is an EC2 instance ARN
+    (``arn:aws:ec2:us-east-1:1111:instance/i-0abc``, as AWS's FOCUS export
+    writes it) get the instance id (``i-0abc``) that telemetry knows the
+    instance by (a Kubernetes node's ``aws:///zone/i-0abc``, the CUR). Other
+    ids are left as they are. Returns a copy only when something changed."""
+    if "resource_id" not in costs.columns or not len(costs):
+        return costs
+    ids = costs["resource_id"]
+    values = pd.Series(ids.astype(object).to_numpy(), dtype=object)
+    if not values.astype(str).str.startswith("arn:aws").any():
+        return costs
+    extracted = values.astype(str).str.extract(_EC2_ARN, expand=False)
+    out = costs.copy()
+    out["resource_id"] = extracted.where(extracted.notna(), values).where(values.notna(), None).to_numpy()
+    return out
+
+
 def load_tables(config: Config, *, progress: bool = False) -> Tables:
     """Reads every source the config names into the allocation's tables.
 
     Sources, in order of preference: ``demo = true`` (the demo month); a
-    bill (through gpucost's billing readers) or gpucost's own ``costs``
-    table; telemetry from ``prometheus`` (a URL), saved ``telemetry`` JSON
+    bill (through gpucost's billing readers; EC2 instance ARNs become instance
+    ids, see :func:`instance_ids`) or gpucost's own ``costs`` table; telemetry from ``prometheus`` (a URL), saved ``telemetry`` JSON
     or gpucost's own ``usage`` table; workloads from ``pods`` or
     ``workloads``; the inventory from ``inventory`` or, when absent, from
     the bill's instance types and the catalog.
@@ -278,7 +299,7 @@ def load_tables(config: Config, *, progress: bool = False) -> Tables:
                       interruptions=fleet.interruptions, rates=fleet.rates, interval=fleet.interval)
     bill = None
     if "bill" in s:
-        bill = _read_bill(config, progress)
+        bill = instance_ids(_read_bill(config, progress))
         costs = bill
     elif "costs" in s:
         costs = _read_table(config.path(s["costs"]), "costs")
