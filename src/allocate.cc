@@ -38,6 +38,18 @@ std::string Quoted(std::string_view s) { return absl::StrCat("'", absl::string_v
 
 std::string Num(double v) { return absl::StrCat(v); }
 
+constexpr std::string_view kOutOfRange = "instant outside 1970-01-01..2200-01-01 UTC";
+
+// Raw bounds of valid sample instants and durations in one time unit, so the
+// hot loop compares without dividing.
+struct RawBounds {
+  int64_t ts_lo, ts_hi, dur_hi;
+};
+constexpr RawBounds BoundsOf(TimeUnit unit) {
+  const auto ticks = static_cast<int64_t>(unit);
+  return {kMinInstant / ticks, kMaxInstant / ticks, kMaxDuration / ticks};
+}
+
 bool IsReserved(std::string_view v) {
   return v == kIdle || v == kUnattributed || v == kUnlabelled;
 }
@@ -314,6 +326,8 @@ absl::Status Allocator::State::IndexCosts(const CostColumns& costs) {
     const auto row = static_cast<int64_t>(i);
     if (costs.start[i] == kMissingInstant) return RowError(kTable, row, "start", "missing instant");
     if (costs.end[i] == kMissingInstant) return RowError(kTable, row, "end", "missing instant");
+    if (!InstantInRange(costs.start[i], costs.time_unit)) return RowError(kTable, row, "start", kOutOfRange);
+    if (!InstantInRange(costs.end[i], costs.time_unit)) return RowError(kTable, row, "end", kOutOfRange);
     const int64_t start = ScaleInstant(costs.start[i], costs.time_unit);
     const int64_t end = ScaleInstant(costs.end[i], costs.time_unit);
     if (end <= start) return RowError(kTable, row, "end", "end is not after start");
@@ -508,8 +522,9 @@ absl::StatusOr<std::unique_ptr<Allocator>> Allocator::Create(
   if (!(policy.alpha >= 0.0 && policy.alpha <= 1.0)) {
     return ParameterError("alpha", absl::StrCat(Num(policy.alpha), " is outside [0, 1]"));
   }
-  if (!(policy.interval_seconds > 0.0) || !std::isfinite(policy.interval_seconds)) {
-    return ParameterError("interval", absl::StrCat(Num(policy.interval_seconds), " is not a positive number of seconds"));
+  if (!(policy.interval_seconds > 0.0) ||
+      !(policy.interval_seconds <= static_cast<double>(kMaxDuration) / 1e9)) {
+    return ParameterError("interval", absl::StrCat(Num(policy.interval_seconds), " is not a positive number of seconds up to ten years"));
   }
   auto state = std::make_unique<State>();
   state->policy = policy;
@@ -531,6 +546,7 @@ absl::Status Allocator::State::SampleValueError(const SampleColumns& s, int64_t 
   constexpr std::string_view kTable = "usage";
   const int64_t row = rows_seen + i;
   if (s.timestamp[i] == kMissingInstant) return RowError(kTable, row, "timestamp", "missing instant");
+  if (!InstantInRange(s.timestamp[i], s.time_unit)) return RowError(kTable, row, "timestamp", kOutOfRange);
   const double share = s.share[i];
   if (!(share > 0.0 && share <= 1.0)) return RowError(kTable, row, "share", absl::StrCat(Num(share), " is outside (0, 1]"));
   const double util = s.util[i];
@@ -542,15 +558,19 @@ absl::Status Allocator::State::SampleValueError(const SampleColumns& s, int64_t 
   if (s.duration.has_value() && (*s.duration)[i] <= 0) {
     return RowError(kTable, row, "duration", absl::StrCat((*s.duration)[i], " is not a positive duration"));
   }
+  if (s.duration.has_value() && !DurationInRange((*s.duration)[i], s.time_unit)) {
+    return RowError(kTable, row, "duration", absl::StrCat((*s.duration)[i], " is longer than ten years"));
+  }
   return absl::InternalError("sample value check disagreed with its explanation");
 }
 
 // One sample's values are valid; a single branch on the hot path.
 template <bool kHasDuration>
-inline bool SampleValuesOk(int64_t raw_ts, double share, double util, double mem, int64_t dur) {
-  bool ok = (raw_ts != kMissingInstant) & (share > 0.0) & (share <= 1.0) & (util >= 0.0) &
+inline bool SampleValuesOk(const RawBounds& b, int64_t raw_ts, double share, double util, double mem,
+                           int64_t dur) {
+  bool ok = (raw_ts >= b.ts_lo) & (raw_ts < b.ts_hi) & (share > 0.0) & (share <= 1.0) & (util >= 0.0) &
             (util <= 1.0) & (mem >= 0.0) & (mem < std::numeric_limits<double>::infinity());
-  if constexpr (kHasDuration) ok &= dur > 0;
+  if constexpr (kHasDuration) ok &= (dur > 0) & (dur <= b.dur_hi);
   return ok;
 }
 
@@ -563,11 +583,12 @@ absl::Status Allocator::State::AddRun(const SampleColumns& s, int64_t begin, int
   const double* mem = s.mem_used.data();
   const int64_t* dur = kHasDuration ? s.duration->data() : nullptr;
   const TimeUnit unit = s.time_unit;
+  const RawBounds bounds = BoundsOf(unit);
   const int64_t run_length = end - begin;
 
   if (resource == kNoResource || consumer == kNoConsumer) {
     for (int64_t i = begin; i < end; ++i) {
-      if (!SampleValuesOk<kHasDuration>(ts[i], share[i], util[i], mem[i], kHasDuration ? dur[i] : 1)) {
+      if (!SampleValuesOk<kHasDuration>(bounds, ts[i], share[i], util[i], mem[i], kHasDuration ? dur[i] : 1)) {
         return SampleValueError(s, i);
       }
     }
@@ -599,7 +620,7 @@ absl::Status Allocator::State::AddRun(const SampleColumns& s, int64_t begin, int
 
   for (int64_t i = begin; i < end; ++i) {
     const int64_t d_raw = kHasDuration ? dur[i] : 1;
-    if (!SampleValuesOk<kHasDuration>(ts[i], share[i], util[i], mem[i], d_raw)) [[unlikely]] {
+    if (!SampleValuesOk<kHasDuration>(bounds, ts[i], share[i], util[i], mem[i], d_raw)) [[unlikely]] {
       return SampleValueError(s, i);
     }
     const int64_t t = ScaleInstant(ts[i], unit);

@@ -57,9 +57,12 @@ namespace gpucost {
 #define GPUCOST_ASSIGN_OR_RETURN(lhs, rexpr)                                \
   GPUCOST_ASSIGN_OR_RETURN_IMPL_(                                           \
       GPUCOST_STATUS_CONCAT_(gpucost_statusor_, __LINE__), lhs, rexpr)
+// `statusor` is a name and `lhs` a declaration: neither can be parenthesised.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define GPUCOST_ASSIGN_OR_RETURN_IMPL_(statusor, lhs, rexpr) \
   auto statusor = (rexpr);                                   \
   if (!statusor.ok()) return std::move(statusor).status();   \
   lhs = std::move(statusor).value()
+// NOLINTEND(bugprone-macro-parentheses)
 
 #endif  // GPUCOST_STATUS_H_

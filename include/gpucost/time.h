@@ -21,6 +21,14 @@ inline constexpr int64_t kNanosPerDay = 24 * kNanosPerHour;
 // pandas and Arrow write a missing instant (NaT, null) as INT64_MIN.
 inline constexpr int64_t kMissingInstant = std::numeric_limits<int64_t>::min();
 
+// The instants and durations the engine accepts (anything else is bad
+// input): instants in [1970-01-01, 2200-01-01) UTC and durations up to ten
+// years (3652 days). Inside these bounds no instant plus a duration, and no
+// difference of instants, leaves int64 nanoseconds.
+inline constexpr int64_t kMinInstant = 0;
+inline constexpr int64_t kMaxInstant = 84'006 * kNanosPerDay;  // 2200-01-01, exclusive
+inline constexpr int64_t kMaxDuration = 3'652 * kNanosPerDay;
+
 // Ticks per nanosecond multiplier of a time column.
 enum class TimeUnit : int64_t {
   kNanosecond = 1,
@@ -28,6 +36,17 @@ enum class TimeUnit : int64_t {
   kMillisecond = 1'000'000,
   kSecond = 1'000'000'000,
 };
+
+// Whether `raw`, in ticks of `unit`, is an instant in [kMinInstant,
+// kMaxInstant), resp. a duration in (0, kMaxDuration]. Checked before
+// scaling, so absurd values cannot overflow.
+[[nodiscard]] constexpr bool InstantInRange(int64_t raw, TimeUnit unit) {
+  const auto ticks = static_cast<int64_t>(unit);
+  return raw >= kMinInstant / ticks && raw < kMaxInstant / ticks;
+}
+[[nodiscard]] constexpr bool DurationInRange(int64_t raw, TimeUnit unit) {
+  return raw > 0 && raw <= kMaxDuration / static_cast<int64_t>(unit);
+}
 
 // "ns", "us", "ms" or "s" (numpy's and Arrow's unit names).
 [[nodiscard]] absl::StatusOr<TimeUnit> ParseTimeUnit(std::string_view unit);
@@ -38,7 +57,8 @@ enum class PeriodFreq { kHour, kDay, kMonthStart };
 
 [[nodiscard]] absl::StatusOr<PeriodFreq> ParsePeriodFreq(std::string_view freq);
 
-// The start of the period that contains `instant_ns`.
+// The start of the period that contains `instant_ns`, for instants in
+// [kMinInstant, kMaxInstant) (the engine floors no others).
 [[nodiscard]] int64_t FloorToPeriod(int64_t instant_ns, PeriodFreq freq);
 
 // Days since 1970-01-01 of a proleptic Gregorian date, and back.
