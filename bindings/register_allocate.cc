@@ -36,7 +36,7 @@ struct WorkloadHolder {
 
 AllocationPolicy MakePolicy(const std::string& basis, double alpha, const std::string& idle,
                             double interval, std::vector<std::string> by,
-                            const std::optional<std::string>& freq) {
+                            const std::optional<std::string>& freq, int threads) {
   AllocationPolicy policy;
   policy.basis = ValueOrThrow(ParseBasis(basis));
   policy.alpha = alpha;
@@ -44,6 +44,7 @@ AllocationPolicy MakePolicy(const std::string& basis, double alpha, const std::s
   policy.interval_seconds = interval;
   policy.by = std::move(by);
   if (freq.has_value()) policy.freq = ValueOrThrow(ParsePeriodFreq(*freq));
+  policy.threads = threads;
   return policy;
 }
 
@@ -130,8 +131,8 @@ void RegisterAllocate(py::module_& m) {
       [](const py::dict& costs, const py::dict& usage, const py::dict& inventory,
          const std::optional<py::dict>& workloads, const std::string& basis, double alpha,
          const std::string& idle, double interval, std::vector<std::string> by,
-         const std::optional<std::string>& freq) {
-        const AllocationPolicy policy = MakePolicy(basis, alpha, idle, interval, std::move(by), freq);
+         const std::optional<std::string>& freq, int threads) {
+        const AllocationPolicy policy = MakePolicy(basis, alpha, idle, interval, std::move(by), freq, threads);
         CostHolder c(costs);
         SampleHolder s(usage);
         InventoryHolder i(inventory);
@@ -149,6 +150,7 @@ void RegisterAllocate(py::module_& m) {
       },
       py::arg("costs"), py::arg("usage"), py::arg("inventory"), py::arg("workloads"), py::arg("basis"),
       py::arg("alpha"), py::arg("idle"), py::arg("interval"), py::arg("by"), py::arg("freq"),
+      py::arg("threads") = 0,
       R"pbdoc(Allocate cost lines over usage samples (SEMANTICS.md).
 
 Tables are dicts of numpy arrays as built by gpucost.frames; arrays of the
@@ -158,12 +160,12 @@ read in place, others are converted once. Returns a dict of result arrays.)pbdoc
   py::class_<PyAllocator>(m, "Allocator", "Streaming allocator: samples in chunks of any order.")
       .def(py::init([](const py::dict& costs, const py::dict& inventory, const std::optional<py::dict>& workloads,
                        const std::string& basis, double alpha, const std::string& idle, double interval,
-                       std::vector<std::string> by, const std::optional<std::string>& freq) {
-             return std::make_unique<PyAllocator>(costs, inventory, workloads,
-                                                  MakePolicy(basis, alpha, idle, interval, std::move(by), freq));
+                       std::vector<std::string> by, const std::optional<std::string>& freq, int threads) {
+             return std::make_unique<PyAllocator>(
+                 costs, inventory, workloads, MakePolicy(basis, alpha, idle, interval, std::move(by), freq, threads));
            }),
            py::arg("costs"), py::arg("inventory"), py::arg("workloads"), py::arg("basis"), py::arg("alpha"),
-           py::arg("idle"), py::arg("interval"), py::arg("by"), py::arg("freq"))
+           py::arg("idle"), py::arg("interval"), py::arg("by"), py::arg("freq"), py::arg("threads") = 0)
       .def("add_samples", &PyAllocator::AddSamples, py::arg("usage"))
       .def("finish", &PyAllocator::Finish);
 

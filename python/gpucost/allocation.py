@@ -5,12 +5,40 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from gpucost import _core
+from gpucost.errors import InvalidInputError, shift_rows
 from gpucost.frames import Table, allocation_frame
 
-__all__ = ["allocate", "Allocator"]
+__all__ = ["allocate", "Allocator", "get_num_threads", "set_num_threads"]
+
+# Worker threads the engine may use per call (0 = one per core). Module-level
+# so that allocate()'s signature stays the contract's (docs/semantics.md 8).
+_num_threads = 0
+
+
+def set_num_threads(n: int) -> None:
+    """Sets how many threads the engine uses to add samples: ``0`` (the
+    default) means one per core, ``1`` runs single-threaded. Applies to
+    :func:`allocate`, :class:`Allocator` and the runners built on them, in
+    every Python thread of this process. Results do not depend on it beyond
+    floating-point rounding (1e-12 relative). Chunks smaller than 262,144
+    samples per thread use fewer threads.
+
+    Example:
+        >>> gpucost.set_num_threads(1)   # leave the other cores to Dask workers
+    """
+    global _num_threads
+    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 0:
+        raise InvalidInputError(f"threads: expected an integer >= 0 (0 = one per core), got {n!r}")
+    _num_threads = int(n)
+
+
+def get_num_threads() -> int:
+    """The engine's thread setting (0 = one per core); see :func:`set_num_threads`."""
+    return _num_threads
 
 RESULT_METRICS = (
     "cost",
@@ -78,7 +106,7 @@ def _policy(basis: str, alpha: float, idle: str, interval: float, by: Sequence[s
             freq: str | None) -> dict:
     by_list = [by] if isinstance(by, str) else [str(b) for b in by]
     return dict(basis=str(basis), alpha=float(alpha), idle=str(idle), interval=float(interval), by=by_list,
-                freq=None if freq is None else str(freq))
+                freq=None if freq is None else str(freq), threads=_num_threads)
 
 
 def allocate(
@@ -146,10 +174,19 @@ class Allocator:
                  by: Sequence[str] | str = ("consumer",), freq: str | None = None):
         self._core = _core.Allocator(cost_columns(costs), inventory_columns(inventory),
                                      workload_columns(workloads), **_policy(basis, alpha, idle, interval, by, freq))
+        self._rows = 0  # samples added so far
+        self._failed = False
 
     def add(self, usage: Any) -> None:
-        """Adds one chunk of usage samples."""
-        self._core.add_samples(usage_columns(usage))
+        """Adds one chunk of usage samples. Rows in errors count from the first
+        row of the first chunk; after an error the allocator refuses to finish."""
+        try:
+            columns = usage_columns(usage)
+        except InvalidInputError as exc:
+            self._failed = True
+            raise shift_rows(exc, "usage", self._rows) from None
+        self._core.add_samples(columns)
+        self._rows += len(columns["timestamp"])
 
     def add_all(self, chunks: Iterable[Any]) -> Allocator:
         for chunk in chunks:
@@ -158,4 +195,6 @@ class Allocator:
 
     def finish(self) -> pd.DataFrame:
         """The allocation of every chunk added."""
+        if self._failed:
+            raise InvalidInputError("usage: a chunk was rejected; the allocation would be partial")
         return allocation_frame(self._core.finish())

@@ -8,6 +8,8 @@ column. Anything else the library reports is a :class:`gpucost.Error`.
 
 from __future__ import annotations
 
+import re
+
 __all__ = ["Error", "InvalidInputError"]
 
 
@@ -17,3 +19,16 @@ class Error(RuntimeError):
 
 class InvalidInputError(Error, ValueError):
     """Bad input: the message names the table, the row and the column."""
+
+
+# "usage: row 17, column 'share': ..." (the one format of row errors).
+ROW_ERROR = re.compile(r"^(?P<table>[\w.-]+): row (?P<row>\d+), (?P<rest>.*)$", re.DOTALL)
+
+
+def shift_rows(exc: InvalidInputError, table: str, offset: int) -> InvalidInputError:
+    """``exc`` with its row about ``table`` moved by ``offset`` (a chunk's
+    rows counted from the first chunk); other errors unchanged."""
+    match = ROW_ERROR.match(str(exc))
+    if not match or match["table"] != table or offset == 0:
+        return exc
+    return InvalidInputError(f"{table}: row {int(match['row']) + offset}, {match['rest']}")
