@@ -8,7 +8,6 @@ used the GPUs. See docs/guide.md.
 from __future__ import annotations
 
 from gpucost.errors import Error, InvalidInputError
-from gpucost.allocation import Allocator, allocate
 from gpucost import catalog
 from gpucost.catalog import inventory
 from gpucost import kubernetes, prometheus
@@ -49,6 +48,8 @@ from gpucost.billing import read_azure_costs, read_cur, read_focus, read_gcp_bil
 from gpucost.attribution import attribute_tagged, share_costs
 from gpucost import plot
 from gpucost.report import report
+from gpucost.allocation import Allocator, allocate, get_num_threads, set_num_threads
+from gpucost.stream import allocate_stream
 
 __version__ = "0.1.0"
 
@@ -64,3 +65,4 @@ __all__ += ["advise_commitments", "amortize", "autoscaling_estimate", "budget_st
 __all__ += ["read_azure_costs", "read_cur", "read_focus", "read_gcp_billing"]
 __all__ += ["attribute_tagged", "share_costs"]
 __all__ += ["plot", "report"]
+__all__ += ["allocate_stream", "get_num_threads", "set_num_threads"]

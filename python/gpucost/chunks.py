@@ -1,0 +1,293 @@
+"""Chunked sources of usage samples, and results written all or nothing.
+
+The streaming and distributed runners read telemetry too big for memory as
+a sequence of chunks. :func:`iter_chunks` turns what a user has (CSV or
+Parquet files, globs of them, a DataFrame, an Arrow table or reader, an
+iterable of frames) into ``(source, first_row, chunk)`` triples, so an error
+in any chunk can name the file and its line. :func:`write_result` writes a
+result so that a reader never sees a partial file presented as complete.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+import tempfile
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+
+from gpucost.errors import ROW_ERROR, Error, InvalidInputError
+
+__all__ = ["Chunk", "expand_paths", "iter_chunks", "relocate_error", "write_result", "USAGE_CSV_TYPES"]
+
+# Column types of usage CSV files (SEMANTICS 1.3). Timestamps are inferred
+# (ISO 8601 with or without an offset, naive = UTC) unless given here.
+USAGE_CSV_TYPES = {
+    "resource_id": pa.string(),
+    "device": pa.int32(),
+    "consumer": pa.string(),
+    "share": pa.float64(),
+    "util": pa.float64(),
+    "mem_used": pa.float64(),
+    "duration": pa.float64(),
+}
+COST_CSV_TYPES = {"resource_id": pa.string(), "cost": pa.float64(), "list_cost": pa.float64(),
+                  "pricing": pa.string()}
+_CSV_SUFFIXES = (".csv", ".csv.gz", ".csv.bz2", ".csv.zst", ".csv.lz4", ".tsv")
+_PARQUET_SUFFIXES = (".parquet", ".pq")
+_DAMAGE_WORDS = ("crc", "data check", "truncated", "unexpected end", "zlib", "gzip", "decompress")
+
+
+@dataclass
+class Chunk:
+    """One chunk of a source: ``rows`` starts at 0-based data row ``first_row``
+    of ``source`` (a file path, or None for in-memory tables)."""
+
+    source: str | None
+    first_row: int
+    rows: Any  # pandas DataFrame, pyarrow Table or RecordBatch
+
+    def __len__(self) -> int:
+        return self.rows.num_rows if isinstance(self.rows, pa.Table | pa.RecordBatch) else len(self.rows)
+
+
+def is_path_like(data: Any) -> bool:
+    if isinstance(data, str | os.PathLike):
+        return True
+    return isinstance(data, list | tuple) and bool(data) and all(isinstance(p, str | os.PathLike) for p in data)
+
+
+def expand_paths(paths: str | os.PathLike | Iterable[str | os.PathLike]) -> list[str]:
+    """Files named by a path, a glob or a list of them, sorted within each glob.
+    A name that matches nothing is an error (a glob must match something)."""
+    items = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
+    files: list[str] = []
+    for item in items:
+        name = os.fspath(item)
+        if glob.has_magic(name):
+            matched = sorted(glob.glob(name))
+            if not matched:
+                raise InvalidInputError(f"{name}: no file matches")
+            files.extend(matched)
+        elif not os.path.exists(name):
+            raise InvalidInputError(f"{name}: no such file")
+        else:
+            files.append(name)
+    return files
+
+
+def relocate_error(exc: BaseException, table: str, source: str | None, first_row: int) -> InvalidInputError:
+    """An error raised for one chunk, restated for its place in the source.
+
+    ``usage: row 3, column 'share': ...`` about a chunk that starts at data
+    row 1000 of ``a.csv`` becomes ``a.csv: line 1005, column 'share': ...``
+    (line 1 is the header); for in-memory sources, ``usage: row 1003, ...``.
+    """
+    message = str(exc)
+    match = ROW_ERROR.match(message)
+    if match and match["table"] == table:
+        row = first_row + int(match["row"])
+        if source is None:
+            return InvalidInputError(f"{table}: row {row}, {match['rest']}")
+        if _is_parquet(source):
+            return InvalidInputError(f"{source}: row {row}, {match['rest']}")
+        return InvalidInputError(f"{source}: line {row + 2}, {match['rest']}")
+    if source is not None:
+        prefix = f"{table}: "
+        rest = message[len(prefix):] if message.startswith(prefix) else message
+        return InvalidInputError(f"{source}: {rest}")
+    return exc if isinstance(exc, InvalidInputError) else InvalidInputError(message)
+
+
+def _is_parquet(path: str) -> bool:
+    return path.lower().endswith(_PARQUET_SUFFIXES)
+
+
+def _csv_batches(path: str, block_size: int, column_types: dict) -> Iterator[pa.RecordBatch]:
+    """Record batches of a CSV file (compression from the file name: .gz,
+    .bz2, .zst, .lz4). Damaged files end in an InvalidInputError naming the
+    file and the line where the failing block starts."""
+    line = 1
+    try:
+        stream = pa.input_stream(path, compression="detect")
+    except (OSError, pa.ArrowException) as exc:
+        raise InvalidInputError(f"{path}: cannot open: {exc}") from None
+    with stream:
+        try:
+            header = pacsv.open_csv(stream, read_options=pacsv.ReadOptions(block_size=block_size),
+                                    convert_options=pacsv.ConvertOptions(
+                                        column_types=column_types, strings_can_be_null=False,
+                                        quoted_strings_can_be_null=False))
+            for batch in header:
+                line += batch.num_rows
+                yield batch
+        except (pa.ArrowInvalid, pa.ArrowException, OSError, EOFError) as exc:
+            located = _locate_bad_value(path, str(exc), block_size, column_types)
+            raise InvalidInputError(located or f"{path}: after line {line}: {_arrow_message(exc)}") from None
+
+
+_CONVERSION_ERROR = re.compile(r"In CSV column #(?P<index>\d+): CSV conversion error to (?P<type>[^:]+): "
+                               r"invalid value '(?P<value>.*)'$", re.DOTALL)
+
+
+def _locate_bad_value(path: str, message: str, block_size: int, column_types: dict) -> str | None:
+    """Arrow names the column and the value it could not convert, not the
+    line: read the file again with that column as text to find the line."""
+    match = _CONVERSION_ERROR.search(message)
+    if not match:
+        return None
+    index, value = int(match["index"]), match["value"]
+    try:
+        with pa.input_stream(path, compression="detect") as stream:
+            reader = pacsv.open_csv(stream, read_options=pacsv.ReadOptions(block_size=block_size),
+                                    convert_options=pacsv.ConvertOptions(column_types={
+                                        **column_types, **{name: pa.string() for name in column_types}},
+                                        strings_can_be_null=False))
+            names = reader.schema.names
+            if index >= len(names):
+                return None
+            # Other columns may fail too: read them all as text.
+            first = 2
+            for batch in reader:
+                found = pc.index(batch.column(index).cast(pa.string()), value).as_py()
+                if found >= 0:
+                    return (f"{path}: line {first + found}, column '{names[index]}': '{value}' is not "
+                            f"{match['type']}")
+                first += batch.num_rows
+    except (pa.ArrowException, OSError):
+        return None
+    return None
+
+
+def _arrow_message(exc: BaseException) -> str:
+    text = str(exc).strip()
+    if any(word in text.lower() for word in _DAMAGE_WORDS):
+        return f"{text} (the file is damaged or incomplete)"
+    return text
+
+
+def _parquet_batches(path: str, batch_rows: int) -> Iterator[pa.RecordBatch]:
+    try:
+        file = pq.ParquetFile(path)
+        yield from file.iter_batches(batch_size=batch_rows)
+    except (pa.ArrowException, OSError) as exc:
+        raise InvalidInputError(f"{path}: cannot read Parquet: {exc}") from None
+
+
+def _file_chunks(path: str, chunk_rows: int, block_size: int, column_types: dict) -> Iterator[Chunk]:
+    first = 0
+    batches = _parquet_batches(path, chunk_rows) if _is_parquet(path) else \
+        _csv_batches(path, block_size, column_types)
+    for batch in batches:
+        yield Chunk(path, first, batch)
+        first += batch.num_rows
+
+
+def iter_chunks(data: Any, *, chunk_rows: int = 1_000_000, block_size: int = 1 << 26,
+                column_types: dict | None = None) -> Iterator[Chunk]:
+    """Chunks of ``data``: a path, a glob or a list of CSV (optionally
+    compressed) or Parquet files; a pandas DataFrame or Arrow table (sliced
+    into ``chunk_rows`` rows); an Arrow RecordBatchReader; or an iterable of
+    DataFrames, Arrow tables or record batches. CSV files are read
+    ``block_size`` bytes at a time with the usage column types.
+    """
+    types = dict(USAGE_CSV_TYPES if column_types is None else column_types)
+    if is_path_like(data):
+        for path in expand_paths(data):
+            yield from _file_chunks(path, chunk_rows, block_size, types)
+        return
+    if isinstance(data, pd.DataFrame | pa.Table):
+        total = len(data) if isinstance(data, pd.DataFrame) else data.num_rows
+        for first in range(0, total, chunk_rows):
+            part = data.iloc[first:first + chunk_rows] if isinstance(data, pd.DataFrame) else \
+                data.slice(first, chunk_rows)
+            yield Chunk(None, first, part)
+        return
+    if isinstance(data, pa.RecordBatch):
+        yield Chunk(None, 0, data)
+        return
+    if isinstance(data, pa.RecordBatchReader):
+        data = iter(data)
+    if not isinstance(data, Iterable) or isinstance(data, str | bytes):
+        raise TypeError(f"usage: expected files, a DataFrame, an Arrow table or reader, or an iterable of "
+                        f"them, got {type(data).__name__}")
+    first = 0
+    for part in data:
+        if isinstance(part, pd.DataFrame | pa.Table | pa.RecordBatch):
+            chunk = Chunk(None, first, part)
+        elif isinstance(part, dict):
+            chunk = Chunk(None, first, pd.DataFrame(part, copy=False))
+        else:
+            raise TypeError(f"usage: chunk starting at row {first}: expected a DataFrame or an Arrow table, "
+                            f"got {type(part).__name__}")
+        yield chunk
+        first += len(chunk)
+
+
+def read_table(data: Any, table: str, column_types: dict | None = None) -> Any:
+    """A small table (cost lines, inventory, workloads) given as a frame or as
+    CSV/Parquet file(s): files are read whole and concatenated."""
+    if not is_path_like(data):
+        return data
+    parts = []
+    for path in expand_paths(data):
+        if _is_parquet(path):
+            try:
+                parts.append(pq.read_table(path))
+            except (pa.ArrowException, OSError) as exc:
+                raise InvalidInputError(f"{path}: cannot read Parquet: {exc}") from None
+        else:
+            parts.extend(chunk.rows for chunk in _file_chunks(path, 1 << 30, 1 << 26, column_types or {}))
+    if not parts:
+        raise InvalidInputError(f"{table}: no rows in {data}")
+    return pa.Table.from_batches(parts) if isinstance(parts[0], pa.RecordBatch) else pa.concat_tables(parts)
+
+
+def write_result(frame: pd.DataFrame, path: str | os.PathLike) -> None:
+    """Writes ``frame`` to ``path`` (``.parquet`` or CSV) all or nothing.
+
+    A regular file is written beside the target, flushed to disk and renamed
+    over it, so the target is either the old file or the whole result. A
+    device or pipe is written in place. Any failure (a full disk, a missing
+    folder, no permission) raises :class:`gpucost.Error` naming the path and
+    leaves no partial file behind.
+    """
+    target = os.fspath(path)
+    parquet = _is_parquet(target)
+    special = os.path.exists(target) and not os.path.isfile(target)
+    tmp = None
+    try:
+        if special:
+            with open(target, "wb") as out:
+                _write(frame, out, parquet)
+            return
+        folder = os.path.dirname(os.path.abspath(target))
+        fd, tmp = tempfile.mkstemp(prefix=f".{Path(target).name}.", suffix=".partial", dir=folder)
+        with os.fdopen(fd, "wb") as out:
+            _write(frame, out, parquet)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, target)
+        tmp = None
+    except (OSError, pa.ArrowException) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise Error(f"{target}: cannot write the result: {reason}; no result was written") from exc
+    finally:
+        if tmp is not None and os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _write(frame: pd.DataFrame, out: Any, parquet: bool) -> None:
+    if parquet:
+        pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), out)
+    else:
+        frame.to_csv(out, index=False)

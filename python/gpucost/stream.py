@@ -1,0 +1,101 @@
+"""gpucost.allocate_stream: allocation over telemetry read in chunks, in
+bounded memory, on top of the streaming :class:`gpucost.Allocator`."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+
+from gpucost.allocation import Allocator
+from gpucost.chunks import COST_CSV_TYPES, iter_chunks, read_table, relocate_error, write_result
+from gpucost.errors import InvalidInputError, shift_rows
+
+__all__ = ["allocate_stream"]
+
+
+def allocate_stream(
+    costs: Any,
+    usage: Any,
+    inventory: Any,
+    workloads: Any = None,
+    *,
+    basis: str = "allocated",
+    alpha: float = 0.5,
+    idle: str = "keep",
+    interval: float = 60,
+    by: Sequence[str] | str = ("consumer",),
+    freq: str | None = None,
+    chunk_rows: int = 1_000_000,
+    block_size: int = 1 << 26,
+    progress: bool = False,
+    total: int | None = None,
+    output: str | os.PathLike | None = None,
+) -> pd.DataFrame:
+    """:func:`gpucost.allocate` over usage read chunk by chunk: memory grows
+    with cost lines and consumers, not with samples.
+
+    Args:
+        costs, inventory, workloads: as for :func:`gpucost.allocate`; each may
+            also be a CSV/Parquet path or glob (read whole: they are small).
+        usage: a path, glob or list of CSV files (``.gz``, ``.bz2``, ``.zst``
+            compression by name) or Parquet files; a DataFrame or Arrow table;
+            an Arrow RecordBatchReader; or any iterable of DataFrames, Arrow
+            tables or record batches (a generator reading your source).
+        basis, alpha, idle, interval, by, freq: the policy, as for allocate.
+        chunk_rows: rows per chunk when slicing frames and Parquet files.
+        block_size: bytes of CSV read per chunk.
+        progress: show a tqdm progress bar of samples (on stderr).
+        total: the number of samples, when known, for the progress bar.
+        output: also write the result there (``.parquet`` or CSV), all or
+            nothing (see :func:`gpucost.chunks.write_result`).
+
+    Returns:
+        The result :func:`gpucost.allocate` gives for all the samples at once.
+
+    Raises:
+        gpucost.InvalidInputError: bad or damaged input, naming the file and
+            line (or the table and row, counted over all chunks) and column.
+            No result is returned, and ``output`` is not written.
+        gpucost.Error: the output could not be written.
+
+    Example:
+        >>> result = gpucost.allocate_stream(costs, "telemetry/2026-03-*.csv.gz", inventory,
+        ...                                  by=["team"], progress=True)
+    """
+    if chunk_rows <= 0 or block_size <= 0:
+        raise InvalidInputError("chunk_rows and block_size must be positive")
+    allocator = Allocator(read_table(costs, "costs", COST_CSV_TYPES), read_table(inventory, "inventory"),
+                          None if workloads is None else read_table(workloads, "workloads"),
+                          basis=basis, alpha=alpha, idle=idle, interval=interval, by=by, freq=freq)
+    bar = _progress_bar(total) if progress else None
+    seen = 0
+    try:
+        for chunk in iter_chunks(usage, chunk_rows=chunk_rows, block_size=block_size):
+            try:
+                allocator.add(chunk.rows)
+            except InvalidInputError as exc:
+                # The allocator counts rows from the first chunk; the source
+                # may count them per file.
+                raise relocate_error(shift_rows(exc, "usage", -seen), "usage", chunk.source,
+                                     chunk.first_row) from None
+            seen += len(chunk)
+            if bar is not None:
+                bar.update(len(chunk))
+                if chunk.source is not None:
+                    bar.set_postfix_str(os.path.basename(chunk.source), refresh=False)
+        result = allocator.finish()
+    finally:
+        if bar is not None:
+            bar.close()
+    if output is not None:
+        write_result(result, output)
+    return result
+
+
+def _progress_bar(total: int | None):
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, unit=" samples", unit_scale=True, desc="gpucost", mininterval=0.5)

@@ -1,0 +1,208 @@
+"""gpucost.allocate_stream over chunked sources, and the faults it must
+survive: bad rows named by file and line, truncated and corrupt files, a
+full disk. Never a partial result, never a partial output file."""
+
+from __future__ import annotations
+
+import errno
+import gzip
+import os
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+import pytest
+
+import gpucost
+import gpucost.chunks
+from gpucost.simulate import simulate_fleet
+from reference import assert_frames_close
+
+POLICY = dict(by=["team", "period"], freq="D", basis="used", idle="share")
+
+
+@pytest.fixture(scope="module")
+def fleet():
+    return simulate_fleet(gpus=24, hours=6, seed=7)
+
+
+@pytest.fixture(scope="module")
+def expected(fleet):
+    return gpucost.allocate(fleet.costs, fleet.usage, fleet.inventory, fleet.workloads, **POLICY)
+
+
+def write_csv(frame: pd.DataFrame, path) -> None:
+    """Usage as a telemetry exporter writes it: ISO instants, plain strings."""
+    out = frame.assign(timestamp=frame["timestamp"].dt.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                       resource_id=frame["resource_id"].astype(str), consumer=frame["consumer"].astype(str))
+    if str(path).endswith(".gz"):
+        with gzip.open(path, "wt", newline="") as f:
+            out.to_csv(f, index=False)
+    else:
+        out.to_csv(path, index=False)
+
+
+def split_files(fleet, tmp_path, parts=3, suffix=".csv"):
+    paths = []
+    for k, part in enumerate(np.array_split(np.arange(len(fleet.usage)), parts)):
+        path = tmp_path / f"usage-{k}{suffix if k else '.csv.gz'}"
+        write_csv(fleet.usage.iloc[part], path)
+        paths.append(path)
+    return paths
+
+
+def test_dataframe_chunks_equal_one_shot(fleet, expected):
+    chunks = (fleet.usage.iloc[i:i + 5000] for i in range(0, len(fleet.usage), 5000))
+    result = gpucost.allocate_stream(fleet.costs, chunks, fleet.inventory, fleet.workloads, **POLICY)
+    assert_frames_close(result, expected)
+    assert result.attrs["diagnostics"] == expected.attrs["diagnostics"]
+
+
+def test_sliced_frame_and_arrow_reader_equal_one_shot(fleet, expected):
+    result = gpucost.allocate_stream(fleet.costs, fleet.usage, fleet.inventory, fleet.workloads, chunk_rows=7777,
+                                     **POLICY)
+    assert_frames_close(result, expected)
+    table = pa.Table.from_pandas(fleet.usage, preserve_index=False)
+    reader = pa.RecordBatchReader.from_batches(table.schema, table.to_batches(max_chunksize=10_000))
+    assert_frames_close(gpucost.allocate_stream(fleet.costs, reader, fleet.inventory, fleet.workloads, **POLICY),
+                        expected)
+
+
+def test_csv_files_and_glob_equal_one_shot(fleet, expected, tmp_path):
+    split_files(fleet, tmp_path)
+    result = gpucost.allocate_stream(fleet.costs, str(tmp_path / "usage-*"), fleet.inventory, fleet.workloads,
+                                     block_size=1 << 16, **POLICY)
+    assert_frames_close(result, expected)
+    assert result.attrs["diagnostics"] == expected.attrs["diagnostics"]
+
+
+def test_parquet_and_csv_tables(fleet, expected, tmp_path):
+    pq.write_table(pa.Table.from_pandas(fleet.usage, preserve_index=False), tmp_path / "usage.parquet",
+                   row_group_size=10_000)
+    fleet.costs.to_csv(tmp_path / "costs.csv", index=False)
+    fleet.inventory.to_csv(tmp_path / "inventory.csv", index=False)
+    result = gpucost.allocate_stream(tmp_path / "costs.csv", [tmp_path / "usage.parquet"],
+                                     tmp_path / "inventory.csv", fleet.workloads, chunk_rows=9000, **POLICY)
+    assert_frames_close(result, expected)
+
+
+def test_progress_bar(fleet, capsys):
+    gpucost.allocate_stream(fleet.costs, fleet.usage, fleet.inventory, progress=True, total=len(fleet.usage),
+                            chunk_rows=10_000)
+    err = capsys.readouterr().err
+    assert "samples" in err and "gpucost" in err
+
+
+def test_bad_row_names_file_and_line(fleet, tmp_path):
+    paths = split_files(fleet, tmp_path)
+    bad = pd.read_csv(paths[2])
+    bad.loc[41, "share"] = 1.5
+    bad.to_csv(paths[2], index=False)
+    with pytest.raises(gpucost.InvalidInputError,
+                       match=rf"^{paths[2]}: line 43, column 'share': 1.5 is outside \(0, 1\]$"):
+        gpucost.allocate_stream(fleet.costs, sorted(map(str, paths)), fleet.inventory, block_size=1 << 14)
+
+
+def test_bad_value_type_names_file_and_line(fleet, tmp_path):
+    path = tmp_path / "usage.csv"
+    write_csv(fleet.usage.iloc[:100], path)
+    bad = pd.read_csv(path)
+    bad["device"] = bad["device"].astype(object)
+    bad.loc[60, "device"] = "gpu0"
+    bad.to_csv(path, index=False)
+    with pytest.raises(gpucost.InvalidInputError, match=rf"^{path}: line 62, column 'device': 'gpu0' is not int32$"):
+        gpucost.allocate_stream(fleet.costs, path, fleet.inventory)
+
+
+def test_bad_row_in_later_chunk_counts_rows_over_all_chunks(fleet):
+    usage = fleet.usage.iloc[:3000].copy()
+    usage.loc[usage.index[2500], "util"] = np.nan
+    chunks = [usage.iloc[:1000], usage.iloc[1000:2000], usage.iloc[2000:]]
+    with pytest.raises(gpucost.InvalidInputError, match=r"^usage: row 2500, column 'util'"):
+        gpucost.allocate_stream(fleet.costs, chunks, fleet.inventory)
+    # A conversion error (not numeric) too.
+    usage = usage.iloc[:2000].copy()
+    usage["device"] = usage["device"].astype(float)
+    usage.loc[usage.index[1500], "device"] = 0.5
+    with pytest.raises(gpucost.InvalidInputError, match=r"^usage: row 1500, column 'device'"):
+        gpucost.allocate_stream(fleet.costs, [usage.iloc[:1000], usage.iloc[1000:]], fleet.inventory)
+
+
+def test_allocator_refuses_to_finish_after_a_rejected_chunk(fleet):
+    allocator = gpucost.Allocator(fleet.costs, fleet.inventory)
+    allocator.add(fleet.usage.iloc[:100])
+    with pytest.raises(gpucost.InvalidInputError):
+        allocator.add(fleet.usage.iloc[100:200].assign(device="x"))
+    with pytest.raises(gpucost.InvalidInputError, match="partial"):
+        allocator.finish()
+
+
+def test_truncated_csv(fleet, tmp_path):
+    path = tmp_path / "usage.csv"
+    write_csv(fleet.usage.iloc[:2000], path)
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) - 37])  # cut in the middle of the last line
+    out = tmp_path / "result.csv"
+    with pytest.raises(gpucost.InvalidInputError, match=rf"^{path}: .*(columns|column)"):
+        gpucost.allocate_stream(fleet.costs, path, fleet.inventory, output=out)
+    assert not out.exists()
+
+
+def test_truncated_gzip(fleet, tmp_path):
+    path = tmp_path / "usage.csv.gz"
+    write_csv(fleet.usage.iloc[:20000], path)
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(gpucost.InvalidInputError, match=rf"^{path}: .*damaged or incomplete"):
+        gpucost.allocate_stream(fleet.costs, path, fleet.inventory)
+
+
+def test_gzip_with_a_bad_crc(fleet, tmp_path):
+    path = tmp_path / "usage.csv.gz"
+    write_csv(fleet.usage.iloc[:2000], path)
+    data = bytearray(path.read_bytes())
+    data[-8] ^= 0xFF  # the CRC-32 of the trailer
+    path.write_bytes(bytes(data))
+    out = tmp_path / "result.parquet"
+    with pytest.raises(gpucost.InvalidInputError, match=rf"^{path}: .*damaged or incomplete"):
+        gpucost.allocate_stream(fleet.costs, path, fleet.inventory, output=out)
+    assert not out.exists()
+
+
+def test_missing_files(fleet, tmp_path):
+    with pytest.raises(gpucost.InvalidInputError, match="no file matches"):
+        gpucost.allocate_stream(fleet.costs, str(tmp_path / "nothing-*.csv"), fleet.inventory)
+    with pytest.raises(gpucost.InvalidInputError, match="no such file"):
+        gpucost.allocate_stream(fleet.costs, tmp_path / "absent.csv", fleet.inventory)
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_disk_full_on_output(fleet):
+    with pytest.raises(gpucost.Error, match=r"^/dev/full: cannot write the result: No space left on device"):
+        gpucost.allocate_stream(fleet.costs, fleet.usage, fleet.inventory, output="/dev/full")
+
+
+def test_failed_write_keeps_the_old_file_and_leaves_no_partial(fleet, tmp_path, monkeypatch):
+    out = tmp_path / "result.csv"
+    out.write_text("previous complete result\n")
+
+    def full_disk(frame, stream, parquet):
+        stream.write(b"cost,consumer\n1.0,")  # half a result, then the disk is full
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(gpucost.chunks, "_write", full_disk)
+    with pytest.raises(gpucost.Error, match="No space left on device; no result was written"):
+        gpucost.allocate_stream(fleet.costs, fleet.usage, fleet.inventory, output=out)
+    assert out.read_text() == "previous complete result\n"
+    assert os.listdir(tmp_path) == ["result.csv"]
+
+
+def test_output_is_written_whole(fleet, expected, tmp_path):
+    out = tmp_path / "result.parquet"
+    result = gpucost.allocate_stream(fleet.costs, fleet.usage, fleet.inventory, fleet.workloads, output=out,
+                                     **POLICY)
+    assert_frames_close(pq.read_table(out).to_pandas(), result)
+    with pytest.raises(gpucost.Error, match="cannot write the result"):
+        gpucost.allocate_stream(fleet.costs, fleet.usage, fleet.inventory, output=tmp_path / "no" / "dir.csv")
