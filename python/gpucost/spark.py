@@ -1,0 +1,173 @@
+"""gpucost.spark.allocate: the allocation of Spark DataFrames.
+
+How (docs/scale.md): cost lines and usage samples are grouped by a bucket of
+``resource_id`` and cogrouped, so each group holds every line and every
+sample of its resources; ``applyInPandas`` (Arrow transfer) runs the engine
+(:func:`gpucost.allocate`) on each group, and Spark sums the partial
+results. The Distribution invariant (docs/semantics.md, section 4) makes
+the sum exact; nothing of the proration is re-implemented here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from gpucost.allocation import allocate as _allocate
+from gpucost.errors import ROW_ERROR, InvalidInputError
+
+__all__ = ["allocate"]
+
+BUCKET = "_gpucost_bucket"
+KIND = "_gpucost_kind"  # "row": a result row; "diag": one group's diagnostics
+SUMMED = ("cost", "idle_cost", "list_cost", "gpu_hours", "effective_gpu_hours", "mem_gib_hours")
+DIAGNOSTICS = ("lines_total", "lines_unattributed", "lines_oversubscribed", "samples_total",
+               "samples_no_consumer", "samples_unknown_resource", "samples_outside_lines", "samples_used")
+INSTANTS = {"costs": ("start", "end"), "usage": ("timestamp",)}
+
+
+def _instants_as_nanos(df: DataFrame, table: str) -> DataFrame:
+    """Spark timestamps as long nanoseconds since the epoch: exact, and free
+    of the session time zone (pandas would get naive local wall times)."""
+    for name in INSTANTS[table]:
+        if name in df.columns and isinstance(df.schema[name].dataType, T.TimestampType):
+            df = df.withColumn(name, F.unix_micros(F.col(name)) * F.lit(1000))
+    return df
+
+
+def _schema(by: Sequence[str], has_list_cost: bool) -> T.StructType:
+    fields = [T.StructField(name, T.TimestampType() if name == "period" else T.StringType()) for name in by]
+    fields += [T.StructField(name, T.DoubleType()) for name in SUMMED if has_list_cost or name != "list_cost"]
+    fields += [T.StructField(name, T.LongType()) for name in DIAGNOSTICS]
+    fields.append(T.StructField(KIND, T.StringType()))
+    return T.StructType(fields)
+
+
+def _partition_function(inventory: pd.DataFrame, workloads: pd.DataFrame | None, policy: dict, by: list[str],
+                        has_list_cost: bool):
+    metrics = [name for name in SUMMED if has_list_cost or name != "list_cost"]
+
+    def run(usage: pd.DataFrame, costs: pd.DataFrame) -> pd.DataFrame:  # cogroup order
+        costs = costs.drop(columns=[BUCKET], errors="ignore")
+        usage = usage.drop(columns=[BUCKET], errors="ignore")
+        try:
+            result = _allocate(costs, usage, inventory, workloads, **policy)
+        except InvalidInputError as exc:
+            raise _located(exc, costs, usage) from None
+        rows = result[by + metrics].copy()
+        for name in DIAGNOSTICS:
+            rows[name] = 0
+        rows[KIND] = "row"
+        diag = {name: [0.0] for name in metrics}
+        diag.update({name: [int(result.attrs["diagnostics"][name])] for name in DIAGNOSTICS})
+        diag.update({name: [None] for name in by})
+        diag[KIND] = ["diag"]
+        out = pd.concat([rows, pd.DataFrame(diag)], ignore_index=True)
+        if "period" in by:
+            out["period"] = pd.to_datetime(out["period"], utc=True)
+        # PySpark converts numpy-backed columns; pandas 3 strings are Arrow-backed.
+        for name in [KIND] + [b for b in by if b != "period"]:
+            out[name] = out[name].astype(object)
+        return out
+
+    return run
+
+
+def _located(exc: InvalidInputError, costs: pd.DataFrame, usage: pd.DataFrame) -> InvalidInputError:
+    """Rows of a Spark group mean nothing to the user: name the row by what
+    identifies it."""
+    match = ROW_ERROR.match(str(exc))
+    if not match or match["table"] not in ("costs", "usage"):
+        return exc
+    frame, keys = (usage, ["timestamp", "resource_id", "device", "consumer"]) if match["table"] == "usage" \
+        else (costs, ["resource_id", "start", "end"])
+    row = int(match["row"])
+    if row >= len(frame):
+        return exc
+    values = ", ".join(f"{k}={frame[k].iloc[row]!r}" for k in keys if k in frame.columns)
+    return InvalidInputError(f"{match['table']}: the row with {values}, {match['rest']}")
+
+
+def _to_pandas(df: DataFrame) -> pd.DataFrame:
+    """Through Arrow (PySpark >= 4: ``toArrow``), which also spares pandas 3
+    the deprecated calls of PySpark's own ``toPandas``."""
+    return df.toArrow().to_pandas() if hasattr(df, "toArrow") else df.toPandas()
+
+
+def _local(data: Any, table: str) -> pd.DataFrame | None:
+    if data is None or isinstance(data, pd.DataFrame):
+        return data
+    if isinstance(data, DataFrame):
+        return _to_pandas(data)
+    raise TypeError(f"{table}: expected a pandas or Spark DataFrame, got {type(data).__name__}")
+
+
+def allocate(costs: DataFrame, usage: DataFrame, inventory: Any, workloads: Any = None, *,
+             buckets: int | None = None, **policy: Any) -> pd.DataFrame:
+    """:func:`gpucost.allocate` on Spark DataFrames.
+
+    Args:
+        costs, usage: Spark DataFrames with the columns of docs/semantics.md
+            (instants as Spark timestamps, or long nanoseconds).
+        inventory, workloads: pandas or Spark DataFrames (small: collected and
+            shipped whole to every task).
+        buckets: groups of resources processed per task (default: the
+            session's ``spark.sql.shuffle.partitions``).
+        **policy: basis, alpha, idle, interval, by, freq, as for allocate.
+
+    Returns:
+        What :func:`gpucost.allocate` returns for the same tables (equal to
+        1e-9 relative), as a pandas DataFrame with the summed diagnostics in
+        ``attrs``.
+
+    Raises:
+        gpucost.InvalidInputError: bad input (raised by the failing Spark task;
+            the message names the table, the row's identifying values and the
+            column).
+
+    Example:
+        >>> result = gpucost.spark.allocate(spark.table("bill"), spark.table("dcgm"), inventory, by=["team"])
+    """
+    spark: SparkSession = usage.sparkSession
+    by = policy.get("by", ("consumer",))
+    by = [by] if isinstance(by, str) else list(by)
+    has_list_cost = "list_cost" in costs.columns
+    n = int(buckets or int(spark.conf.get("spark.sql.shuffle.partitions")))
+    inventory_pd, workloads_pd = _local(inventory, "inventory"), _local(workloads, "workloads")
+
+    def bucketed(df: DataFrame) -> DataFrame:
+        return df.withColumn(BUCKET, F.pmod(F.xxhash64(F.col("resource_id").cast("string")), F.lit(n)))
+
+    schema = _schema(by, has_list_cost)
+    usage = bucketed(_instants_as_nanos(usage, "usage"))
+    costs = bucketed(_instants_as_nanos(costs, "costs"))
+    partial = (usage.groupBy(BUCKET).cogroup(costs.groupBy(BUCKET))
+               .applyInPandas(_partition_function(inventory_pd, workloads_pd, policy, by, has_list_cost),
+                              schema=schema))
+    # One group may have costs without samples or samples without costs;
+    # cogroup gives the missing side as an empty frame, which is valid input.
+    metrics = [name for name in SUMMED if has_list_cost or name != "list_cost"]
+    rows = partial.filter(F.col(KIND) == "row").groupBy(*by).agg(*[F.sum(m).alias(m) for m in metrics])
+    if "period" in by:
+        rows = rows.withColumn("period", F.unix_micros(F.col("period")))
+    diag = partial.filter(F.col(KIND) == "diag").agg(*[F.sum(d).alias(d) for d in DIAGNOSTICS])
+    result = _to_pandas(rows)
+    totals = diag.collect()[0].asDict()
+    if "period" in by:
+        result["period"] = pd.to_datetime(result["period"].astype("int64"), unit="us", utc=True) \
+            .astype("datetime64[ns, UTC]")
+    result = result.sort_values(by, kind="stable").reset_index(drop=True)
+    for name in by:
+        if name != "period":
+            result[name] = result[name].astype("str")
+    with np.errstate(all="ignore"):
+        result["cost_per_effective_gpu_hour"] = np.where(result["effective_gpu_hours"] == 0, np.nan,
+                                                         result["cost"] / result["effective_gpu_hours"])
+    result.attrs["diagnostics"] = {name: int(totals[name] or 0) for name in DIAGNOSTICS}
+    return result
