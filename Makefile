@@ -15,9 +15,9 @@ DEBIAN_PACKAGES := $(shell grep -v '^\#' scripts/debian-packages.txt)
 
 CXX_SOURCES := $(shell find include src bindings -type f 2>/dev/null) CMakeLists.txt $(wildcard cmake/*) \
   bindings/CMakeLists.txt $(wildcard data/catalog/*.csv)
-PY_EXTRAS := test,bench,report,pipeline,notebook
+PY_EXTRAS := test,bench,report,pipeline,notebook,dask,spark
 
-.PHONY: demo test setup python cpp bench clean
+.PHONY: demo test setup python cpp bench clean tidy fuzz
 .DEFAULT_GOAL := test
 
 demo: python
@@ -36,7 +36,7 @@ $(STAMPS)/debian: scripts/setup-debian.sh scripts/debian-packages.txt
 $(STAMPS)/venv: pyproject.toml $(STAMPS)/debian
 	test -x $(VPY) || $(PYTHON) -m venv $(VENV)
 	$(VPY) -m pip install -q --upgrade pip
-	$(VPY) -m pip install -q "scikit-build-core>=0.10" "pybind11>=3" "cmake>=3.25" ninja
+	$(VPY) -m pip install -q "scikit-build-core>=0.10" "pybind11>=3" "cmake>=3.25" ninja setuptools wheel
 	@touch $@
 
 # The package, editable: Python files are read from python/, the extension is
@@ -50,12 +50,26 @@ $(STAMPS)/python: $(STAMPS)/venv $(CXX_SOURCES)
 cpp: $(STAMPS)/venv
 	$(VENV)/bin/cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release \
 	  -DCMAKE_MAKE_PROGRAM=$(abspath $(VENV))/bin/ninja \
-	  -DGPUCOST_WERROR=ON -DGPUCOST_BUILD_BENCHMARKS=ON -DGPUCOST_PYTHON=$(abspath $(VPY)) > /dev/null
+	  -DGPUCOST_WERROR=ON -DGPUCOST_BUILD_BENCHMARKS=ON -DGPUCOST_PYTHON=$(abspath $(VPY)) \
+	  -DGPUCOST_ROBUSTNESS_TESTS=ON -DCMAKE_EXPORT_COMPILE_COMMANDS=ON > /dev/null
 	$(VENV)/bin/cmake --build $(BUILD) -j $(JOBS)
 
 bench: python cpp
 	$(BUILD)/benchmarks/gpucost_bench
 	$(VPY) benchmarks/bench_vs_pandas.py
+
+# clang-tidy over the library (.clang-tidy); also the ctest test clang_tidy.
+tidy: cpp
+	cd $(BUILD) && ctest --output-on-failure -R '^clang_tidy$$'
+
+# The libFuzzer targets (fuzz/README.md), longer than in make test:
+# make fuzz FUZZ_SECONDS=600
+FUZZ_SECONDS ?= 300
+fuzz: cpp
+	cd $(BUILD) && ctest --output-on-failure -R '^fuzz_build$$'
+	for f in $(BUILD)/fuzz/fuzz/*_fuzzer; do n=$$(basename $$f _fuzzer); \
+	  $(VENV)/bin/cmake -DFUZZER=$$f -DNAME=$$n -DSOURCE_DIR=$(CURDIR) -DWORK_DIR=$(abspath $(BUILD))/fuzz/work \
+	    -DSECONDS=$(FUZZ_SECONDS) -P tests/robustness/fuzz.cmake || exit 1; done
 
 clean:
 	rm -rf build $(STAMPS)

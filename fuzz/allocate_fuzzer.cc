@@ -1,0 +1,218 @@
+// libFuzzer target: the engine's validation and proration fed random tables.
+//
+// Bytes become small cost, inventory, sample and workload tables (ids from a
+// pool that includes the reserved names, nulls and empty strings; instants,
+// durations and amounts anywhere in their types' ranges, NaN and infinity
+// included) and a random policy. Allocate() must return a status, never
+// crash; when it succeeds, the diagnostics must add up, money must be
+// conserved, and the streaming Allocator fed the samples in two chunks must
+// agree with the one-shot call.
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fuzzer/FuzzedDataProvider.h"
+#include "gpucost/allocate.h"
+#include "gpucost/columns.h"
+
+namespace {
+
+using gpucost::AllocationPolicy;
+using gpucost::kNullCode;
+
+constexpr const char* kIds[] = {"", "r0", "r1", "r2", "__idle__", "__unattributed__", "__unlabelled__"};
+constexpr const char* kConsumers[] = {"", "a", "b", "c", "__idle__", "__unlabelled__"};
+constexpr int64_t kHour = 3'600'000'000'000;
+constexpr int64_t kT0 = 1'772'323'200'000'000'000;  // 2026-03-01T00:00Z
+
+void Check(bool ok, const char* what) {
+  if (!ok) {
+    std::fprintf(stderr, "allocate_fuzzer: invariant violated: %s\n", what);
+    std::abort();
+  }
+}
+
+// Mostly realistic values, sometimes anything the type can hold.
+int64_t Instant(FuzzedDataProvider& in) {
+  if (in.ConsumeIntegralInRange<int>(0, 15) == 0) return in.ConsumeIntegral<int64_t>();
+  return kT0 + in.ConsumeIntegralInRange<int64_t>(-2, 12) * kHour / 4;
+}
+double Amount(FuzzedDataProvider& in, double lo, double hi) {
+  switch (in.ConsumeIntegralInRange<int>(0, 15)) {
+    case 0: return in.ConsumeFloatingPoint<double>();
+    case 1: return std::nan("");
+    case 2: return INFINITY;
+    case 3: return 0.0;
+    default: return in.ConsumeFloatingPointInRange<double>(lo, hi);
+  }
+}
+
+// A string column built from a pool, with nulls.
+struct Strings {
+  std::vector<int32_t> codes;
+  std::vector<std::string_view> dictionary;
+  void Init(const char* const* pool, size_t n) {
+    for (size_t i = 0; i < n; ++i) dictionary.emplace_back(pool[i]);
+  }
+  void Add(FuzzedDataProvider& in) {
+    const int32_t n = static_cast<int32_t>(dictionary.size());
+    codes.push_back(in.ConsumeIntegralInRange<int32_t>(-1, n - 1));
+  }
+  gpucost::StringColumn view() const { return {codes, dictionary}; }
+};
+
+struct Tables {
+  Strings cost_ids, inv_ids, sample_ids, consumers, wl_consumers, teams;
+  std::vector<int64_t> start, end, timestamp, duration;
+  std::vector<double> cost, list_cost, mem_capacity, share, util, mem_used;
+  std::vector<int32_t> inv_device, device;
+  bool has_list_cost = false, has_duration = false, has_workloads = false;
+  gpucost::TimeUnit cost_unit = gpucost::TimeUnit::kNanosecond, sample_unit = gpucost::TimeUnit::kNanosecond;
+};
+
+gpucost::TimeUnit Unit(FuzzedDataProvider& in) {
+  constexpr gpucost::TimeUnit kUnits[] = {gpucost::TimeUnit::kNanosecond, gpucost::TimeUnit::kMicrosecond,
+                                          gpucost::TimeUnit::kMillisecond, gpucost::TimeUnit::kSecond};
+  // Mostly ns, so realistic instants stay realistic.
+  return in.ConsumeIntegralInRange<int>(0, 7) < 5 ? kUnits[0] : kUnits[in.ConsumeIntegralInRange<int>(0, 3)];
+}
+
+void Build(FuzzedDataProvider& in, Tables& t) {
+  t.cost_ids.Init(kIds, std::size(kIds));
+  t.inv_ids.Init(kIds, std::size(kIds));
+  t.sample_ids.Init(kIds, std::size(kIds));
+  t.consumers.Init(kConsumers, std::size(kConsumers));
+  t.wl_consumers.Init(kConsumers, std::size(kConsumers));
+  constexpr const char* kTeams[] = {"x", "y", "__idle__"};
+  t.teams.Init(kTeams, std::size(kTeams));
+  t.has_list_cost = in.ConsumeBool();
+  t.has_duration = in.ConsumeBool();
+  t.has_workloads = in.ConsumeBool();
+  t.cost_unit = Unit(in);
+  t.sample_unit = Unit(in);
+
+  const int lines = in.ConsumeIntegralInRange<int>(0, 6);
+  for (int i = 0; i < lines; ++i) {
+    t.cost_ids.Add(in);
+    const int64_t s = Instant(in);
+    t.start.push_back(s);
+    t.end.push_back(in.ConsumeBool() ? static_cast<int64_t>(static_cast<uint64_t>(s) + kHour) : Instant(in));
+    t.cost.push_back(Amount(in, -10, 100));
+    t.list_cost.push_back(Amount(in, 0, 150));
+  }
+  const int devices = in.ConsumeIntegralInRange<int>(0, 6);
+  for (int i = 0; i < devices; ++i) {
+    t.inv_ids.Add(in);
+    t.inv_device.push_back(in.ConsumeIntegralInRange<int32_t>(-1, 3));
+    t.mem_capacity.push_back(Amount(in, 1, 80.0 * (1 << 30)));
+  }
+  const int samples = in.ConsumeIntegralInRange<int>(0, 48);
+  for (int i = 0; i < samples; ++i) {
+    t.timestamp.push_back(Instant(in));
+    t.sample_ids.Add(in);
+    t.device.push_back(in.ConsumeIntegralInRange<int32_t>(-1, 3));
+    t.consumers.Add(in);
+    t.share.push_back(Amount(in, 0, 1));
+    t.util.push_back(Amount(in, 0, 1));
+    t.mem_used.push_back(Amount(in, 0, 40.0 * (1 << 30)));
+    t.duration.push_back(in.ConsumeIntegralInRange<int>(0, 15) == 0 ? in.ConsumeIntegral<int64_t>()
+                                                                    : in.ConsumeIntegralInRange<int64_t>(1, 4) * kHour / 8);
+  }
+  const int workloads = in.ConsumeIntegralInRange<int>(0, 4);
+  for (int i = 0; i < workloads; ++i) {
+    t.wl_consumers.Add(in);
+    t.teams.Add(in);
+  }
+}
+
+AllocationPolicy Policy(FuzzedDataProvider& in) {
+  AllocationPolicy p;
+  p.basis = static_cast<gpucost::Basis>(in.ConsumeIntegralInRange<int>(0, 2));
+  p.idle = static_cast<gpucost::IdleMode>(in.ConsumeIntegralInRange<int>(0, 1));
+  p.alpha = in.ConsumeIntegralInRange<int>(0, 7) == 0 ? Amount(in, -1, 2) : in.ConsumeProbability<double>();
+  p.interval_seconds = in.ConsumeIntegralInRange<int>(0, 7) == 0 ? Amount(in, -60, 1e12) : 60.0;
+  p.by.clear();
+  constexpr const char* kBy[] = {"consumer", "resource_id", "period", "team"};
+  const int keys = in.ConsumeIntegralInRange<int>(0, 3);
+  for (int i = 0; i < keys; ++i) p.by.emplace_back(kBy[in.ConsumeIntegralInRange<int>(0, 3)]);
+  if (in.ConsumeBool()) p.freq = static_cast<gpucost::PeriodFreq>(in.ConsumeIntegralInRange<int>(0, 2));
+  p.threads = 1;
+  return p;
+}
+
+double Sum(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x;
+  return s;
+}
+
+bool Close(double a, double b) {
+  return std::fabs(a - b) <= 1e-6 * std::max({1.0, std::fabs(a), std::fabs(b)});
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  FuzzedDataProvider in(data, size);
+  Tables t;
+  Build(in, t);
+  const AllocationPolicy policy = Policy(in);
+  const size_t split = t.timestamp.empty() ? 0 : in.ConsumeIntegralInRange<size_t>(0, t.timestamp.size());
+
+  gpucost::CostColumns costs{t.cost_ids.view(), t.start, t.end, t.cost, std::nullopt, t.cost_unit};
+  if (t.has_list_cost) costs.list_cost = std::span<const double>(t.list_cost);
+  const gpucost::InventoryColumns inventory{t.inv_ids.view(), t.inv_device, t.mem_capacity};
+  gpucost::SampleColumns samples{t.timestamp, t.sample_ids.view(), t.device, t.consumers.view(),
+                                 t.share,     t.util,               t.mem_used, std::nullopt, t.sample_unit};
+  if (t.has_duration) samples.duration = std::span<const int64_t>(t.duration);
+  gpucost::WorkloadColumns workloads{t.wl_consumers.view(), {{"team", t.teams.view()}}};
+  const gpucost::WorkloadColumns* wl = t.has_workloads ? &workloads : nullptr;
+
+  absl::StatusOr<gpucost::Allocation> one_shot = gpucost::Allocate(costs, samples, inventory, wl, policy);
+
+  // The same samples in two chunks through the streaming allocator.
+  absl::StatusOr<gpucost::Allocation> streamed = absl::UnknownError("not run");
+  auto allocator = gpucost::Allocator::Create(costs, inventory, wl, policy);
+  if (allocator.ok()) {
+    auto part = [&](size_t begin, size_t end) {
+      gpucost::SampleColumns s = samples;
+      const size_t n = end - begin;
+      s.timestamp = s.timestamp.subspan(begin, n);
+      s.resource_id.codes = s.resource_id.codes.subspan(begin, n);
+      s.device = s.device.subspan(begin, n);
+      s.consumer.codes = s.consumer.codes.subspan(begin, n);
+      s.share = s.share.subspan(begin, n);
+      s.util = s.util.subspan(begin, n);
+      s.mem_used = s.mem_used.subspan(begin, n);
+      if (s.duration) s.duration = s.duration->subspan(begin, n);
+      return s;
+    };
+    absl::Status added = (*allocator)->AddSamples(part(0, split));
+    if (added.ok()) added = (*allocator)->AddSamples(part(split, t.timestamp.size()));
+    streamed = (*allocator)->Finish();
+    if (!added.ok()) Check(!streamed.ok(), "Finish() succeeded after a rejected chunk");
+  }
+  Check(one_shot.ok() == streamed.ok(), "one-shot and streaming disagree on accepting the input");
+  if (!one_shot.ok()) return 0;
+
+  const gpucost::Allocation& a = *one_shot;
+  const gpucost::Diagnostics& d = a.diagnostics;
+  Check(d.samples_total == static_cast<int64_t>(t.timestamp.size()), "samples_total");
+  Check(d.samples_no_consumer + d.samples_unknown_resource + d.samples_outside_lines + d.samples_used ==
+            d.samples_total,
+        "sample counts add up");
+  Check(d.lines_total == static_cast<int64_t>(t.start.size()), "lines_total");
+  bool moderate = true;
+  for (double c : t.cost) moderate = moderate && std::fabs(c) < 1e9;
+  if (moderate) Check(Close(Sum(a.cost), Sum(t.cost)), "conservation: result cost == input cost");
+  Check(a.cost.size() == streamed->cost.size(), "streaming result has the same groups");
+  for (size_t i = 0; i < a.cost.size(); ++i) {
+    if (moderate) Check(Close(a.cost[i], streamed->cost[i]), "streaming result equals one-shot");
+  }
+  return 0;
+}

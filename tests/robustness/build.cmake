@@ -1,0 +1,27 @@
+# Configures and builds gpucost in a build folder of its own, for the
+# sanitizer and fuzzing tests (tests/robustness/CMakeLists.txt). Incremental:
+# a second run rebuilds only what changed.
+#   cmake -DSOURCE_DIR=... -DBUILD_DIR=... -DGENERATOR=... [-DMAKE_PROGRAM=...]
+#         [-DCXX=<compiler>] -DBUILD_TYPE=Debug -DSANITIZE=address,undefined
+#         -DFUZZERS=OFF -DTESTS=ON -DTARGETS=gpucost_tests -P build.cmake
+set(_args -S ${SOURCE_DIR} -B ${BUILD_DIR} -G ${GENERATOR} -DCMAKE_BUILD_TYPE=${BUILD_TYPE}
+  -DGPUCOST_SANITIZE=${SANITIZE} -DGPUCOST_BUILD_FUZZERS=${FUZZERS} -DGPUCOST_BUILD_TESTS=${TESTS}
+  -DGPUCOST_INSTALL=OFF -DGPUCOST_DEVELOPMENT_CHECKS=ON -DGPUCOST_WERROR=ON)
+if(MAKE_PROGRAM)
+  list(APPEND _args -DCMAKE_MAKE_PROGRAM=${MAKE_PROGRAM})
+endif()
+if(CXX)
+  list(APPEND _args -DCMAKE_CXX_COMPILER=${CXX})
+endif()
+execute_process(COMMAND ${CMAKE_COMMAND} ${_args} RESULT_VARIABLE _rc OUTPUT_VARIABLE _out ERROR_VARIABLE _out)
+if(NOT _rc EQUAL 0)
+  message(FATAL_ERROR "configuring ${BUILD_DIR} failed:\n${_out}")
+endif()
+set(_build ${CMAKE_COMMAND} --build ${BUILD_DIR} -j 2)
+foreach(_target ${TARGETS})
+  list(APPEND _build --target ${_target})
+endforeach()
+execute_process(COMMAND ${_build} RESULT_VARIABLE _rc OUTPUT_VARIABLE _out ERROR_VARIABLE _out)
+if(NOT _rc EQUAL 0)
+  message(FATAL_ERROR "building ${BUILD_DIR} failed:\n${_out}")
+endif()
