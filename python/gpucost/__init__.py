@@ -8,6 +8,7 @@ used the GPUs. See docs/guide.md.
 from __future__ import annotations
 
 from gpucost.errors import Error, InvalidInputError
+from gpucost.allocation import Allocator, allocate, get_num_threads, set_num_threads
 from gpucost import catalog
 from gpucost.catalog import inventory
 from gpucost import kubernetes, prometheus
@@ -46,10 +47,9 @@ from gpucost.analyses import (
 )
 from gpucost.billing import read_azure_costs, read_cur, read_focus, read_gcp_billing
 from gpucost.attribution import attribute_tagged, share_costs
+from gpucost.stream import allocate_stream
 from gpucost import plot
 from gpucost.report import report
-from gpucost.allocation import Allocator, allocate, get_num_threads, set_num_threads
-from gpucost.stream import allocate_stream
 
 __version__ = "0.1.0"
 
