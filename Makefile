@@ -58,9 +58,9 @@ bench: python cpp
 	$(BUILD)/benchmarks/gpucost_bench
 	$(VPY) benchmarks/bench_vs_pandas.py
 
-# clang-tidy over the library (.clang-tidy); also the ctest test clang_tidy.
+# clang-tidy over the library (.clang-tidy); also the ctest tests clang_tidy_*.
 tidy: cpp
-	cd $(BUILD) && ctest --output-on-failure -R '^clang_tidy$$'
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -L tidy
 
 # The libFuzzer targets (fuzz/README.md), longer than in make test:
 # make fuzz FUZZ_SECONDS=600
