@@ -316,15 +316,12 @@ bool ParseInstant(std::string_view t, int64_t* ns) {
       const int sign = zone.front() == '-' ? -1 : 1;
       int oh = 0, om = 0;
       if (!Digits(zone, 1, 2, &oh)) return false;
-      if (zone.size() == 3) {
-        // +HH
-      } else if (zone.size() == 6 && zone[3] == ':' && Digits(zone, 4, 2, &om)) {
-      } else if (zone.size() == 5 && Digits(zone, 3, 2, &om)) {
-      } else {
-        return false;
-      }
+      const bool hh = zone.size() == 3;                                                  // +HH
+      const bool hh_mm = zone.size() == 6 && zone[3] == ':' && Digits(zone, 4, 2, &om);  // +HH:MM
+      const bool hhmm = zone.size() == 5 && Digits(zone, 3, 2, &om);                     // +HHMM
+      if (!hh && !hh_mm && !hhmm) return false;
       if (oh > 23 || om > 59) return false;
-      seconds_of_day -= sign * (oh * 3600 + om * 60);
+      seconds_of_day -= int64_t{sign} * (oh * 3600 + om * 60);
     } else {
       return false;
     }

@@ -15,6 +15,7 @@
 #include "absl/time/civil_time.h"
 #include "absl/time/time.h"
 #include "gpucost/status.h"
+#include "gpucost/time.h"
 
 namespace gpucost {
 namespace {
@@ -153,6 +154,11 @@ absl::StatusOr<int64_t> ParseLocalTime(std::string_view text, std::string_view t
     return ParameterError("tz", absl::StrCat("unknown time zone '", A(tz_name), "'"));
   }
   const absl::TimeZone::TimeInfo info = tz.At(cs);
+  // Outside the engine's instants (time.h) int64 nanoseconds overflow.
+  if (info.pre < absl::FromUnixNanos(kMinInstant) || info.post >= absl::FromUnixNanos(kMaxInstant)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", A(t), "' is outside 1970-01-01..2200-01-01"));
+  }
   absl::Time when;
   switch (info.kind) {
     case absl::TimeZone::TimeInfo::UNIQUE:

@@ -74,7 +74,7 @@ bool ParseInt64(std::string_view s, int64_t* out) {
 absl::Status ParseLabels(std::string_view text, size_t* pos, std::string_view source, int64_t line,
                          std::vector<std::pair<std::string, std::string>>* labels, std::string* name) {
   size_t i = *pos + 1;
-  auto error = [&](std::string what) { return LineError(source, line, "labels", what); };
+  auto error = [&](const std::string& what) { return LineError(source, line, "labels", what); };
   absl::flat_hash_set<std::string> seen;
   while (true) {
     while (i < text.size() && IsBlank(text[i])) ++i;
@@ -361,8 +361,15 @@ absl::Status AddPoint(simdjson::dom::element point, int32_t id, size_t series_in
                                           ": timestamp is not finite"));
   }
   // Prometheus timestamps are milliseconds; round the float seconds to them.
+  // Milliseconds whose rounding times 1e6 still fits int64 nanoseconds.
+  constexpr double kMaxMs = 9'223'372'036'853.0;
+  const double ms = seconds * 1000.0;
+  if (!(std::fabs(ms) < kMaxMs)) {
+    return JsonError(source, absl::StrCat("series ", series_index, ", point ", point_index, ": timestamp ",
+                                          seconds, " s is out of range"));
+  }
   out->series_id.push_back(id);
-  out->timestamp_ns.push_back(std::llround(seconds * 1000.0) * 1'000'000);
+  out->timestamp_ns.push_back(std::llround(ms) * 1'000'000);
   out->value.push_back(v);
   out->line.push_back(0);
   return absl::OkStatus();

@@ -1,0 +1,41 @@
+// libFuzzer target: nvidia-smi CSV (GPUs and compute apps), sacct
+// --parsable2 and Slurm host lists (io/hosts.h). Every input must give a
+// status, never a crash; accepted nvidia-smi tables become usage samples.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "fuzzer/FuzzedDataProvider.h"
+#include "gpucost/io/hosts.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  FuzzedDataProvider in(data, size);
+  const int which = in.ConsumeIntegralInRange<int>(0, 3);
+  const char* tz = in.ConsumeBool() ? "UTC" : "Europe/Paris";
+  const std::string text = in.ConsumeRemainingBytesAsString();
+  switch (which) {
+    case 0: {
+      auto gpus = gpucost::ParseNvidiaSmiGpus(text, "gpu.csv", tz);
+      if (gpus.ok()) {
+        gpucost::NvidiaSmiOptions options{.resource_id = "i-1"};
+        (void)gpucost::NvidiaSmiToUsage(*gpus, nullptr, options);
+      }
+      break;
+    }
+    case 1:
+      (void)gpucost::ParseNvidiaSmiApps(text, "apps.csv", tz);
+      break;
+    case 2: {
+      gpucost::SacctOptions options;
+      options.tz = tz;
+      options.now_ns = 1'772'323'200'000'000'000;  // 2026-03-01
+      (void)gpucost::ParseSacct(text, "sacct.txt", options);
+      break;
+    }
+    default:
+      (void)gpucost::ExpandHostList(text);
+      (void)gpucost::ParseLocalTime(text, tz);
+      break;
+  }
+  return 0;
+}

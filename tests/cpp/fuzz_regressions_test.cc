@@ -1,0 +1,47 @@
+// Inputs the fuzz targets found crashing parsers (fuzz/regressions/), as
+// unit tests: each now ends in an error naming the problem.
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gpucost/io/hosts.h"
+#include "gpucost/io/prometheus.h"
+#include "gtest/gtest.h"
+#include "testing/status_matchers.h"
+
+namespace gpucost {
+namespace {
+
+using ::gpucost::testing::IsOk;
+using ::gpucost::testing::StatusIs;
+using ::testing::HasSubstr;
+
+// hosts_fuzzer: a year far in the future overflowed int64 nanoseconds.
+TEST(FuzzRegressions, NvidiaSmiTimeOutsideTheInstantRange) {
+  EXPECT_THAT(ParseLocalTime("3604/03/01 10:00:00.123", "UTC").status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("outside 1970-01-01..2200-01-01")));
+  EXPECT_THAT(ParseLocalTime("1969/12/31 23:59:59", "UTC").status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("outside")));
+  EXPECT_THAT(ParseLocalTime("2026/03/01 10:00:00.123", "UTC"), IsOk());
+  const std::string gpus =
+      "timestamp, index, uuid, name, utilization.gpu [%], memory.used [MiB], memory.total [MiB]\n"
+      "3604/03/01 10:00:00.123, 0, GPU-1, NVIDIA A100-SXM4-40GB, 97 %, 38211 MiB, 40960 MiB\n";
+  EXPECT_THAT(ParseNvidiaSmiGpus(gpus, "gpu.csv", "UTC").status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("gpu.csv")));
+}
+
+// prometheus_fuzzer: a query_range timestamp of 1.7e15 s overflowed int64
+// nanoseconds.
+TEST(FuzzRegressions, QueryRangeTimestampOutOfRange) {
+  const std::string body =
+      R"({"status":"success","data":{"resultType":"matrix","result":[)"
+      R"({"metric":{"__name__":"DCGM_FI_DEV_GPU_UTIL","gpu":"0"},"values":[[1772359320359320.064,"97"]]}]}})";
+  EXPECT_THAT(ParseQueryRange(body, "q").status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("out of range")));
+  const std::string ok =
+      R"({"status":"success","data":{"resultType":"matrix","result":[)"
+      R"({"metric":{"__name__":"DCGM_FI_DEV_GPU_UTIL","gpu":"0"},"values":[[1772359320.064,"97"]]}]}})";
+  EXPECT_THAT(ParseQueryRange(ok, "q"), IsOk());
+}
+
+}  // namespace
+}  // namespace gpucost
