@@ -423,6 +423,13 @@ absl::StatusOr<std::vector<std::string>> ExpandHostList(std::string_view list) {
           expanded.push_back(std::move(num));
         }
       }
+      // Brackets multiply ("n[1-1000]-[1-1000]" is a million hosts): bound
+      // the whole list, as one range is bounded above.
+      constexpr size_t kMaxHosts = 100000;
+      if (partial.size() * expanded.size() + out.size() > kMaxHosts) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("host list '", A(list), "': expands to more than ", kMaxHosts, " hosts"));
+      }
       std::vector<std::string> next;
       for (const std::string& p : partial) {
         for (const std::string& e : expanded) next.push_back(p + e);

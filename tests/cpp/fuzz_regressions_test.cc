@@ -1,6 +1,7 @@
 // Inputs the fuzz targets found crashing parsers (fuzz/regressions/), as
 // unit tests: each now ends in an error naming the problem.
 #include <string>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gpucost/io/hosts.h"
@@ -27,6 +28,16 @@ TEST(FuzzRegressions, NvidiaSmiTimeOutsideTheInstantRange) {
       "3604/03/01 10:00:00.123, 0, GPU-1, NVIDIA A100-SXM4-40GB, 97 %, 38211 MiB, 40960 MiB\n";
   EXPECT_THAT(ParseNvidiaSmiGpus(gpus, "gpu.csv", "UTC").status(),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("gpu.csv")));
+}
+
+// hosts_fuzzer: brackets in one host name multiply; 5107 x 5107 names ran
+// out of memory.
+TEST(FuzzRegressions, HostListThatMultipliesBeyondBounds) {
+  EXPECT_THAT(ExpandHostList("gpu-[01-05107]x[01-05107]").status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("expands to more than 100000 hosts")));
+  absl::StatusOr<std::vector<std::string>> hosts = ExpandHostList("gpu-[01-02]x[1-3],cpu9");
+  ASSERT_THAT(hosts.status(), IsOk());
+  EXPECT_EQ(hosts->size(), 7u);
 }
 
 // prometheus_fuzzer: a query_range timestamp of 1.7e15 s overflowed int64
