@@ -11,6 +11,7 @@ Example:
 
 from __future__ import annotations
 
+import http.client
 import json
 import math
 import time
@@ -118,7 +119,8 @@ class PrometheusClient:
                     continue
                 raise InvalidInputError(f"Prometheus at {self.url} rejected {form.get('query', path)!r}: "
                                         f"HTTP {exc.code}: {message}") from None
-            except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as exc:
+            except (urllib.error.URLError, TimeoutError, ConnectionError, OSError,
+                    http.client.HTTPException) as exc:  # IncompleteRead: the server went away mid-response
                 reason = getattr(exc, "reason", exc)
                 last_error = f"{type(reason).__name__}: {reason}"
                 continue
