@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import gpucost
@@ -61,12 +61,13 @@ def repeated(costs: pd.DataFrame, usage: pd.DataFrame, rows: int) -> tuple[pd.Da
     return repeat(costs, ("start", "end")), repeat(usage, ("timestamp",))
 
 
-@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                                                   HealthCheck.filter_too_much])
 @given(scenarios(), POLICIES)
 def test_thread_count_does_not_change_random_results(scenario, policy):
     costs, usage, inventory, workloads = scenario
-    if usage.empty:
-        return
+    # Fewer rows would need copies beyond the engine's last instant (2200).
+    assume(len(usage) >= 4)
     costs, usage = repeated(costs, usage, SPLIT_ROWS)
     one = allocate_with(1, costs, usage, inventory, workloads, **policy)
     two = allocate_with(2, costs, usage, inventory, workloads, **policy)
@@ -78,7 +79,7 @@ def test_thread_count_does_not_change_random_results(scenario, policy):
 @given(st.integers(0, 2**16), st.sampled_from([{}, {"basis": "used", "idle": "share"},
                                                 {"by": ["team", "period"], "freq": "D"}]))
 def test_thread_count_does_not_change_a_fleet(seed, policy):
-    fleet = simulate_fleet(gpus=320, hours=24, seed=seed)
+    fleet = simulate_fleet(gpus=480, hours=24, seed=seed)
     assert len(fleet.usage) > SPLIT_ROWS
     tables = (fleet.costs, fleet.usage, fleet.inventory, fleet.workloads)
     one = allocate_with(1, *tables, **policy)
