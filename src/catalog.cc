@@ -206,7 +206,7 @@ std::string CanonicalGpuModel(std::string_view name) {
     if (dropped) continue;
     if (token.size() > 2 && token.substr(token.size() - 2) == "GB") {
       double gb = 0;
-      if (io::ParseDouble(std::string_view(token.data(), token.size() - 2), &gb)) {
+      if (io::ParseDouble(std::string_view(token.data(), token.size() - 2), &gb) && gb >= 0 && gb < 1e6) {
         memory = static_cast<int>(gb);
         continue;
       }

@@ -202,7 +202,8 @@ absl::Status CsvTokenizer::Parse(std::string_view data, bool at_end, CsvCallback
         } else if (pos + 1 == n && !at_end) {
           incomplete = true;
         } else {
-          ++pos;  // a lone CR ends the record
+          ++pos;  // a lone CR ends the record, and the line
+          ++line;
           complete = true;
         }
       } else {  // '\n'
@@ -260,6 +261,8 @@ int DaysInMonth(int year, int month) {
 bool CivilToNanos(int year, int month, int day, int64_t seconds_of_day, int64_t* ns) {
   if (month < 1 || month > 12 || day < 1 || day > DaysInMonth(year, month)) return false;
   const int64_t days = DaysFromCivil(year, static_cast<unsigned>(month), static_cast<unsigned>(day));
+  // int64 nanoseconds reach 1677-09-21..2262-04-11; dates beyond are not instants.
+  if (days < -106'000 || days > 106'000) return false;
   *ns = days * kNanosPerDay + seconds_of_day * kNanosPerSecond;
   return true;
 }

@@ -4,6 +4,8 @@
 #include <vector>
 
 #include "gmock/gmock.h"
+#include "gpucost/catalog.h"
+#include "gpucost/io/csv.h"
 #include "gpucost/io/hosts.h"
 #include "gpucost/io/prometheus.h"
 #include "gtest/gtest.h"
@@ -52,6 +54,35 @@ TEST(FuzzRegressions, QueryRangeTimestampOutOfRange) {
       R"({"status":"success","data":{"resultType":"matrix","result":[)"
       R"({"metric":{"__name__":"DCGM_FI_DEV_GPU_UTIL","gpu":"0"},"values":[[1772359320.064,"97"]]}]}})";
   EXPECT_THAT(ParseQueryRange(ok, "q"), IsOk());
+}
+
+// billing_fuzzer: a bill date in year 0 overflowed int64 nanoseconds.
+TEST(FuzzRegressions, InstantsBeyondInt64NanosecondsAreNotInstants) {
+  int64_t ns = 0;
+  EXPECT_FALSE(io::ParseInstant("0000-01-01", &ns));
+  EXPECT_FALSE(io::ParseInstant("9999-12-31T23:59:59Z", &ns));
+  EXPECT_TRUE(io::ParseInstant("2026-03-01T00:00:00Z", &ns));
+  EXPECT_EQ(ns, 20513LL * kNanosPerDay);
+}
+
+// csv_fuzzer: a lone CR after a quoted field ended the record but not the
+// line, so the next record had the same line number.
+TEST(FuzzRegressions, LoneCarriageReturnEndsTheLine) {
+  io::CsvTokenizer csv("x.csv");
+  std::vector<int64_t> lines;
+  auto on_record = [&](const io::CsvRecord& r) -> absl::Status {
+    lines.push_back(r.line);
+    return absl::OkStatus();
+  };
+  ASSERT_THAT(csv.Feed("a,\"b\"\rc,d\ne,f\n", on_record), IsOk());
+  ASSERT_THAT(csv.Finish(on_record), IsOk());
+  EXPECT_EQ(lines, (std::vector<int64_t>{1, 2, 3}));
+}
+
+// catalog_fuzzer: a GPU name with "22222222222222GB" converted a huge double
+// to int (undefined); such a token is not a memory size.
+TEST(FuzzRegressions, AbsurdMemoryInAGpuName) {
+  EXPECT_EQ(CanonicalGpuModel("A100 22222222222222GB"), CanonicalGpuModel("A100"));
 }
 
 }  // namespace
