@@ -243,7 +243,7 @@ absl::StatusOr<DailyForecasts> ForecastDaily(const DailySeries& series, std::spa
   for (size_t s = 0; s < n_series; ++s) {
     const int64_t begin = series.offsets[s], end = series.offsets[s + 1];
     const int64_t first = horizon_first[s], last = horizon_last[s];
-    if (last >= first && last - first > 100 * 366) {
+    if (last >= first && last - first > int64_t{36600}) {  // 100 years of 366 days
       return ParameterError("horizon", absl::StrCat("series ", s, ": more than a century of days"));
     }
     idx.resize(static_cast<size_t>(end - begin));

@@ -49,12 +49,12 @@ absl::Status CheckOptions(const IdleOptions& o) {
   }
   if (o.resolution_ns <= 0) return ParameterError("resolution", "must be positive");
   if (o.window_ns < o.resolution_ns || o.window_ns % o.resolution_ns != 0) {
-    return ParameterError("window", absl::StrCat(o.window_ns / 1e9, " s is not a positive multiple of the resolution (",
-                                                 o.resolution_ns / 1e9, " s)"));
+    return ParameterError("window", absl::StrCat(static_cast<double>(o.window_ns) / 1e9, " s is not a positive multiple of the resolution (",
+                                                 static_cast<double>(o.resolution_ns) / 1e9, " s)"));
   }
   if (o.grace_ns < 0 || o.grace_ns % o.resolution_ns != 0) {
-    return ParameterError("grace", absl::StrCat(o.grace_ns / 1e9, " s is not a non-negative multiple of the resolution (",
-                                                o.resolution_ns / 1e9, " s)"));
+    return ParameterError("grace", absl::StrCat(static_cast<double>(o.grace_ns) / 1e9, " s is not a non-negative multiple of the resolution (",
+                                                static_cast<double>(o.resolution_ns) / 1e9, " s)"));
   }
   return absl::OkStatus();
 }

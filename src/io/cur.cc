@@ -125,7 +125,8 @@ absl::Status CurFormat::Normalise(const Row& row, LineBuilder& out) {
     GPUCOST_RETURN_IF_ERROR(NeededAmount(row, kSpUsedCommitment, type, false, strict, &used));
     amortized = total - used;
     unused_part = true;
-  } else if (Is(type, "SavingsPlanNegation") || Is(type, "SavingsPlanUpfrontFee")) {
+  } else if (Is(type, "SavingsPlanNegation") || Is(type, "SavingsPlanUpfrontFee") ||
+             (Is(type, "Fee") && !ri_arn.empty())) {
     amortized = 0;
   } else if (Is(type, "DiscountedUsage")) {
     GPUCOST_RETURN_IF_ERROR(NeededAmount(row, kRiEffective, type, true, strict, &amortized));
@@ -135,8 +136,6 @@ absl::Status CurFormat::Normalise(const Row& row, LineBuilder& out) {
     GPUCOST_RETURN_IF_ERROR(NeededAmount(row, kRiUnusedRecurring, type, false, strict, &recurring));
     amortized = upfront + recurring;
     unused_part = true;
-  } else if (Is(type, "Fee") && !ri_arn.empty()) {
-    amortized = 0;
   }
   line.effective = amortized;
 

@@ -52,7 +52,7 @@ struct IdleOptions {
   // Seconds a sample stands for when the samples have no duration column.
   double interval_seconds = 60.0;
   // Policy: time from an alert to the terminate recommendation.
-  int64_t grace_ns = 30 * 60 * kNanosPerSecond;
+  int64_t grace_ns = int64_t{1800} * kNanosPerSecond;  // 30 minutes
 };
 
 enum class IdleKind : int8_t { kTerminate = 0, kRelease = 1, kRightSize = 2, kExempt = 3 };
