@@ -177,6 +177,26 @@ absl::StatusOr<int64_t> ParseLocalTime(std::string_view text, std::string_view t
   return absl::ToUnixNanos(when) + frac_ns;
 }
 
+namespace {
+// A data record of an nvidia-smi CSV log: a header was seen, the field count
+// matches it, and its local timestamp reads (not before `last`).
+absl::StatusOr<int64_t> RecordTime(const CsvLayout& layout, const std::vector<std::string_view>& cells, int c_ts,
+                                   std::string_view tz, int64_t last, std::string_view source, int64_t line_no,
+                                   std::string_view no_header) {
+  if (layout.fields.empty()) return LineError(source, line_no, "timestamp", no_header);
+  if (cells.size() != layout.fields.size()) {
+    return LineError(source, line_no, layout.fields.back().first,
+                     absl::StrCat(cells.size(), " fields where the header has ", layout.fields.size()));
+  }
+  absl::StatusOr<int64_t> ts = ParseLocalTime(cells[c_ts], tz, last);
+  if (!ts.ok()) {
+    if (ts.status().message().substr(0, 10) == "parameter ") return ts.status();
+    return LineError(source, line_no, "timestamp", std::string(ts.status().message()));
+  }
+  return ts;
+}
+}  // namespace
+
 absl::StatusOr<NvidiaSmiGpus> ParseNvidiaSmiGpus(std::string_view text, std::string_view source,
                                                  std::string_view tz) {
   NvidiaSmiGpus out;
@@ -212,20 +232,8 @@ absl::StatusOr<NvidiaSmiGpus> ParseNvidiaSmiGpus(std::string_view text, std::str
       }
       return absl::OkStatus();
     }
-    if (layout.fields.empty()) {
-      return LineError(source, line_no, "timestamp",
-                       "no header line before the data (log with --format=csv, not noheader)");
-    }
-    if (cells.size() != layout.fields.size()) {
-      return LineError(source, line_no, layout.fields.back().first,
-                       absl::StrCat(cells.size(), " fields where the header has ", layout.fields.size()));
-    }
-    absl::StatusOr<int64_t> ts = ParseLocalTime(cells[c_ts], tz, last);
-    if (!ts.ok()) {
-      if (ts.status().message().substr(0, 10) == "parameter ") return ts.status();
-      return LineError(source, line_no, "timestamp", std::string(ts.status().message()));
-    }
-    last = *ts;
+    GPUCOST_ASSIGN_OR_RETURN(last, RecordTime(layout, cells, c_ts, tz, last, source, line_no,
+                                              "no header line before the data (log with --format=csv, not noheader)"));
     int32_t index;
     if (!ParseNumber(Trim(cells[c_index]), &index) || index < 0) {
       return LineError(source, line_no, "index", absl::StrCat("'", A(Trim(cells[c_index])), "' is not a GPU index"));
@@ -242,7 +250,7 @@ absl::StatusOr<NvidiaSmiGpus> ParseNvidiaSmiGpus(std::string_view text, std::str
       GPUCOST_ASSIGN_OR_RETURN(total, ParseQuantity(cells[c_total], layout.fields[c_total].second, source, line_no,
                                                     "memory.total", total_scale));
     }
-    out.timestamp.push_back(*ts);
+    out.timestamp.push_back(last);
     out.index.push_back(index);
     uuid.Add(c_uuid >= 0 ? Trim(cells[c_uuid]) : std::string_view());
     name.Add(c_name >= 0 ? Trim(cells[c_name]) : std::string_view());
@@ -283,19 +291,8 @@ absl::StatusOr<NvidiaSmiApps> ParseNvidiaSmiApps(std::string_view text, std::str
       GPUCOST_ASSIGN_OR_RETURN(scale, MemoryScale(layout.fields[c_mem].second, source, line_no, "used_memory"));
       return absl::OkStatus();
     }
-    if (layout.fields.empty()) {
-      return LineError(source, line_no, "timestamp", "no header line before the data (log with --format=csv)");
-    }
-    if (cells.size() != layout.fields.size()) {
-      return LineError(source, line_no, layout.fields.back().first,
-                       absl::StrCat(cells.size(), " fields where the header has ", layout.fields.size()));
-    }
-    absl::StatusOr<int64_t> ts = ParseLocalTime(cells[c_ts], tz, last);
-    if (!ts.ok()) {
-      if (ts.status().message().substr(0, 10) == "parameter ") return ts.status();
-      return LineError(source, line_no, "timestamp", std::string(ts.status().message()));
-    }
-    last = *ts;
+    GPUCOST_ASSIGN_OR_RETURN(last, RecordTime(layout, cells, c_ts, tz, last, source, line_no,
+                                              "no header line before the data (log with --format=csv)"));
     int64_t pid;
     if (!ParseNumber(Trim(cells[c_pid]), &pid) || pid < 0) {
       return LineError(source, line_no, "pid", absl::StrCat("'", A(Trim(cells[c_pid])), "' is not a process id"));
@@ -303,7 +300,7 @@ absl::StatusOr<NvidiaSmiApps> ParseNvidiaSmiApps(std::string_view text, std::str
     GPUCOST_ASSIGN_OR_RETURN(double mem, ParseQuantity(cells[c_mem], layout.fields[c_mem].second, source, line_no,
                                                        "used_memory", scale));
     if (mem < 0) return LineError(source, line_no, "used_memory", "negative");
-    out.timestamp.push_back(*ts);
+    out.timestamp.push_back(last);
     uuid.Add(Trim(cells[c_uuid]));
     out.pid.push_back(pid);
     out.used_memory.push_back(mem);
