@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from gpucost.errors import Error, InvalidInputError
 from gpucost.allocation import Allocator, allocate, get_num_threads, set_num_threads
+from gpucost.join import JoinError, JoinReport, JoinWarning, check_join, join_report
+from gpucost.currency import convert_currency
 from gpucost import catalog
 from gpucost.catalog import inventory
 from gpucost import kubernetes, prometheus
@@ -66,3 +68,5 @@ __all__ += ["read_azure_costs", "read_cur", "read_focus", "read_gcp_billing"]
 __all__ += ["attribute_tagged", "share_costs"]
 __all__ += ["plot", "report"]
 __all__ += ["allocate_stream", "get_num_threads", "set_num_threads"]
+# What joined and what did not, and the one warning rule (docs/semantics.md).
+__all__ += ["JoinError", "JoinReport", "JoinWarning", "check_join", "join_report", "convert_currency"]

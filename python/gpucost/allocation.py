@@ -11,6 +11,7 @@ import pandas as pd
 from gpucost import _core
 from gpucost.errors import InvalidInputError, shift_rows
 from gpucost.frames import Table, allocation_frame
+from gpucost.join import check_public_call
 
 __all__ = ["allocate", "Allocator", "get_num_threads", "set_num_threads"]
 
@@ -121,6 +122,7 @@ def allocate(
     interval: float = 60,
     by: Sequence[str] | str = ("consumer",),
     freq: str | None = None,
+    strict: bool = False,
 ) -> pd.DataFrame:
     """Prorate every cost line over the workloads that held or used its GPUs.
 
@@ -137,6 +139,7 @@ def allocate(
         interval: seconds a sample stands for when usage has no duration.
         by: result groups: ``consumer``, ``resource_id``, ``period``, labels.
         freq: ``"h"``, ``"D"`` or ``"MS"``; required when grouping by period.
+        strict: turn every :class:`gpucost.JoinWarning` into an error.
 
     Returns:
         One row per group, sorted by ``by``: the ``by`` columns, then ``cost,
@@ -145,6 +148,12 @@ def allocate(
 
     Raises:
         gpucost.InvalidInputError: bad input, naming the table, row and column.
+        gpucost.JoinError: no usage sample joined a billed GPU line (or, with
+            ``strict``, any join problem).
+
+    Warns:
+        gpucost.JoinWarning: one per join problem that changes the numbers
+            (docs/semantics.md, "What gpucost refuses, repairs and warns about").
 
     Example:
         >>> result = gpucost.allocate(costs, usage, inventory, workloads, by=["team"])
@@ -153,7 +162,9 @@ def allocate(
         cost_columns(costs), usage_columns(usage), inventory_columns(inventory), workload_columns(workloads),
         **_policy(basis, alpha, idle, interval, by, freq),
     )
-    return allocation_frame(raw)
+    result = allocation_frame(raw)
+    check_public_call(result, costs, usage, strict=strict)
+    return result
 
 
 class Allocator:

@@ -29,6 +29,7 @@ import pandas as pd
 
 import gpucost
 from gpucost.config import Config, Tables, load_config, load_tables
+from gpucost.join import join_report
 
 __all__ = ["main", "build_parser", "format_money_table", "EXIT_OK", "EXIT_ERROR", "EXIT_BAD_INPUT"]
 
@@ -172,6 +173,9 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--config", "-c", metavar="FILE", help="gpucost TOML config (sources, labels, policy, budgets)")
     common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="print the full trace on errors")
     common.add_argument("--no-progress", action="store_true", help="no progress bars")
+    common.add_argument("--strict", action="store_true", default=None,
+                        help="turn every join warning (bill lines without telemetry, telemetry without bill lines, "
+                             "...) into an error (exit 2); also strict = true in [policy]")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("demo", parents=[common], help="the demo month: showback table, data files and HTML report",
@@ -269,7 +273,7 @@ def configure(args: argparse.Namespace) -> Config:
         if not sep or not column or not key:
             raise UsageError(f"--label {item!r}: expected COLUMN=KEY, e.g. team=team-id")
         config.labels[column] = key
-    for key in ("basis", "idle", "alpha", "interval", "freq"):
+    for key in ("basis", "idle", "alpha", "interval", "freq", "strict"):
         config.set("policy", key, getattr(args, key, None))
     if getattr(args, "by", None):
         config.policy["by"] = [b.strip() for b in args.by.split(",") if b.strip()]
@@ -287,6 +291,28 @@ def _by(config: Config, default: Sequence[str]) -> list[str]:
 
 def _policy(config: Config) -> dict:
     return {k: config.policy[k] for k in ("basis", "idle", "alpha", "interval") if k in config.policy}
+
+
+class _Reported(Exception):
+    """The problems were printed on stderr already; exit 2."""
+
+
+def _check_join(result: pd.DataFrame | None, tables: Tables, config: Config, args, report=None) -> None:
+    """The join report's problems on stderr, one line each, before any output:
+    warnings keep exit 0; an error (nothing joined), or any problem with
+    --strict, exits 2 with no result written."""
+    if report is None:
+        if result is None:  # an analysis: one quiet allocation tells what joined
+            result = gpucost.allocate(tables.costs, tables.usage, tables.inventory, by=["resource_id"],
+                                      **{k: v for k, v in _policy(config).items() if k == "interval"})
+        report = join_report(result, tables.costs, tables.usage, caller="cli")
+    strict = bool(config.policy.get("strict", False))
+    failed = any(p.error for p in report.problems) or (strict and report.problems)
+    for p in report.problems:
+        kind = "error" if p.error or strict else "warning"
+        print(f"gpucost {args.command}: {kind}: {p.message}", file=sys.stderr)
+    if failed:
+        raise _Reported()
 
 
 def _tables(config: Config, args) -> Tables:
@@ -348,6 +374,7 @@ def cmd_allocate(args: argparse.Namespace) -> int:
     policy = _policy(config)
     if args.sql:
         from gpucost import pipeline
+        _check_join(None, tables, config, args)
         days = pd.to_datetime(tables.costs["start"], utc=True).dt.floor("D").drop_duplicates().sort_values()
         rows = 0
         for day in days:
@@ -359,6 +386,7 @@ def cmd_allocate(args: argparse.Namespace) -> int:
     freq = config.policy.get("freq", "D") if "period" in by else None
     result = gpucost.allocate(tables.costs, tables.usage, tables.inventory, tables.workloads, by=by, freq=freq,
                               **policy)
+    _check_join(result, tables, config, args)
     write_frame(result, _format(args), args.output)
     return EXIT_OK
 
@@ -373,6 +401,7 @@ def cmd_report(args: argparse.Namespace) -> int:
                             by=_by(config, ["team", "project"]), bill=tables.bill, budgets=tables.budgets,
                             interruptions=tables.interruptions, rates=tables.rates,
                             today=config.budgets.get("today"), **policy)
+    _check_join(None, tables, config, args, report=report.join)
     print(f"gpucost: wrote {output} ({len(report.sections)} sections"
           + (f"; not included: {', '.join(report.omitted)}" if report.omitted else "") + ")", file=sys.stderr)
     return EXIT_OK
@@ -390,6 +419,7 @@ def cmd_analysis(args: argparse.Namespace) -> int:
         raise UsageError("gpucost budget needs budgets: --budgets FILE or [budgets] file in the config")
     if key == "advice" and tables.rates is None:
         raise UsageError("gpucost advise needs purchase options: --rates FILE or rates in [sources]")
+    _check_join(None, tables, config, args)
     result = analysis(key, tables.costs, tables.usage, tables.inventory, tables.workloads, bill=tables.bill,
                       budgets=tables.budgets, interruptions=tables.interruptions, rates=tables.rates,
                       today=config.budgets.get("today"), by=_by(config, ["team", "project"]), **_policy(config))
@@ -434,6 +464,7 @@ def cmd_export_metrics(args: argparse.Namespace) -> int:
         tables = _tables(config, args)
         allocation = gpucost.allocate(tables.costs, tables.usage, tables.inventory, tables.workloads, by=by,
                                       **_policy(config))
+        _check_join(allocation, tables, config, args)
         start = pd.to_datetime(tables.costs["start"], utc=True).min()
         end = pd.to_datetime(tables.costs["end"], utc=True).max()
         return metrics.exposition(allocation, by, prefix=prefix, window=f"{start:%Y-%m-%d}/{end:%Y-%m-%d}")
@@ -469,6 +500,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)  # usage errors: argparse prints them and exits 2
     try:
         return args.func(args)
+    except _Reported:
+        return EXIT_BAD_INPUT
     except UsageError as exc:
         if args.debug:
             raise

@@ -59,7 +59,8 @@ SECTIONS: dict[str, dict[str, type | tuple]] = {
                 "step": (int, float), "pods": str, "nodes": str, "interruptions": str, "rates": str,
                 "bearer_token": str},
     "labels": {},  # any key: str
-    "policy": {"basis": str, "idle": str, "interval": (int, float), "alpha": (int, float), "by": (str, list)},
+    "policy": {"basis": str, "idle": str, "interval": (int, float), "alpha": (int, float), "by": (str, list),
+               "strict": bool},
     "budgets": {"file": str, "today": str},
     "report": {"title": str, "output": str},
     "metrics": {"listen": str, "textfile": str, "prefix": str},

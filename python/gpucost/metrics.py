@@ -27,13 +27,13 @@ __all__ = ["exposition", "write_textfile", "MetricsServer", "METRICS", "CONTENT_
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 #: metric suffix -> (allocation column, help text)
 METRICS = {
-    "cost_dollars": ("cost", "Cost allocated to the group over the window, idle share included (USD)."),
-    "idle_cost_dollars": ("idle_cost", "Part of the cost that paid for idle GPU capacity (USD)."),
+    "cost_dollars": ("cost", "Cost allocated to the group over the window, idle share included (label currency; USD without it)."),
+    "idle_cost_dollars": ("idle_cost", "Part of the cost that paid for idle GPU capacity (label currency; USD without it)."),
     "gpu_hours": ("gpu_hours", "GPU-hours held by the group over the window (idle GPU-hours on group __idle__)."),
     "effective_gpu_hours": ("effective_gpu_hours", "GPU-hours held times utilisation over the window."),
     "efficiency_ratio": (None, "Effective GPU-hours over GPU-hours held (0-1)."),
     "cost_per_effective_gpu_hour_dollars": ("cost_per_effective_gpu_hour",
-                                            "Cost per effective GPU-hour (USD); absent when no GPU time was used."),
+                                            "Cost per effective GPU-hour (label currency; USD without it); absent when no GPU time was used."),
 }
 
 
@@ -54,8 +54,12 @@ def exposition(allocation: pd.DataFrame, by: Sequence[str] = ("team", "project")
                generated_at: float | None = None) -> str:
     """The allocation (one row per ``by`` group) as exposition text: one
     gauge per metric of :data:`METRICS`, labelled by the ``by`` columns (and
-    ``window`` when given), plus ``<prefix>_last_update_timestamp_seconds``."""
+    ``window`` when given), plus ``<prefix>_last_update_timestamp_seconds``.
+    When the allocation has a ``currency`` column (bills that carry one), every
+    series is also labelled with it: money in two currencies is never one value."""
     by = list(by)
+    if "currency" in allocation.columns and "currency" not in by:
+        by.append("currency")
     for c in [*by, "cost", "gpu_hours", "effective_gpu_hours"]:
         if c not in allocation.columns:
             raise InvalidInputError(f"allocation: missing required column '{c}'")

@@ -25,7 +25,9 @@ import pandas as pd
 
 import gpucost
 from gpucost import plot
+from gpucost.currency import convert_currency, currencies
 from gpucost.errors import InvalidInputError
+from gpucost.join import JoinReport, apply_rule, called_from_gpucost, join_report
 
 __all__ = ["report", "Report", "Section", "html_table", "analysis"]
 
@@ -50,6 +52,7 @@ class Report:
     sections: list[Section]
     omitted: dict[str, str]
     path: Path | None = None
+    join: JoinReport | None = None  # what joined and what did not (gpucost.join_report)
 
     def save(self, path: str | Path) -> Path:
         from gpucost.demo import atomic_write
@@ -167,8 +170,8 @@ def _analysis(name: str) -> Callable | None:
 def report(costs: Any, usage: Any, inventory: Any, workloads: Any = None, *, path: str | Path | None = None,
            title: str = "GPU showback", by: Sequence[str] = ("team", "project"), basis: str = "allocated",
            idle: str = "keep", interval: float = 60, bill: Any = None, budgets: Any = None,
-           interruptions: Any = None, rates: Any = None, today: Any = None, currency: str = "USD",
-           analyses: Sequence[str] | None = None) -> Report:
+           interruptions: Any = None, rates: Any = None, today: Any = None, currency: str | None = None,
+           analyses: Sequence[str] | None = None, exchange_rates: Any = None, strict: bool = False) -> Report:
     """Builds the showback report and writes it to ``path`` when given.
 
     Args:
@@ -185,6 +188,12 @@ def report(costs: Any, usage: Any, inventory: Any, workloads: Any = None, *, pat
         rates: purchase options (``instance_type, kind, hourly, term_years``)
             for the commitment advice.
         today: "now" for budgets (default: the end of the data).
+        currency: the currency of every figure (default: the bill's own, from
+            its ``currency`` column; USD when it has none).
+        exchange_rates: ``currency, date, rate`` to convert a bill in several
+            currencies into ``currency`` first (gpucost.convert_currency);
+            without it such a bill is refused, never added up.
+        strict: turn every join warning into an error.
         analyses: which optional sections to try (default: all of
             ``idle, spot, commitments, advice, budgets``).
 
@@ -195,6 +204,7 @@ def report(costs: Any, usage: Any, inventory: Any, workloads: Any = None, *, pat
     if not by:
         raise InvalidInputError("parameter 'by': give at least one label column (e.g. team)")
     team = by[0]
+    costs, currency = _one_currency(costs, currency, exchange_rates)
     policy = dict(basis=basis, idle=idle, interval=interval)
     data: dict[str, pd.DataFrame] = {}
     sections: list[Section] = []
@@ -204,6 +214,10 @@ def report(costs: Any, usage: Any, inventory: Any, workloads: Any = None, *, pat
     by_day = gpucost.allocate(costs, usage, inventory, workloads, by=[team, "period"], freq="D", **policy)
     by_group = gpucost.allocate(costs, usage, inventory, workloads, by=by, **policy) if len(by) > 1 else by_team
     data.update(by_team=by_team, by_team_day=by_day, by_group=by_group)
+    join = join_report(by_team, costs, usage)
+    if not called_from_gpucost(1):
+        apply_rule(join, strict=strict, stacklevel=3)
+    data["join"] = join.resources
     colors = plot.team_colors(by_team[team])
 
     cost_start = pd.to_datetime(costs["start"], utc=True)
@@ -287,7 +301,9 @@ def report(costs: Any, usage: Any, inventory: Any, workloads: Any = None, *, pat
     else:
         omitted["tagging"] = "no workloads table"
 
-    sections.insert(0, _highlights(kpi, table, team, total, data.get("tagging_gaps"), by))
+    sections.insert(0, _highlights(kpi, table, team, total, data.get("tagging_gaps"), by, currency))
+    if join.problems:  # what did not line up comes first, before any number is read
+        sections.insert(0, _join_section(join, key="join"))
 
     # 5-9. Sections from gpucost's analyses, when this build has them.
     wanted = list(analyses) if analyses is not None else list(_ANALYSES)
@@ -319,23 +335,64 @@ def report(costs: Any, usage: Any, inventory: Any, workloads: Any = None, *, pat
     s.body.append(_p(f"Policy: {_policy_words(basis, idle)}; samples stand for {interval:g} s unless they carry a "
                      "duration. Each cost line is prorated over the GPU time its workloads held in its own period "
                      "(docs/semantics.md)."))
-    diag = pd.DataFrame([{"what": k.replace("_", " "), "count": int(v)} for k, v in d.items()])
+    diag = pd.DataFrame([{"what": k.replace("_", " "), "count": float(v)} for k, v in d.items()
+                         if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)])
     if len(diag):
         s.body.append(html_table(diag, key="diagnostics", names={"what": "Diagnostic", "count": "Count"}))
+    if not join.problems:
+        s.body.extend(_join_section(join, key="join_ok").body)
     if omitted:
         items = "".join(f"<li>{html.escape(k)}: {html.escape(v)}</li>" for k, v in omitted.items())
         s.body.append(f'<p class="note">Sections not in this report:</p><ul class="note">{items}</ul>')
     sections.append(s)
 
     page = _page(title, first, last, kpi, sections, currency)
-    result = Report(title=title, html=page, data=data, sections=sections, omitted=omitted)
+    result = Report(title=title, html=page, data=data, sections=sections, omitted=omitted, join=join)
     if path is not None:
         result.save(path)
     return result
 
 
+def _one_currency(costs: Any, currency: str | None, exchange_rates: Any) -> tuple[Any, str]:
+    """The bill in one currency (converted with the user's rates when given) and
+    that currency; a bill in several currencies without rates is refused."""
+    found = currencies(costs)
+    if exchange_rates is not None:
+        target = currency or (found[0] if len(found) == 1 else "USD")
+        return convert_currency(costs, exchange_rates, to=target), target
+    if len(found) > 1:
+        raise InvalidInputError(f"costs: the bill has amounts in {' and '.join(found)}; gpucost never adds two "
+                                "currencies: pass exchange_rates= (currency, date, rate) to convert them into one, "
+                                "or report each currency apart")
+    if found and currency and currency.upper() != found[0]:
+        raise InvalidInputError(f"parameter 'currency': the bill is in {found[0]}, not {currency}")
+    return costs, found[0] if found else (currency or "USD")
+
+
+def _join_section(join: JoinReport, key: str) -> Section:
+    """What joined and what did not: the problems, then money per currency."""
+    s = Section(key, "What did not line up" if join.problems else "Join",
+                "Bill lines and telemetry that did not meet change the numbers below; each item says by how much "
+                "and how to fix it (docs/semantics.md)." if join.problems else
+                "Every billed GPU line met telemetry and every sample met a bill line.")
+    if join.problems:
+        items = "".join(f"<li><strong>{'Error' if p.error else 'Warning'}</strong>: {html.escape(p.message)}</li>"
+                        for p in join.problems)
+        s.body.append(f'<ul class="problems" data-key="join_problems">{items}</ul>')
+    summary = join.summary()
+    if len(summary):
+        s.body.append(html_table(summary, key="join_summary", money=["cost", "cost_observed", "cost_unobserved",
+                                                                     "cost_unattributed"],
+                                 hours=["billed_gpu_hours", "unjoined_gpu_hours"],
+                                 names={"currency": "Currency", "cost": "Billed", "cost_observed": "With telemetry",
+                                        "cost_unobserved": "Without telemetry", "cost_unattributed": "Not on a GPU",
+                                        "billed_gpu_hours": "Billed GPU-hours",
+                                        "unjoined_gpu_hours": "Telemetry GPU-hours not billed"}))
+    return s
+
+
 def _highlights(kpi: dict, table: pd.DataFrame, team: str, total: float, gaps: pd.DataFrame | None,
-                by: Sequence[str]) -> Section:
+                by: Sequence[str], currency: str = "USD") -> Section:
     """The few sentences a finance reader reads first, from the numbers below."""
     items = []
     if kpi["gpu_spend"]:
@@ -362,6 +419,10 @@ def _highlights(kpi: dict, table: pd.DataFrame, team: str, total: float, gaps: p
     if kpi["unattributed"]:
         items.append(f"{_fmt_money(kpi['unattributed'], False)} of the bill is not on a GPU (storage, networking, "
                      "unused commitments).")
+    if kpi["unobserved"]:
+        items.append(f"{_fmt_money(kpi['unobserved'], False)} of GPU spend had no telemetry: neither used nor idle, "
+                     "it is left out of utilisation and idle figures.")
+    items.append(f"All amounts in {html.escape(currency)}.")
     s = Section("highlights", "Highlights")
     s.body.append("<ul class=\"highlights\">" + "".join(f"<li>{i}</li>" for i in items) + "</ul>")
     return s
@@ -379,11 +440,15 @@ def _kpis(by_team: pd.DataFrame, team: str, total: float) -> dict:
     rows = by_team.set_index(team)
     idle = float(rows["cost"].get("__idle__", 0.0))
     unattributed = float(rows["cost"].get("__unattributed__", 0.0))
+    unobserved = float(rows["cost"].get("__unobserved__", 0.0))
     gpu_spend = total - unattributed
+    measured_spend = gpu_spend - unobserved  # idle and utilisation are measured where telemetry was
     effective = float(by_team["effective_gpu_hours"].sum())
-    capacity = float(by_team["gpu_hours"].sum())
-    return {"total": total, "allocated": total - idle - unattributed, "idle": idle, "unattributed": unattributed,
-            "gpu_spend": gpu_spend, "idle_share": idle / gpu_spend if gpu_spend else np.nan,
+    measured = ~by_team[team].isin(["__unobserved__", "__unattributed__"])
+    capacity = float(by_team.loc[measured, "gpu_hours"].sum())
+    return {"total": total, "allocated": total - idle - unattributed - unobserved, "idle": idle,
+            "unattributed": unattributed, "unobserved": unobserved,
+            "gpu_spend": gpu_spend, "idle_share": idle / measured_spend if measured_spend else np.nan,
             "utilisation": effective / capacity if capacity else np.nan,
             "cost_per_effective_gpu_hour": gpu_spend / effective if effective else np.nan,
             "effective_gpu_hours": effective, "gpu_hours": capacity}
@@ -620,11 +685,15 @@ def _page(title: str, first: pd.Timestamp, last: pd.Timestamp, kpi: dict, sectio
         ("Total spend", _fmt_money(kpi["total"], cents=False), f"{currency}, amortized"),
         ("Allocated to workloads", _fmt_money(kpi["allocated"], cents=False),
          _fmt_pct(kpi["allocated"] / kpi["total"] if kpi["total"] else np.nan) + " of the bill"),
-        ("Idle GPU capacity", _fmt_money(kpi["idle"], cents=False), _fmt_pct(kpi["idle_share"]) + " of GPU spend"),
+        ("Idle GPU capacity", _fmt_money(kpi["idle"], cents=False),
+         _fmt_pct(kpi["idle_share"]) + " of measured GPU spend"),
         ("Not on a GPU", _fmt_money(kpi["unattributed"], cents=False), "storage, network, unused commitments"),
-        ("GPU utilisation", _fmt_pct(kpi["utilisation"]), "effective / available GPU-hours"),
+        ("GPU utilisation", _fmt_pct(kpi["utilisation"]), "effective / measured GPU-hours"),
         ("Per effective GPU-hour", _fmt_money(kpi["cost_per_effective_gpu_hour"]), "GPU spend / effective hours"),
     ]
+    if kpi.get("unobserved"):
+        cards.insert(4, ("No telemetry", _fmt_money(kpi["unobserved"], cents=False),
+                         "billed GPU time nothing measured (not idle)"))
     cards_html = "".join(f'<div class="kpi" data-kpi="{html.escape(label)}"><div class="label">{html.escape(label)}'
                          f'</div><div class="value">{html.escape(value)}</div><div class="sub">{html.escape(sub)}'
                          "</div></div>" for label, value, sub in cards)

@@ -114,12 +114,17 @@ def simulate_fleet(gpus: int = 32, hours: int = 24, *, interval: int = 60, seed:
         elif role == "notebooks":
             for d in range(GPUS_PER_INSTANCE):
                 pods = int(rng.integers(2, 4))
+                held = []
                 for p in range(pods):
                     begin = int(rng.integers(0, steps // 2))
                     end = min(steps, begin + int(rng.integers(steps // 6, steps // 2 + 1)))
                     pod = f"jupyter/nb-{k}-{d}-{p}"
                     series.add(k, d, pod, 1.0 / pods, 0.1, 0.05, 0.1 * A100_40GB_BYTES, begin, end)
                     label(pod, team, f"nb{k}-session")
+                    held.append((begin, end))
+                # DCGM reports every GPU: the time no session holds it is observed free.
+                for begin, end in _gaps(held, steps):
+                    series.add(k, d, "", 1.0, 0.0, 0.0, 0.0, begin, end)
         elif role == "mig":
             for d in range(GPUS_PER_INSTANCE):
                 for s, (profile, share, mem_gib) in enumerate(MIG_LAYOUT):
@@ -434,6 +439,18 @@ def simulate_demo_month(*, seed: int = 0, start: str = DEMO_START, days: int = 3
     return DemoFleet(costs=costs, usage=usage, inventory=inventory, workloads=workload_frame,
                      resources=resource_frame, bill=bill, interruptions=events, budgets=budgets, rates=rates,
                      start=t0, end=t0 + pd.Timedelta(days=days), interval=interval)
+
+
+def _gaps(spans: list[tuple[int, int]], steps: int) -> list[tuple[int, int]]:
+    """The parts of [0, steps) that no span [begin, end) covers."""
+    gaps, cursor = [], 0
+    for begin, end in sorted(spans):
+        if begin > cursor:
+            gaps.append((cursor, begin))
+        cursor = max(cursor, end)
+    if cursor < steps:
+        gaps.append((cursor, steps))
+    return gaps
 
 
 def _free_spans(add, k: int, d: int, busy: np.ndarray) -> None:

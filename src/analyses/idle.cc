@@ -100,6 +100,8 @@ struct Workspace {
   std::vector<uint8_t> billed;               // [bin]
   std::vector<int64_t> billed_prefix;        // [bin + 1]
   std::vector<double> prefix;                // [bin + 1]
+  std::vector<int64_t> observed_prefix;      // [bin + 1]: bins of the device with a sample
+  std::vector<uint8_t> instance_observed;    // [bin]: any device of the resource has a sample
   std::vector<int32_t> diff;                 // [bin + 1]
   std::vector<uint8_t> all_unheld, terminate;  // [bin]
   std::vector<double> instance_busy;         // [bin]
@@ -211,6 +213,24 @@ absl::Status IdlePass::Resource(int32_t r, const std::vector<Interval>& lines) {
     b = e;
   }
 
+  // Billed stretches of at least a window where no device has a sample:
+  // "no telemetry" spans, reported apart from idle and never flagged.
+  w_.instance_observed.assign(bins, 0);
+  for (int32_t d = 0; d < n; ++d) {
+    const int64_t base = d * bins_;
+    for (int64_t b = 0; b < bins_; ++b) w_.instance_observed[b] |= w_.observed[base + b] > 0 ? 1 : 0;
+  }
+  for (int64_t b = 0; b < bins_;) {
+    if (w_.instance_observed[b] || !w_.billed[b]) {
+      ++b;
+      continue;
+    }
+    int64_t e = b;
+    while (e < bins_ && !w_.instance_observed[e] && w_.billed[e]) ++e;
+    if (e - b >= window_bins) AddSpan(r, -1, n, IdleKind::kUnobserved, b, e, 0.0, 0.0);
+    b = e;
+  }
+
   // Per device: runs of release / exempt / right-size bins.
   std::vector<int64_t> held_spans;
   for (int32_t d = 0; d < n; ++d) {
@@ -281,13 +301,18 @@ void IdlePass::MarkIdle(int64_t base) {
   const int64_t res = o_.resolution_ns;
   const int64_t window_bins = o_.window_ns / res;
   w_.prefix.assign(bins_ + 1, 0.0);
+  w_.observed_prefix.assign(bins_ + 1, 0);
   for (int64_t b = 0; b < bins_; ++b) {
     w_.prefix[b + 1] = w_.prefix[b] + std::min(w_.busy[base + b], static_cast<double>(res));
+    w_.observed_prefix[b + 1] = w_.observed_prefix[b] + (w_.observed[base + b] > 0 ? 1 : 0);
   }
   std::fill(w_.diff.begin(), w_.diff.end(), 0);
   const double limit = o_.threshold * static_cast<double>(o_.window_ns);
   for (int64_t k = 0; k + window_bins <= bins_; ++k) {
     if (w_.billed_prefix[k + window_bins] - w_.billed_prefix[k] != window_bins) continue;
+    // Time without a sample is unobserved, not idle (SEMANTICS 2): only
+    // windows the telemetry covers can be idle.
+    if (w_.observed_prefix[k + window_bins] - w_.observed_prefix[k] != window_bins) continue;
     if (w_.prefix[k + window_bins] - w_.prefix[k] < limit) {
       w_.diff[k] += 1;
       w_.diff[k + window_bins] -= 1;
@@ -382,12 +407,17 @@ void IdlePass::Policy(int32_t r, int32_t devices, int64_t billing_end) {
   }
   std::vector<double> busy_prefix(bins_ + 1, 0.0);
   std::vector<int64_t> exempt_prefix(bins_ + 1, 0);
+  std::vector<int64_t> observed_prefix(bins_ + 1, 0);
   for (int64_t b = 0; b < bins_; ++b) {
     busy_prefix[b + 1] = busy_prefix[b] + w_.instance_busy[b];
     exempt_prefix[b + 1] = exempt_prefix[b] + w_.instance_exempt[b];
+    observed_prefix[b + 1] = observed_prefix[b] + w_.instance_observed[b];
   }
+  // A bin without telemetry stops a pending decision, as activity does:
+  // nobody terminates what nothing measured.
   auto active = [&](int64_t b) {
-    return w_.instance_busy[b] >= o_.threshold * capacity || w_.instance_exempt[b] != 0;
+    return w_.instance_busy[b] >= o_.threshold * capacity || w_.instance_exempt[b] != 0 ||
+           w_.instance_observed[b] == 0;
   };
   PolicyDecisions& out = out_.decisions;
   auto emit = [&](int64_t time, PolicyDecision decision, int64_t from_bin, int64_t to_bin) {
@@ -413,6 +443,7 @@ void IdlePass::Policy(int32_t r, int32_t devices, int64_t billing_end) {
         if (from < reset) break;
         if (w_.billed_prefix[k] - w_.billed_prefix[from] != window_bins) break;
         if (exempt_prefix[k] != exempt_prefix[from]) break;
+        if (observed_prefix[k] - observed_prefix[from] != window_bins) break;
         if (!(busy_prefix[k] - busy_prefix[from] < limit)) break;
         emit(BinStart(k), PolicyDecision::kAlert, from, k);
         alert_bin = k;
@@ -459,6 +490,7 @@ std::string_view IdleKindName(IdleKind kind) {
     case IdleKind::kRelease: return "release";
     case IdleKind::kRightSize: return "right-size";
     case IdleKind::kExempt: return "exempt";
+    case IdleKind::kUnobserved: return "no-telemetry";
   }
   return "?";
 }

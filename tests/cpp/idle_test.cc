@@ -111,19 +111,31 @@ TEST_F(Idle, ExemptHolderIsReportedAndNeverAlerted) {
   EXPECT_EQ(plain.decisions.until[1], At(16));
 }
 
-// No sample at all on a billed device: idle, measured as unobserved.
-TEST_F(Idle, UnobservedDeviceIsIdleWithNothingObserved) {
+// No sample at all on a billed device: not idle (nothing says it was free),
+// counted as unobserved; its instance has telemetry, so no kUnobserved span.
+TEST_F(Idle, UnobservedDeviceIsNotIdle) {
   inventory_.AddResource("i-u", 2);
   Hourly("i-u", At(0), At(4), 6.0);
   samples_.AddSeries(At(0), At(4), "i-u", 0, "busy", 1.0, 0.7, 10 * kGiB);
   GPUCOST_ASSERT_OK_AND_ASSIGN(IdleResult r, Run());
+  EXPECT_EQ(r.spans.size(), 0u);
+  EXPECT_EQ(r.diagnostics.devices_unobserved, 1);
+}
+
+// A billed instance with no sample of any device: one kUnobserved span over
+// the whole resource, and the policy never alerts on it.
+TEST_F(Idle, InstanceWithoutTelemetryIsUnobservedNotTerminated) {
+  inventory_.AddResource("i-d", 2);
+  Hourly("i-d", At(0), At(4), 6.0);
+  GPUCOST_ASSERT_OK_AND_ASSIGN(IdleResult r, Run());
   ASSERT_EQ(r.spans.size(), 1u);
-  EXPECT_EQ(r.spans.kind[0], static_cast<int8_t>(IdleKind::kRightSize));
-  EXPECT_EQ(r.spans.device[0], 1);
+  EXPECT_EQ(r.spans.kind[0], static_cast<int8_t>(IdleKind::kUnobserved));
+  EXPECT_EQ(r.spans.device[0], -1);
+  EXPECT_EQ(r.spans.devices[0], 2);
   EXPECT_EQ(r.spans.start[0], At(0));
   EXPECT_EQ(r.spans.end[0], At(4));
-  EXPECT_DOUBLE_EQ(r.spans.observed_ns[0], 0.0);
-  EXPECT_EQ(r.diagnostics.devices_unobserved, 1);
+  EXPECT_EQ(r.decisions.size(), 0u);
+  EXPECT_EQ(IdleKindName(IdleKind::kUnobserved), "no-telemetry");
 }
 
 TEST_F(Idle, ActivityDuringGraceCancels) {

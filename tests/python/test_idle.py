@@ -124,17 +124,45 @@ def test_exempt_workload_is_reported_not_flagged(pod_holding_idle_gpu):
     assert f["action"].tolist() == ["none"]
 
 
-def test_unobserved_device_and_right_size():
-    """GPU 1 of a 2-GPU instance never reports: idle, flagged unobserved; the
-    instance is bigger than its work."""
+def test_unobserved_device_is_not_idle():
+    """GPU 1 of a 2-GPU instance never reports: nothing says it was free, so it
+    is no idle finding (and no right-size advice); the instance has telemetry,
+    so there is no "no telemetry" span either."""
     costs = lines("i-u", "2026-03-02 00:00", 4, 6.0)
     usage = series("i-u", 0, "job", "2026-03-02 00:00", "2026-03-02 04:00", 0.7)
     report = gpucost.find_idle(usage, costs, inventory("i-u", 2))
-    row = report.findings.iloc[0]
-    assert (row["devices"], row["action"], row["unobserved"], row["observed_share"]) == ("1", "right-size", True, 0.0)
-    assert row["dollars_wasted"] == pytest.approx(12.0)
+    assert len(report.findings) == 0
     assert report.diagnostics["devices_unobserved"] == 1
+    assert report.daily["idle_cost"].sum() == 0.0
+
+
+def test_free_device_reported_free_is_right_size():
+    """The same GPU 1 reported free (an empty-consumer sample, as DCGM and
+    nvidia-smi report every GPU): idle, and the instance is bigger than its work."""
+    costs = lines("i-u", "2026-03-02 00:00", 4, 6.0)
+    usage = concat(series("i-u", 0, "job", "2026-03-02 00:00", "2026-03-02 04:00", 0.7),
+                   series("i-u", 1, "", "2026-03-02 00:00", "2026-03-02 04:00", 0.0))
+    report = gpucost.find_idle(usage, costs, inventory("i-u", 2))
+    row = report.findings.iloc[0]
+    assert (row["devices"], row["action"], row["unobserved"], row["observed_share"]) == ("1", "right-size", False, 1.0)
+    assert row["dollars_wasted"] == pytest.approx(12.0)
+
+
+def test_instance_without_telemetry_says_no_telemetry():
+    """A billed instance with no sample at all: one "no telemetry" finding,
+    never flagged, its dollars unobserved, not wasted; never "terminate"."""
+    costs = concat(lines("i-u", "2026-03-02 00:00", 4, 6.0), lines("i-d", "2026-03-02 00:00", 4, 3.0))
+    usage = series("i-u", 0, "job", "2026-03-02 00:00", "2026-03-02 04:00", 0.7)
+    report = gpucost.find_idle(usage, costs, concat(inventory("i-u", 1), inventory("i-d", 1)))
+    dark = report.findings[report.findings["resource_id"] == "i-d"]
+    assert dark["action"].tolist() == ["no telemetry"]
+    assert not dark["flagged"].any() and dark["unobserved"].all()
+    assert dark["dollars_wasted"].sum() == 0.0 and dark["dollars_unobserved"].sum() == pytest.approx(12.0)
     assert report.daily["unobserved_gpu_hours"].sum() == pytest.approx(4.0)
+    assert report.daily["unobserved_cost"].sum() == pytest.approx(12.0)
+    assert report.daily["idle_cost"].sum() == 0.0
+    timeline = gpucost.idle_policy(usage, costs, concat(inventory("i-u", 1), inventory("i-d", 1)))
+    assert (timeline["resource_id"] != "i-d").all()
 
 
 def test_devices_with_the_same_span_merge_into_one_finding():
@@ -176,9 +204,10 @@ def test_conservation_wasted_plus_used_is_billed():
         "consumer": "used", "share": 1.0, "util": 0.0, "mem_used": 0.0, "duration": rest["end"] - rest["start"]})
     used = gpucost.allocate(fleet.costs, usage, fleet.inventory, by=["consumer"])
     used_dollars = used.set_index("consumer").loc["used", "cost"]
-    assert spans["dollars_wasted"].sum() + used_dollars == pytest.approx(fleet.costs["cost"].sum(), rel=1e-12)
-    # Per device: wasted + used = billed / devices.
-    per_dev = spans.groupby(["resource_id", "device"])["dollars_wasted"].sum()
+    priced = spans["dollars_wasted"] + spans["dollars_unobserved"]  # idle, or billed with no telemetry
+    assert priced.sum() + used_dollars == pytest.approx(fleet.costs["cost"].sum(), rel=1e-12)
+    # Per device: wasted + unobserved + used = billed / devices.
+    per_dev = spans.assign(priced=priced).groupby(["resource_id", "device"])["priced"].sum()
     usage["consumer"] = usage["resource_id"] + "#" + usage["device"].astype(str)
     by_dev = gpucost.allocate(fleet.costs, usage, fleet.inventory).set_index("consumer")["cost"]
     billed = fleet.costs.groupby(fleet.costs["resource_id"].astype(str))["cost"].sum() / 8
@@ -188,6 +217,8 @@ def test_conservation_wasted_plus_used_is_billed():
     assert report.findings["dollars_wasted"].sum() == pytest.approx(spans["dollars_wasted"].sum(), rel=1e-12)
     daily = report.daily
     assert (daily["idle_cost"] + daily["exempt_cost"]).sum() == pytest.approx(spans["dollars_wasted"].sum())
+    assert daily["unobserved_cost"].sum() == pytest.approx(spans["dollars_unobserved"].sum())
+    assert report.findings["dollars_unobserved"].sum() == pytest.approx(spans["dollars_unobserved"].sum())
     assert daily["gpu_spend"].sum() == pytest.approx(fleet.costs["cost"].sum(), rel=1e-12)
 
 

@@ -1,7 +1,9 @@
 """The C++ idle pass equals a plain per-minute reference of
 docs/analyses.md's definition on random fleets (random billing with gaps,
 holders, exempt workloads, unobserved devices, time-slicing), and the
-shuffled input gives the same spans."""
+shuffled input gives the same spans. Only observed time can be idle; billed
+stretches of a window or more that no sample of the resource covers are
+"no-telemetry" spans."""
 
 from __future__ import annotations
 
@@ -66,11 +68,13 @@ def reference_spans(usage, costs, inventory, exempt) -> set:
             billed[int((s - t0).total_seconds() // MIN):int((e - t0).total_seconds() // MIN)] = True
         n = len(inv)
         busy = np.zeros((n, bins))
+        observed = np.zeros((n, bins), dtype=bool)
         held = np.zeros((n, bins), dtype=bool)
         ex = np.zeros((n, bins), dtype=bool)
         for row in usage[usage["resource_id"] == r].itertuples():
             b = int((row.timestamp - t0).total_seconds() // MIN)
             if 0 <= b < bins:
+                observed[row.device, b] = True
                 busy[row.device, b] += row.share * row.util
                 if row.consumer:
                     held[row.device, b] = True
@@ -79,7 +83,8 @@ def reference_spans(usage, costs, inventory, exempt) -> set:
         idle = np.zeros((n, bins), dtype=bool)
         for d in range(n):
             for k in range(bins - w + 1):
-                if billed[k:k + w].all() and busy[d, k:k + w].sum() * MIN < THRESHOLD * w * MIN:
+                if billed[k:k + w].all() and observed[d, k:k + w].all() and \
+                        busy[d, k:k + w].sum() * MIN < THRESHOLD * w * MIN:
                     idle[d, k:k + w] = True
             b = 0
             while b < bins:
@@ -112,6 +117,19 @@ def reference_spans(usage, costs, inventory, exempt) -> set:
                 terminate[b:e] = True
                 for d in range(n):
                     out.add((r, d, "terminate", b, e))
+            b = e
+        dark = billed & ~observed.any(axis=0)  # no telemetry from any device
+        b = 0
+        while b < bins:
+            if not dark[b]:
+                b += 1
+                continue
+            e = b
+            while e < bins and dark[e]:
+                e += 1
+            if e - b >= w:
+                for d in range(n):
+                    out.add((r, d, "no-telemetry", b, e))
             b = e
         for d in range(n):
             kind = np.where(~idle[d], "", np.where(held[d], np.where(ex[d], "exempt", "release"),

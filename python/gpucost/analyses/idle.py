@@ -32,7 +32,11 @@ __all__ = ["IdleReport", "find_idle", "idle_policy", "EXEMPT_VALUES"]
 
 #: Label values that mark a workload exempt (case-insensitive).
 EXEMPT_VALUES = ("true", "yes", "1")
-_ACTIONS = {"terminate": "terminate", "release": "release", "right-size": "right-size", "exempt": "none"}
+_ACTIONS = {"terminate": "terminate", "release": "release", "right-size": "right-size", "exempt": "none",
+            "no-telemetry": "no telemetry"}
+# Kinds reported but never flagged: exempt workloads, and billed time no sample covers
+# (unobserved is not idle: nothing says the GPUs were free).
+_NOT_FLAGGED = ("exempt", "no-telemetry")
 
 
 class IdleReport(NamedTuple):
@@ -42,14 +46,17 @@ class IdleReport(NamedTuple):
         with the same span and holders merged): ``resource_id, devices, gpus,
         start, end, hours, gpu_hours, mean_util, observed_share, unobserved,
         consumer, holders, <labels>, action, exempt, flagged, dollars_wasted
-        [, list_dollars_wasted]``, sorted by dollars wasted.
+        [, list_dollars_wasted], dollars_unobserved``, sorted by dollars wasted.
+        Billed time that no sample covers is a finding of its own with action
+        ``"no telemetry"``: never flagged, its dollars in ``dollars_unobserved``
+        (not wasted: nothing measured it).
     spans: the same spans one device at a time: ``span, resource_id, device,
         kind, busy_ns, observed_ns, dollars_wasted, [list_dollars_wasted],
-        consumer`` (main holder, "" for nobody), ``holders, start, end``,
+        dollars_unobserved, consumer`` (main holder, "" for nobody), ``holders, start, end``,
         for your own grouping.
     daily: fleet KPIs per UTC day: ``period, idle_gpu_hours, idle_cost,
-        exempt_gpu_hours, exempt_cost, unobserved_gpu_hours, gpu_spend,
-        idle_share``.
+        exempt_gpu_hours, exempt_cost, unobserved_gpu_hours, unobserved_cost,
+        gpu_spend, idle_share``.
     diagnostics: sample and device counts (see docs/analyses.md).
     """
 
@@ -149,9 +156,13 @@ def find_idle(usage: Any, costs: Any, inventory: Any, workloads: Any = None, thr
     # Per device span: its dollars (rows of the span consumers only).
     mine = priced[priced["consumer"].str.startswith("span-")]
     idx = mine["consumer"].str.slice(5).astype(np.int64).to_numpy()
-    spans["dollars_wasted"] = _per_span(idx, mine["cost"], len(spans))
+    # Billed time nothing measured is priced too, but as unobserved, never as waste.
+    dark = (spans["kind"] == "no-telemetry").to_numpy()
+    dollars = _per_span(idx, mine["cost"], len(spans))
+    spans["dollars_wasted"] = np.where(dark, 0.0, dollars)
     if has_list:
-        spans["list_dollars_wasted"] = _per_span(idx, mine["list_cost"], len(spans))
+        spans["list_dollars_wasted"] = np.where(dark, 0.0, _per_span(idx, mine["list_cost"], len(spans)))
+    spans["dollars_unobserved"] = np.where(dark, dollars, 0.0)
 
     holders = _holders(raw)
     main, every = _main_holders(holders)
@@ -213,7 +224,7 @@ def _findings(per: pd.DataFrame, labels: pd.DataFrame, has_list: bool) -> pd.Dat
     keys = ["resource_id", "kind", "start_ns", "end_ns", "holders", "consumer"]
     agg = {"gpus": ("device", "size"), "first": ("device", "min"), "last": ("device", "max"),
            "busy_ns": ("busy_ns", "sum"), "observed_ns": ("observed_ns", "sum"),
-           "dollars_wasted": ("dollars_wasted", "sum")}
+           "dollars_wasted": ("dollars_wasted", "sum"), "dollars_unobserved": ("dollars_unobserved", "sum")}
     if has_list:
         agg["list_dollars_wasted"] = ("list_dollars_wasted", "sum")
     group_of = per.groupby(keys, sort=False, dropna=False)
@@ -249,10 +260,11 @@ def _findings(per: pd.DataFrame, labels: pd.DataFrame, has_list: bool) -> pd.Dat
     kind = grouped["kind"].to_numpy()
     out["action"] = pd.Series(kind).map(_ACTIONS).astype(str).to_numpy()
     out["exempt"] = kind == "exempt"
-    out["flagged"] = ~out["exempt"].to_numpy()
+    out["flagged"] = ~np.isin(kind, _NOT_FLAGGED)
     out["dollars_wasted"] = grouped["dollars_wasted"].to_numpy()
     if has_list:
         out["list_dollars_wasted"] = grouped["list_dollars_wasted"].to_numpy()
+    out["dollars_unobserved"] = grouped["dollars_unobserved"].to_numpy()
     out = out.sort_values(["dollars_wasted", "resource_id", "start"], ascending=[False, True, True],
                           kind="stable").reset_index(drop=True)
     return out
@@ -274,24 +286,26 @@ def _daily(priced: pd.DataFrame, spans: pd.DataFrame, idx: np.ndarray, mine: pd.
     """Idle GPU-hours, idle cost and idle share of the GPU spend per UTC day
     (a line counts in the day it starts, as in gpucost.allocate)."""
     kind = spans["kind"].to_numpy()[idx]
-    unobserved = (spans["observed_ns"].to_numpy() == 0)[idx]
+    unobserved = kind == "no-telemetry"
     per = pd.DataFrame({
         "period": mine["period"].to_numpy(),
-        "flagged": kind != "exempt",
+        "flagged": ~np.isin(kind, _NOT_FLAGGED),
+        "exempt": kind == "exempt",
         "cost": mine["cost"].to_numpy(),
         "gpu_hours": mine["gpu_hours"].to_numpy(),
         "unobserved": unobserved,
     })
     gpu = priced[priced["consumer"] != "__unattributed__"].groupby("period")["cost"].sum()
     flagged = per[per["flagged"]].groupby("period")[["gpu_hours", "cost"]].sum()
-    exempt = per[~per["flagged"]].groupby("period")[["gpu_hours", "cost"]].sum()
-    unobs = per[per["unobserved"] & per["flagged"]].groupby("period")["gpu_hours"].sum()
+    exempt = per[per["exempt"]].groupby("period")[["gpu_hours", "cost"]].sum()
+    unobs = per[per["unobserved"]].groupby("period")[["gpu_hours", "cost"]].sum()
     days = pd.DataFrame(index=gpu.index)
     days["idle_gpu_hours"] = flagged["gpu_hours"].reindex(days.index, fill_value=0.0)
     days["idle_cost"] = flagged["cost"].reindex(days.index, fill_value=0.0)
     days["exempt_gpu_hours"] = exempt["gpu_hours"].reindex(days.index, fill_value=0.0)
     days["exempt_cost"] = exempt["cost"].reindex(days.index, fill_value=0.0)
-    days["unobserved_gpu_hours"] = unobs.reindex(days.index, fill_value=0.0)
+    days["unobserved_gpu_hours"] = unobs["gpu_hours"].reindex(days.index, fill_value=0.0)
+    days["unobserved_cost"] = unobs["cost"].reindex(days.index, fill_value=0.0)
     days["gpu_spend"] = gpu
     with np.errstate(divide="ignore", invalid="ignore"):
         days["idle_share"] = np.where(gpu.to_numpy() != 0, days["idle_cost"].to_numpy() / gpu.to_numpy(), np.nan)

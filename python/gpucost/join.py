@@ -1,0 +1,389 @@
+"""The join report and the one warning rule (docs/semantics.md, "What gpucost
+refuses, repairs and warns about").
+
+Every allocation carries what joined and what did not: the engine's
+diagnostics (``result.attrs["diagnostics"]``), its per-resource join table
+(``result.attrs["join"]``) and the readers' own reports
+(``costs.attrs["billing"]``, ``usage.attrs["telemetry"]``). :func:`join_report`
+reads them into a :class:`JoinReport`; :func:`check_join` applies the one rule
+that turns its problems into :class:`JoinWarning` warnings (or, under
+``strict``, a :class:`JoinError`). Nothing here re-derives a number: it only
+reads what the engine and the readers counted.
+
+Example:
+    >>> result = gpucost.allocate(costs, usage, inventory, workloads, by=["team"])
+    >>> report = gpucost.join_report(result, costs, usage)
+    >>> print(report.text())
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from gpucost.errors import InvalidInputError
+
+__all__ = ["JoinWarning", "JoinError", "Problem", "JoinReport", "join_report", "check_join", "format_money"]
+
+RESERVED = ("__idle__", "__unattributed__", "__unobserved__", "__unlabelled__")
+_SHOWN_IDS = 3  # resource ids named in one message
+
+
+class JoinWarning(UserWarning):
+    """An input that changes the numbers: a bill line without telemetry, telemetry
+    without a bill line, periods that do not meet, hours counted twice... The
+    message names the cause, the money at stake and the fix."""
+
+
+class JoinError(InvalidInputError):
+    """Nothing joined (or, under ``strict``, any join warning): no result is
+    returned, since every number would be wrong."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One problem of the join: ``kind`` (a stable name), ``message`` (one line with
+    the money at stake and the fix), ``amount`` and ``currency`` of the money at
+    stake (0 and "" where none), and whether it is an ``error``."""
+
+    kind: str
+    message: str
+    amount: float = 0.0
+    currency: str = ""
+    error: bool = False
+
+
+@dataclass
+class JoinReport:
+    """What joined and what did not (see the module docs).
+
+    resources: the engine's join table, one row per (resource_id, currency).
+    diagnostics: the engine's counts (docs/semantics.md section 5).
+    problems: the problems found, errors first.
+    billing, telemetry: the readers' reports, when the tables came from readers.
+    labels: per label column of the result, the share of held GPU-hours with a value.
+    """
+
+    resources: pd.DataFrame
+    diagnostics: dict
+    problems: list[Problem] = field(default_factory=list)
+    billing: dict = field(default_factory=dict)
+    telemetry: dict = field(default_factory=dict)
+    labels: dict = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        """True when nothing changes the numbers."""
+        return not self.problems
+
+    def summary(self) -> pd.DataFrame:
+        """Per currency: money billed, on lines with telemetry, unobserved and
+        unattributed; billed and unjoined GPU-hours."""
+        r = self.resources
+        if r is None or len(r) == 0:
+            return pd.DataFrame(columns=["currency", "cost", "cost_observed", "cost_unobserved", "cost_unattributed",
+                                         "billed_gpu_hours", "unjoined_gpu_hours"])
+        cols = ["cost", "cost_observed", "cost_unobserved", "cost_unattributed", "billed_gpu_hours",
+                "unjoined_gpu_hours"]
+        return r.groupby("currency", sort=True)[cols].sum().reset_index()
+
+    def text(self) -> str:
+        """The report as lines of text (what ``gpucost check`` prints)."""
+        lines = []
+        d = self.diagnostics
+        lines.append(f"cost lines: {d.get('lines_total', 0):,} ({d.get('lines_unobserved', 0):,} without telemetry, "
+                     f"{d.get('lines_unattributed', 0):,} not on a GPU resource)")
+        lines.append(f"usage samples: {d.get('samples_total', 0):,} ({d.get('samples_used', 0):,} joined, "
+                     f"{d.get('samples_no_consumer', 0):,} of free GPUs, {d.get('samples_duplicate', 0):,} read twice "
+                     f"and dropped, {d.get('samples_unknown_resource', 0):,} on resources not billed, "
+                     f"{d.get('samples_outside_lines', 0):,} outside every bill line)")
+        if d.get("interval") is not None:
+            lines.append(f"interval: {float(d['interval']):g} s")
+        for _, row in self.summary().iterrows():
+            cur = row["currency"]
+            lines.append(f"money {cur or '(no currency)'}: billed {format_money(row['cost'], cur)}, "
+                         f"with telemetry {format_money(row['cost_observed'], cur)}, "
+                         f"without telemetry {format_money(row['cost_unobserved'], cur)}, "
+                         f"not on a GPU {format_money(row['cost_unattributed'], cur)}")
+        for name, share in self.labels.items():
+            lines.append(f"label {name}: {share:.1%} of held GPU-hours labelled")
+        for p in self.problems:
+            lines.append(f"{'error' if p.error else 'warning'}: {p.message}")
+        return "\n".join(lines)
+
+
+# ---- money and ids in messages ---------------------------------------------------------
+
+_SYMBOLS = {"USD": "$", "": "$"}
+
+
+def format_money(amount: float, currency: str = "") -> str:
+    """``$1,234.56`` for USD (or no currency), ``1,234.56 EUR`` otherwise."""
+    amount = float(amount)
+    sign = "-" if amount < 0 else ""
+    symbol = _SYMBOLS.get(currency or "")
+    if symbol is not None:
+        return f"{sign}{symbol}{abs(amount):,.2f}"
+    return f"{sign}{abs(amount):,.2f} {currency}"
+
+
+def _money_by_currency(frame: pd.DataFrame, column: str) -> tuple[str, float, str]:
+    """'$1.00 + 2.00 EUR' over the currencies of `frame`, with the largest amount
+    and its currency (for the Problem)."""
+    sums = frame.groupby("currency", sort=True)[column].sum()
+    sums = sums[sums != 0]
+    if len(sums) == 0:
+        return format_money(0.0, str(frame["currency"].iloc[0]) if len(frame) else ""), 0.0, ""
+    text = " + ".join(format_money(v, str(c)) for c, v in sums.items())
+    top = sums.abs().idxmax()
+    return text, float(sums[top]), str(top)
+
+
+def _ids(values: Iterable[Any]) -> str:
+    ids = sorted({str(v) for v in values})
+    shown = ", ".join(ids[:_SHOWN_IDS])
+    return shown + (f" and {len(ids) - _SHOWN_IDS} more" if len(ids) > _SHOWN_IDS else "")
+
+
+def _range(start: pd.Series, end: pd.Series) -> str:
+    lo, hi = start.min(), end.max()
+    if pd.isna(lo) or pd.isna(hi):
+        return "none"
+    return f"{pd.Timestamp(lo):%Y-%m-%d %H:%M} .. {pd.Timestamp(hi):%Y-%m-%d %H:%M} UTC"
+
+
+# ---- the fixes, in the caller's words ---------------------------------------------------
+
+_FIXES = {
+    "python": {
+        "nodes": "map nodes or hosts to the bill's instance ids (nodes= of the telemetry reader, "
+                 "gpucost.kubernetes.read_nodes)",
+        "period": "give the bill and the telemetry of the same period (check time zones: tz= of the readers)",
+        "ids": "export the bill with resource ids (AWS: 'Include resource IDs' in the CUR/Data Export)",
+        "catalog": "add the instance type to the inventory (gpucost.catalog.with_rows) or pass inventory=",
+        "telemetry": "give their telemetry, or map their hosts to instance ids (nodes= of the reader)",
+        "strict": "strict=True",
+    },
+    "cli": {
+        "nodes": "map nodes or hosts to the bill's instance ids (--nodes FILE, or nodes in [sources])",
+        "period": "give the bill and the telemetry of the same period (--bill / --telemetry, --start / --end)",
+        "ids": "export the bill with resource ids (AWS: 'Include resource IDs' in the CUR/Data Export)",
+        "catalog": "give the instance type's GPUs (--inventory FILE, or inventory in [sources])",
+        "telemetry": "give their telemetry (--telemetry / --prometheus), or map their hosts to instance ids "
+                     "(--nodes)",
+        "strict": "--strict",
+    },
+}
+
+
+# ---- the report --------------------------------------------------------------------------
+
+def _attrs(table: Any, key: str) -> dict:
+    attrs = getattr(table, "attrs", None)
+    value = attrs.get(key) if isinstance(attrs, dict) else None
+    return dict(value) if isinstance(value, dict) else {}
+
+
+def _label_coverage(result: pd.DataFrame) -> dict:
+    """Per label column of the result: held GPU-hours with a value / all held GPU-hours."""
+    skip = {"consumer", "resource_id", "period", "currency"}
+    keys = [c for c in result.columns if result[c].dtype == object or isinstance(result[c].dtype, pd.StringDtype)]
+    out = {}
+    for name in keys:
+        if name in skip or "gpu_hours" not in result.columns:
+            continue
+        values = result[name].astype(str)
+        held = result["gpu_hours"].where(~values.isin(["__idle__", "__unattributed__", "__unobserved__"]), 0.0)
+        total = float(held.sum())
+        if total > 0:
+            out[name] = 1.0 - float(held[values == "__unlabelled__"].sum()) / total
+    return out
+
+
+def join_report(result: pd.DataFrame, costs: Any = None, usage: Any = None, *, caller: str = "python") -> JoinReport:
+    """The join report of an allocation.
+
+    Args:
+        result: a frame returned by :func:`gpucost.allocate` (or a runner).
+        costs, usage: the tables it was computed from, when they came from
+            gpucost's readers (their reports add causes); optional.
+        caller: ``"python"`` or ``"cli"``: the words the fixes are given in.
+
+    Returns:
+        A :class:`JoinReport`; ``report.problems`` lists what changes the numbers.
+    """
+    diagnostics = _attrs(result, "diagnostics")
+    join = result.attrs.get("join") if isinstance(getattr(result, "attrs", None), dict) else None
+    if not isinstance(join, pd.DataFrame):
+        raise InvalidInputError("join_report: the result carries no join table (attrs['join']); "
+                                "pass a frame returned by gpucost.allocate")
+    report = JoinReport(resources=join, diagnostics=diagnostics, billing=_attrs(costs, "billing"),
+                        telemetry=_attrs(usage, "telemetry"), labels=_label_coverage(result))
+    report.problems = _problems(report, costs, _FIXES.get(caller, _FIXES["python"]))
+    return report
+
+
+def _problems(report: JoinReport, costs: Any, fix: dict) -> list[Problem]:
+    j = report.resources.copy()
+    if "currency" in j.columns:
+        j["currency"] = j["currency"].fillna("").astype(str)
+    else:
+        j["currency"] = ""
+    d = report.diagnostics
+    out: list[Problem] = []
+    billed = j[j["lines"] > 0]
+    gpu = billed[billed["in_inventory"].astype(bool)]
+    telemetry = j[j["samples"] > 0]
+    samples = int(d.get("samples_total", 0)) - int(d.get("samples_duplicate", 0))
+    observed_cost = float(gpu["cost_observed"].abs().sum()) if len(gpu) else 0.0
+    observed_lines = int(d.get("lines_total", 0)) - int(d.get("lines_unattributed", 0)) - int(
+        d.get("lines_unobserved", 0))
+
+    # Nothing joined: every number would be wrong.
+    if len(gpu) and observed_lines <= 0 and observed_cost == 0:
+        money, amount, cur = _money_by_currency(gpu, "cost")
+        if samples <= 0:
+            out.append(Problem("no_telemetry", f"no usage sample given: all {money} of {len(gpu)} billed GPU "
+                               f"resource(s) is unobserved. Fix: {fix['telemetry']}", amount, cur, error=False))
+        else:
+            shared = set(gpu["resource_id"]) & set(telemetry["resource_id"])
+            why = (f"the telemetry names {telemetry['resource_id'].nunique()} resource(s) ({_ids(telemetry['resource_id'])}) "
+                   f"and the bill {gpu['resource_id'].nunique()} ({_ids(gpu['resource_id'])}): no id in common. "
+                   f"Fix: {fix['nodes']}") if not shared else (
+                f"bill lines {_range(gpu['lines_start'], gpu['lines_end'])}, telemetry "
+                f"{_range(telemetry['samples_start'], telemetry['samples_end'])}: the periods do not meet. "
+                f"Fix: {fix['period']}")
+            out.append(Problem("no_join", f"no usage sample joined a billed GPU line ({money} billed): {why}",
+                               amount, cur, error=True))
+        return out
+
+    unobserved = gpu[gpu["cost_unobserved"] != 0]
+    if len(unobserved):
+        money, amount, cur = _money_by_currency(unobserved, "cost_unobserved")
+        out.append(Problem(
+            "unobserved", f"{unobserved['resource_id'].nunique()} billed GPU resource(s) have lines without any "
+            f"telemetry ({_ids(unobserved['resource_id'])}): {money} is on __unobserved__, neither used nor idle. "
+            f"Fix: {fix['telemetry']}", amount, cur))
+
+    unknown = j[(j["samples_unknown_resource"] > 0)]
+    if len(unknown):
+        no_inventory = unknown[unknown["lines"] > 0]
+        if len(no_inventory):
+            money, amount, cur = _money_by_currency(no_inventory, "cost_unattributed")
+            out.append(Problem(
+                "no_inventory", f"{no_inventory['resource_id'].nunique()} billed resource(s) with GPU telemetry have "
+                f"no GPUs in the inventory ({_ids(no_inventory['resource_id'])}): {money} stays __unattributed__. "
+                f"Fix: {fix['catalog']}", amount, cur))
+        unbilled = unknown[unknown["lines"] == 0]
+        if len(unbilled):
+            uh = float(unbilled["unjoined_gpu_hours"].sum())
+            out.append(Problem(
+                "telemetry_not_billed", f"telemetry of {unbilled['resource_id'].nunique()} resource(s) that the bill "
+                f"does not name ({_ids(unbilled['resource_id'])}; {uh:,.1f} GPU-hours held) joined nothing. "
+                f"Fix: {fix['nodes']}"))
+
+    outside = j[(j["samples_outside_lines"] > 0)]
+    if len(outside):
+        hours = float(outside["unjoined_gpu_hours"].sum())
+        out.append(Problem(
+            "outside_lines", f"{int(outside['samples_outside_lines'].sum()):,} samples ({hours:,.1f} GPU-hours held) "
+            f"on {outside['resource_id'].nunique()} billed GPU resource(s) fall outside every bill line: bill "
+            f"{_range(billed['lines_start'], billed['lines_end'])}, telemetry "
+            f"{_range(telemetry['samples_start'], telemetry['samples_end'])}. Fix: {fix['period']}"))
+
+    gpu_column = getattr(costs, "columns", ())
+    if "gpu" in gpu_column and "resource_id" in gpu_column:
+        ids = costs["resource_id"].astype("string").fillna("")
+        no_id = costs[costs["gpu"].fillna(False).astype(bool).to_numpy() & (ids == "").to_numpy()]
+        if len(no_id):
+            frame = pd.DataFrame({"currency": no_id["currency"].astype(str) if "currency" in no_id.columns else "",
+                                  "cost": no_id["cost"].astype(float)})
+            money, amount, cur = _money_by_currency(frame, "cost")
+            out.append(Problem("no_resource_ids", f"{len(no_id):,} GPU bill lines carry no resource id: {money} "
+                               f"stays __unattributed__. Fix: {fix['ids']}", amount, cur))
+    elif len(j) and len(billed) and (billed["resource_id"].astype(str) == "").all() and len(telemetry):
+        money, amount, cur = _money_by_currency(billed, "cost")
+        out.append(Problem("no_resource_ids", f"no bill line carries a resource id: {money} stays __unattributed__. "
+                           f"Fix: {fix['ids']}", amount, cur))
+
+    over = int(d.get("lines_oversubscribed", 0))
+    if over:
+        cause = _oversubscription_cause(report.telemetry)
+        out.append(Problem("oversubscribed", f"{over:,} bill lines were held beyond their GPUs' capacity and scaled "
+                           f"down, so their idle cost is hidden; {cause}"))
+    overlap = int(d.get("lines_primary_overlap", 0))
+    if overlap:
+        out.append(Problem("primary_overlap", f"{overlap:,} bill lines bill the same resource's time as another "
+                           "line: GPU-hours counted twice (a bill read twice, or export parts that overlap)"))
+    dropped = int(report.billing.get("duplicates_dropped", 0) or 0)
+    if dropped:
+        out.append(Problem("bill_duplicates", f"{dropped:,} bill rows were read twice and dropped (repeated "
+                           "line-item ids or identical rows): check that no export part is given twice"))
+    beyond = report.billing.get("hours_beyond_period") or []
+    if len(beyond):
+        out.append(Problem("hours_beyond_period", f"{len(beyond)} resource(s) are billed more instance-hours than "
+                           f"their period has ({_ids(beyond)}): a bill counted twice or lines merged wrongly"))
+    return out
+
+
+def _oversubscription_cause(telemetry: dict) -> str:
+    replicas = telemetry.get("replica_labels")
+    if replicas:
+        names = replicas if isinstance(replicas, str) else ", ".join(map(str, replicas))
+        return (f"the telemetry carries Prometheus replica labels ({names}): the same series from two replicas; "
+                "query one replica (or deduplicate in Thanos/Mimir)")
+    return ("common causes: the same series scraped twice (two Prometheus replicas, one exporter in two scrape jobs) "
+            "or time-sliced workloads each reported with share 1")
+
+
+# ---- the rule ----------------------------------------------------------------------------
+
+def check_join(result: pd.DataFrame, costs: Any = None, usage: Any = None, *, strict: bool = False,
+               caller: str = "python", stacklevel: int = 2) -> JoinReport:
+    """Applies the warning rule: each problem becomes a :class:`JoinWarning`;
+    an error (nothing joined), or any problem under ``strict``, raises
+    :class:`JoinError`. Returns the report."""
+    report = join_report(result, costs, usage, caller=caller)
+    apply_rule(report, strict=strict, caller=caller, stacklevel=stacklevel + 1)
+    return report
+
+
+def apply_rule(report: JoinReport, *, strict: bool = False, caller: str = "python", stacklevel: int = 2) -> None:
+    """The one warning rule over a report already built (see :func:`check_join`)."""
+    errors = [p for p in report.problems if p.error or strict]
+    if errors:
+        fix = _FIXES.get(caller, _FIXES["python"])["strict"]
+        extra = f" ({len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
+        suffix = f" [{fix}]" if strict and not errors[0].error else ""
+        raise JoinError(f"{errors[0].message}{suffix}{extra}")
+    for p in report.problems:
+        warnings.warn(p.message, JoinWarning, stacklevel=stacklevel)
+
+
+def problem_lines(problems: Sequence[Problem], command: str) -> list[str]:
+    """One stderr line per problem, as the command prints them."""
+    return [f"gpucost {command}: {'error' if p.error else 'warning'}: {p.message}" for p in problems]
+
+
+
+def called_from_gpucost(depth: int) -> bool:
+    """Whether the function `depth` frames up was called from gpucost's own code
+    (an analysis, the report, the command): those check the join once at their
+    own entry, so the allocations they make inside stay quiet."""
+    frame = sys._getframe(depth + 1)
+    name = frame.f_globals.get("__name__", "") if frame is not None else ""
+    return name.startswith("gpucost.") and not name.startswith("gpucost.tests")
+
+
+def check_public_call(result: pd.DataFrame, costs: Any, usage: Any, *, strict: bool) -> None:
+    """The rule at a public entry point (gpucost.allocate and the runners):
+    applied when the user called it, skipped for gpucost's own inner calls."""
+    if called_from_gpucost(2):
+        return
+    check_join(result, costs, usage, strict=strict, stacklevel=4)
