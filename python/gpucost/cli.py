@@ -1,6 +1,7 @@
 """The ``gpucost`` command (docs/cli.md).
 
     gpucost demo                         the demo month: showback table + HTML report
+    gpucost check    --config gpucost.toml   what the inputs hold and how they join (exit 0, 1 warnings, 2 errors)
     gpucost allocate --bill B --telemetry T --pods P [--format csv|json|table] [--sql URL]
     gpucost report   --config gpucost.toml --output showback.html
     gpucost idle | spot | advise | budget   the analyses
@@ -195,7 +196,18 @@ def build_parser() -> argparse.ArgumentParser:
     _add_output(p)
     p.add_argument("--sql", metavar="URL", help="write to a SQL table (SQLAlchemy URL): each day's rows replaced")
     p.add_argument("--table", default="gpucost_allocation", help="SQL table name (default gpucost_allocation)")
+    p.add_argument("--check", action="store_true", help="print what gpucost check prints first (on stderr)")
     p.set_defaults(func=cmd_allocate)
+
+    p = sub.add_parser("check", parents=[common], help="what the inputs hold and how they join, before allocating",
+                       description="Reads every source the config names and prints each source's rows, time range, "
+                                   "interval and currency; the join (billed GPU resources with and without telemetry, "
+                                   "telemetry without a bill line, in money); label coverage; and one line per "
+                                   "problem with the flag or key that fixes it. Exit 0 when clean, 1 with warnings, "
+                                   "2 on errors.")
+    _add_sources(p)
+    _add_policy(p, by=None)
+    p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("report", parents=[common], help="write the HTML showback report",
                        description="Writes one self-contained HTML file: spend by team and project, idle, "
@@ -367,9 +379,32 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_check(args: argparse.Namespace) -> int:
+    from gpucost.check import check_tables
+    config = configure(args)
+    tables = _tables(config, args)
+    result = check_tables(tables, names=_source_names(config), interval=config.policy.get("interval"))
+    print("\n".join(result.lines))
+    return result.exit_code
+
+
+def _source_names(config: Config) -> dict:
+    """Which file each table came from, as the user named it."""
+    s = config.sources
+    names = {"bill": s.get("bill") or s.get("costs") or ("demo" if s.get("demo") else None),
+             "telemetry": s.get("prometheus") or s.get("telemetry") or s.get("usage"),
+             "workloads": s.get("pods") or s.get("workloads")}
+    return {k: ", ".join(map(str, v)) if isinstance(v, list) else str(v) for k, v in names.items() if v}
+
+
 def cmd_allocate(args: argparse.Namespace) -> int:
     config = configure(args)
     tables = _tables(config, args)
+    if args.check:
+        from gpucost.check import check_tables
+        checked = check_tables(tables, names=_source_names(config), interval=config.policy.get("interval"),
+                               command="allocate")
+        print("\n".join(checked.lines), file=sys.stderr)
     by = _by(config, ["team"] if tables.workloads is not None else ["consumer"])
     policy = _policy(config)
     if args.sql:

@@ -19,7 +19,7 @@ import gpucost
 from gpucost import cli
 from gpucost.demo import demo_fleet
 
-SUBCOMMANDS = ["demo", "allocate", "report", "idle", "spot", "advise", "budget", "catalog", "export-metrics"]
+SUBCOMMANDS = ["demo", "check", "allocate", "report", "idle", "spot", "advise", "budget", "catalog", "export-metrics"]
 ANALYSES = {"idle": "find_idle", "spot": "spot_runs", "advise": "advise_commitments", "budget": "budget_status"}
 
 

@@ -241,3 +241,47 @@ def test_cli_idle_says_no_telemetry(files, capsys):
     assert code == 0
     assert "no telemetry" in out and "terminate" not in out
     assert "warning: 1 billed GPU resource(s) have lines without any telemetry" in err
+
+
+def test_check_clean_exits_0(files, fleet, tmp_path, capsys):
+    _, usage, _ = fleet
+    full = tmp_path / "full.csv"
+    usage.to_csv(full, index=False)
+    code = cli.main(["check", "--costs", str(files["costs"]), "--usage", str(full), "--inventory",
+                     str(files["inventory"])])
+    out, err = capsys.readouterr()
+    assert code == 0, out + err
+    assert "billed GPU resources with telemetry:    2 ($24.00)" in out
+    assert "billed GPU resources without telemetry: 0 ($0.00)" in out
+    assert out.rstrip().endswith("problems: none")
+
+
+def test_check_names_each_problem_and_exits_1(files, capsys):
+    code = cli.main(["check", "--costs", str(files["costs"]), "--usage", str(files["usage"]), "--inventory",
+                     str(files["inventory"])])
+    out, err = capsys.readouterr()
+    assert code == 1
+    assert "billed GPU resources without telemetry: 1 ($8.00)" in out
+    assert "  warning: 1 billed GPU resource(s) have lines without any telemetry (i-2)" in out
+    assert "(--telemetry / --prometheus)" in out
+
+
+def test_check_nothing_joined_exits_2(files, fleet, tmp_path, capsys):
+    _, usage, _ = fleet
+    renamed = tmp_path / "nodes.csv"
+    usage.assign(resource_id="node-" + usage["resource_id"]).to_csv(renamed, index=False)
+    code = cli.main(["check", "--costs", str(files["costs"]), "--usage", str(renamed), "--inventory",
+                     str(files["inventory"])])
+    out, _ = capsys.readouterr()
+    assert code == 2
+    assert "  error: no usage sample joined a billed GPU line ($24.00 billed)" in out
+
+
+def test_allocate_check_prints_the_check_first(files, capsys):
+    code = cli.main(["allocate", "--check", "--costs", str(files["costs"]), "--usage", str(files["usage"]),
+                     "--inventory", str(files["inventory"]), "--by", "consumer", "--format", "csv"])
+    out, err = capsys.readouterr()
+    assert code == 0
+    assert err.startswith("sources\n  bill")
+    assert "warning: 1 billed GPU resource(s)" in err
+    assert out.startswith("consumer,")

@@ -1,0 +1,140 @@
+"""``gpucost check``: what the inputs hold and how they join, before anyone
+trusts a table (docs/cli.md).
+
+It reads every source the config names and prints, per source, its rows, time
+range, interval and currency; then the join (billed GPU resources with and
+without telemetry, telemetry without a bill line, in money); then label
+coverage; then one line per problem with the flag or key that fixes it. The
+numbers come from one engine pass (an allocation by consumer that is not
+printed) and the join report built on it; nothing is re-derived here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+import gpucost
+from gpucost.currency import currencies
+from gpucost.join import JoinReport, format_money, join_report
+
+__all__ = ["CheckResult", "check_tables"]
+
+RESERVED = {"__idle__", "__unattributed__", "__unobserved__", "__unlabelled__"}
+_TOP_UNLABELLED = 3
+
+
+@dataclass
+class CheckResult:
+    """The lines ``gpucost check`` prints and its exit code (0 clean, 1 warnings, 2 errors)."""
+
+    lines: list[str] = field(default_factory=list)
+    report: JoinReport | None = None
+
+    @property
+    def exit_code(self) -> int:
+        if self.report is None:
+            return 2
+        if any(p.error for p in self.report.problems):
+            return 2
+        return 1 if self.report.problems else 0
+
+
+def _range(values: Any) -> str:
+    times = pd.to_datetime(pd.Series(values), utc=True)
+    if len(times) == 0 or times.isna().all():
+        return "no instants"
+    return f"{times.min():%Y-%m-%d %H:%M} .. {times.max():%Y-%m-%d %H:%M} UTC"
+
+
+def _source_lines(tables: Any, names: dict, interval: Any) -> list[str]:
+    costs, usage = tables.costs, tables.usage
+    lines = ["sources"]
+    cur = currencies(costs)
+    if cur:
+        total = " + ".join(format_money(costs.loc[costs["currency"] == c, "cost"].sum(), c) for c in cur)
+    else:
+        total = format_money(float(np.sum(costs["cost"])))
+    lines.append(f"  bill       {names.get('bill', 'costs')}: {len(costs):,} lines, "
+                 f"{_range(costs['start']) if len(costs) else 'no lines'}, "
+                 f"currency {', '.join(cur) if cur else 'not stated (taken as one)'}, total {total}")
+    series = usage.groupby(["resource_id", "device", "consumer"], sort=False).ngroups if len(usage) else 0
+    spacing = ("per-sample durations" if "duration" in usage.columns else
+               f"interval {float(interval):g} s" if interval is not None else "interval inferred by the engine")
+    lines.append(f"  telemetry  {names.get('telemetry', 'usage')}: {len(usage):,} samples in {series:,} series, "
+                 f"{_range(usage['timestamp']) if len(usage) else 'no samples'}, {spacing}")
+    inv = tables.inventory
+    lines.append(f"  inventory  {inv['resource_id'].nunique():,} GPU resources, {len(inv):,} GPUs")
+    if tables.workloads is not None:
+        labels = [c for c in tables.workloads.columns if c != "consumer"]
+        lines.append(f"  workloads  {names.get('workloads', 'workloads')}: {len(tables.workloads):,} workloads, "
+                     f"labels {', '.join(labels) if labels else 'none'}")
+    return lines
+
+
+def _join_lines(report: JoinReport) -> list[str]:
+    j = report.resources
+    lines = ["join"]
+    if j is None or len(j) == 0:
+        return lines + ["  nothing to join"]
+    j = j.assign(currency=j["currency"].fillna("").astype(str))
+    gpu = j[(j["lines"] > 0) & j["in_inventory"].astype(bool)]
+    with_t = gpu[gpu["cost_observed"] != 0]
+    without = gpu[gpu["cost_unobserved"] != 0]
+
+    def money(frame: pd.DataFrame, column: str) -> str:
+        sums = frame.groupby("currency")[column].sum()
+        return " + ".join(format_money(v, c) for c, v in sums.items()) if len(sums) else format_money(0.0)
+
+    lines.append(f"  billed GPU resources with telemetry:    {with_t['resource_id'].nunique():,} "
+                 f"({money(with_t, 'cost_observed')})")
+    lines.append(f"  billed GPU resources without telemetry: {without['resource_id'].nunique():,} "
+                 f"({money(without, 'cost_unobserved')})")
+    unbilled = j[(j["samples_unknown_resource"] > 0) & (j["lines"] == 0)]
+    lines.append(f"  telemetry without a bill line:          {unbilled['resource_id'].nunique():,} resources "
+                 f"({float(j['unjoined_gpu_hours'].sum()):,.1f} GPU-hours held outside the bill)")
+    d = report.diagnostics
+    lines.append(f"  samples: {d.get('samples_used', 0):,} joined, {d.get('samples_no_consumer', 0):,} of free GPUs, "
+                 f"{d.get('samples_duplicate', 0):,} read twice, {d.get('samples_unknown_resource', 0):,} on "
+                 f"resources not billed, {d.get('samples_outside_lines', 0):,} outside every line")
+    if d.get("interval") is not None:
+        lines.append(f"  interval used: {float(d['interval']):g} s")
+    return lines
+
+
+def _label_lines(per_consumer: pd.DataFrame, workloads: pd.DataFrame | None) -> list[str]:
+    if workloads is None:
+        return ["labels", "  no workloads table: every workload is __unlabelled__"]
+    held = per_consumer[~per_consumer["consumer"].isin(RESERVED)][["consumer", "gpu_hours"]]
+    held = held.groupby("consumer", as_index=False)["gpu_hours"].sum()
+    merged = held.merge(workloads, on="consumer", how="left")
+    total = float(merged["gpu_hours"].sum())
+    lines = ["labels"]
+    for label in [c for c in workloads.columns if c != "consumer"]:
+        values = merged[label].astype("string")
+        missing = values.isna() | (values == "")
+        share = 1.0 - float(merged.loc[missing.to_numpy(), "gpu_hours"].sum()) / total if total else float("nan")
+        top = merged[missing.to_numpy()].nlargest(_TOP_UNLABELLED, "gpu_hours")
+        named = ", ".join(f"{c} ({h:,.1f} h)" for c, h in zip(top["consumer"], top["gpu_hours"]))
+        tail = f"; most GPU-hours unlabelled: {named}" if len(top) else ""
+        lines.append(f"  {label}: {share:.1%} of held GPU-hours labelled{tail}")
+    return lines
+
+
+def check_tables(tables: Any, *, names: dict | None = None, interval: Any = None, caller: str = "cli",
+                 command: str = "check") -> CheckResult:
+    """Everything ``gpucost check`` prints, from tables already read."""
+    out = CheckResult()
+    out.lines += _source_lines(tables, names or {}, interval)
+    per_consumer = gpucost.allocate(tables.costs, tables.usage, tables.inventory, by=["consumer"],
+                                    **({"interval": interval} if interval is not None else {}))
+    out.report = join_report(per_consumer, tables.costs, tables.usage, caller=caller)
+    out.lines += _join_lines(out.report)
+    out.lines += _label_lines(per_consumer, tables.workloads)
+    out.lines.append("problems" if out.report.problems else "problems: none")
+    for p in out.report.problems:
+        out.lines.append(f"  {'error' if p.error else 'warning'}: {p.message}")
+    return out
