@@ -35,7 +35,7 @@ struct WorkloadHolder {
 };
 
 AllocationPolicy MakePolicy(const std::string& basis, double alpha, const std::string& idle,
-                            double interval, std::vector<std::string> by,
+                            std::optional<double> interval, std::vector<std::string> by,
                             const std::optional<std::string>& freq, int threads) {
   AllocationPolicy policy;
   policy.basis = ValueOrThrow(ParseBasis(basis));
@@ -70,13 +70,39 @@ py::dict ToPython(Allocation&& a) {
   py::dict diag;
   diag["lines_total"] = d.lines_total;
   diag["lines_unattributed"] = d.lines_unattributed;
+  diag["lines_unobserved"] = d.lines_unobserved;
   diag["lines_oversubscribed"] = d.lines_oversubscribed;
+  diag["lines_primary_overlap"] = d.lines_primary_overlap;
+  diag["interval"] = d.interval_seconds ? py::object(py::float_(*d.interval_seconds)) : py::none();
   diag["samples_total"] = d.samples_total;
+  diag["samples_duplicate"] = d.samples_duplicate;
   diag["samples_no_consumer"] = d.samples_no_consumer;
   diag["samples_unknown_resource"] = d.samples_unknown_resource;
   diag["samples_outside_lines"] = d.samples_outside_lines;
   diag["samples_used"] = d.samples_used;
   out["diagnostics"] = diag;
+  JoinTable& j = a.join;
+  py::dict join;
+  join["resource_id"] = py::cast(j.resource_id);
+  join["currency"] = py::cast(j.currency);
+  join["in_inventory"] = MoveToNumpy(std::move(j.in_inventory));
+  join["lines"] = MoveToNumpy(std::move(j.lines));
+  join["primary_lines"] = MoveToNumpy(std::move(j.primary_lines));
+  join["cost"] = MoveToNumpy(std::move(j.cost));
+  join["cost_observed"] = MoveToNumpy(std::move(j.cost_observed));
+  join["cost_unobserved"] = MoveToNumpy(std::move(j.cost_unobserved));
+  join["cost_unattributed"] = MoveToNumpy(std::move(j.cost_unattributed));
+  join["billed_gpu_hours"] = MoveToNumpy(std::move(j.billed_gpu_hours));
+  join["samples"] = MoveToNumpy(std::move(j.samples));
+  join["samples_no_consumer"] = MoveToNumpy(std::move(j.samples_no_consumer));
+  join["samples_outside_lines"] = MoveToNumpy(std::move(j.samples_outside_lines));
+  join["samples_unknown_resource"] = MoveToNumpy(std::move(j.samples_unknown_resource));
+  join["unjoined_gpu_hours"] = MoveToNumpy(std::move(j.unjoined_gpu_hours));
+  join["lines_start"] = MoveToNumpy(std::move(j.lines_start));
+  join["lines_end"] = MoveToNumpy(std::move(j.lines_end));
+  join["samples_start"] = MoveToNumpy(std::move(j.samples_start));
+  join["samples_end"] = MoveToNumpy(std::move(j.samples_end));
+  out["join"] = join;
   return out;
 }
 
@@ -130,7 +156,7 @@ void RegisterAllocate(py::module_& m) {
       "allocate",
       [](const py::dict& costs, const py::dict& usage, const py::dict& inventory,
          const std::optional<py::dict>& workloads, const std::string& basis, double alpha,
-         const std::string& idle, double interval, std::vector<std::string> by,
+         const std::string& idle, std::optional<double> interval, std::vector<std::string> by,
          const std::optional<std::string>& freq, int threads) {
         const AllocationPolicy policy = MakePolicy(basis, alpha, idle, interval, std::move(by), freq, threads);
         CostHolder c(costs);
@@ -159,7 +185,8 @@ read in place, others are converted once. Returns a dict of result arrays.)pbdoc
 
   py::class_<PyAllocator>(m, "Allocator", "Streaming allocator: samples in chunks of any order.")
       .def(py::init([](const py::dict& costs, const py::dict& inventory, const std::optional<py::dict>& workloads,
-                       const std::string& basis, double alpha, const std::string& idle, double interval,
+                       const std::string& basis, double alpha, const std::string& idle,
+                       std::optional<double> interval,
                        std::vector<std::string> by, const std::optional<std::string>& freq, int threads) {
              return std::make_unique<PyAllocator>(
                  costs, inventory, workloads, MakePolicy(basis, alpha, idle, interval, std::move(by), freq, threads));
@@ -168,6 +195,22 @@ read in place, others are converted once. Returns a dict of result arrays.)pbdoc
            py::arg("idle"), py::arg("interval"), py::arg("by"), py::arg("freq"), py::arg("threads") = 0)
       .def("add_samples", &PyAllocator::AddSamples, py::arg("usage"))
       .def("finish", &PyAllocator::Finish);
+
+  m.def(
+      "series_spacings",
+      [](const py::dict& usage) {
+        SampleHolder s(usage);
+        std::vector<double> spacings;
+        {
+          py::gil_scoped_release release;
+          spacings = SeriesSpacings(s.view());
+        }
+        return MoveToNumpy(std::move(spacings));
+      },
+      py::arg("usage"), "Spacing in seconds of every series of the usage columns that has one (SEMANTICS 1.3).");
+  m.def(
+      "infer_interval", [](std::vector<double> spacings) { return InferInterval(std::move(spacings)); },
+      py::arg("spacings"), "The interval inferred from series spacings: their median, 60 when there is none.");
 
   // For tests: the address the engine would read for `a` as a float64 or
   // int64 column, to prove matching arrays are not copied.

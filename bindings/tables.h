@@ -25,6 +25,9 @@ struct CostHolder {
   CArray<double> cost;
   std::optional<CArray<double>> list_cost;
   TimeUnit unit;
+  std::optional<StringColumnHolder> currency;
+  std::optional<CArray<uint8_t>> primary;
+  std::optional<CArray<double>> quantity_hours;
 
   explicit CostHolder(const py::dict& t)
       : resource_id(ToStringColumn(t["resource_id"])),
@@ -32,9 +35,17 @@ struct CostHolder {
         end(RequiredArray<int64_t>(t, "end")),
         cost(RequiredArray<double>(t, "cost")),
         list_cost(OptionalArray<double>(t, "list_cost")),
-        unit(UnitOf(t)) {}
+        unit(UnitOf(t)),
+        primary(OptionalArray<uint8_t>(t, "primary")),
+        quantity_hours(OptionalArray<double>(t, "quantity_hours")) {
+    if (t.contains("currency") && !t["currency"].is_none()) currency = ToStringColumn(t["currency"]);
+  }
   [[nodiscard]] CostColumns view() const {
-    return {resource_id.view(), Span(start), Span(end), Span(cost), OptionalSpan(list_cost), unit};
+    CostColumns out{resource_id.view(), Span(start), Span(end), Span(cost), OptionalSpan(list_cost), unit};
+    if (currency) out.currency = currency->view();
+    out.primary = OptionalSpan(primary);
+    out.quantity_hours = OptionalSpan(quantity_hours);
+    return out;
   }
 };
 

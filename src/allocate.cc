@@ -14,6 +14,7 @@
 #include "gpucost/allocate.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -30,7 +31,7 @@ namespace {
 
 constexpr double kNanosPerHourD = static_cast<double>(kNanosPerHour);
 constexpr double kBytesPerGiB = 1024.0 * 1024.0 * 1024.0;
-constexpr int32_t kNoResource = -1;
+constexpr int32_t kNoName = 0;  // resource id of lines and samples with an empty resource_id
 constexpr int32_t kNoConsumer = -1;
 constexpr double kOversubscribedTolerance = 1e-9;
 
@@ -51,7 +52,7 @@ constexpr RawBounds BoundsOf(TimeUnit unit) {
 }
 
 bool IsReserved(std::string_view v) {
-  return v == kIdle || v == kUnattributed || v == kUnlabelled;
+  return v == kIdle || v == kUnattributed || v == kUnobserved || v == kUnlabelled;
 }
 
 int64_t ScaleInstant(int64_t raw, TimeUnit unit) {
@@ -120,9 +121,30 @@ struct Slot {
   Accumulator acc;
 };
 
-// Accumulators keyed by (segment, consumer), in insertion order.
+// What the samples naming one resource looked like (the join table).
+struct SampleStats {
+  int64_t samples = 0, no_consumer = 0, outside_lines = 0, unknown_resource = 0;
+  double unjoined_ns = 0;  // share * ns of samples with a consumer that joined no line
+  int64_t first = std::numeric_limits<int64_t>::max();  // min timestamp
+  int64_t last = std::numeric_limits<int64_t>::min();   // max timestamp + duration
+  void Add(const SampleStats& o) {
+    samples += o.samples;
+    no_consumer += o.no_consumer;
+    outside_lines += o.outside_lines;
+    unknown_resource += o.unknown_resource;
+    unjoined_ns += o.unjoined_ns;
+    first = std::min(first, o.first);
+    last = std::max(last, o.last);
+  }
+};
+
+// Accumulators keyed by (segment, consumer), in insertion order, with the
+// worker's per-segment "a sample overlaps it" flags and per-resource stats.
 class SlotTable {
  public:
+  std::vector<uint8_t> observed;    // per segment
+  std::vector<SampleStats> stats;   // per resource
+
   Accumulator& For(int64_t segment, int32_t consumer) {
     const uint64_t key = (static_cast<uint64_t>(segment) << 32) | static_cast<uint32_t>(consumer);
     auto [it, inserted] = ids_.try_emplace(key, static_cast<uint32_t>(slots_.size()));
@@ -145,24 +167,27 @@ struct Partial {
 };
 
 struct Resource {
-  int32_t devices = 0;  // N_r; 0 = not in the inventory
+  int32_t devices = 0;  // N_r; 0 = not in the inventory (or no name)
   double mem_capacity = 0;  // bytes over all devices
   int64_t seg_begin = 0;  // segments of this resource: [seg_begin, seg_end)
   int64_t seg_end = 0;
 };
 
 struct Line {
-  int32_t resource;  // kNoResource: the line names no resource
+  int32_t resource;  // kNoName: the line names no resource
   int64_t start;
   int64_t end;
   double cost;
   double list_cost;
+  double billed;  // B = min(D, quantity): ns the line bills
+  int32_t currency = 0;
+  bool primary = true;
   int64_t seg_begin = 0;
   int64_t seg_end = 0;
 };
 
 // Key dimension of a result group, in `by` order.
-enum class KeyKind { kConsumer, kResource, kPeriod, kLabel };
+enum class KeyKind { kConsumer, kResource, kPeriod, kLabel, kCurrency };
 struct KeyDim {
   KeyKind kind;
   std::string name;
@@ -176,10 +201,11 @@ struct GroupKey {
   int32_t consumer_key;
   int32_t resource;
   int64_t period;
+  int32_t currency;
   bool operator==(const GroupKey&) const = default;
   template <typename H>
   friend H AbslHashValue(H h, const GroupKey& k) {
-    return H::combine(std::move(h), k.consumer_key, k.resource, k.period);
+    return H::combine(std::move(h), k.consumer_key, k.resource, k.period, k.currency);
   }
 };
 
@@ -216,6 +242,126 @@ std::vector<int64_t> SplitAtRuns(const SampleColumns& s, size_t workers) {
 
 }  // namespace
 
+namespace {
+
+// Median of `v` (for an even count, the mean of the two middle values);
+// reorders `v`.
+double Median(std::vector<double>& v) {
+  const size_t mid = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
+  const double upper = v[mid];
+  if (v.size() % 2 == 1) return upper;
+  return 0.5 * (*std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid)) + upper);
+}
+
+std::string Seconds(double ns) { return absl::StrCat(ns / 1e9, " s"); }
+
+struct SeriesKey {
+  int32_t resource, device, consumer;
+  bool operator==(const SeriesKey&) const = default;
+  template <typename H>
+  friend H AbslHashValue(H h, const SeriesKey& k) {
+    return H::combine(std::move(h), k.resource, k.device, k.consumer);
+  }
+};
+
+// The rows of a chunk grouped by series (resource_id, device, consumer as
+// the chunk's codes), each series in time order (ties in row order). Series
+// are found with one hash per run of rows; when every series is one run in
+// time order (the telemetry order) nothing is moved and it costs one pass.
+struct SeriesIndex {
+  bool grouped = true;          // rows in chunk order: Row(p) == p
+  std::vector<int64_t> rows;    // otherwise: row numbers, series after series
+  std::vector<int64_t> begin;   // series k is positions [begin[k], begin[k + 1])
+
+  [[nodiscard]] int64_t Row(int64_t p) const { return grouped ? p : rows[p]; }
+  [[nodiscard]] int64_t size() const { return static_cast<int64_t>(begin.size()) - 1; }
+};
+
+SeriesIndex IndexSeries(const SampleColumns& s) {
+  const auto n = static_cast<int64_t>(s.size());
+  const int32_t* rc = s.resource_id.codes.data();
+  const int32_t* dv = s.device.data();
+  const int32_t* cc = s.consumer.codes.data();
+  const int64_t* ts = s.timestamp.data();
+  absl::flat_hash_map<SeriesKey, int32_t> ids;
+  std::vector<int32_t> run_series;
+  SeriesIndex index;
+  for (int64_t i = 0; i < n;) {
+    int64_t j = i + 1;
+    bool in_order = true;
+    while (j < n && rc[j] == rc[i] && dv[j] == dv[i] && cc[j] == cc[i]) {
+      in_order &= ts[j] >= ts[j - 1];
+      ++j;
+    }
+    auto [it, inserted] = ids.try_emplace(SeriesKey{rc[i], dv[i], cc[i]}, static_cast<int32_t>(ids.size()));
+    index.grouped &= inserted && in_order;
+    index.begin.push_back(i);
+    run_series.push_back(it->second);
+    i = j;
+  }
+  index.begin.push_back(n);
+  if (index.grouped) return index;
+
+  // Counting sort of the runs' rows by series, then each series by time.
+  const std::vector<int64_t> run_begin = std::move(index.begin);
+  const auto num_series = static_cast<int64_t>(ids.size());
+  index.begin.assign(num_series + 1, 0);
+  for (size_t r = 0; r < run_series.size(); ++r) index.begin[run_series[r] + 1] += run_begin[r + 1] - run_begin[r];
+  std::partial_sum(index.begin.begin(), index.begin.end(), index.begin.begin());
+  index.rows.resize(n);
+  std::vector<int64_t> next(index.begin.begin(), index.begin.end() - 1);
+  for (size_t r = 0; r < run_series.size(); ++r) {
+    for (int64_t i = run_begin[r]; i < run_begin[r + 1]; ++i) index.rows[next[run_series[r]]++] = i;
+  }
+  auto by_time = [&](int64_t a, int64_t b) { return ts[a] < ts[b] || (ts[a] == ts[b] && a < b); };
+  for (int64_t k = 0; k < num_series; ++k) {
+    auto b = index.rows.begin() + index.begin[k], e = index.rows.begin() + index.begin[k + 1];
+    if (!std::is_sorted(b, e, by_time)) std::sort(b, e, by_time);
+  }
+  return index;
+}
+
+// Spacing (ns) of each series, NaN when it has one distinct timestamp.
+// Instants outside the valid range are skipped: they are refused later with
+// their row.
+std::vector<double> Spacings(const SampleColumns& s, const SeriesIndex& index) {
+  const int64_t* ts = s.timestamp.data();
+  const RawBounds bounds = BoundsOf(s.time_unit);
+  const auto ticks = static_cast<double>(static_cast<int64_t>(s.time_unit));
+  std::vector<double> spacing(index.size(), std::numeric_limits<double>::quiet_NaN());
+  std::vector<double> diffs;
+  for (int64_t k = 0; k < index.size(); ++k) {
+    bool any = false, regular = true;
+    int64_t prev = 0, first_diff = 0;
+    diffs.clear();
+    for (int64_t p = index.begin[k]; p < index.begin[k + 1]; ++p) {
+      const int64_t t = ts[index.Row(p)];
+      if (t < bounds.ts_lo || t >= bounds.ts_hi) continue;
+      if (any && t > prev) {
+        const int64_t d = t - prev;
+        if (first_diff == 0) first_diff = d;
+        regular &= d == first_diff;
+        diffs.push_back(static_cast<double>(d));
+      }
+      any = true;
+      prev = t;
+    }
+    if (diffs.empty()) continue;
+    // A regular series (the common case) needs no selection.
+    spacing[k] = (regular ? static_cast<double>(first_diff) : Median(diffs)) * ticks;
+  }
+  return spacing;
+}
+
+// The values a duplicate must repeat, besides its series and instant.
+bool SameValues(const SampleColumns& s, int64_t a, int64_t b) {
+  return s.share[a] == s.share[b] && s.util[a] == s.util[b] && s.mem_used[a] == s.mem_used[b] &&
+         (!s.duration.has_value() || (*s.duration)[a] == (*s.duration)[b]);
+}
+
+}  // namespace
+
 absl::StatusOr<Basis> ParseBasis(std::string_view basis) {
   if (basis == "allocated") return Basis::kAllocated;
   if (basis == "used") return Basis::kUsed;
@@ -233,8 +379,10 @@ absl::StatusOr<IdleMode> ParseIdleMode(std::string_view idle) {
 
 struct Allocator::State {
   AllocationPolicy policy;
-  int64_t interval_ns = 0;
+  int64_t interval_ns = 0;  // 0 until given or inferred
   bool has_list_cost = false;
+  bool has_currency = false;
+  std::vector<std::string> currency_names;  // in order of first appearance
 
   // Resources: union of the cost lines' and the inventory's names.
   absl::flat_hash_map<std::string, int32_t> resource_ids;
@@ -266,6 +414,15 @@ struct Allocator::State {
 
   Diagnostics diagnostics;
   int64_t rows_seen = 0;
+  bool saw_duration = false, saw_no_duration = false;
+  bool interval_inferred = false;
+  // Duplicates across chunks: per series (resource, device, consumer ids),
+  // its rows' (instant ns, fingerprint of the values), sorted. Empty for a
+  // one-shot allocation (single_chunk).
+  absl::flat_hash_map<SeriesKey, std::vector<std::pair<int64_t, uint64_t>>> history;
+  bool single_chunk = false;
+  // While a chunk with duplicates dropped is added: chunk row of each row.
+  const int64_t* row_map = nullptr;
   absl::Status sticky = absl::OkStatus();
   bool finished = false;
 
@@ -291,6 +448,15 @@ struct Allocator::State {
   absl::Status IndexWorkloads(const WorkloadColumns& workloads);
   absl::Status ResolveKeys();
   void BuildSegments();
+  void CountPrimaryOverlaps();
+  absl::Status CheckIntervals(const SampleColumns& s, const SeriesIndex& index);
+  absl::Status CheckStreamIntervals() const;
+  std::string SpacingMessage(std::string_view resource, int32_t device, std::string_view consumer,
+                             double spacing_ns) const;
+  int64_t FindDuplicates(const SampleColumns& s, const SeriesIndex& index, const std::vector<int32_t>& res_map,
+                         const std::vector<int32_t>& con_map, std::vector<uint8_t>& drop);
+  [[nodiscard]] int64_t RowNumber(int64_t i) const { return rows_seen + (row_map != nullptr ? row_map[i] : i); }
+  JoinTable BuildJoin(const std::vector<uint8_t>& line_observed) const;
 
   // Adds rows [begin, end) of a chunk into `out`; reads the state only.
   template <bool kHasDuration>
@@ -312,15 +478,27 @@ absl::Status Allocator::State::IndexCosts(const CostColumns& costs) {
   GPUCOST_RETURN_IF_ERROR(CheckLength(kTable, "cost", costs.cost.size(), n));
   has_list_cost = costs.list_cost.has_value();
   if (has_list_cost) GPUCOST_RETURN_IF_ERROR(CheckLength(kTable, "list_cost", costs.list_cost->size(), n));
+  if (costs.primary) GPUCOST_RETURN_IF_ERROR(CheckLength(kTable, "primary", costs.primary->size(), n));
+  if (costs.quantity_hours) {
+    GPUCOST_RETURN_IF_ERROR(CheckLength(kTable, "quantity_hours", costs.quantity_hours->size(), n));
+  }
   GPUCOST_RETURN_IF_ERROR(CheckCodes(kTable, "resource_id", costs.resource_id, 0));
-
-  // Dictionary entry -> resource id; null and "" name no resource.
-  std::vector<int32_t> ids(costs.resource_id.dictionary.size(), kNoResource);
-  for (size_t d = 0; d < ids.size(); ++d) {
-    if (!costs.resource_id.dictionary[d].empty()) {
-      ids[d] = InternResource(costs.resource_id.dictionary[d]);
+  has_currency = costs.currency.has_value();
+  std::vector<int32_t> currency_ids;  // dictionary entry -> currency id
+  if (has_currency) {
+    GPUCOST_RETURN_IF_ERROR(CheckLength(kTable, "currency", costs.currency->size(), n));
+    GPUCOST_RETURN_IF_ERROR(CheckCodes(kTable, "currency", *costs.currency, 0));
+    absl::flat_hash_map<std::string, int32_t> index;
+    for (std::string_view name : costs.currency->dictionary) {
+      auto [it, inserted] = index.try_emplace(std::string(name), static_cast<int32_t>(currency_names.size()));
+      if (inserted) currency_names.emplace_back(name);
+      currency_ids.push_back(it->second);
     }
   }
+
+  // Dictionary entry -> resource id; null and "" name no resource (kNoName).
+  std::vector<int32_t> ids(costs.resource_id.dictionary.size(), kNoName);
+  for (size_t d = 0; d < ids.size(); ++d) ids[d] = InternResource(costs.resource_id.dictionary[d]);
   lines.reserve(n);
   for (size_t i = 0; i < n; ++i) {
     const auto row = static_cast<int64_t>(i);
@@ -336,7 +514,26 @@ absl::Status Allocator::State::IndexCosts(const CostColumns& costs) {
     const double list = has_list_cost ? (*costs.list_cost)[i] : 0.0;
     if (!std::isfinite(list)) return RowError(kTable, row, "list_cost", absl::StrCat(Num(list), " is not a finite amount"));
     const int32_t code = costs.resource_id.codes[i];
-    lines.push_back({code == kNullCode ? kNoResource : ids[code], start, end, cost, list});
+    Line line{code == kNullCode ? kNoName : ids[code], start, end, cost, list, static_cast<double>(end - start)};
+    if (costs.quantity_hours) {
+      // NaN: the whole period; otherwise a positive, finite number of hours.
+      const double q = (*costs.quantity_hours)[i];
+      if (!std::isnan(q)) {
+        if (!(q > 0) || !std::isfinite(q)) {
+          return RowError(kTable, row, "quantity_hours", absl::StrCat(Num(q), " is not a positive number of hours"));
+        }
+        line.billed = std::min(line.billed, q * kNanosPerHourD);
+      }
+    }
+    if (costs.primary) line.primary = (*costs.primary)[i] != 0;
+    if (has_currency) {
+      const int32_t c = costs.currency->codes[i];
+      if (c == kNullCode || costs.currency->dictionary[c].empty()) {
+        return RowError(kTable, row, "currency", "missing currency");
+      }
+      line.currency = currency_ids[c];
+    }
+    lines.push_back(line);
   }
   return absl::OkStatus();
 }
@@ -395,7 +592,8 @@ absl::Status Allocator::State::IndexWorkloads(const WorkloadColumns& wl) {
     GPUCOST_RETURN_IF_ERROR(CheckLength(kTable, label.name, label.values.size(), n));
     GPUCOST_RETURN_IF_ERROR(CheckCodes(kTable, label.name, label.values, 0));
     GPUCOST_RETURN_IF_ERROR(CheckNotReserved(kTable, label.name, label.values, 0));
-    if (label.name == "consumer" || label.name == "resource_id" || label.name == "period") {
+    if (label.name == "consumer" || label.name == "resource_id" || label.name == "period" ||
+        label.name == "currency") {
       return TableError(kTable, absl::StrCat("label column ", Quoted(label.name),
                                              " clashes with a built-in key of the same name"));
     }
@@ -444,7 +642,9 @@ absl::Status Allocator::State::ResolveKeys() {
     for (const KeyDim& dim : key_dims) {
       if (dim.name == name) return ParameterError("by", absl::StrCat(Quoted(name), " appears twice"));
     }
-    if (name == "consumer") {
+    if (name == "currency" && has_currency) {
+      key_dims.push_back({KeyKind::kCurrency, name});
+    } else if (name == "consumer") {
       key_dims.push_back({KeyKind::kConsumer, name});
     } else if (name == "resource_id") {
       key_dims.push_back({KeyKind::kResource, name});
@@ -467,6 +667,11 @@ absl::Status Allocator::State::ResolveKeys() {
   if (has_period && !policy.freq.has_value()) {
     return ParameterError("freq", "required when by contains \"period\"");
   }
+  // SEMANTICS 4: two currencies are never added, so currency is always a key.
+  if (has_currency && std::none_of(key_dims.begin(), key_dims.end(),
+                                   [](const KeyDim& d) { return d.kind == KeyKind::kCurrency; })) {
+    key_dims.push_back({KeyKind::kCurrency, "currency"});
+  }
   return absl::OkStatus();
 }
 
@@ -482,7 +687,7 @@ void Allocator::State::BuildSegments() {
     size_t hi = lo;
     const int32_t r = lines[order[lo]].resource;
     while (hi < order.size() && lines[order[hi]].resource == r) ++hi;
-    if (r != kNoResource && resources[r].devices > 0) {
+    if (resources[r].devices > 0) {
       bounds.clear();
       for (size_t k = lo; k < hi; ++k) {
         bounds.push_back(lines[order[k]].start);
@@ -516,25 +721,52 @@ void Allocator::State::BuildSegments() {
   }
 }
 
+// SEMANTICS 5: primary lines whose period overlaps another primary line of
+// the same resource. Sorted by start, a line overlaps an earlier one when it
+// starts before their latest end, and a later one when the next starts
+// before its own end.
+void Allocator::State::CountPrimaryOverlaps() {
+  std::vector<int64_t> order;
+  for (size_t k = 0; k < lines.size(); ++k) {
+    if (lines[k].primary && lines[k].resource != kNoName) order.push_back(static_cast<int64_t>(k));
+  }
+  std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    return std::pair(lines[a].resource, lines[a].start) < std::pair(lines[b].resource, lines[b].start);
+  });
+  int64_t max_end = std::numeric_limits<int64_t>::min();
+  for (size_t k = 0; k < order.size(); ++k) {
+    const Line& line = lines[order[k]];
+    if (k == 0 || lines[order[k - 1]].resource != line.resource) max_end = std::numeric_limits<int64_t>::min();
+    const bool next_overlaps = k + 1 < order.size() && lines[order[k + 1]].resource == line.resource &&
+                               lines[order[k + 1]].start < line.end;
+    if (line.start < max_end || next_overlaps) ++diagnostics.lines_primary_overlap;
+    max_end = std::max(max_end, line.end);
+  }
+}
+
 absl::StatusOr<std::unique_ptr<Allocator>> Allocator::Create(
     const CostColumns& costs, const InventoryColumns& inventory,
     const WorkloadColumns* workloads, const AllocationPolicy& policy) {
   if (!(policy.alpha >= 0.0 && policy.alpha <= 1.0)) {
     return ParameterError("alpha", absl::StrCat(Num(policy.alpha), " is outside [0, 1]"));
   }
-  if (!(policy.interval_seconds > 0.0) ||
-      !(policy.interval_seconds <= static_cast<double>(kMaxDuration) / 1e9)) {
-    return ParameterError("interval", absl::StrCat(Num(policy.interval_seconds), " is not a positive number of seconds up to ten years"));
-  }
   auto state = std::make_unique<State>();
+  if (policy.interval_seconds.has_value()) {
+    const double interval = *policy.interval_seconds;
+    if (!(interval > 0.0) || !(interval <= static_cast<double>(kMaxDuration) / 1e9)) {
+      return ParameterError("interval", absl::StrCat(Num(interval), " is not a positive number of seconds up to ten years"));
+    }
+    state->interval_ns = std::llround(interval * 1e9);
+    if (state->interval_ns <= 0) return ParameterError("interval", "shorter than a nanosecond");
+  }
   state->policy = policy;
-  state->interval_ns = std::llround(policy.interval_seconds * 1e9);
-  if (state->interval_ns <= 0) return ParameterError("interval", "shorter than a nanosecond");
+  state->InternResource("");  // kNoName
   GPUCOST_RETURN_IF_ERROR(state->IndexCosts(costs));
   GPUCOST_RETURN_IF_ERROR(state->IndexInventory(inventory));
   if (workloads != nullptr) GPUCOST_RETURN_IF_ERROR(state->IndexWorkloads(*workloads));
   GPUCOST_RETURN_IF_ERROR(state->ResolveKeys());
   state->BuildSegments();
+  state->CountPrimaryOverlaps();
   state->diagnostics.lines_total = static_cast<int64_t>(state->lines.size());
   return std::unique_ptr<Allocator>(new Allocator(std::move(state)));
 }
@@ -544,7 +776,7 @@ Allocator::~Allocator() = default;
 
 absl::Status Allocator::State::SampleValueError(const SampleColumns& s, int64_t i) const {
   constexpr std::string_view kTable = "usage";
-  const int64_t row = rows_seen + i;
+  const int64_t row = RowNumber(i);
   if (s.timestamp[i] == kMissingInstant) return RowError(kTable, row, "timestamp", "missing instant");
   if (!InstantInRange(s.timestamp[i], s.time_unit)) return RowError(kTable, row, "timestamp", kOutOfRange);
   const double share = s.share[i];
@@ -585,30 +817,80 @@ absl::Status Allocator::State::AddRun(const SampleColumns& s, int64_t begin, int
   const TimeUnit unit = s.time_unit;
   const RawBounds bounds = BoundsOf(unit);
   const int64_t run_length = end - begin;
+  const Resource& res = resources[resource];
+  SampleStats& stats = out.slots->stats[resource];
+  stats.samples += run_length;
+  // Earliest start and latest end of the run, kept in registers.
+  int64_t first = std::numeric_limits<int64_t>::max();
+  int64_t last = std::numeric_limits<int64_t>::min();
+  const int64_t* sstart = seg_start.data();
+  const int64_t* send = seg_end.data();
 
-  if (resource == kNoResource || consumer == kNoConsumer) {
+  if (res.devices == 0) {  // unknown resource: nothing to join, only counted
+    double held = 0;
     for (int64_t i = begin; i < end; ++i) {
-      if (!SampleValuesOk<kHasDuration>(bounds, ts[i], share[i], util[i], mem[i], kHasDuration ? dur[i] : 1)) {
+      const int64_t d_raw = kHasDuration ? dur[i] : 1;
+      if (!SampleValuesOk<kHasDuration>(bounds, ts[i], share[i], util[i], mem[i], d_raw)) {
         return SampleValueError(s, i);
       }
+      const int64_t t = ScaleInstant(ts[i], unit);
+      const int64_t d = kHasDuration ? ScaleInstant(d_raw, unit) : interval_ns;
+      first = std::min(first, t);
+      last = std::max(last, t + d);
+      held += share[i] * static_cast<double>(d);
     }
+    stats.first = std::min(stats.first, first);
+    stats.last = std::max(stats.last, last);
     if (consumer == kNoConsumer) {
       out.no_consumer += run_length;
+      stats.no_consumer += run_length;
     } else {
       out.unknown_resource += run_length;
+      stats.unknown_resource += run_length;
+      stats.unjoined_ns += held;
     }
     return absl::OkStatus();
   }
 
-  const Resource& res = resources[resource];
-  const int64_t* sstart = seg_start.data();
-  const int64_t* send = seg_end.data();
+  if (consumer == kNoConsumer) {
+    // Free devices allocate nothing but make the lines they overlap observed
+    // (SEMANTICS 2). The segment last marked is cached for the run.
+    uint8_t* observed = out.slots->observed.data();
+    int64_t cache_start = std::numeric_limits<int64_t>::max();
+    int64_t cache_end = std::numeric_limits<int64_t>::min();
+    for (int64_t i = begin; i < end; ++i) {
+      const int64_t d_raw = kHasDuration ? dur[i] : 1;
+      if (!SampleValuesOk<kHasDuration>(bounds, ts[i], share[i], util[i], mem[i], d_raw)) [[unlikely]] {
+        return SampleValueError(s, i);
+      }
+      const int64_t t = ScaleInstant(ts[i], unit);
+      const int64_t t_end = t + (kHasDuration ? ScaleInstant(d_raw, unit) : interval_ns);
+      first = std::min(first, t);
+      last = std::max(last, t_end);
+      if (t >= cache_start && t_end <= cache_end) [[likely]] continue;
+      for (int64_t seg = std::upper_bound(send + res.seg_begin, send + res.seg_end, t) - send;
+           seg < res.seg_end && sstart[seg] < t_end; ++seg) {
+        if (seg_active[seg]) observed[seg] = 1;
+        if (t >= sstart[seg] && t_end <= send[seg]) {
+          cache_start = sstart[seg];
+          cache_end = send[seg];
+        }
+      }
+    }
+    stats.first = std::min(stats.first, first);
+    stats.last = std::max(stats.last, last);
+    out.no_consumer += run_length;
+    stats.no_consumer += run_length;
+    return absl::OkStatus();
+  }
+
   // The cached segment: samples wholly inside it add to the locals h, u, m.
   int64_t cache_start = std::numeric_limits<int64_t>::max();
   int64_t cache_end = std::numeric_limits<int64_t>::min();
   Accumulator* cache_slot = nullptr;
   double h = 0, u = 0, m = 0;
   int64_t outside = 0;
+  double outside_held = 0;
   auto flush = [&] {
     if (cache_slot != nullptr) {
       cache_slot->held += h;
@@ -626,6 +908,8 @@ absl::Status Allocator::State::AddRun(const SampleColumns& s, int64_t begin, int
     const int64_t t = ScaleInstant(ts[i], unit);
     const int64_t d = kHasDuration ? ScaleInstant(d_raw, unit) : interval_ns;
     const int64_t t_end = t + d;
+    first = std::min(first, t);
+    last = std::max(last, t_end);
     if (t >= cache_start && t_end <= cache_end) [[likely]] {
       const double o = static_cast<double>(d);
       const double held = share[i] * o;
@@ -666,11 +950,18 @@ absl::Status Allocator::State::AddRun(const SampleColumns& s, int64_t begin, int
       acc.used += share[i] * util[i] * o;
       acc.mem += mem[i] * o;
     }
-    if (!overlaps) ++outside;
+    if (!overlaps) {
+      ++outside;
+      outside_held += share[i] * static_cast<double>(d);
+    }
   }
   flush();
   out.outside_lines += outside;
   out.used += run_length - outside;
+  stats.outside_lines += outside;
+  stats.unjoined_ns += outside_held;
+  stats.first = std::min(stats.first, first);
+  stats.last = std::max(stats.last, last);
   return absl::OkStatus();
 }
 
@@ -690,16 +981,16 @@ absl::Status Allocator::State::AddRuns(const SampleColumns& s, int64_t begin, in
     int64_t j = i + 1;
     while (j < n && rc[j] == r_code && dv[j] == device && cc[j] == c_code) ++j;
     if (r_code < 0 || r_code >= res_dict) {
-      return RowError(kTable, rows_seen + i, "resource_id",
+      return RowError(kTable, RowNumber(i), "resource_id",
                       r_code == kNullCode ? std::string("missing resource id")
                                           : absl::StrCat("code ", r_code, " is not in the dictionary"));
     }
     if (c_code < kNullCode || c_code >= con_dict) {
-      return RowError(kTable, rows_seen + i, "consumer", absl::StrCat("code ", c_code, " is not in the dictionary"));
+      return RowError(kTable, RowNumber(i), "consumer", absl::StrCat("code ", c_code, " is not in the dictionary"));
     }
     const int32_t resource = res_map[r_code];
-    if (resource != kNoResource && (device < 0 || device >= resources[resource].devices)) {
-      return RowError(kTable, rows_seen + i, "device",
+    if (resources[resource].devices > 0 && (device < 0 || device >= resources[resource].devices)) {
+      return RowError(kTable, RowNumber(i), "device",
                       absl::StrCat("device ", device, " of ", Quoted(resource_names[resource]), ", which has ",
                                    resources[resource].devices, " devices (expected 0..",
                                    resources[resource].devices - 1, ")"));
@@ -709,6 +1000,150 @@ absl::Status Allocator::State::AddRuns(const SampleColumns& s, int64_t begin, in
     i = j;
   }
   return absl::OkStatus();
+}
+
+
+std::vector<double> SeriesSpacings(const SampleColumns& samples) {
+  const std::vector<double> spacing = Spacings(samples, IndexSeries(samples));
+  std::vector<double> out;
+  for (double v : spacing) {
+    if (!std::isnan(v)) out.push_back(v / 1e9);
+  }
+  return out;
+}
+
+double InferInterval(std::vector<double> spacings) {
+  return spacings.empty() ? 60.0 : Median(spacings);
+}
+
+// SEMANTICS 1.3: the interval inferred from the series' spacings when none
+// was given, and every series checked against it.
+absl::Status Allocator::State::CheckIntervals(const SampleColumns& s, const SeriesIndex& index) {
+  constexpr std::string_view kTable = "usage";
+  const std::vector<double> spacing = Spacings(s, index);
+  if (interval_ns == 0) {
+    std::vector<double> known;
+    for (double v : spacing) {
+      if (!std::isnan(v)) known.push_back(v);
+    }
+    interval_ns = known.empty() ? 60 * kNanosPerSecond : std::max<int64_t>(1, std::llround(Median(known)));
+    interval_inferred = true;
+  }
+  const auto interval = static_cast<double>(interval_ns);
+  // A stream's chunk may hold any subset of a series, whose spacing is never
+  // below the whole series' (adding instants only splits gaps): here only a
+  // series too dense is certain; Finish() checks the whole series.
+  const double too_sparse = single_chunk ? 2 * interval : std::numeric_limits<double>::infinity();
+  for (int64_t k = 0; k < index.size(); ++k) {
+    if (std::isnan(spacing[k]) || (spacing[k] <= too_sparse && spacing[k] >= 0.5 * interval)) continue;
+    const int64_t i = index.Row(index.begin[k]);
+    auto name = [](const StringColumn& col, int64_t row) {
+      const int32_t c = col.codes[row];
+      return c >= 0 && c < static_cast<int32_t>(col.dictionary.size()) ? col.dictionary[c] : std::string_view();
+    };
+    return RowError(kTable, rows_seen + i, "timestamp",
+                    SpacingMessage(name(s.resource_id, i), s.device[i], name(s.consumer, i), spacing[k]));
+  }
+  return absl::OkStatus();
+}
+
+std::string Allocator::State::SpacingMessage(std::string_view resource, int32_t device, std::string_view consumer,
+                                             double spacing_ns) const {
+  return absl::StrCat("the series (resource_id ", Quoted(resource), ", device ", device, ", consumer ",
+                      Quoted(consumer), ") has a sample every ", Seconds(spacing_ns), ", but the interval is ",
+                      Seconds(static_cast<double>(interval_ns)),
+                      interval_inferred ? (single_chunk ? " (inferred: the median spacing of all series)"
+                                                        : " (inferred from the first chunk)")
+                                        : " (given)",
+                      "; give the interval the data was sampled at, or a duration column");
+}
+
+// A stream's series, whole at last: each checked against the interval as
+// allocate() checks them (the chunks checked only what they could).
+absl::Status Allocator::State::CheckStreamIntervals() const {
+  if (single_chunk || saw_duration || !saw_no_duration) return absl::OkStatus();
+  const auto interval = static_cast<double>(interval_ns);
+  std::vector<double> diffs;
+  for (const auto& [key, seen] : history) {
+    diffs.clear();
+    for (size_t k = 1; k < seen.size(); ++k) {
+      if (seen[k].first > seen[k - 1].first) diffs.push_back(static_cast<double>(seen[k].first - seen[k - 1].first));
+    }
+    if (diffs.empty()) continue;
+    const double spacing = Median(diffs);
+    if (spacing <= 2 * interval && spacing >= 0.5 * interval) continue;
+    return TableError("usage", SpacingMessage(resource_names[key.resource], key.device,
+                                              key.consumer == kNoConsumer ? std::string_view()
+                                                                          : std::string_view(consumer_names[key.consumer]),
+                                              spacing));
+  }
+  return absl::OkStatus();
+}
+
+// SEMANTICS 1.3: rows equal in every column are one sample read twice. In a
+// chunk they are neighbours in their series' time order (ties compared
+// pairwise, first row kept). Across the chunks of a stream each series keeps
+// its rows' (instant, fingerprint of the values), sorted: a row of an
+// in-order stream is past the end and costs no search.
+int64_t Allocator::State::FindDuplicates(const SampleColumns& s, const SeriesIndex& index,
+                                         const std::vector<int32_t>& res_map, const std::vector<int32_t>& con_map,
+                                         std::vector<uint8_t>& drop) {
+  const int64_t* ts = s.timestamp.data();
+  int64_t found = 0;
+  for (int64_t k = 0; k < index.size(); ++k) {
+    const int64_t b = index.begin[k], e = index.begin[k + 1];
+    for (int64_t p = b + 1; p < e; ++p) {
+      const int64_t row = index.Row(p);
+      for (int64_t q = p - 1; q >= b && ts[index.Row(q)] == ts[row]; --q) {
+        const int64_t earlier = index.Row(q);
+        if ((drop.empty() || !drop[earlier]) && SameValues(s, earlier, row)) {
+          if (drop.empty()) drop.assign(s.size(), 0);
+          drop[row] = 1;
+          ++found;
+          break;
+        }
+      }
+    }
+  }
+  if (single_chunk) return found;
+
+  const int32_t* rc = s.resource_id.codes.data();
+  const int32_t* cc = s.consumer.codes.data();
+  const auto unit = static_cast<int64_t>(s.time_unit);
+  auto fingerprint = [&](int64_t i) {
+    return absl::HashOf(std::bit_cast<uint64_t>(s.share[i]), std::bit_cast<uint64_t>(s.util[i]),
+                        std::bit_cast<uint64_t>(s.mem_used[i]), s.duration ? (*s.duration)[i] * unit : -1);
+  };
+  std::vector<std::pair<int64_t, uint64_t>> fresh;
+  for (int64_t k = 0; k < index.size(); ++k) {
+    const int64_t first = index.Row(index.begin[k]);
+    if (rc[first] < 0 || rc[first] >= static_cast<int32_t>(res_map.size()) || cc[first] < kNullCode ||
+        cc[first] >= static_cast<int32_t>(con_map.size())) {
+      continue;  // refused with its row later
+    }
+    const SeriesKey key{res_map[rc[first]], s.device[first], cc[first] == kNullCode ? kNoConsumer : con_map[cc[first]]};
+    std::vector<std::pair<int64_t, uint64_t>>& seen = history[key];
+    fresh.clear();
+    for (int64_t p = index.begin[k]; p < index.begin[k + 1]; ++p) {
+      const int64_t row = index.Row(p);
+      if (!drop.empty() && drop[row]) continue;
+      const std::pair<int64_t, uint64_t> item{ts[row] * unit, fingerprint(row)};
+      if (!seen.empty() && item.first <= seen.back().first && std::binary_search(seen.begin(), seen.end(), item)) {
+        if (drop.empty()) drop.assign(s.size(), 0);
+        drop[row] = 1;
+        ++found;
+        continue;
+      }
+      fresh.push_back(item);
+    }
+    std::sort(fresh.begin(), fresh.end());
+    const auto middle = static_cast<std::ptrdiff_t>(seen.size());
+    seen.insert(seen.end(), fresh.begin(), fresh.end());
+    if (middle > 0 && !fresh.empty() && fresh.front() < seen[middle - 1]) {
+      std::inplace_merge(seen.begin(), seen.begin() + middle, seen.end());
+    }
+  }
+  return found;
 }
 
 absl::Status Allocator::AddSamples(const SampleColumns& s) {
@@ -739,28 +1174,77 @@ absl::Status Allocator::AddSamples(const SampleColumns& s) {
     return fail(status);
   }
   // Chunk dictionaries -> ids: array lookups in the hot loop, never hashing.
-  std::vector<int32_t> res_map(s.resource_id.dictionary.size(), kNoResource);
-  for (size_t d = 0; d < res_map.size(); ++d) {
-    auto it = st.resource_ids.find(std::string(s.resource_id.dictionary[d]));
-    if (it != st.resource_ids.end() && st.resources[it->second].devices > 0) res_map[d] = it->second;
-  }
+  // Resources only in the telemetry get an id too (no devices), for the join.
+  std::vector<int32_t> res_map(s.resource_id.dictionary.size(), kNoName);
+  for (size_t d = 0; d < res_map.size(); ++d) res_map[d] = st.InternResource(s.resource_id.dictionary[d]);
   std::vector<int32_t> con_map(s.consumer.dictionary.size(), kNoConsumer);
   for (size_t d = 0; d < con_map.size(); ++d) {
     if (!s.consumer.dictionary[d].empty()) con_map[d] = st.InternConsumer(s.consumer.dictionary[d]);
   }
+  // Series: the interval checked (or inferred), rows read twice dropped.
+  const SeriesIndex index = IndexSeries(s);
+  if (s.duration.has_value()) {
+    st.saw_duration = true;
+  } else {
+    st.saw_no_duration = true;
+    if (absl::Status status = st.CheckIntervals(s, index); !status.ok()) return fail(status);
+  }
+  std::vector<uint8_t> drop;
+  const int64_t duplicates = st.FindDuplicates(s, index, res_map, con_map, drop);
+  // With duplicates (rare) the hot loop reads a copy without them; errors
+  // still name the rows as given.
+  SampleColumns view = s;
+  struct Kept {
+    std::vector<int64_t> timestamp, duration, row;
+    std::vector<int32_t> resource, device, consumer;
+    std::vector<double> share, util, mem;
+  } kept;
+  if (duplicates > 0) {
+    const size_t rows = n - static_cast<size_t>(duplicates);
+    for (auto* v : {&kept.timestamp, &kept.row}) v->reserve(rows);
+    for (size_t i = 0; i < n; ++i) {
+      if (drop[i]) continue;
+      kept.row.push_back(static_cast<int64_t>(i));
+      kept.timestamp.push_back(s.timestamp[i]);
+      if (s.duration) kept.duration.push_back((*s.duration)[i]);
+      kept.resource.push_back(s.resource_id.codes[i]);
+      kept.device.push_back(s.device[i]);
+      kept.consumer.push_back(s.consumer.codes[i]);
+      kept.share.push_back(s.share[i]);
+      kept.util.push_back(s.util[i]);
+      kept.mem.push_back(s.mem_used[i]);
+    }
+    view.timestamp = kept.timestamp;
+    view.resource_id.codes = kept.resource;
+    view.device = kept.device;
+    view.consumer.codes = kept.consumer;
+    view.share = kept.share;
+    view.util = kept.util;
+    view.mem_used = kept.mem;
+    if (s.duration) view.duration = std::span<const int64_t>(kept.duration);
+    st.row_map = kept.row.data();
+  }
+  struct ClearRowMap {
+    State& st;
+    ~ClearRowMap() { st.row_map = nullptr; }
+  } clear_row_map{st};
   // Rows split into contiguous ranges at series boundaries, one per worker;
   // each worker fills its own slot table. Sums differ from one thread's only
   // in the order of additions.
-  const std::vector<int64_t> bounds = SplitAtRuns(s, WorkersFor(st.policy.threads, n));
+  const std::vector<int64_t> bounds = SplitAtRuns(view, WorkersFor(st.policy.threads, view.size()));
   const size_t workers = bounds.size() - 1;
   if (st.tables.size() < workers) st.tables.resize(workers);
+  for (SlotTable& table : st.tables) {
+    table.stats.resize(st.resources.size());
+    table.observed.resize(st.seg_start.size(), 0);
+  }
   std::vector<Partial> parts(workers);
   for (size_t w = 0; w < workers; ++w) parts[w].slots = &st.tables[w];
   auto work = [&](size_t w) {
     Partial& part = parts[w];
-    part.status = s.duration.has_value()
-                      ? st.AddRuns<true>(s, bounds[w], bounds[w + 1], res_map, con_map, part)
-                      : st.AddRuns<false>(s, bounds[w], bounds[w + 1], res_map, con_map, part);
+    part.status = view.duration.has_value()
+                      ? st.AddRuns<true>(view, bounds[w], bounds[w + 1], res_map, con_map, part)
+                      : st.AddRuns<false>(view, bounds[w], bounds[w + 1], res_map, con_map, part);
   };
   if (workers == 1) {
     work(0);
@@ -782,7 +1266,89 @@ absl::Status Allocator::AddSamples(const SampleColumns& s) {
   }
   st.rows_seen += static_cast<int64_t>(n);
   st.diagnostics.samples_total += static_cast<int64_t>(n);
+  st.diagnostics.samples_duplicate += duplicates;
   return absl::OkStatus();
+}
+
+// The join table (Allocation::join): lines summed per (resource, currency),
+// the samples' per-resource stats gathered by the workers.
+JoinTable Allocator::State::BuildJoin(const std::vector<uint8_t>& line_observed) const {
+  SampleStats none;
+  std::vector<SampleStats> stats(resources.size(), none);
+  for (const SlotTable& table : tables) {
+    for (size_t r = 0; r < table.stats.size(); ++r) stats[r].Add(table.stats[r]);
+  }
+  struct Row {
+    int32_t resource, currency;  // currency -1: none
+    int64_t lines = 0, primary_lines = 0;
+    double cost = 0, observed = 0, unobserved = 0, unattributed = 0, billed_ns = 0;
+    int64_t start = std::numeric_limits<int64_t>::max(), end = std::numeric_limits<int64_t>::min();
+  };
+  absl::flat_hash_map<std::pair<int32_t, int32_t>, size_t> index;
+  std::vector<Row> rows;
+  auto row_of = [&](int32_t resource, int32_t currency) -> Row& {
+    auto [it, inserted] = index.try_emplace(std::pair(resource, currency), rows.size());
+    if (inserted) rows.push_back({resource, currency});
+    return rows[it->second];
+  };
+  for (size_t k = 0; k < lines.size(); ++k) {
+    const Line& line = lines[k];
+    Row& row = row_of(line.resource, has_currency ? line.currency : -1);
+    const Resource& res = resources[line.resource];
+    ++row.lines;
+    row.cost += line.cost;
+    if (res.devices == 0) {
+      row.unattributed += line.cost;
+    } else if (line_observed[k]) {
+      row.observed += line.cost;
+    } else {
+      row.unobserved += line.cost;
+    }
+    if (line.primary) {
+      ++row.primary_lines;
+      row.billed_ns += res.devices * line.billed;
+    }
+    row.start = std::min(row.start, line.start);
+    row.end = std::max(row.end, line.end);
+  }
+  std::vector<uint8_t> billed(resources.size(), 0);
+  for (const Row& row : rows) billed[row.resource] = 1;
+  for (size_t r = 0; r < resources.size(); ++r) {
+    if (stats[r].samples > 0 && !billed[r]) row_of(static_cast<int32_t>(r), -1);
+  }
+  auto currency_name = [&](int32_t c) -> std::string_view { return c < 0 ? std::string_view() : currency_names[c]; };
+  std::sort(rows.begin(), rows.end(), [&](const Row& a, const Row& b) {
+    return std::pair(std::string_view(resource_names[a.resource]), currency_name(a.currency)) <
+           std::pair(std::string_view(resource_names[b.resource]), currency_name(b.currency));
+  });
+  JoinTable join;
+  auto time_or_missing = [](int64_t t, bool any) { return any ? t : kMissingInstant; };
+  for (size_t k = 0; k < rows.size(); ++k) {
+    const Row& row = rows[k];
+    // A resource's samples go on its first row.
+    const bool first = k == 0 || rows[k - 1].resource != row.resource;
+    const SampleStats& st = first ? stats[row.resource] : none;
+    join.resource_id.push_back(resource_names[row.resource]);
+    join.currency.emplace_back(currency_name(row.currency));
+    join.in_inventory.push_back(resources[row.resource].devices > 0 ? 1 : 0);
+    join.lines.push_back(row.lines);
+    join.primary_lines.push_back(row.primary_lines);
+    join.cost.push_back(row.cost);
+    join.cost_observed.push_back(row.observed);
+    join.cost_unobserved.push_back(row.unobserved);
+    join.cost_unattributed.push_back(row.unattributed);
+    join.billed_gpu_hours.push_back(row.billed_ns / kNanosPerHourD);
+    join.samples.push_back(st.samples);
+    join.samples_no_consumer.push_back(st.no_consumer);
+    join.samples_outside_lines.push_back(st.outside_lines);
+    join.samples_unknown_resource.push_back(st.unknown_resource);
+    join.unjoined_gpu_hours.push_back(st.unjoined_ns / kNanosPerHourD);
+    join.lines_start.push_back(time_or_missing(row.start, row.lines > 0));
+    join.lines_end.push_back(time_or_missing(row.end, row.lines > 0));
+    join.samples_start.push_back(time_or_missing(st.first, st.samples > 0));
+    join.samples_end.push_back(time_or_missing(st.last, st.samples > 0));
+  }
+  return join;
 }
 
 absl::StatusOr<Allocation> Allocator::Finish() {
@@ -790,6 +1356,10 @@ absl::StatusOr<Allocation> Allocator::Finish() {
   if (!st.sticky.ok()) return st.sticky;
   if (st.finished) return absl::FailedPreconditionError("Allocator: Finish called twice");
   st.finished = true;
+  if (absl::Status status = st.CheckStreamIntervals(); !status.ok()) {
+    st.sticky = status;
+    return status;
+  }
   return st.Prorate();
 }
 
@@ -828,25 +1398,28 @@ absl::StatusOr<Allocation> Allocator::State::Prorate() {
   const auto num_consumers = static_cast<int32_t>(consumer_names.size());
   const int32_t idle_id = num_consumers;              // pseudo-consumer ids
   const int32_t unattributed_id = num_consumers + 1;
+  const int32_t unobserved_id = num_consumers + 2;
+  constexpr int32_t kPseudo = 3;
   // Label value of a (pseudo-)consumer in label column l: an index into
-  // labels[l].values, or one of three pseudo-values after them.
+  // labels[l].values, or one of four pseudo-values after them.
   auto label_value = [&](int l, int32_t consumer) -> int32_t {
     const auto nv = static_cast<int32_t>(labels[l].values.size());
     if (consumer == idle_id) return nv;
     if (consumer == unattributed_id) return nv + 1;
+    if (consumer == unobserved_id) return nv + 3;
     if (consumer < workload_consumers && labels[l].by_consumer[consumer] != kNullCode) {
       return labels[l].by_consumer[consumer];
     }
     return nv + 2;  // unlabelled
   };
-  std::vector<int32_t> consumer_key(num_consumers + 2, 0);
+  std::vector<int32_t> consumer_key(num_consumers + kPseudo, 0);
   std::vector<std::vector<int32_t>> label_tuples;  // tuple id -> label values
   if (by_consumer) {
     std::iota(consumer_key.begin(), consumer_key.end(), 0);
   } else if (by_labels) {
     absl::flat_hash_map<std::vector<int32_t>, int32_t> tuple_ids;
     std::vector<int32_t> tuple;
-    for (int32_t c = 0; c < num_consumers + 2; ++c) {
+    for (int32_t c = 0; c < num_consumers + kPseudo; ++c) {
       tuple.clear();
       for (const KeyDim& dim : key_dims) {
         if (dim.kind == KeyKind::kLabel) tuple.push_back(label_value(dim.label, c));
@@ -862,7 +1435,8 @@ absl::StatusOr<Allocation> Allocator::State::Prorate() {
   std::vector<GroupTotals> totals;
   auto group = [&](int32_t consumer, const Line& line) -> GroupTotals& {
     const GroupKey key{consumer_key[consumer], by_resource ? line.resource : 0,
-                       period_freq ? FloorToPeriod(line.start, *period_freq) : 0};
+                       period_freq ? FloorToPeriod(line.start, *period_freq) : 0,
+                       has_currency ? line.currency : 0};
     auto [it, inserted] = group_ids.try_emplace(key, static_cast<uint32_t>(totals.size()));
     if (inserted) {
       group_keys.push_back(key);
@@ -876,21 +1450,43 @@ absl::StatusOr<Allocation> Allocator::State::Prorate() {
     int32_t consumer;
     Accumulator acc;
   };
+  // A segment is observed when a sample overlaps it: a slot of a consumer,
+  // or a free device's sample (SEMANTICS 2).
+  std::vector<uint8_t> seg_observed(num_segments, 0);
+  for (const SlotTable& table : tables) {
+    for (size_t seg = 0; seg < table.observed.size(); ++seg) seg_observed[seg] |= table.observed[seg];
+  }
+  for (const Slot& slot : all_slots) seg_observed[slot.segment] = 1;
+  std::vector<uint8_t> line_observed(lines.size(), 0);
+
   std::vector<ConsumerSum> sums;
   std::vector<double> phi;
   const double alpha = policy.alpha;
-  for (const Line& line : lines) {
-    if (line.resource == kNoResource || resources[line.resource].devices == 0) {
+  for (size_t line_index = 0; line_index < lines.size(); ++line_index) {
+    const Line& line = lines[line_index];
+    const Resource& res = resources[line.resource];
+    if (res.devices == 0) {
       GroupTotals& g = group(unattributed_id, line);
       g.cost += line.cost;
       g.list_cost += line.list_cost;
       ++diagnostics.lines_unattributed;
       continue;
     }
-    const Resource& res = resources[line.resource];
-    const double span = static_cast<double>(line.end - line.start);
-    const double capacity = res.devices * span;      // C, GPU-ns
-    const double mem_capacity = res.mem_capacity * span;  // M, byte-ns
+    const double capacity = res.devices * line.billed;          // C, GPU-ns
+    const double mem_capacity = res.mem_capacity * line.billed;  // M, byte-ns
+    // Hours count over primary lines only (SEMANTICS 4).
+    const double hours = line.primary ? 1.0 : 0.0;
+    bool observed = false;
+    for (int64_t seg = line.seg_begin; seg < line.seg_end && !observed; ++seg) observed = seg_observed[seg] != 0;
+    if (!observed) {  // nothing measured it: neither used nor idle
+      GroupTotals& g = group(unobserved_id, line);
+      g.cost += line.cost;
+      g.list_cost += line.list_cost;
+      g.gpu_ns += hours * capacity;
+      ++diagnostics.lines_unobserved;
+      continue;
+    }
+    line_observed[line_index] = 1;
     sums.clear();
     for (int64_t seg = line.seg_begin; seg < line.seg_end; ++seg) {
       for (int64_t k = seg_slot_begin[seg]; k < seg_slot_begin[seg + 1]; ++k) {
@@ -944,23 +1540,25 @@ absl::StatusOr<Allocation> Allocator::State::Prorate() {
       }
       g.cost += cost;
       g.list_cost += list;
-      g.gpu_ns += sums[k].acc.held;
-      g.used_ns += sums[k].acc.used;
-      g.mem_byte_ns += sums[k].acc.mem;
+      g.gpu_ns += hours * sums[k].acc.held;
+      g.used_ns += hours * sums[k].acc.used;
+      g.mem_byte_ns += hours * sums[k].acc.mem;
     }
     if (!share_idle) {
       GroupTotals& g = group(idle_id, line);
       g.cost += idle;
       g.idle_cost += idle;
       g.list_cost += idle_list;
-      g.gpu_ns += std::max(0.0, capacity - held_sum);
+      g.gpu_ns += hours * std::max(0.0, capacity - held_sum);
     }
   }
 
   // Key columns with sorted dictionaries, then rows sorted by key.
   Allocation out;
+  if (saw_no_duration) diagnostics.interval_seconds = static_cast<double>(interval_ns) / 1e9;
   out.diagnostics = diagnostics;
   out.has_list_cost = has_list_cost;
+  out.join = BuildJoin(line_observed);
   const size_t rows = totals.size();
   auto sorted_dictionary = [](std::vector<std::string> names, std::vector<int32_t>& rank) {
     std::vector<int32_t> order(names.size());
@@ -985,21 +1583,22 @@ absl::StatusOr<Allocation> Allocator::State::Prorate() {
         for (size_t g = 0; g < rows; ++g) col.period[g] = group_keys[g].period;
         break;
       case KeyKind::kResource: {
-        std::vector<std::string> names = resource_names;
-        names.emplace_back("");  // lines with no resource
-        col.dictionary = sorted_dictionary(std::move(names), rank);
+        col.dictionary = sorted_dictionary(resource_names, rank);  // "" (kNoName) included
         col.codes.resize(rows);
-        const auto none = static_cast<int32_t>(resource_names.size());
-        for (size_t g = 0; g < rows; ++g) {
-          const int32_t r = group_keys[g].resource;
-          col.codes[g] = rank[r == kNoResource ? none : r];
-        }
+        for (size_t g = 0; g < rows; ++g) col.codes[g] = rank[group_keys[g].resource];
+        break;
+      }
+      case KeyKind::kCurrency: {
+        col.dictionary = sorted_dictionary(currency_names, rank);
+        col.codes.resize(rows);
+        for (size_t g = 0; g < rows; ++g) col.codes[g] = rank[group_keys[g].currency];
         break;
       }
       case KeyKind::kConsumer: {
         std::vector<std::string> names = consumer_names;
         names.emplace_back(kIdle);
         names.emplace_back(kUnattributed);
+        names.emplace_back(kUnobserved);
         col.dictionary = sorted_dictionary(std::move(names), rank);
         col.codes.resize(rows);
         for (size_t g = 0; g < rows; ++g) col.codes[g] = rank[group_keys[g].consumer_key];
@@ -1010,6 +1609,7 @@ absl::StatusOr<Allocation> Allocator::State::Prorate() {
         names.emplace_back(kIdle);
         names.emplace_back(kUnattributed);
         names.emplace_back(kUnlabelled);
+        names.emplace_back(kUnobserved);
         col.dictionary = sorted_dictionary(std::move(names), rank);
         col.codes.resize(rows);
         for (size_t g = 0; g < rows; ++g) {
@@ -1074,6 +1674,7 @@ absl::StatusOr<Allocation> Allocate(const CostColumns& costs, const SampleColumn
                                     const AllocationPolicy& policy) {
   GPUCOST_ASSIGN_OR_RETURN(std::unique_ptr<Allocator> allocator,
                            Allocator::Create(costs, inventory, workloads, policy));
+  allocator->state_->single_chunk = true;  // no later chunk: no duplicate history
   GPUCOST_RETURN_IF_ERROR(allocator->AddSamples(samples));
   return allocator->Finish();
 }

@@ -33,6 +33,7 @@ namespace gpucost {
 // The reserved consumer and label values of SEMANTICS 2-4.
 inline constexpr std::string_view kIdle = "__idle__";
 inline constexpr std::string_view kUnattributed = "__unattributed__";
+inline constexpr std::string_view kUnobserved = "__unobserved__";
 inline constexpr std::string_view kUnlabelled = "__unlabelled__";
 
 enum class Basis { kAllocated, kUsed, kBlended };
@@ -45,8 +46,10 @@ struct AllocationPolicy {
   Basis basis = Basis::kAllocated;
   double alpha = 0.5;  // blended weight of GPU time vs memory, in [0, 1]
   IdleMode idle = IdleMode::kKeep;
-  // Seconds a sample stands for when the samples have no duration column.
-  double interval_seconds = 60.0;
+  // Seconds a sample stands for when the samples have no duration column;
+  // absent: inferred from the timestamps (SEMANTICS 1.3; streaming: from the
+  // first chunk without durations). Every series is checked against it.
+  std::optional<double> interval_seconds;
   // Result groups: "consumer", "resource_id", "period" or label columns of
   // the workloads table, in the order the result is sorted by.
   std::vector<std::string> by = {"consumer"};
@@ -57,12 +60,17 @@ struct AllocationPolicy {
   int threads = 0;
 };
 
-// SEMANTICS 5. The four sample counts add up to samples_total.
+// SEMANTICS 5. The five sample counts add up to samples_total.
 struct Diagnostics {
   int64_t lines_total = 0;
   int64_t lines_unattributed = 0;
+  int64_t lines_unobserved = 0;
   int64_t lines_oversubscribed = 0;
+  int64_t lines_primary_overlap = 0;
+  // Seconds a sample stood for when usage had no duration column.
+  std::optional<double> interval_seconds;
   int64_t samples_total = 0;
+  int64_t samples_duplicate = 0;
   int64_t samples_no_consumer = 0;
   int64_t samples_unknown_resource = 0;
   int64_t samples_outside_lines = 0;
@@ -81,7 +89,31 @@ struct KeyColumn {
   [[nodiscard]] bool is_period() const { return name == "period"; }
 };
 
-// One row per group, sorted by the key columns in `by` order.
+// How the bill and the telemetry joined: one row per (resource_id, currency)
+// seen in the cost lines or the samples, sorted by both. `currency` is ""
+// when the lines have none or the resource is only in the telemetry. The
+// sample columns of a resource billed in several currencies are on its first
+// currency's row (0 on the others). Times are ns UTC, kMissingInstant where
+// there is none. Money in the row's currency; hours are GPU-hours.
+struct JoinTable {
+  std::vector<std::string> resource_id;
+  std::vector<std::string> currency;
+  std::vector<uint8_t> in_inventory;
+  std::vector<int64_t> lines, primary_lines;
+  std::vector<double> cost, cost_observed, cost_unobserved, cost_unattributed;
+  std::vector<double> billed_gpu_hours;  // C / 3600 over primary lines
+  std::vector<int64_t> samples;  // non-duplicate samples naming the resource
+  std::vector<int64_t> samples_no_consumer, samples_outside_lines, samples_unknown_resource;
+  // share * duration / 3600 of samples with a consumer that joined no line.
+  std::vector<double> unjoined_gpu_hours;
+  std::vector<int64_t> lines_start, lines_end;      // min start / max end of its lines
+  std::vector<int64_t> samples_start, samples_end;  // min timestamp / max timestamp + duration
+
+  [[nodiscard]] size_t size() const { return resource_id.size(); }
+};
+
+// One row per group, sorted by the key columns in `by` order (then the
+// "currency" key, appended when the cost lines have a currency).
 struct Allocation {
   std::vector<KeyColumn> keys;
   std::vector<double> cost;
@@ -92,6 +124,7 @@ struct Allocation {
   std::vector<double> mem_gib_hours;
   std::vector<double> cost_per_effective_gpu_hour;  // NaN where no effective hours
   Diagnostics diagnostics;
+  JoinTable join;
 
   bool has_list_cost = false;  // whether the cost lines had a list_cost column
 
@@ -100,7 +133,8 @@ struct Allocation {
 
 // Streaming allocator: cost lines, inventory and workloads up front, samples
 // in chunks of any size and order, then Finish(). Memory grows with cost
-// lines and (line, consumer) pairs, not with samples.
+// lines and (line, consumer) pairs, and by 16 bytes per sample for finding
+// rows read twice across chunks (none for one-shot Allocate()).
 //
 // An error in AddSamples() is sticky: Finish() then returns it too, so a
 // partially fed allocator never yields a result.
@@ -116,17 +150,30 @@ class Allocator {
   Allocator& operator=(const Allocator&) = delete;
 
   // Adds one chunk of samples. Row numbers in errors count from the first
-  // row of the first chunk.
+  // row of the first chunk. Rows equal in every column to a row of this or
+  // an earlier chunk are dropped and counted (samples_duplicate); to find
+  // them across chunks the allocator keeps 16 bytes per sample.
   [[nodiscard]] absl::Status AddSamples(const SampleColumns& samples);
 
   // Prorates every line and groups the result. Call once.
   [[nodiscard]] absl::StatusOr<Allocation> Finish();
 
  private:
+  friend absl::StatusOr<Allocation> Allocate(const CostColumns&, const SampleColumns&, const InventoryColumns&,
+                                             const WorkloadColumns*, const AllocationPolicy&);
   struct State;
   explicit Allocator(std::unique_ptr<State> state);
   std::unique_ptr<State> state_;
 };
+
+// SEMANTICS 1.3: the spacing in seconds of every series (resource_id,
+// device, consumer) of `samples` that has one: the median of the positive
+// differences between its consecutive distinct timestamps.
+[[nodiscard]] std::vector<double> SeriesSpacings(const SampleColumns& samples);
+
+// The interval inferred from series spacings (seconds): their median, 60
+// when there is none. Distributed runners infer it once over all partitions.
+[[nodiscard]] double InferInterval(std::vector<double> spacings);
 
 // One-shot allocation: Create, AddSamples once, Finish.
 [[nodiscard]] absl::StatusOr<Allocation> Allocate(

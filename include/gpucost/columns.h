@@ -67,7 +67,8 @@ class StringEncoder {
   absl::flat_hash_map<std::string, int32_t> index_;
 };
 
-// SEMANTICS 1.1: cost lines. `list_cost` is optional.
+// SEMANTICS 1.1: cost lines. `list_cost`, `currency`, `primary` and
+// `quantity_hours` are optional.
 struct CostColumns {
   StringColumn resource_id;
   std::span<const int64_t> start;  // instant, in `time_unit`
@@ -75,6 +76,13 @@ struct CostColumns {
   std::span<const double> cost;
   std::optional<std::span<const double>> list_cost;
   TimeUnit time_unit = TimeUnit::kNanosecond;
+  // ISO 4217 code of cost and list_cost; present: results are keyed by it.
+  std::optional<StringColumn> currency;
+  // Nonzero: the line bills the resource's time (its GPU-hours count).
+  // Absent: every line is primary.
+  std::optional<std::span<const uint8_t>> primary;
+  // Instance-hours billed within the period; NaN or absent: all of it.
+  std::optional<std::span<const double>> quantity_hours;
 };
 
 // SEMANTICS 1.2: one row per GPU device.

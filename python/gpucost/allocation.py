@@ -13,7 +13,7 @@ from gpucost.errors import InvalidInputError, shift_rows
 from gpucost.frames import Table, allocation_frame
 from gpucost.join import check_public_call
 
-__all__ = ["allocate", "Allocator", "get_num_threads", "set_num_threads"]
+__all__ = ["allocate", "Allocator", "get_num_threads", "set_num_threads", "series_spacings", "infer_interval"]
 
 # Worker threads the engine may use per call (0 = one per core). Module-level
 # so that allocate()'s signature stays the contract's (docs/semantics.md 8).
@@ -65,6 +65,9 @@ def cost_columns(costs: Any) -> dict:
         "time_unit": unit,
         "cost": t.floats("cost"),
         "list_cost": t.floats("list_cost") if t.has("list_cost") else None,
+        "currency": t.strings("currency") if t.has("currency") else None,
+        "primary": t.bools("primary") if t.has("primary") else None,
+        "quantity_hours": t.floats("quantity_hours") if t.has("quantity_hours") else None,
     }
 
 
@@ -103,11 +106,60 @@ def workload_columns(workloads: Any) -> dict | None:
     }
 
 
-def _policy(basis: str, alpha: float, idle: str, interval: float, by: Sequence[str] | str,
+def _policy(basis: str, alpha: float, idle: str, interval: float | None, by: Sequence[str] | str,
             freq: str | None) -> dict:
     by_list = [by] if isinstance(by, str) else [str(b) for b in by]
-    return dict(basis=str(basis), alpha=float(alpha), idle=str(idle), interval=float(interval), by=by_list,
+    return dict(basis=str(basis), alpha=float(alpha), idle=str(idle),
+                interval=None if interval is None else float(interval), by=by_list,
                 freq=None if freq is None else str(freq), threads=_num_threads)
+
+
+def series_spacings(usage: Any) -> np.ndarray:
+    """Spacing in seconds of every series (``resource_id, device, consumer``)
+    of ``usage`` that has one: the median of the positive differences between
+    its consecutive distinct timestamps (docs/semantics.md, 1.3)."""
+    return _core.series_spacings(usage_columns(usage))
+
+
+def infer_interval(spacings: Iterable[float]) -> float:
+    """The interval inferred from series spacings: their median (60 s when
+    there is none). Distributed runners infer it once over all partitions."""
+    return float(_core.infer_interval([float(v) for v in spacings]))
+
+
+JOIN_SUMMED = ("lines", "primary_lines", "cost", "cost_observed", "cost_unobserved", "cost_unattributed",
+               "billed_gpu_hours", "samples", "samples_no_consumer", "samples_outside_lines",
+               "samples_unknown_resource", "unjoined_gpu_hours")
+
+
+def combine_joins(joins: Sequence[pd.DataFrame]) -> pd.DataFrame:
+    """Join tables of partial allocations as one: counts and money summed,
+    times min/max, per (resource_id, currency)."""
+    frames = [j for j in joins if j is not None and len(j)]
+    if not frames:
+        return joins[0].iloc[:0].copy() if joins and joins[0] is not None else pd.DataFrame()
+    both = pd.concat(frames, ignore_index=True)
+    grouped = both.groupby(["resource_id", "currency"], sort=True, as_index=False)
+    out = grouped.agg(in_inventory=("in_inventory", "max"),
+                      **{c: (c, "sum") for c in JOIN_SUMMED},
+                      lines_start=("lines_start", "min"), lines_end=("lines_end", "max"),
+                      samples_start=("samples_start", "min"), samples_end=("samples_end", "max"))
+    out["in_inventory"] = out["in_inventory"].astype(bool)
+    return out[list(frames[0].columns)].reset_index(drop=True)
+
+
+def combine_diagnostics(diagnostics: Iterable[dict]) -> dict:
+    """Diagnostics of partial allocations as one: counts summed, the
+    interval (the same in every partition) kept."""
+    out: dict[str, Any] = {}
+    for diag in diagnostics:
+        for key, value in diag.items():
+            if key == "interval":
+                if out.get(key) is None:
+                    out[key] = value
+            else:
+                out[key] = out.get(key, 0) + int(value)
+    return out
 
 
 def allocate(
@@ -119,7 +171,7 @@ def allocate(
     basis: str = "allocated",
     alpha: float = 0.5,
     idle: str = "keep",
-    interval: float = 60,
+    interval: float | None = None,
     by: Sequence[str] | str = ("consumer",),
     freq: str | None = None,
     strict: bool = False,
@@ -127,7 +179,8 @@ def allocate(
     """Prorate every cost line over the workloads that held or used its GPUs.
 
     Args:
-        costs: cost lines: ``resource_id, start, end, cost`` [, ``list_cost``].
+        costs: cost lines: ``resource_id, start, end, cost`` [, ``list_cost``,
+            ``currency``, ``primary``, ``quantity_hours``].
         usage: samples: ``timestamp, resource_id, device, consumer, share, util,
             mem_used`` [, ``duration`` in seconds].
         inventory: one row per GPU: ``resource_id, device, mem_capacity`` (bytes).
@@ -136,15 +189,20 @@ def allocate(
             ``"blended"`` (``alpha`` of GPU time, the rest memory).
         idle: ``"keep"`` leaves idle cost on an ``__idle__`` row; ``"share"``
             spreads it over the line's consumers.
-        interval: seconds a sample stands for when usage has no duration.
+        interval: seconds a sample stands for when usage has no duration;
+            ``None`` infers it from the timestamps (the median spacing of the
+            series). Every series whose spacing is more than twice or less
+            than half the interval is refused.
         by: result groups: ``consumer``, ``resource_id``, ``period``, labels.
         freq: ``"h"``, ``"D"`` or ``"MS"``; required when grouping by period.
         strict: turn every :class:`gpucost.JoinWarning` into an error.
 
     Returns:
-        One row per group, sorted by ``by``: the ``by`` columns, then ``cost,
-        idle_cost, [list_cost], gpu_hours, effective_gpu_hours, mem_gib_hours,
-        cost_per_effective_gpu_hour``; ``.attrs["diagnostics"]`` holds counts.
+        One row per group, sorted by ``by``: the ``by`` columns (then
+        ``currency`` when costs have one), then ``cost, idle_cost,
+        [list_cost], gpu_hours, effective_gpu_hours, mem_gib_hours,
+        cost_per_effective_gpu_hour``; ``.attrs["diagnostics"]`` holds counts
+        and ``.attrs["join"]`` how bill and telemetry joined, per resource.
 
     Raises:
         gpucost.InvalidInputError: bad input, naming the table, row and column.
@@ -171,7 +229,10 @@ class Allocator:
     """Streaming allocation: give cost lines and inventory up front, then usage
     in chunks of any size and order; ``finish()`` returns what :func:`allocate`
     would for all the chunks together. Memory grows with cost lines and
-    consumers, not with samples.
+    consumers, and by 16 bytes per sample: the record that finds rows read
+    twice across chunks (two replicas' files read one after the other).
+    Without a duration column the interval is inferred from the first chunk
+    (give ``interval`` when chunks are not in time order).
 
     Example:
         >>> alloc = gpucost.Allocator(costs, inventory, workloads, by=["team"])
@@ -181,7 +242,7 @@ class Allocator:
     """
 
     def __init__(self, costs: Any, inventory: Any, workloads: Any = None, *, basis: str = "allocated",
-                 alpha: float = 0.5, idle: str = "keep", interval: float = 60,
+                 alpha: float = 0.5, idle: str = "keep", interval: float | None = None,
                  by: Sequence[str] | str = ("consumer",), freq: str | None = None):
         self._core = _core.Allocator(cost_columns(costs), inventory_columns(inventory),
                                      workload_columns(workloads), **_policy(basis, alpha, idle, interval, by, freq))

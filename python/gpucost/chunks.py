@@ -26,6 +26,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from gpucost.errors import ROW_ERROR, Error, InvalidInputError
+from gpucost.frames import for_export
 
 __all__ = ["Chunk", "expand_paths", "iter_chunks", "relocate_error", "write_result", "USAGE_CSV_TYPES"]
 
@@ -288,6 +289,6 @@ def write_result(frame: pd.DataFrame, path: str | os.PathLike) -> None:
 
 def _write(frame: pd.DataFrame, out: Any, parquet: bool) -> None:
     if parquet:
-        pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), out)
+        pq.write_table(pa.Table.from_pandas(for_export(frame), preserve_index=False), out)
     else:
         frame.to_csv(out, index=False)

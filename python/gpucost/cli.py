@@ -31,6 +31,7 @@ import pandas as pd
 import gpucost
 from gpucost.config import Config, Tables, load_config, load_tables
 from gpucost.join import join_report
+from gpucost.frames import for_export
 
 __all__ = ["main", "build_parser", "format_money_table", "EXIT_OK", "EXIT_ERROR", "EXIT_BAD_INPUT"]
 
@@ -110,7 +111,7 @@ def write_frame(frame: pd.DataFrame, fmt: str, output: str | None) -> None:
     elif fmt == "parquet":
         if not output:
             raise UsageError("--format parquet needs --output FILE")
-        atomic_write(output, lambda f: frame.to_parquet(f, index=False))
+        atomic_write(output, lambda f: for_export(frame).to_parquet(f, index=False))
         return
     else:  # pragma: no cover - argparse checks choices
         raise UsageError(f"unknown format {fmt!r}")

@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from gpucost.allocation import allocate as _allocate
+from gpucost.allocation import combine_diagnostics, combine_joins, infer_interval, series_spacings
 from gpucost.chunks import COST_CSV_TYPES, USAGE_CSV_TYPES, _csv_batches, expand_paths, is_path_like, read_table
 from gpucost.errors import ROW_ERROR, InvalidInputError
 
@@ -139,22 +140,34 @@ def _allocate_partition(costs: pd.DataFrame, usage: pd.DataFrame, inventory: Any
                 raise InvalidInputError(f"{_describe(frame, row, match['table'])}, {match['rest']}") from None
         raise
     diagnostics = dict(result.attrs.get("diagnostics", {}))
+    join = result.attrs.get("join")
     result.attrs = {}
-    return result, diagnostics
+    return result, diagnostics, join
 
 
-def combine_results(parts: Sequence[tuple[pd.DataFrame, dict]], by: Sequence[str]) -> tuple[pd.DataFrame, dict]:
+def _partition_spacings(usage: pd.DataFrame) -> np.ndarray:
+    """The series spacings of one shuffled partition (it holds whole series)."""
+    return series_spacings(usage) if len(usage) else np.empty(0)
+
+
+def _interval_of(spacings: Sequence[np.ndarray]) -> float:
+    return infer_interval(np.concatenate([np.asarray(s, dtype=float) for s in spacings]) if spacings else [])
+
+
+def combine_results(parts: Sequence[tuple[pd.DataFrame, dict, pd.DataFrame]],
+                    by: Sequence[str]) -> tuple[pd.DataFrame, dict, pd.DataFrame]:
     """Sums partial results of disjoint sets of resources: metrics by group,
-    diagnostics by name; ``cost_per_effective_gpu_hour`` recomputed."""
+    diagnostics by name, join tables by resource and currency;
+    ``cost_per_effective_gpu_hour`` recomputed."""
     by = list(by)
-    frames = [frame for frame, _ in parts if len(frame)]
-    diagnostics: dict[str, int] = {}
-    for _, diag in parts:
-        for key, value in diag.items():
-            diagnostics[key] = diagnostics.get(key, 0) + int(value)
+    frames = [frame for frame, _, _ in parts if len(frame)]
+    diagnostics = combine_diagnostics(diag for _, diag, _ in parts)
+    join = combine_joins([j for _, _, j in parts])
     template = parts[0][0]
+    if "currency" in template.columns and "currency" not in by:
+        by = by + ["currency"]
     if not frames:
-        return template.iloc[:0].copy(), diagnostics
+        return template.iloc[:0].copy(), diagnostics, join
     metrics = [c for c in SUMMED if c in template.columns]
     summed = pd.concat(frames, ignore_index=True).groupby(by, sort=True, as_index=False)[metrics].sum()
     with np.errstate(all="ignore"):
@@ -163,13 +176,14 @@ def combine_results(parts: Sequence[tuple[pd.DataFrame, dict]], by: Sequence[str
     for name in by:
         if name != "period":
             summed[name] = summed[name].astype("str")
-    return summed[list(template.columns)], diagnostics
+    return summed[list(template.columns)], diagnostics, join
 
 
-def _finish(part: tuple[pd.DataFrame, dict]) -> pd.DataFrame:
-    frame, diagnostics = part
+def _finish(part: tuple[pd.DataFrame, dict, pd.DataFrame]) -> pd.DataFrame:
+    frame, diagnostics, join = part
     frame = frame.reset_index(drop=True)
     frame.attrs["diagnostics"] = diagnostics
+    frame.attrs["join"] = join
     return frame
 
 
@@ -189,6 +203,11 @@ def allocate_graph(costs: Any, usage: Any, inventory: Any, workloads: Any = None
     workloads_d = dask.delayed(_small(workloads, "workloads"), pure=True)
     costs_parts = _shuffled(costs_dd, buckets, shuffle_method).to_delayed()
     usage_parts = _shuffled(usage_dd, buckets, shuffle_method).to_delayed()
+    if policy.get("interval") is None and "duration" not in usage_dd.columns:
+        # One interval for every partition (SEMANTICS 4, Distribution): the
+        # median over all series, each whole in its partition.
+        spacings = [dask.delayed(_partition_spacings, pure=True)(u) for u in usage_parts]
+        policy = dict(policy, interval=dask.delayed(_interval_of, pure=True)(spacings))
     partial = dask.delayed(_allocate_partition, pure=True)
     level = [partial(c, u, inventory_d, workloads_d, policy) for c, u in zip(costs_parts, usage_parts, strict=True)]
     combine = dask.delayed(combine_results, pure=True)

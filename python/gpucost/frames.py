@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 
 from gpucost.errors import InvalidInputError
 
-__all__ = ["Table", "allocation_frame", "usage_frame", "workloads_frame", "nodes_frame"]
+__all__ = ["Table", "allocation_frame", "join_frame", "usage_frame", "workloads_frame", "nodes_frame"]
 
 _INT32_MAX = np.iinfo(np.int32).max
 _UNITS = {"ns", "us", "ms", "s"}
@@ -121,6 +121,26 @@ class Table:
         except (TypeError, ValueError, pa.ArrowInvalid) as exc:
             raise self._error(column, f"not numeric ({exc})") from None
 
+    def bools(self, column: str) -> np.ndarray:
+        """uint8 0/1 from bool, pandas boolean (nullable) or 0/1 number
+        columns; a missing value or any other number is an error naming the row."""
+        col = self.column(column)
+        if isinstance(col, pa.ChunkedArray):
+            col = col.to_pandas()
+        missing = np.asarray(pd.isna(col), dtype=bool)
+        if missing.any():
+            raise self._first_bad_row(column, missing, "missing value (expected true or false)")
+        if pd.api.types.is_bool_dtype(col.dtype):
+            return np.asarray(col, dtype=bool).view(np.uint8)
+        try:
+            arr = np.asarray(col, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise self._error(column, f"expected booleans or 0/1, got {col.dtype}") from None
+        bad = (arr != 0) & (arr != 1)
+        if bad.any():
+            raise self._first_bad_row(column, bad, f"{arr[bad][0]} is not a boolean (expected true, false, 0 or 1)")
+        return arr.astype(np.uint8)
+
     def int32s(self, column: str) -> np.ndarray:
         col = self.column(column)
         arr = col.to_numpy() if isinstance(col, pa.ChunkedArray) else np.asarray(col)
@@ -203,6 +223,39 @@ def allocation_frame(raw: dict) -> pd.DataFrame:
         if dictionary is not None:
             frame[name] = frame[name].astype("str")
     frame.attrs["diagnostics"] = dict(raw["diagnostics"])
+    frame.attrs["join"] = join_frame(raw["join"])
+    return frame
+
+
+JOIN_TIMES = ("lines_start", "lines_end", "samples_start", "samples_end")
+
+
+def for_export(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` (not copied) with only the attrs a file can hold: Parquet
+    keeps attrs as JSON, and the join table is a DataFrame."""
+    if "join" not in frame.attrs:
+        return frame
+    out = frame.copy(deep=False)
+    out.attrs = {k: v for k, v in frame.attrs.items() if k != "join"}
+    return out
+
+
+def join_frame(raw: dict) -> pd.DataFrame:
+    """The engine's join table (one row per resource and currency) as a
+    DataFrame; times ``datetime64[ns, UTC]``, NaT where there is none."""
+    columns: dict[str, Any] = {}
+    for name, values in raw.items():
+        if name in ("resource_id", "currency"):
+            columns[name] = np.asarray(values, dtype=object) if len(values) else np.empty(0, dtype=object)
+        elif name == "in_inventory":
+            columns[name] = np.asarray(values).astype(bool)
+        elif name in JOIN_TIMES:
+            columns[name] = pd.DatetimeIndex(np.asarray(values).view("datetime64[ns]")).tz_localize("UTC")
+        else:
+            columns[name] = values
+    frame = pd.DataFrame(columns, copy=False)
+    for name in ("resource_id", "currency"):
+        frame[name] = frame[name].astype("str")
     return frame
 
 

@@ -33,6 +33,7 @@ import pandas as pd
 
 import gpucost
 from gpucost.errors import Error, InvalidInputError
+from gpucost.frames import for_export
 
 __all__ = ["allocate_day", "write_day", "run_day", "read_sink", "demo_source", "DEFAULT_TABLE",
            "DEFAULT_BY"]
@@ -198,7 +199,7 @@ def _write_parquet(result: pd.DataFrame, root: Path, day: dt.date) -> int:
     from gpucost.demo import atomic_write
     if root.exists() and not root.is_dir():
         raise InvalidInputError(f"sink {root}: not a directory")
-    table = pa.Table.from_pandas(result.drop(columns=["day"]), preserve_index=False)
+    table = pa.Table.from_pandas(for_export(result.drop(columns=["day"])), preserve_index=False)
     partition = root / f"day={day.isoformat()}"
     atomic_write(partition / "part-0.parquet", lambda f: pq.write_table(table, f))
     return len(result)

@@ -19,16 +19,24 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from gpucost.allocation import JOIN_SUMMED, combine_joins, infer_interval, series_spacings
 from gpucost.allocation import allocate as _allocate
 from gpucost.errors import ROW_ERROR, InvalidInputError
 
 __all__ = ["allocate"]
 
 BUCKET = "_gpucost_bucket"
-KIND = "_gpucost_kind"  # "row": a result row; "diag": one group's diagnostics
+KIND = "_gpucost_kind"  # "row": a result row; "diag": one group's diagnostics; "join": a join row
 SUMMED = ("cost", "idle_cost", "list_cost", "gpu_hours", "effective_gpu_hours", "mem_gib_hours")
-DIAGNOSTICS = ("lines_total", "lines_unattributed", "lines_oversubscribed", "samples_total",
-               "samples_no_consumer", "samples_unknown_resource", "samples_outside_lines", "samples_used")
+DIAGNOSTICS = ("lines_total", "lines_unattributed", "lines_unobserved", "lines_oversubscribed",
+               "lines_primary_overlap", "samples_total", "samples_duplicate", "samples_no_consumer",
+               "samples_unknown_resource", "samples_outside_lines", "samples_used")
+INTERVAL = "_gpucost_interval"
+JOIN = "_gpucost_join_"  # prefix of the join table's columns
+JOIN_STRINGS = ("resource_id", "currency")
+JOIN_TIMES = ("lines_start", "lines_end", "samples_start", "samples_end")
+JOIN_COUNTS = ("lines", "primary_lines", "samples", "samples_no_consumer", "samples_outside_lines",
+               "samples_unknown_resource")
 INSTANTS = {"costs": ("start", "end"), "usage": ("timestamp",)}
 
 
@@ -45,6 +53,12 @@ def _schema(by: Sequence[str], has_list_cost: bool) -> T.StructType:
     fields = [T.StructField(name, T.TimestampType() if name == "period" else T.StringType()) for name in by]
     fields += [T.StructField(name, T.DoubleType()) for name in SUMMED if has_list_cost or name != "list_cost"]
     fields += [T.StructField(name, T.LongType()) for name in DIAGNOSTICS]
+    fields.append(T.StructField(INTERVAL, T.DoubleType()))
+    fields += [T.StructField(JOIN + name, T.StringType()) for name in JOIN_STRINGS]
+    fields.append(T.StructField(JOIN + "in_inventory", T.BooleanType()))
+    fields += [T.StructField(JOIN + name, T.LongType() if name in JOIN_COUNTS else T.DoubleType())
+               for name in JOIN_SUMMED]
+    fields += [T.StructField(JOIN + name, T.LongType()) for name in JOIN_TIMES]  # ns, -2**63 = none
     fields.append(T.StructField(KIND, T.StringType()))
     return T.StructType(fields)
 
@@ -67,14 +81,25 @@ def _partition_function(inventory: pd.DataFrame, workloads: pd.DataFrame | None,
         diag = {name: [0.0] for name in metrics}
         diag.update({name: [int(result.attrs["diagnostics"][name])] for name in DIAGNOSTICS})
         diag.update({name: [None] for name in by})
+        diag[INTERVAL] = [result.attrs["diagnostics"]["interval"]]
         diag[KIND] = ["diag"]
-        out = pd.concat([rows, pd.DataFrame(diag)], ignore_index=True)
+        join = result.attrs["join"]
+        joined = pd.DataFrame({JOIN + name: join[name] for name in JOIN_STRINGS + ("in_inventory",) + JOIN_SUMMED})
+        for name in JOIN_TIMES:
+            joined[JOIN + name] = join[name].to_numpy().view("int64")
+        for name in metrics:
+            joined[name] = 0.0
+        for name in DIAGNOSTICS:
+            joined[name] = 0
+        joined[KIND] = "join"
+        out = pd.concat([frame for frame in (rows, pd.DataFrame(diag), joined) if len(frame)], ignore_index=True)
         if "period" in by:
             out["period"] = pd.to_datetime(out["period"], utc=True)
         # PySpark converts numpy-backed columns; pandas 3 strings are Arrow-backed.
-        for name in [KIND] + [b for b in by if b != "period"]:
-            out[name] = out[name].astype(object)
-        return out
+        for name in [KIND] + [b for b in by if b != "period"] + [JOIN + n for n in JOIN_STRINGS]:
+            if name in out.columns:
+                out[name] = out[name].astype(object)
+        return out.reindex(columns=_schema(by, has_list_cost).fieldNames())
 
     return run
 
@@ -137,6 +162,8 @@ def allocate(costs: DataFrame, usage: DataFrame, inventory: Any, workloads: Any 
     spark: SparkSession = usage.sparkSession
     by = policy.get("by", ("consumer",))
     by = [by] if isinstance(by, str) else list(by)
+    if "currency" in costs.columns and "currency" not in by:
+        by = by + ["currency"]  # the result's key (SEMANTICS 4); allocate appends it the same way
     has_list_cost = "list_cost" in costs.columns
     n = int(buckets or int(spark.conf.get("spark.sql.shuffle.partitions")))
     inventory_pd, workloads_pd = _local(inventory, "inventory"), _local(workloads, "workloads")
@@ -147,6 +174,14 @@ def allocate(costs: DataFrame, usage: DataFrame, inventory: Any, workloads: Any 
     schema = _schema(by, has_list_cost)
     usage = bucketed(_instants_as_nanos(usage, "usage"))
     costs = bucketed(_instants_as_nanos(costs, "costs"))
+    if policy.get("interval") is None and "duration" not in usage.columns:
+        # One interval for every group (SEMANTICS 4, Distribution): the
+        # median over all series, each whole in its group.
+        def spacings(pdf: pd.DataFrame) -> pd.DataFrame:
+            return pd.DataFrame({"spacing": series_spacings(pdf.drop(columns=[BUCKET])) if len(pdf) else []})
+
+        found = usage.groupBy(BUCKET).applyInPandas(spacings, schema="spacing double")
+        policy = dict(policy, interval=infer_interval(_to_pandas(found)["spacing"].to_numpy()))
     partial = (usage.groupBy(BUCKET).cogroup(costs.groupBy(BUCKET))
                .applyInPandas(_partition_function(inventory_pd, workloads_pd, policy, by, has_list_cost),
                               schema=schema))
@@ -156,7 +191,10 @@ def allocate(costs: DataFrame, usage: DataFrame, inventory: Any, workloads: Any 
     rows = partial.filter(F.col(KIND) == "row").groupBy(*by).agg(*[F.sum(m).alias(m) for m in metrics])
     if "period" in by:
         rows = rows.withColumn("period", F.unix_micros(F.col("period")))
-    diag = partial.filter(F.col(KIND) == "diag").agg(*[F.sum(d).alias(d) for d in DIAGNOSTICS])
+    diag = partial.filter(F.col(KIND) == "diag").agg(*[F.sum(d).alias(d) for d in DIAGNOSTICS],
+                                                     F.first(INTERVAL, ignorenulls=True).alias(INTERVAL))
+    join = _to_pandas(partial.filter(F.col(KIND) == "join").select(*[c for c in schema.fieldNames()
+                                                                     if c.startswith(JOIN)]))
     result = _to_pandas(rows)
     totals = diag.collect()[0].asDict()
     if "period" in by:
@@ -170,4 +208,19 @@ def allocate(costs: DataFrame, usage: DataFrame, inventory: Any, workloads: Any 
         result["cost_per_effective_gpu_hour"] = np.where(result["effective_gpu_hours"] == 0, np.nan,
                                                          result["cost"] / result["effective_gpu_hours"])
     result.attrs["diagnostics"] = {name: int(totals[name] or 0) for name in DIAGNOSTICS}
+    result.attrs["diagnostics"]["interval"] = totals[INTERVAL]
+    result.attrs["join"] = _join_frame(join)
     return result
+
+
+def _join_frame(join: pd.DataFrame) -> pd.DataFrame:
+    """The groups' join rows as one join table (docs/semantics.md)."""
+    frame = join.rename(columns=lambda c: c[len(JOIN):])
+    for name in JOIN_TIMES:
+        frame[name] = pd.DatetimeIndex(frame[name].astype("int64").to_numpy().view("datetime64[ns]")).tz_localize("UTC")
+    for name in JOIN_STRINGS:
+        frame[name] = frame[name].astype("str")
+    frame["in_inventory"] = frame["in_inventory"].astype(bool)
+    for name in JOIN_COUNTS:
+        frame[name] = frame[name].astype("int64")
+    return combine_joins([frame])

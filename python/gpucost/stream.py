@@ -25,7 +25,7 @@ def allocate_stream(
     basis: str = "allocated",
     alpha: float = 0.5,
     idle: str = "keep",
-    interval: float = 60,
+    interval: float | None = None,
     by: Sequence[str] | str = ("consumer",),
     freq: str | None = None,
     chunk_rows: int = 1_000_000,
@@ -35,7 +35,10 @@ def allocate_stream(
     output: str | os.PathLike | None = None,
 ) -> pd.DataFrame:
     """:func:`gpucost.allocate` over usage read chunk by chunk: memory grows
-    with cost lines and consumers, not with samples.
+    with cost lines and consumers, and by 16 bytes per sample (to find rows
+    read twice across chunks); the samples themselves are never held.
+    Without a duration column the interval is inferred from the first chunk
+    (give ``interval`` when the chunks are not in time order).
 
     Args:
         costs, inventory, workloads: as for :func:`gpucost.allocate`; each may

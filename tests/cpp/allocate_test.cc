@@ -140,8 +140,15 @@ TEST_F(WorkedExample, StreamingInShuffledChunksEqualsOneShot) {
     shuffled.Add(samples_.timestamp[i], samples_.resource_id[i], samples_.device[i], samples_.consumer[i],
                  samples_.share[i], samples_.util[i], samples_.mem_used[i]);
   }
+  // Chunks out of time order: the interval is given (inferred from the
+  // first chunk it would be wrong, and refused).
+  AllocationPolicy policy;
+  policy.interval_seconds = 60;
   GPUCOST_ASSERT_OK_AND_ASSIGN(auto allocator,
+                               Allocator::Create(costs_.columns(), inventory_.columns(), nullptr, policy));
+  GPUCOST_ASSERT_OK_AND_ASSIGN(auto inferring,
                                Allocator::Create(costs_.columns(), inventory_.columns(), nullptr, {}));
+  absl::Status inferred_status;
   const size_t n = shuffled.timestamp.size();
   for (size_t lo = 0; lo < n; lo += 7) {
     SampleTable chunk;
@@ -150,7 +157,10 @@ TEST_F(WorkedExample, StreamingInShuffledChunksEqualsOneShot) {
                 shuffled.share[i], shuffled.util[i], shuffled.mem_used[i]);
     }
     ASSERT_THAT(allocator->AddSamples(chunk.columns()), IsOk());
+    inferred_status = inferring->AddSamples(chunk.columns());
   }
+  if (inferred_status.ok()) inferred_status = inferring->Finish().status();
+  EXPECT_THAT(inferred_status, StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("inferred from the first chunk")));
   GPUCOST_ASSERT_OK_AND_ASSIGN(Allocation streamed, allocator->Finish());
   ASSERT_EQ(streamed.size(), whole.size());
   for (size_t i = 0; i < whole.size(); ++i) {
@@ -496,6 +506,277 @@ TEST_F(BadInput, RowNumbersCountAcrossChunks) {
   ASSERT_THAT(allocator->AddSamples(samples_.columns()), IsOk());
   samples_.util[4] = 7;
   EXPECT_THAT(allocator->AddSamples(samples_.columns()), IsBad("usage", "row 124, column 'util'"));
+}
+
+
+// ---- SEMANTICS 2-5: unobserved lines, currencies, quantities, primary lines,
+// intervals, the join table ----
+
+TEST(Allocate, LineNoSampleOverlapsIsUnobservedUnderEitherIdleMode) {
+  CostTable costs;
+  costs.Add("i-1", At(0), At(1), 3.0);
+  costs.Add("i-1", At(1), At(2), 5.0);  // nothing measured this hour
+  InventoryTable inventory;
+  inventory.AddResource("i-1", 2);
+  SampleTable samples;
+  samples.AddSeries(At(0), At(1), "i-1", 0, "job", 1, 0.5, 0);
+  for (IdleMode idle : {IdleMode::kKeep, IdleMode::kShare}) {
+    AllocationPolicy policy;
+    policy.idle = idle;
+    GPUCOST_ASSERT_OK_AND_ASSIGN(Allocation a,
+                                 Allocate(costs.columns(), samples.columns(), inventory.columns(), nullptr, policy));
+    const int row = RowOf(a, "__unobserved__");
+    ASSERT_NE(row, -1);
+    EXPECT_DOUBLE_EQ(a.cost[row], 5.0);
+    EXPECT_DOUBLE_EQ(a.idle_cost[row], 0.0);
+    EXPECT_DOUBLE_EQ(a.gpu_hours[row], 2.0);  // C / 3600: 2 devices for an hour
+    EXPECT_DOUBLE_EQ(a.effective_gpu_hours[row], 0.0);
+    EXPECT_DOUBLE_EQ(a.mem_gib_hours[row], 0.0);
+    EXPECT_EQ(a.diagnostics.lines_unobserved, 1);
+    double total = 0;
+    for (double c : a.cost) total += c;
+    EXPECT_NEAR(total, 8.0, 1e-12);
+    if (idle == IdleMode::kKeep) {  // the observed line's idle half only
+      EXPECT_DOUBLE_EQ(a.cost[RowOf(a, "__idle__")], 1.5);
+      EXPECT_DOUBLE_EQ(a.gpu_hours[RowOf(a, "__idle__")], 1.0);
+    }
+  }
+}
+
+TEST(Allocate, FreeDeviceSamplesMakeALineObservedAndIdle) {
+  CostTable costs;
+  costs.Add("i-1", At(0), At(1), 3.0);
+  costs.Add("i-1", At(1), At(2), 5.0);
+  InventoryTable inventory;
+  inventory.AddResource("i-1", 1);
+  SampleTable samples;
+  samples.Add(At(1, 30), "i-1", 0, "", 1, 0, 0);  // one free sample in the second hour
+  GPUCOST_ASSERT_OK_AND_ASSIGN(Allocation a,
+                               Allocate(costs.columns(), samples.columns(), inventory.columns(), nullptr, {}));
+  EXPECT_DOUBLE_EQ(a.cost[RowOf(a, "__idle__")], 5.0);
+  EXPECT_DOUBLE_EQ(a.cost[RowOf(a, "__unobserved__")], 3.0);
+  EXPECT_EQ(a.diagnostics.lines_unobserved, 1);
+}
+
+TEST(Allocate, CurrenciesAreAKeyAndNeverAdded) {
+  CostTable costs;
+  costs.Add("i-1", At(0), At(1), 10.0);
+  costs.Add("i-2", At(0), At(1), 10.0);
+  costs.currency = std::vector<std::string>{"USD", "EUR"};
+  InventoryTable inventory;
+  inventory.AddResource("i-1", 1);
+  inventory.AddResource("i-2", 1);
+  SampleTable samples;
+  samples.AddSeries(At(0), At(1), "i-1", 0, "job", 1, 1, 0);
+  samples.AddSeries(At(0), At(1), "i-2", 0, "job", 1, 1, 0);
+  GPUCOST_ASSERT_OK_AND_ASSIGN(Allocation a,
+                               Allocate(costs.columns(), samples.columns(), inventory.columns(), nullptr, {}));
+  ASSERT_EQ(a.keys.size(), 2u);
+  EXPECT_EQ(a.keys[1].name, "currency");
+  // __idle__ EUR, __idle__ USD, job EUR, job USD.
+  ASSERT_EQ(a.size(), 4u);
+  auto key = [&](int k, size_t row) { return a.keys[k].dictionary[a.keys[k].codes[row]]; };
+  EXPECT_EQ(key(0, 2), "job");
+  EXPECT_EQ(key(1, 2), "EUR");
+  EXPECT_EQ(key(0, 3), "job");
+  EXPECT_EQ(key(1, 3), "USD");
+  EXPECT_DOUBLE_EQ(a.cost[2], 10.0);
+  EXPECT_DOUBLE_EQ(a.cost[3], 10.0);
+  ASSERT_EQ(a.join.size(), 2u);
+  EXPECT_EQ(a.join.currency[0], "USD");
+  EXPECT_EQ(a.join.currency[1], "EUR");
+
+  costs.currency->at(1) = "";
+  EXPECT_THAT(Allocate(costs.columns(), samples.columns(), inventory.columns(), nullptr, {}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("costs: row 1, column 'currency'")));
+}
+
+TEST(Allocate, QuantityHoursBoundsTheLineCapacity) {
+  // A daily line of a 2-GPU VM that ran 12 h: C = 2 * 12 h.
+  CostTable costs;
+  costs.Add("i-1", At(0), At(24), 24.0);
+  costs.quantity_hours = std::vector<double>{12.0};
+  InventoryTable inventory;
+  inventory.AddResource("i-1", 2);
+  SampleTable samples;
+  samples.AddSeries(At(0), At(6), "i-1", 0, "job", 1, 1, 0);
+  GPUCOST_ASSERT_OK_AND_ASSIGN(Allocation a,
+                               Allocate(costs.columns(), samples.columns(), inventory.columns(), nullptr, {}));
+  EXPECT_NEAR(a.cost[RowOf(a, "job")], 6.0, 1e-12);  // 6 of 24 GPU-hours
+  EXPECT_NEAR(a.cost[RowOf(a, "__idle__")], 18.0, 1e-12);
+  EXPECT_NEAR(a.gpu_hours[RowOf(a, "__idle__")], 18.0, 1e-12);
+  EXPECT_NEAR(a.join.billed_gpu_hours[0], 24.0, 1e-12);
+  // NaN is the whole period.
+  costs.quantity_hours = std::vector<double>{std::numeric_limits<double>::quiet_NaN()};
+  GPUCOST_ASSERT_OK_AND_ASSIGN(a, Allocate(costs.columns(), samples.columns(), inventory.columns(), nullptr, {}));
+  EXPECT_NEAR(a.cost[RowOf(a, "job")], 3.0, 1e-12);
+  for (double bad : {0.0, -1.0, std::numeric_limits<double>::infinity()}) {
+    costs.quantity_hours = std::vector<double>{bad};
+    EXPECT_THAT(Allocate(costs.columns(), samples.columns(), inventory.columns(), nullptr, {}),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("costs: row 0, column 'quantity_hours'")));
+  }
+}
+
+TEST(Allocate, PrimaryLinesCountHoursOnce) {
+  // GCP bills one VM-hour as GPU, cores and memory lines; the GPU SKU is primary.
+  CostTable costs;
+  costs.Add("vm-1", At(0), At(1), 5.0);
+  costs.Add("vm-1", At(0), At(1), 2.0);
+  costs.Add("vm-1", At(0), At(1), 1.0);
+  costs.primary = std::vector<uint8_t>{1, 0, 0};
+  InventoryTable inventory;
+  inventory.AddResource("vm-1", 1);
+  SampleTable samples;
+  samples.AddSeries(At(0), At(0, 30), "vm-1", 0, "job", 1, 1, 0);
+  GPUCOST_ASSERT_OK_AND_ASSIGN(Allocation a,
+                               Allocate(costs.columns(), samples.columns(), inventory.columns(), nullptr, {}));
+  EXPECT_NEAR(a.cost[RowOf(a, "job")], 4.0, 1e-12);
+  EXPECT_NEAR(a.gpu_hours[RowOf(a, "job")], 0.5, 1e-12);
+  EXPECT_NEAR(a.gpu_hours[RowOf(a, "__idle__")], 0.5, 1e-12);
+  EXPECT_NEAR(a.cost[RowOf(a, "__idle__")], 4.0, 1e-12);
+  EXPECT_EQ(a.diagnostics.lines_primary_overlap, 0);
+  EXPECT_EQ(a.join.primary_lines[0], 1);
+  EXPECT_NEAR(a.join.billed_gpu_hours[0], 1.0, 1e-12);
+
+  costs.primary = std::vector<uint8_t>{1, 1, 0};  // a reader mistake: counted twice, and reported
+  GPUCOST_ASSERT_OK_AND_ASSIGN(a, Allocate(costs.columns(), samples.columns(), inventory.columns(), nullptr, {}));
+  EXPECT_NEAR(a.gpu_hours[RowOf(a, "job")], 1.0, 1e-12);
+  EXPECT_EQ(a.diagnostics.lines_primary_overlap, 2);
+}
+
+TEST(Allocate, PrimaryOverlapCountsOnlyOverlappingLinesOfOneResource) {
+  CostTable costs;
+  costs.Add("a", At(0), At(2), 1.0);
+  costs.Add("a", At(1), At(3), 1.0);  // overlaps the first
+  costs.Add("a", At(3), At(4), 1.0);  // touches, does not overlap
+  costs.Add("b", At(0), At(2), 1.0);  // another resource
+  InventoryTable inventory;
+  inventory.AddResource("a", 1);
+  SampleTable samples;
+  GPUCOST_ASSERT_OK_AND_ASSIGN(Allocation a,
+                               Allocate(costs.columns(), samples.columns(), inventory.columns(), nullptr, {}));
+  EXPECT_EQ(a.diagnostics.lines_primary_overlap, 2);
+}
+
+TEST(Allocate, JoinTableAccountsForEveryLineAndSample) {
+  CostTable costs;
+  costs.Add("i-1", At(0), At(1), 1.0);
+  costs.Add("i-1", At(1), At(2), 2.0);  // unobserved
+  costs.Add("i-3", At(0), At(1), 4.0);  // not in the inventory
+  InventoryTable inventory;
+  inventory.AddResource("i-1", 1);
+  SampleTable samples;
+  samples.Add(At(0), "i-1", 0, "job", 0.5, 1, 0);
+  samples.Add(At(0, 1), "i-1", 0, "", 1, 0, 0);
+  samples.Add(At(5), "i-1", 0, "late", 1, 1, 0);  // outside every line
+  samples.Add(At(0), "i-9", 2, "ghost", 1, 1, 0);  // only in the telemetry
+  GPUCOST_ASSERT_OK_AND_ASSIGN(Allocation a,
+                               Allocate(costs.columns(), samples.columns(), inventory.columns(), nullptr, {}));
+  const JoinTable& j = a.join;
+  ASSERT_EQ(j.size(), 3u);
+  EXPECT_EQ(j.resource_id[0], "i-1");
+  EXPECT_EQ(j.resource_id[1], "i-3");
+  EXPECT_EQ(j.resource_id[2], "i-9");
+  EXPECT_EQ(j.in_inventory[0], 1);
+  EXPECT_EQ(j.in_inventory[1], 0);
+  EXPECT_EQ(j.lines[0], 2);
+  EXPECT_DOUBLE_EQ(j.cost[0], 3.0);
+  EXPECT_DOUBLE_EQ(j.cost_observed[0], 1.0);
+  EXPECT_DOUBLE_EQ(j.cost_unobserved[0], 2.0);
+  EXPECT_DOUBLE_EQ(j.cost_unattributed[1], 4.0);
+  EXPECT_DOUBLE_EQ(j.billed_gpu_hours[0], 2.0);
+  EXPECT_DOUBLE_EQ(j.billed_gpu_hours[1], 0.0);
+  EXPECT_EQ(j.samples[0], 3);
+  EXPECT_EQ(j.samples_no_consumer[0], 1);
+  EXPECT_EQ(j.samples_outside_lines[0], 1);
+  EXPECT_NEAR(j.unjoined_gpu_hours[0], 1.0 / 60, 1e-12);
+  EXPECT_EQ(j.samples[2], 1);
+  EXPECT_EQ(j.samples_unknown_resource[2], 1);
+  EXPECT_NEAR(j.unjoined_gpu_hours[2], 1.0 / 60, 1e-12);
+  EXPECT_EQ(j.lines_start[0], At(0));
+  EXPECT_EQ(j.lines_end[0], At(2));
+  EXPECT_EQ(j.samples_start[0], At(0));
+  EXPECT_EQ(j.samples_end[0], At(5, 1));
+  EXPECT_EQ(j.samples_start[1], kMissingInstant);
+  EXPECT_EQ(j.lines_start[2], kMissingInstant);
+}
+
+TEST(Allocate, IntervalIsInferredFromTheSpacing) {
+  for (int step_minutes : {1, 5}) {
+    CostTable costs;
+    costs.Add("i-1", At(0), At(1), 6.0);
+    InventoryTable inventory;
+    inventory.AddResource("i-1", 1);
+    SampleTable samples;
+    for (int m = 0; m < 30; m += step_minutes) samples.Add(At(0, m), "i-1", 0, "job", 1, 1, 0);
+    GPUCOST_ASSERT_OK_AND_ASSIGN(Allocation a,
+                                 Allocate(costs.columns(), samples.columns(), inventory.columns(), nullptr, {}));
+    EXPECT_NEAR(a.cost[RowOf(a, "job")], 3.0, 1e-12) << step_minutes;
+    ASSERT_TRUE(a.diagnostics.interval_seconds.has_value());
+    EXPECT_DOUBLE_EQ(*a.diagnostics.interval_seconds, 60.0 * step_minutes);
+  }
+}
+
+TEST(Allocate, SeriesSpacingDisagreeingWithTheIntervalIsRefused) {
+  CostTable costs;
+  costs.Add("i-1", At(0), At(1), 6.0);
+  InventoryTable inventory;
+  inventory.AddResource("i-1", 1);
+  SampleTable samples;
+  for (int k = 0; k < 12; ++k) samples.Add(At(0) + k * 5 * kNanosPerSecond, "i-1", 0, "job", 1, 1, 0);
+  AllocationPolicy policy;
+  policy.interval_seconds = 60;
+  EXPECT_THAT(Allocate(costs.columns(), samples.columns(), inventory.columns(), nullptr, policy),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("usage: row 0"), HasSubstr("'i-1', device 0, consumer 'job'"),
+                             HasSubstr("every 5 s"), HasSubstr("interval is 60 s (given)"))));
+  // With durations there is no interval, and nothing to check.
+  samples.duration = std::vector<int64_t>(samples.timestamp.size(), 5 * kNanosPerSecond);
+  GPUCOST_ASSERT_OK_AND_ASSIGN(Allocation a,
+                               Allocate(costs.columns(), samples.columns(), inventory.columns(), nullptr, policy));
+  EXPECT_FALSE(a.diagnostics.interval_seconds.has_value());
+  EXPECT_NEAR(a.cost[RowOf(a, "job")], 0.1, 1e-12);
+}
+
+TEST_F(WorkedExample, RowsReadTwiceAreDroppedAndCounted) {
+  GPUCOST_ASSERT_OK_AND_ASSIGN(Allocation whole, Run({}));
+  const size_t n = samples_.timestamp.size();
+  // One shot: every third row again, at the end.
+  SampleTable twice = samples_;
+  for (size_t i = 0; i < n; i += 3) {
+    twice.Add(samples_.timestamp[i], samples_.resource_id[i], samples_.device[i], samples_.consumer[i],
+              samples_.share[i], samples_.util[i], samples_.mem_used[i]);
+  }
+  GPUCOST_ASSERT_OK_AND_ASSIGN(Allocation a, Allocate(costs_.columns(), twice.columns(), inventory_.columns(),
+                                                      nullptr, {}));
+  ASSERT_EQ(a.size(), whole.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a.cost[i], whole.cost[i], 1e-12);
+  EXPECT_EQ(a.diagnostics.samples_duplicate, 40);
+  EXPECT_EQ(a.diagnostics.samples_total, 160);
+  EXPECT_EQ(a.diagnostics.samples_used + a.diagnostics.samples_no_consumer, 120);
+  // A bad row after the copies is still named by its place in the input.
+  twice.share.back() = 3.0;
+  EXPECT_THAT(Allocate(costs_.columns(), twice.columns(), inventory_.columns(), nullptr, {}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("row 159, column 'share'")));
+  // Same series and instant, another value (two containers of one pod): kept.
+  SampleTable containers = samples_;
+  containers.Add(samples_.timestamp[0], "i-1", 0, "train-a", 0.5, 0.1, 0);
+  GPUCOST_ASSERT_OK_AND_ASSIGN(a, Allocate(costs_.columns(), containers.columns(), inventory_.columns(), nullptr,
+                                           {}));
+  EXPECT_EQ(a.diagnostics.samples_duplicate, 0);
+  EXPECT_NEAR(a.gpu_hours[RowOf(a, "train-a")], 1.0 + 0.5 / 60, 1e-12);
+  // A stream: the same file twice (two replicas), in two chunks.
+  GPUCOST_ASSERT_OK_AND_ASSIGN(auto allocator, Allocator::Create(costs_.columns(), inventory_.columns(), nullptr, {}));
+  ASSERT_THAT(allocator->AddSamples(samples_.columns()), IsOk());
+  ASSERT_THAT(allocator->AddSamples(samples_.columns()), IsOk());
+  GPUCOST_ASSERT_OK_AND_ASSIGN(Allocation streamed, allocator->Finish());
+  for (size_t i = 0; i < streamed.size(); ++i) EXPECT_NEAR(streamed.cost[i], whole.cost[i], 1e-12);
+  EXPECT_EQ(streamed.diagnostics.samples_duplicate, 120);
+}
+
+TEST_F(BadInput, UnobservedIsAReservedName) {
+  samples_.consumer[0] = "__unobserved__";
+  EXPECT_THAT(RunStatus(), IsBad("usage", "row 0, column 'consumer'"));
 }
 
 }  // namespace

@@ -9,7 +9,8 @@ from collections import defaultdict
 import numpy as np
 import pandas as pd
 
-RESERVED = ("__idle__", "__unattributed__", "__unlabelled__")
+RESERVED = ("__idle__", "__unattributed__", "__unobserved__", "__unlabelled__")
+PSEUDO = ("__idle__", "__unattributed__", "__unobserved__")
 METRICS = ["cost", "idle_cost", "list_cost", "gpu_hours", "effective_gpu_hours", "mem_gib_hours"]
 
 
@@ -30,9 +31,40 @@ def _period(start_ns: int, freq: str) -> int:
     return pd.Timestamp(year=t.year, month=t.month, day=1, tz="UTC").value
 
 
+def _median(values: list[float]) -> float:
+    v = sorted(values)
+    mid = len(v) // 2
+    return v[mid] if len(v) % 2 else (v[mid - 1] + v[mid]) / 2
+
+
+def reference_interval(usage) -> float:
+    """SEMANTICS 1.3: the median of the series' spacings (60 s when none has one)."""
+    spacings = []
+    ts = _ns(usage["timestamp"])
+    keys = zip(usage["resource_id"].astype(str), usage["device"], usage["consumer"].astype(object).fillna(""))
+    series: dict[tuple, list[int]] = defaultdict(list)
+    for key, t in zip(keys, ts):
+        series[key].append(int(t))
+    for times in series.values():
+        distinct = sorted(set(times))
+        diffs = [b - a for a, b in zip(distinct, distinct[1:])]
+        if diffs:
+            spacings.append(_median(diffs) / 1e9)
+    return _median(spacings) if spacings else 60.0
+
+
 def reference_allocate(costs, usage, inventory, workloads=None, *, basis="allocated", alpha=0.5, idle="keep",
-                       interval=60, by=("consumer",), freq=None) -> pd.DataFrame:
+                       interval=None, by=("consumer",), freq=None) -> pd.DataFrame:
     by = [by] if isinstance(by, str) else list(by)
+    usage = usage.drop_duplicates(ignore_index=True)  # rows read twice (SEMANTICS 1.3)
+    if interval is None and "duration" not in usage.columns:
+        interval = reference_interval(usage)
+    currencies = costs["currency"].astype(str).to_numpy() if "currency" in costs.columns else None
+    if currencies is not None and "currency" not in by:
+        by = by + ["currency"]
+    primary = costs["primary"].astype(bool).to_numpy() if "primary" in costs.columns else np.ones(len(costs), bool)
+    quantity = costs["quantity_hours"].to_numpy(float) if "quantity_hours" in costs.columns \
+        else np.full(len(costs), np.nan)
     devices: dict[str, int] = defaultdict(int)
     mem_cap: dict[str, float] = defaultdict(float)
     for r, m in zip(inventory["resource_id"].astype(str), inventory["mem_capacity"]):
@@ -64,11 +96,13 @@ def reference_allocate(costs, usage, inventory, workloads=None, *, basis="alloca
         for b in by:
             if b == "consumer":
                 out.append(consumer)
+            elif b == "currency":
+                out.append(currencies[line])
             elif b == "resource_id":
                 out.append(c_res[line])
             elif b == "period":
                 out.append(_period(int(starts[line]), freq))
-            elif consumer in ("__idle__", "__unattributed__"):
+            elif consumer in PSEUDO:
                 out.append(consumer)
             else:
                 out.append(labels.get(consumer, {}).get(b, "__unlabelled__"))
@@ -82,10 +116,19 @@ def reference_allocate(costs, usage, inventory, workloads=None, *, basis="alloca
             g["cost"] += c
             g["list_cost"] += lc
             continue
-        cap = devices[r] * (e - s)
-        mcap = mem_cap[r] * (e - s)
+        billed = (e - s) if np.isnan(quantity[i]) else min(e - s, quantity[i] * 3.6e12)
+        cap = devices[r] * billed
+        mcap = mem_cap[r] * billed
+        hours = 1.0 if primary[i] else 0.0
+        on_r = np.flatnonzero(u_res == r)
+        if not any(min(int(ts[j]) + int(dur[j]), e) > max(int(ts[j]), s) for j in on_r):
+            g = rows[key_of("__unobserved__", i)]  # no sample: neither used nor idle
+            g["cost"] += c
+            g["list_cost"] += lc
+            g["gpu_hours"] += hours * cap / 3.6e12
+            continue
         held, used, memk = defaultdict(float), defaultdict(float), defaultdict(float)
-        for j in np.flatnonzero((u_res == r) & (u_con != "")):
+        for j in on_r[u_con[on_r] != ""]:
             o = min(int(ts[j]) + int(dur[j]), e) - max(int(ts[j]), s)
             if o > 0:
                 k = u_con[j]
@@ -115,15 +158,15 @@ def reference_allocate(costs, usage, inventory, workloads=None, *, basis="alloca
                 g["cost"] += idle_cost * part
                 g["list_cost"] += idle_list * part
                 g["idle_cost"] += idle_cost * part
-            g["gpu_hours"] += held[k] / 3.6e12
-            g["effective_gpu_hours"] += used[k] / 3.6e12
-            g["mem_gib_hours"] += memk[k] / 2**30 / 3.6e12
+            g["gpu_hours"] += hours * held[k] / 3.6e12
+            g["effective_gpu_hours"] += hours * used[k] / 3.6e12
+            g["mem_gib_hours"] += hours * memk[k] / 2**30 / 3.6e12
         if not share_idle:
             g = rows[key_of("__idle__", i)]
             g["cost"] += idle_cost
             g["idle_cost"] += idle_cost
             g["list_cost"] += idle_list
-            g["gpu_hours"] += max(0.0, cap - sum(held.values())) / 3.6e12
+            g["gpu_hours"] += hours * max(0.0, cap - sum(held.values())) / 3.6e12
 
     records = [dict(zip(by, key)) | values for key, values in rows.items()]
     frame = pd.DataFrame(records, columns=by + METRICS)

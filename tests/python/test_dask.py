@@ -53,6 +53,7 @@ def expected_for(fleet, policy):
 def check(result, expected):
     assert_frames_close(result, expected, rel=1e-9, abs_=1e-9)
     assert result.attrs["diagnostics"] == expected.attrs["diagnostics"]
+    assert_frames_close(result.attrs["join"], expected.attrs["join"])
 
 
 @pytest.mark.parametrize("policy", POLICIES)

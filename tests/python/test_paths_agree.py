@@ -25,6 +25,7 @@ def test_streaming_equals_one_shot(scenario, policy, chunks, seed):
     streamed = gpucost.allocate_stream(costs, (shuffled.iloc[p] for p in parts), inventory, workloads, **policy)
     assert_frames_close(streamed, whole)
     assert streamed.attrs["diagnostics"] == whole.attrs["diagnostics"]
+    assert_frames_close(streamed.attrs["join"], whole.attrs["join"])
 
 
 @SETTINGS
@@ -54,3 +55,4 @@ def test_dask_equals_one_shot(scenario, policy, partitions, input_partitions):
                                        inventory, workloads, npartitions=partitions, **policy)
     assert_frames_close(result, whole)
     assert result.attrs["diagnostics"] == whole.attrs["diagnostics"]
+    assert_frames_close(result.attrs["join"], whole.attrs["join"])

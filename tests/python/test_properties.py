@@ -25,8 +25,10 @@ def scenarios(draw, aligned: bool = False, overlapping_lines: bool = True):
     """Random cost lines, usage, inventory and workloads over a few hours.
 
     Covers MIG shares, time-slicing, free devices, resources without inventory,
-    samples crossing line borders, half-hour lines, overlapping lines and credits.
-    With `aligned`, lines are whole hours and samples 15-minute blocks inside them.
+    samples crossing line borders, half-hour lines, overlapping lines, credits,
+    unobserved lines, currencies, non-primary lines, partial quantities and
+    rows read twice. With `aligned`, lines are whole hours and samples
+    15-minute blocks inside them, in one currency, all primary, whole periods.
     """
     n_res = draw(st.integers(1, 3))
     devices = {f"r{k}": draw(st.integers(1, 3)) for k in range(n_res)}
@@ -47,6 +49,14 @@ def scenarios(draw, aligned: bool = False, overlapping_lines: bool = True):
     costs = pd.DataFrame(lines, columns=["resource_id", "start", "end", "cost", "list_cost"])
     for col in ("start", "end"):
         costs[col] = pd.to_datetime(costs[col].astype("int64"), unit="ns", utc=True)
+    if not aligned:
+        n = len(costs)
+        if draw(st.booleans()):
+            costs["currency"] = [draw(st.sampled_from(["USD", "EUR"])) for _ in range(n)]
+        if draw(st.booleans()):
+            costs["primary"] = [draw(st.booleans()) for _ in range(n)]
+        if draw(st.booleans()):
+            costs["quantity_hours"] = [draw(st.sampled_from([np.nan, 0.25, 0.5, 1.0, 3.0])) for _ in range(n)]
     samples = []
     for _ in range(draw(st.integers(0, 40))):
         r = draw(st.sampled_from(resources))
@@ -63,6 +73,9 @@ def scenarios(draw, aligned: bool = False, overlapping_lines: bool = True):
                                            "mem_used", "duration"])
     usage["timestamp"] = pd.to_datetime(usage["timestamp"].astype("int64"), unit="ns", utc=True)
     usage["device"] = usage["device"].astype("int64")
+    if not aligned and len(usage) and draw(st.booleans()):  # rows read twice
+        copies = draw(st.lists(st.integers(0, len(usage) - 1), max_size=10))
+        usage = pd.concat([usage, usage.iloc[copies]], ignore_index=True)
     workloads = pd.DataFrame({"consumer": ["a", "b", "c"], "team": ["x", "y", "x"]})
     return costs, usage, inventory, workloads
 
@@ -89,8 +102,31 @@ def test_engine_equals_reference(scenario, policy):
 def test_conservation(scenario, policy):
     costs = scenario[0]
     result = run(*scenario, **policy)
+    if "currency" in costs.columns:  # per currency: two currencies are never added
+        for column in ("cost", "list_cost"):
+            got = result.groupby("currency")[column].sum()
+            want = costs.groupby("currency")[column].sum()
+            assert sorted(got.index) == sorted(want.index)
+            for currency, amount in want.items():
+                assert got[currency] == pytest.approx(amount, rel=1e-9, abs=1e-9)
+        return
     assert result["cost"].sum() == pytest.approx(costs["cost"].sum(), rel=1e-9, abs=1e-9)
     assert result["list_cost"].sum() == pytest.approx(costs["list_cost"].sum(), rel=1e-9, abs=1e-9)
+
+
+@SETTINGS
+@given(scenarios(), POLICIES, st.data())
+def test_duplicates(scenario, policy, data):
+    costs, usage, inventory, workloads = scenario
+    base = run(*scenario, **policy)
+    if not len(usage):
+        return
+    copies = data.draw(st.lists(st.integers(0, len(usage) - 1), min_size=1, max_size=20))
+    twice = pd.concat([usage, usage.iloc[copies]], ignore_index=True)
+    result = run(costs, twice, inventory, workloads, **policy)
+    assert_frames_close(result, base)
+    assert result.attrs["diagnostics"]["samples_duplicate"] == \
+        base.attrs["diagnostics"]["samples_duplicate"] + len(copies)
 
 
 @SETTINGS
@@ -138,7 +174,8 @@ def test_splitting(scenario, basis):
     # Linear in time only while nothing is normalised or held beyond capacity.
     oversubscribed = whole.attrs["diagnostics"]["lines_oversubscribed"] + split.attrs["diagnostics"][
         "lines_oversubscribed"]
-    if oversubscribed or held_beyond_capacity(usage, inventory):
+    # ... and every half line is observed (an unobserved half is not idle).
+    if oversubscribed or held_beyond_capacity(usage, inventory) or split.attrs["diagnostics"]["lines_unobserved"]:
         return
     assert_frames_close(split, whole)
 
@@ -147,7 +184,7 @@ def test_splitting(scenario, basis):
 @given(scenarios(), POLICIES)
 def test_distribution(scenario, policy):
     costs, usage, inventory, workloads = scenario
-    by = policy.get("by", ["consumer"])
+    by = list(policy.get("by", ["consumer"])) + (["currency"] if "currency" in costs.columns else [])
     whole = run(*scenario, **policy)
     parts = []
     for resource in pd.unique(pd.concat([costs["resource_id"], usage["resource_id"]])):
@@ -156,6 +193,8 @@ def test_distribution(scenario, policy):
     if not parts:
         assert whole.empty
         return
+    for part in parts:
+        part.attrs = {}
     summed = pd.concat(parts).groupby(by, sort=True, as_index=False)[
         ["cost", "idle_cost", "list_cost", "gpu_hours", "effective_gpu_hours", "mem_gib_hours"]].sum()
     with np.errstate(all="ignore"):

@@ -68,6 +68,7 @@ def test_equals_single_machine(spark, fleet, policy):
     expected = gpucost.allocate(fleet.costs, fleet.usage, fleet.inventory, fleet.workloads, **policy)
     assert_frames_close(result, expected, rel=1e-9, abs_=1e-9)
     assert result.attrs["diagnostics"] == expected.attrs["diagnostics"]
+    assert_frames_close(result.attrs["join"], expected.attrs["join"])
 
 
 def test_spark_inventory_and_missing_resources(spark, fleet):

@@ -58,6 +58,7 @@ def test_dataframe_chunks_equal_one_shot(fleet, expected):
     result = gpucost.allocate_stream(fleet.costs, chunks, fleet.inventory, fleet.workloads, **POLICY)
     assert_frames_close(result, expected)
     assert result.attrs["diagnostics"] == expected.attrs["diagnostics"]
+    assert_frames_close(result.attrs["join"], expected.attrs["join"])
 
 
 def test_sliced_frame_and_arrow_reader_equal_one_shot(fleet, expected):
@@ -76,6 +77,7 @@ def test_csv_files_and_glob_equal_one_shot(fleet, expected, tmp_path):
                                      block_size=1 << 16, **POLICY)
     assert_frames_close(result, expected)
     assert result.attrs["diagnostics"] == expected.attrs["diagnostics"]
+    assert_frames_close(result.attrs["join"], expected.attrs["join"])
 
 
 def test_parquet_and_csv_tables(fleet, expected, tmp_path):

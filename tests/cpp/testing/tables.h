@@ -20,7 +20,11 @@ struct CostTable {
   std::vector<int64_t> start, end;
   std::vector<double> cost;
   std::optional<std::vector<double>> list_cost;
-  EncodedStrings ids;
+  // Optional columns: set them to a vector with one value per line.
+  std::optional<std::vector<std::string>> currency;
+  std::optional<std::vector<uint8_t>> primary;
+  std::optional<std::vector<double>> quantity_hours;
+  EncodedStrings ids, currencies;
 
   void Add(std::string r, int64_t s, int64_t e, double c) {
     resource_id.push_back(std::move(r));
@@ -32,6 +36,12 @@ struct CostTable {
     ids = EncodeStrings(resource_id);
     CostColumns out{.resource_id = ids.view(), .start = start, .end = end, .cost = cost};
     if (list_cost) out.list_cost = *list_cost;
+    if (currency) {
+      currencies = EncodeStrings(*currency);
+      out.currency = currencies.view();
+    }
+    if (primary) out.primary = *primary;
+    if (quantity_hours) out.quantity_hours = *quantity_hours;
     return out;
   }
 };
