@@ -60,7 +60,7 @@ py::dict ToPython(IdleResult&& r) {
   diag["devices_unobserved"] = d.devices_unobserved;
   py::list kinds, decision_names;
   for (IdleKind k : {IdleKind::kTerminate, IdleKind::kRelease, IdleKind::kRightSize, IdleKind::kExempt,
-                     IdleKind::kUnobserved}) {
+                     IdleKind::kNoTelemetry}) {
     kinds.append(py::str(std::string(IdleKindName(k))));
   }
   for (PolicyDecision k : {PolicyDecision::kAlert, PolicyDecision::kCancel, PolicyDecision::kTerminate,

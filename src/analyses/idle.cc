@@ -227,7 +227,7 @@ absl::Status IdlePass::Resource(int32_t r, const std::vector<Interval>& lines) {
     }
     int64_t e = b;
     while (e < bins_ && !w_.instance_observed[e] && w_.billed[e]) ++e;
-    if (e - b >= window_bins) AddSpan(r, -1, n, IdleKind::kUnobserved, b, e, 0.0, 0.0);
+    if (e - b >= window_bins) AddSpan(r, -1, n, IdleKind::kNoTelemetry, b, e, 0.0, 0.0);
     b = e;
   }
 
@@ -490,7 +490,7 @@ std::string_view IdleKindName(IdleKind kind) {
     case IdleKind::kRelease: return "release";
     case IdleKind::kRightSize: return "right-size";
     case IdleKind::kExempt: return "exempt";
-    case IdleKind::kUnobserved: return "no-telemetry";
+    case IdleKind::kNoTelemetry: return "no-telemetry";
   }
   return "?";
 }

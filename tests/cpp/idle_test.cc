@@ -112,7 +112,7 @@ TEST_F(Idle, ExemptHolderIsReportedAndNeverAlerted) {
 }
 
 // No sample at all on a billed device: not idle (nothing says it was free),
-// counted as unobserved; its instance has telemetry, so no kUnobserved span.
+// counted as unobserved; its instance has telemetry, so no kNoTelemetry span.
 TEST_F(Idle, UnobservedDeviceIsNotIdle) {
   inventory_.AddResource("i-u", 2);
   Hourly("i-u", At(0), At(4), 6.0);
@@ -122,20 +122,20 @@ TEST_F(Idle, UnobservedDeviceIsNotIdle) {
   EXPECT_EQ(r.diagnostics.devices_unobserved, 1);
 }
 
-// A billed instance with no sample of any device: one kUnobserved span over
+// A billed instance with no sample of any device: one kNoTelemetry span over
 // the whole resource, and the policy never alerts on it.
 TEST_F(Idle, InstanceWithoutTelemetryIsUnobservedNotTerminated) {
   inventory_.AddResource("i-d", 2);
   Hourly("i-d", At(0), At(4), 6.0);
   GPUCOST_ASSERT_OK_AND_ASSIGN(IdleResult r, Run());
   ASSERT_EQ(r.spans.size(), 1u);
-  EXPECT_EQ(r.spans.kind[0], static_cast<int8_t>(IdleKind::kUnobserved));
+  EXPECT_EQ(r.spans.kind[0], static_cast<int8_t>(IdleKind::kNoTelemetry));
   EXPECT_EQ(r.spans.device[0], -1);
   EXPECT_EQ(r.spans.devices[0], 2);
   EXPECT_EQ(r.spans.start[0], At(0));
   EXPECT_EQ(r.spans.end[0], At(4));
   EXPECT_EQ(r.decisions.size(), 0u);
-  EXPECT_EQ(IdleKindName(IdleKind::kUnobserved), "no-telemetry");
+  EXPECT_EQ(IdleKindName(IdleKind::kNoTelemetry), "no-telemetry");
 }
 
 TEST_F(Idle, ActivityDuringGraceCancels) {

@@ -45,6 +45,9 @@ def usage_table(series, start=T0, minutes=120, step_s=60) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
+WORKLOADS = pd.DataFrame({"consumer": ["train-a", "nb-b"], "team": ["vision", "research"]})
+
+
 @pytest.fixture
 def fleet():
     costs = costs_table([("i-1", 0, 2, 8.0), ("i-2", 0, 2, 4.0)])
@@ -142,14 +145,14 @@ def test_two_currencies_are_never_added(fleet):
     per = result.groupby("currency")["cost"].sum()
     assert per["USD"] == pytest.approx(20.0) and per["EUR"] == pytest.approx(20.0)
     with pytest.raises(gpucost.InvalidInputError, match="the bill has amounts in EUR and USD"):
-        gpucost.report(costs, usage, inventory)
+        gpucost.report(costs, usage, inventory, WORKLOADS, by=["team"])
     rates = pd.DataFrame({"currency": ["EUR"], "date": ["2026-03-01"], "rate": [1.25]})
     usd = gpucost.convert_currency(costs, rates, to="USD")
     assert set(usd["currency"]) == {"USD"}
     assert float(usd["cost"].sum()) == pytest.approx(20.0 + 25.0)
-    with pytest.raises(gpucost.InvalidInputError, match=r"row 0, column 'start': no EUR rate on or before"):
+    with pytest.raises(gpucost.InvalidInputError, match=r"costs: row 2, column 'start': no EUR rate on or before 2026-03-02"):
         gpucost.convert_currency(costs, rates.assign(date="2026-04-01"), to="USD")
-    r = gpucost.report(costs, usage, inventory, exchange_rates=rates, analyses=[])
+    r = gpucost.report(costs, usage, inventory, WORKLOADS, by=["team"], exchange_rates=rates, analyses=[])
     assert r.data["kpis"]["total"].iloc[0] == pytest.approx(45.0)
     assert "All amounts in USD." in r.html
 
@@ -182,7 +185,7 @@ def test_inner_calls_stay_quiet_and_the_report_warns_once(fleet):
     usage = usage[usage["resource_id"] != "i-2"]
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
-        report = gpucost.report(costs, usage, inventory, analyses=["idle"])
+        report = gpucost.report(costs, usage, inventory, WORKLOADS, by=["team"], analyses=["idle"])
     assert len(join_warnings(record)) == 1
     assert report.sections[0].key == "join"
     assert "What did not line up" in report.html and "i-2" in report.html

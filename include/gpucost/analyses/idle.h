@@ -9,7 +9,7 @@
 // 2 h window may hold a few busy minutes at its edges). Only time the
 // telemetry covers can be idle: a window with a bin that no sample of the
 // device covers is not idle, and billed time that no sample of the resource
-// covers for at least `window` is a kUnobserved span ("no telemetry").
+// covers for at least `window` is a kNoTelemetry span ("no telemetry").
 //
 // Idle time is cut into spans of one kind (docs/analyses.md):
 //   kTerminate  every device of the resource is idle and nobody holds any of
@@ -18,7 +18,7 @@
 //   kExempt     an exempt workload holds the idle device (reported, not flagged)
 //   kRightSize  nobody holds the idle device while other devices of the
 //               resource are busy or held
-//   kUnobserved no sample of any device of the resource (one span for the
+//   kNoTelemetry no sample of any device of the resource (one span for the
 //               whole resource): no telemetry, never flagged
 //
 // The same pass replays the idle-termination policy per resource (alert when
@@ -59,13 +59,13 @@ struct IdleOptions {
   int64_t grace_ns = int64_t{1800} * kNanosPerSecond;  // 30 minutes
 };
 
-// kUnobserved: billed time without any sample of the resource (no telemetry,
+// kNoTelemetry: billed time without any sample of the resource (no telemetry,
 // not idle: SEMANTICS 2); reported, never flagged.
-enum class IdleKind : int8_t { kTerminate = 0, kRelease = 1, kRightSize = 2, kExempt = 3, kUnobserved = 4 };
+enum class IdleKind : int8_t { kTerminate = 0, kRelease = 1, kRightSize = 2, kExempt = 3, kNoTelemetry = 4 };
 enum class PolicyDecision : int8_t { kAlert = 0, kCancel = 1, kTerminate = 2, kEnded = 3 };
 
 // Spans, one row each. Devices: `device` >= 0 for one device; -1 for a
-// kTerminate or kUnobserved span, which covers all `devices` devices of the resource.
+// kTerminate or kNoTelemetry span, which covers all `devices` devices of the resource.
 struct IdleSpans {
   std::vector<int32_t> resource;  // index into IdleResult::resource_names
   std::vector<int32_t> device;
