@@ -367,10 +367,10 @@ def test_gcp_inventory_needs_rows_for_n1_with_attached_gpus(tmp_path):
                         "gpus": [1], "gpu_memory_gib": [16]})
     inventory = gpucost.inventory(costs, catalog=own)
     assert inventory.groupby("resource_id").size().to_dict() == {
-        "//compute.googleapis.com/projects/ml-prod/zones/us-central1-a/instances/1111": 1,
-        "//compute.googleapis.com/projects/ml-prod/zones/us-central1-b/instances/2222": 1,
-        "//compute.googleapis.com/projects/ml-prod/zones/us-central1-c/instances/3333": 1,
-        "//compute.googleapis.com/projects/ml-prod/zones/us-central1-a/instances/4444": 1,
+        "projects/ml-prod/zones/us-central1-a/instances/trainer-1": 1,
+        "projects/ml-prod/zones/us-central1-b/instances/serve-1": 1,
+        "projects/ml-prod/zones/us-central1-c/instances/batch-1": 1,
+        "projects/ml-prod/zones/us-central1-a/instances/nb-1": 1,
     }
     # gzip-compressed JSON lines are recognised by content.
     packed = tmp_path / "export.json.gz"
