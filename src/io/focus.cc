@@ -108,6 +108,9 @@ absl::Status FocusFormat::Normalise(const Row& row, LineBuilder& out) {
   line.commitment_status = row.Text(layout.col(kCommitmentStatus));
   line.currency = row.Text(layout.col(kCurrency));
   line.pricing_currency = row.Text(layout.col(kPricingCurrency));
+  // Azure's ARM ids are case-insensitive: lower case, as the cost-details
+  // reader and read_nodes write them.
+  line.lowercase_resource = line.provider == "azure" || absl::StartsWithIgnoreCase(ToAbsl(line.resource_id), "/subscriptions/");
   // GCP names a VM by its global name (the numeric id) and ResourceName.
   std::string canonical;
   if (GcpInstance(line.resource_id, line.resource_name, &canonical, &line.instance_id)) {

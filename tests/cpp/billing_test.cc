@@ -130,6 +130,8 @@ TEST(ReadFocus, OtherVersions) {
   ASSERT_EQ(azure.size(), 3u);
   EXPECT_EQ(At(azure.provider, 0), "azure");
   EXPECT_EQ(At(azure.instance_type, 0), "Standard_ND96asr_v4");  // x_SkuDetails
+  EXPECT_EQ(At(azure.resource_id, 0),
+            "/subscriptions/sub-1/resourcegroups/ml/providers/microsoft.compute/virtualmachines/nd-od-1");
   EXPECT_EQ(At(azure.commitment_id, 0), "<null>");                // literal null
   EXPECT_EQ(azure.end[0] - azure.start[0], kNanosPerDay);
   EXPECT_EQ(At(azure.commitment_status, 2), "Unused");
@@ -139,6 +141,8 @@ TEST(ReadFocus, OtherVersions) {
   ASSERT_EQ(gcp.size(), 2u);
   EXPECT_EQ(At(gcp.provider, 0), "gcp");  // 1.3 ServiceProviderName
   EXPECT_EQ(At(gcp.instance_type, 0), "a2-highgpu-1g");
+  EXPECT_EQ(At(gcp.resource_id, 0), "projects/ml-prod/zones/us-central1-a/instances/1111");  // no ResourceName
+  EXPECT_EQ(At(gcp.instance_id, 0), "1111");
   EXPECT_TRUE(gcp.gpu[0]);
   EXPECT_EQ(At(gcp.pricing, 1), "spot");
 }
