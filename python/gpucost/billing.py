@@ -4,8 +4,9 @@
 >>> inventory = gpucost.inventory(costs)                           # doctest: +SKIP
 >>> gpucost.allocate(costs, usage, inventory)                      # doctest: +SKIP
 
-Every reader returns one row per row of the export (nothing is dropped, so
-``costs.cost.sum()`` is the export's own total of the chosen amount) with the
+Every reader returns one row per row of the export (nothing is dropped but
+rows read twice, so ``costs.cost.sum()`` is the export's own total of the
+chosen amount) with the
 columns ``resource_id, start, end, cost, list_cost, pricing`` the engine
 reads, and ``provider, account, region, service, sku, instance_type,
 charge_category, commitment_id, commitment_status, billed_cost,

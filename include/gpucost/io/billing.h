@@ -10,7 +10,8 @@
 //
 // Money is never dropped: every data row becomes a line (purchases, unused
 // commitments, credits, taxes, lines without a resource included), so the sum
-// of `cost` equals the export's own total of the chosen amount. Bad input is
+// of `cost` equals the export's own total of the chosen amount; only rows read
+// twice are dropped, and counted (BillingReport). Bad input is
 // an error naming the file, the line (CSV, JSON lines: 1-based) or row (Arrow:
 // 0-based) and the column; there is never a partial result. Columns the
 // reader does not know are ignored.
