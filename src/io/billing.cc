@@ -631,6 +631,23 @@ CostLines LineBuilder::Finish() {
       const int32_t n = out.instance_id.codes[i];
       if (by_instance_id_[i] && by_number[n] != kNullCode) out.resource_id.codes[i] = by_number[n];
     }
+    // Drop the numeric spellings no line uses any more from the dictionary.
+    std::vector<int32_t> remap(out.resource_id.values.size(), kNullCode);
+    for (int32_t code : out.resource_id.codes) {
+      if (code != kNullCode) remap[code] = 0;
+    }
+    EncodedStrings compact;
+    for (size_t v = 0; v < remap.size(); ++v) {
+      if (remap[v] == kNullCode) continue;
+      remap[v] = static_cast<int32_t>(compact.values.size());
+      compact.values.push_back(std::move(out.resource_id.values[v]));
+    }
+    compact.codes = std::move(out.resource_id.codes);
+    for (int32_t& code : compact.codes) {
+      if (code != kNullCode) code = remap[code];
+    }
+    compact.value_views.assign(compact.values.begin(), compact.values.end());
+    out.resource_id = std::move(compact);
   }
   ResolvePrimary(out);
   report_.currencies.assign(out.currency.values.begin(), out.currency.values.end());

@@ -383,6 +383,7 @@ TEST(BillingPrimary, GcpVmHourBilledAsThreeSkusHasOnePrimaryLine) {
     }
   }
   EXPECT_EQ(vm_lines, 6);  // two hours, three SKUs: the RAM line of hour 11 named only by its number
+  for (const std::string& id : lines.resource_id.values) EXPECT_EQ(id.find("/4711"), std::string::npos) << id;
   EXPECT_EQ(primary, 2);
   const size_t l4 = LineWith(lines, lines.sku, "6B1C-96B1-DA12");
   EXPECT_TRUE(lines.primary[l4]);
