@@ -54,6 +54,22 @@ py::dict ToPython(CostLines&& lines) {
   out["resource_name"] = EncodedToPython(std::move(lines.resource_name));
   out["tags"] = EncodedToPython(std::move(lines.tags));
   out["gpu"] = MoveToNumpy(std::move(lines.gpu));
+  out["primary"] = MoveToNumpy(std::move(lines.primary));
+  out["quantity_hours"] = MoveToNumpy(std::move(lines.quantity_hours));
+  out["pricing_currency"] = EncodedToPython(std::move(lines.pricing_currency));
+  out["instance_id"] = EncodedToPython(std::move(lines.instance_id));
+  const io::BillingReport& r = lines.report;
+  py::dict report;
+  report["rows_read"] = r.rows_read;
+  report["duplicates_dropped"] = r.duplicates_dropped;
+  report["primary_lines"] = r.primary_lines;
+  report["quantity_unknown"] = r.quantity_unknown;
+  report["hours_beyond_period"] = r.hours_beyond_period;
+  report["hours_beyond_period_lines"] = r.hours_beyond_period_lines;
+  report["currencies"] = r.currencies;
+  report["naive_timestamps"] = r.naive_timestamps;
+  if (!r.gcp_export.empty()) report["gcp_export"] = r.gcp_export;
+  out["report"] = report;
   py::list tags;
   for (size_t k = 0; k < lines.tag_keys.size(); ++k) {
     tags.append(py::make_tuple(lines.tag_keys[k], EncodedToPython(std::move(lines.tag_values[k]))));
@@ -76,7 +92,7 @@ class PyBillingReader {
  public:
   PyBillingReader(const std::string& format, const std::string& amount, std::vector<std::string> expand_tags,
                   const std::optional<Catalog>& catalog, const std::string& source, const std::string& gcp_credits,
-                  const std::string& azure_dataset) {
+                  const std::string& azure_dataset, const std::string& tz) {
     BillingOptions options;
     options.amount = ValueOrThrow(io::ParseCostAmount(amount));
     options.expand_tags = std::move(expand_tags);
@@ -85,6 +101,7 @@ class PyBillingReader {
       options.catalog = catalog_.get();
     }
     options.source = source;
+    options.tz = tz;
     if (gcp_credits == "net") {
       options.gcp_credits = io::GcpCredits::kNet;
     } else if (gcp_credits == "separate") {
@@ -155,9 +172,9 @@ class PyBillingReader {
 void RegisterBilling(py::module_& m) {
   py::class_<PyBillingReader>(m, "BillingReader", "Streaming reader of one billing export (gpucost::io).")
       .def(py::init<const std::string&, const std::string&, std::vector<std::string>, const std::optional<Catalog>&,
-                    const std::string&, const std::string&, const std::string&>(),
+                    const std::string&, const std::string&, const std::string&, const std::string&>(),
            py::arg("format"), py::arg("amount"), py::arg("expand_tags"), py::arg("catalog"), py::arg("source"),
-           py::arg("gcp_credits"), py::arg("azure_dataset"))
+           py::arg("gcp_credits"), py::arg("azure_dataset"), py::arg("tz") = "")
       .def("feed_csv", &PyBillingReader::FeedCsv, py::arg("chunk"), "CSV bytes; any buffer, not copied.")
       .def("feed_json_lines", &PyBillingReader::FeedJsonLines, py::arg("chunk"))
       .def("feed_arrow", &PyBillingReader::FeedArrow, py::arg("batch"),

@@ -54,6 +54,7 @@ py::dict NodesToPython(NodeTable&& n) {
   out["provider"] = Strings(std::move(n.provider));
   out["zone"] = Strings(std::move(n.zone));
   out["instance_type"] = Strings(std::move(n.instance_type));
+  out["instance_id"] = Strings(std::move(n.instance_id));
   return out;
 }
 

@@ -72,6 +72,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Check(whole->size() == chunked->size(), "chunking changes the number of lines");
   Check(whole->cost == chunked->cost, "chunking changes the amounts");
   for (double c : whole->cost) Check(std::isfinite(c), "a cost is not finite");
+  Check(whole->primary == chunked->primary, "chunking changes the primary lines");
+  for (size_t i = 0; i < whole->size(); ++i) {
+    const double q = whole->quantity_hours[i];
+    if (std::isnan(q)) continue;
+    Check(whole->primary[i] != 0, "a quantity on a line that is not primary");
+    Check(q > 0 && q * 3600.0 * 1e9 <= static_cast<double>(whole->end[i] - whole->start[i]) * (1 + 1e-9),
+          "a quantity outside (0, the period]");
+  }
 
   // Money in equals money out, with no usage at all (all idle or unattributed).
   gpucost::SampleColumns no_samples;

@@ -4,15 +4,36 @@
 >>> inventory = gpucost.inventory(costs)                           # doctest: +SKIP
 >>> gpucost.allocate(costs, usage, inventory)                      # doctest: +SKIP
 
-Every reader returns one row per row of the export (nothing is dropped, so
-``costs.cost.sum()`` is the export's own total of the chosen amount) with the
+Every reader returns one row per row of the export (nothing is dropped but
+rows read twice, so ``costs.cost.sum()`` is the export's own total of the
+chosen amount) with the
 columns ``resource_id, start, end, cost, list_cost, pricing`` the engine
 reads, and ``provider, account, region, service, sku, instance_type,
 charge_category, commitment_id, commitment_status, billed_cost,
 effective_cost, currency, resource_name, tags`` (the resource's tags as a
 JSON object string) and ``gpu`` (a GPU resource per the catalog) to slice it
-by. String columns are categoricals; ``start``/``end`` are UTC datetimes
+by. ``primary`` marks the one line per resource and charge period that bills
+its time (SEMANTICS 1.1: the instance's usage line; on GCP the GPU SKU line of
+a VM-hour billed as GPU, core and memory SKUs), ``quantity_hours`` the
+instance-hours it bills (NaN: the whole period). ``currency`` is the billing
+currency, ``pricing_currency`` FOCUS's PricingCurrency, ``instance_id`` GCP's
+numeric instance id (``resource_id`` is ``projects/P/zones/Z/instances/NAME``
+there, as GKE's providerID names the node; Azure ARM ids are lower case).
+String columns are categoricals; ``start``/``end`` are UTC datetimes
 (``end`` exclusive).
+
+Rows read twice are dropped and counted: CUR by ``identity_line_item_id``
+within ``identity_time_interval``, FOCUS, GCP and Azure rows identical in every
+column. ``frame.attrs["billing"]`` reports what a reader dropped or noticed:
+``format``, ``rows_read``, ``duplicates_dropped``, ``currencies``,
+``hours_beyond_period`` (resources whose lines of one period bill more
+instance-hours than it has; clipped), ``primary_lines``, ``quantity_unknown``,
+``naive_timestamps``, ``tz`` and for GCP ``gcp_export`` (``detailed`` or
+``standard``: the standard export names no resources).
+
+``tz``: the time zone (IANA name) of timestamps written without one, as for
+``read_nvidia_smi``; by default they are UTC. Timestamps with a zone
+(``Z``, ``+02:00``, `` UTC``) are read as written.
 
 Inputs: a path (CSV, CSV.gz, Parquet; GCP also JSON lines), an open binary
 file, or an in-memory ``pyarrow.Table``/``pandas.DataFrame`` (warehouse
@@ -54,16 +75,18 @@ BATCH_ROWS = 65_536
 COST_LINE_COLUMNS = (
     "resource_id", "start", "end", "cost", "list_cost", "pricing", "provider", "account", "region", "service",
     "sku", "instance_type", "charge_category", "commitment_id", "commitment_status", "billed_cost",
-    "effective_cost", "currency", "resource_name", "tags", "gpu",
+    "effective_cost", "currency", "resource_name", "tags", "gpu", "primary", "quantity_hours", "pricing_currency",
+    "instance_id",
 )
 _STRING_COLUMNS = {
     "resource_id", "pricing", "provider", "account", "region", "service", "sku", "instance_type",
     "charge_category", "commitment_id", "commitment_status", "currency", "resource_name", "tags",
+    "pricing_currency", "instance_id",
 }
 
 
 def read_focus(source: Any, *, amount: str = "effective", expand_tags: Sequence[str] | Mapping[str, str] = (),
-               catalog: Any = None, progress: bool | None = None) -> pd.DataFrame:
+               catalog: Any = None, progress: bool | None = None, tz: str | None = None) -> pd.DataFrame:
     """A FOCUS export (1.0, 1.1, 1.2; 1.3 columns tolerated) as cost lines.
 
     ``amount``: ``"effective"`` (EffectiveCost, amortized; the default),
@@ -72,11 +95,11 @@ def read_focus(source: Any, *, amount: str = "effective", expand_tags: Sequence[
     become ``__unattributed__`` in an allocation). ``expand_tags`` lists tag
     keys to add as columns (``tag_<key>``, or a mapping of key to column name).
     """
-    return _read("focus", source, amount=amount, expand_tags=expand_tags, catalog=catalog, progress=progress)
+    return _read("focus", source, amount=amount, expand_tags=expand_tags, catalog=catalog, progress=progress, tz=tz)
 
 
 def read_cur(source: Any, *, amount: str = "effective", expand_tags: Sequence[str] | Mapping[str, str] = (),
-             catalog: Any = None, progress: bool | None = None) -> pd.DataFrame:
+             catalog: Any = None, progress: bool | None = None, tz: str | None = None) -> pd.DataFrame:
     """An AWS Cost and Usage Report, legacy or CUR 2.0 (Data Exports), as
     cost lines.
 
@@ -87,12 +110,12 @@ def read_cur(source: Any, *, amount: str = "effective", expand_tags: Sequence[st
     cost. A tag key in ``expand_tags`` also matches ``user:<key>`` and
     ``user_<key>``.
     """
-    return _read("cur", source, amount=amount, expand_tags=expand_tags, catalog=catalog, progress=progress)
+    return _read("cur", source, amount=amount, expand_tags=expand_tags, catalog=catalog, progress=progress, tz=tz)
 
 
 def read_gcp_billing(source: Any, *, amount: str = "effective", credits: str = "net",
                      expand_tags: Sequence[str] | Mapping[str, str] = (), catalog: Any = None,
-                     progress: bool | None = None) -> pd.DataFrame:
+                     progress: bool | None = None, tz: str | None = None) -> pd.DataFrame:
     """A GCP Cloud Billing detailed export (CSV with flattened
     ``service.description`` columns, BigQuery JSON lines, or Parquet) as cost
     lines.
@@ -102,12 +125,12 @@ def read_gcp_billing(source: Any, *, amount: str = "effective", credits: str = "
     GPU SKUs are lines of their own on the VM's resource.
     """
     return _read("gcp", source, amount=amount, expand_tags=expand_tags, catalog=catalog, progress=progress,
-                 gcp_credits=credits)
+                 gcp_credits=credits, tz=tz)
 
 
 def read_azure_costs(source: Any, *, dataset: str = "amortized", amount: str | None = None,
                      expand_tags: Sequence[str] | Mapping[str, str] = (), catalog: Any = None,
-                     progress: bool | None = None) -> pd.DataFrame:
+                     progress: bool | None = None, tz: str | None = None) -> pd.DataFrame:
     """An Azure cost details export as daily cost lines.
 
     ``dataset`` says which export the file is: ``"amortized"`` (the
@@ -118,18 +141,18 @@ def read_azure_costs(source: Any, *, dataset: str = "amortized", amount: str | N
     if amount is None:
         amount = "billed" if dataset == "actual" else "effective"
     return _read("azure", source, amount=amount, expand_tags=expand_tags, catalog=catalog, progress=progress,
-                 azure_dataset=dataset)
+                 azure_dataset=dataset, tz=tz)
 
 
 # ---- input ------------------------------------------------------------------------
 
 
 def _read(fmt: str, source: Any, *, amount: str, expand_tags: Any, catalog: Any, progress: bool | None,
-          gcp_credits: str = "net", azure_dataset: str = "amortized") -> pd.DataFrame:
+          gcp_credits: str = "net", azure_dataset: str = "amortized", tz: str | None = None) -> pd.DataFrame:
     keys, names = _tag_columns(expand_tags)
     name = _source_name(source)
     reader = _core.BillingReader(fmt, str(amount), keys, _resolve_catalog(catalog) if catalog is not None else None,
-                                 name, str(gcp_credits), str(azure_dataset))
+                                 name, str(gcp_credits), str(azure_dataset), "" if tz is None else str(tz))
     if isinstance(source, pd.DataFrame | pa.Table | pa.RecordBatch):
         table = source if isinstance(source, pa.Table | pa.RecordBatch) else pa.Table.from_pandas(
             source, preserve_index=False)
@@ -147,6 +170,7 @@ def _read(fmt: str, source: Any, *, amount: str, expand_tags: Any, catalog: Any,
     frame = _frame(lines, names)
     frame.attrs["source"] = name
     frame.attrs["amount"] = amount
+    frame.attrs["billing"] = {"format": fmt, "source": name, "tz": tz or "UTC", **lines["report"]}
     return frame
 
 
@@ -379,7 +403,7 @@ def _frame(lines: dict, tag_names: list[str]) -> pd.DataFrame:
             columns[name] = _categorical(value)
         elif name in ("start", "end"):
             columns[name] = _instants(value)
-        elif name == "gpu":
+        elif name in ("gpu", "primary"):
             columns[name] = value.astype(bool)
         else:
             columns[name] = value

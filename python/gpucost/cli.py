@@ -130,6 +130,7 @@ def _add_sources(p: argparse.ArgumentParser) -> None:
     g.add_argument("--bill", metavar="PATH", help="billing export: FOCUS, AWS CUR (legacy or 2.0), GCP or Azure "
                                                   "(CSV, CSV.gz or Parquet)")
     g.add_argument("--bill-format", choices=("auto", "focus", "cur", "gcp", "azure"), help="default: from the header")
+    g.add_argument("--bill-tz", help="time zone (IANA) of bill timestamps written without one (default UTC)")
     g.add_argument("--costs", metavar="PATH", help="gpucost cost lines table (CSV or Parquet) instead of a bill")
     g.add_argument("--telemetry", metavar="PATH", nargs="+",
                    help="saved Prometheus query_range answers of DCGM exporter metrics (globs allowed)")
@@ -269,6 +270,7 @@ def configure(args: argparse.Namespace) -> Config:
            "prometheus": "prometheus", "start": "start", "end": "end", "step": "step", "usage": "usage",
            "pods": "pods", "nodes": "nodes", "workloads": "workloads", "inventory": "inventory",
            "interruptions": "interruptions", "rates": "rates"}
+    src["bill_tz"] = "bill_tz"
     paths = {"bill", "costs", "usage", "pods", "nodes", "workloads", "inventory", "interruptions", "rates"}
     for attr, key in src.items():
         value = getattr(args, attr, None)

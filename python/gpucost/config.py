@@ -5,6 +5,7 @@
 [sources]
 bill = "focus.csv.gz"            # FOCUS, CUR (legacy or 2.0), GCP or Azure export
 bill_format = "auto"             # focus | cur | gcp | azure | auto (from the header)
+bill_tz = "UTC"                  # zone of the bill's timestamps written without one
 telemetry = ["prometheus/*.json"]  # saved query_range answers, or:
 prometheus = "http://prometheus:9090"
 start = "2026-03-01"
@@ -57,7 +58,7 @@ SECTIONS: dict[str, dict[str, type | tuple]] = {
     "sources": {"demo": bool, "bill": str, "bill_format": str, "costs": str, "usage": str, "inventory": str,
                 "workloads": str, "telemetry": (str, list), "prometheus": str, "start": str, "end": str,
                 "step": (int, float), "pods": str, "nodes": str, "interruptions": str, "rates": str,
-                "bearer_token": str},
+                "bearer_token": str, "bill_tz": str},
     "labels": {},  # any key: str
     "policy": {"basis": str, "idle": str, "interval": (int, float), "alpha": (int, float), "by": (str, list),
                "strict": bool},
@@ -230,7 +231,7 @@ def _read_bill(config: Config, progress: bool) -> pd.DataFrame:
         raise InvalidInputError(f"{config.name}: [sources]: bill_format {fmt!r} is not one of auto, "
                                 f"{', '.join(readers)}")
     reader = _need(readers[fmt], "the billing issue")
-    return reader(path, progress=progress)
+    return reader(path, progress=progress, tz=config.sources.get("bill_tz"))
 
 
 def _detect_bill(path: Path) -> str:

@@ -307,6 +307,7 @@ def workloads_frame(raw: dict) -> pd.DataFrame:
 
 
 def nodes_frame(raw: dict) -> pd.DataFrame:
-    """node, resource_id, provider, zone, instance_type."""
+    """node, resource_id, provider, zone, instance_type, instance_id."""
     return pd.DataFrame({name: _codes_to_strings(raw[name], categorical=False)
-                         for name in ("node", "resource_id", "provider", "zone", "instance_type")}, copy=False)
+                         for name in ("node", "resource_id", "provider", "zone", "instance_type", "instance_id")},
+                        copy=False)

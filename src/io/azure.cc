@@ -17,7 +17,7 @@ namespace {
 enum Field {
   kDate, kCost, kPaygCost, kPaygPrice, kQuantity, kResourceId, kResourceName, kSubscription, kRegion,
   kMeterCategory, kMeterName, kMeterId, kCurrency, kChargeType, kPricingModel, kReservationId, kBenefitId,
-  kTags, kAdditionalInfo, kCount,
+  kTags, kAdditionalInfo, kUnitOfMeasure, kCount,
 };
 
 constexpr ColumnSpec kColumns[] = {
@@ -33,13 +33,14 @@ constexpr ColumnSpec kColumns[] = {
     {kMeterCategory, {"meterCategory"}},
     {kMeterName, {"meterName"}},
     {kMeterId, {"meterId"}},
-    {kCurrency, {"billingCurrency", "billingCurrencyCode", "Currency"}},
+    {kCurrency, {"billingCurrency", "billingCurrencyCode", "BillingCurrency", "Currency"}},
     {kChargeType, {"chargeType"}},
     {kPricingModel, {"pricingModel"}},
     {kReservationId, {"reservationId"}},
     {kBenefitId, {"benefitId"}},
     {kTags, {"tags"}},
     {kAdditionalInfo, {"additionalInfo"}},
+    {kUnitOfMeasure, {"unitOfMeasure", "UnitOfMeasure"}},
 };
 
 // "On Demand" / "OnDemand" -> "ondemand".
@@ -60,6 +61,7 @@ std::vector<int> AzureFormat::Required(const BillingOptions& options) {
   return {kDate, kCost};
 }
 std::optional<std::string> AzureFormat::TagColumnKey(std::string_view) { return std::nullopt; }
+std::vector<int> AzureFormat::IdentityFields() { return {}; }
 absl::Status AzureFormat::CheckOptions(const BillingOptions& options) {
   if (options.azure_dataset == AzureDataset::kAmortized && options.amount == CostAmount::kBilled) {
     return ParameterError("amount", "the amortized cost-details dataset has no billed amounts; read the "
@@ -76,10 +78,7 @@ template <typename Row>
 absl::Status AzureFormat::Normalise(const Row& row, LineBuilder& out) {
   const Layout& layout = row.layout();
   Line line;
-  const Parsed day = row.Day(layout.col(kDate), &line.start);
-  if (day == Parsed::kBad) return BadValue(row, kDate, "is not a date");
-  if (day == Parsed::kNull) return row.Error(layout.name(kDate), "missing date");
-  line.end = line.start + kNanosPerDay;
+  GPUCOST_RETURN_IF_ERROR(ReadDay(row, kDate, &line.start, &line.end, out));
   double cost = 0;
   GPUCOST_RETURN_IF_ERROR(ReadAmount(row, kCost, true, 0.0, &cost));
   if (out.options().azure_dataset == AzureDataset::kAmortized) {
@@ -95,7 +94,21 @@ absl::Status AzureFormat::Normalise(const Row& row, LineBuilder& out) {
     line.list = price * quantity;
   }
   line.resource_id = row.Text(layout.col(kResourceId));
-  line.lowercase_resource = true;  // ARM ids are case-insensitive
+  line.lowercase_resource = true;  // ARM ids are case-insensitive: one spelling, lower case
+  // A scale set's line names its instance in additionalInfo.VMName
+  // ("<scale set>_<N>"): the instance's own ARM id, as AKS's providerID has it.
+  const std::string lower_id = absl::AsciiStrToLower(ToAbsl(line.resource_id));
+  if (absl::StrContains(lower_id, "/virtualmachinescalesets/") && !absl::StrContains(lower_id, "/virtualmachines/")) {
+    std::string_view vm_name;
+    GPUCOST_RETURN_IF_ERROR(CellKeyValue(row, layout.col(kAdditionalInfo), "VMName", out, &vm_name));
+    const size_t underscore = vm_name.rfind('_');
+    const std::string_view scale_set = line.resource_id.substr(line.resource_id.rfind('/') + 1);
+    if (underscore != std::string_view::npos && underscore + 1 < vm_name.size() &&
+        absl::EqualsIgnoreCase(ToAbsl(vm_name.substr(0, underscore)), ToAbsl(scale_set))) {
+      line.resource_id = out.Stable(absl::StrCat(ToAbsl(line.resource_id), "/virtualMachines/",
+                                                 ToAbsl(vm_name.substr(underscore + 1))));
+    }
+  }
   line.resource_name = row.Text(layout.col(kResourceName));
   line.provider = "azure";
   line.account = row.Text(layout.col(kSubscription));
@@ -152,6 +165,17 @@ absl::Status AzureFormat::Normalise(const Row& row, LineBuilder& out) {
     std::string size = absl::StrCat("Standard_", meter);
     for (char& c : size) c = c == ' ' ? '_' : c;
     if (out.KnownInstanceType(size)) line.instance_type = out.CatalogInstanceType(size);
+  }
+
+  // The VM's time: its Virtual Machines meter line (not its disks, licences
+  // or bandwidth), Quantity in the meter's unit of hours ("1 Hour", "10 Hours").
+  if (charge == "usage" && absl::EqualsIgnoreCase(ToAbsl(line.service), "Virtual Machines") &&
+      !line.resource_id.empty()) {
+    double quantity = kNaN;
+    GPUCOST_RETURN_IF_ERROR(ReadAmount(row, kQuantity, false, kNaN, &quantity));
+    const std::string_view unit = row.Text(layout.col(kUnitOfMeasure));
+    line.quantity_hours = unit.empty() ? quantity : UsageHours(quantity, unit);
+    line.primary_rank = 2;
   }
 
   GPUCOST_RETURN_IF_ERROR(out.TagsFromCell(row, layout.col(kTags)));

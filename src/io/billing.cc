@@ -6,8 +6,17 @@
 #include <string>
 #include <utility>
 
+#include <algorithm>
+#include <functional>
+#include <tuple>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/hash/hash.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "billing_internal.h"
 #include "gpucost/status.h"
 
@@ -106,6 +115,57 @@ Layout MapColumns(std::span<const std::string> header, std::span<const ColumnSpe
     }
   }
   return layout;
+}
+
+bool HasZoneDesignator(std::string_view text) {
+  text = TrimSpaces(text);
+  if (text.empty()) return false;
+  if (text.back() == 'Z' || text.back() == 'z' || absl::EndsWith(ToAbsl(text), "UTC")) return true;
+  // An offset after the time of day: "2025-03-01T10:00:00+02:00".
+  return text.size() > 11 && text.find_first_of("+-", 11) != std::string_view::npos;
+}
+
+double UsageHours(double amount, std::string_view unit) {
+  if (!std::isfinite(amount)) return kNaN;
+  std::string u = absl::AsciiStrToLower(ToAbsl(TrimSpaces(unit)));
+  // Azure writes a unit with a multiplier: "1 Hour", "10 Hours", "100 Hours".
+  double scale = 1;
+  if (const size_t space = u.find(' '); space != std::string::npos) {
+    double multiplier = 0;
+    if (absl::SimpleAtod(absl::string_view(u).substr(0, space), &multiplier) && multiplier > 0) {
+      scale = multiplier;
+      u.erase(0, space + 1);
+    }
+  }
+  static const std::pair<std::string_view, double> kUnits[] = {
+      {"s", 1.0 / 3600},     {"sec", 1.0 / 3600},   {"secs", 1.0 / 3600},   {"second", 1.0 / 3600},
+      {"seconds", 1.0 / 3600}, {"min", 1.0 / 60},   {"mins", 1.0 / 60},     {"minute", 1.0 / 60},
+      {"minutes", 1.0 / 60}, {"h", 1},              {"hr", 1},              {"hrs", 1},
+      {"hour", 1},           {"hours", 1},          {"day", 24},            {"days", 24},
+  };
+  for (const auto& [name, hours] : kUnits) {
+    if (u == name) return amount * scale * hours;
+  }
+  return kNaN;
+}
+
+bool GcpInstance(std::string_view global_name, std::string_view name, std::string* canonical,
+                 std::string_view* numeric_id) {
+  constexpr std::string_view kPrefix = "//compute.googleapis.com/";
+  *numeric_id = {};
+  if (!absl::StartsWith(ToAbsl(global_name), ToAbsl(kPrefix))) return false;
+  const std::string_view path = global_name.substr(kPrefix.size());
+  std::vector<absl::string_view> parts = absl::StrSplit(ToAbsl(path), '/');
+  if (parts.size() != 6 || parts[0] != "projects" || parts[2] != "zones" || parts[4] != "instances" ||
+      parts[1].empty() || parts[3].empty() || parts[5].empty()) {
+    return false;
+  }
+  const absl::string_view last = parts[5];
+  const bool numeric = std::all_of(last.begin(), last.end(), [](char c) { return c >= '0' && c <= '9'; });
+  if (numeric) *numeric_id = std::string_view(last.data(), last.size());
+  const absl::string_view instance = numeric && !name.empty() ? ToAbsl(name) : last;
+  *canonical = absl::StrCat("projects/", parts[1], "/zones/", parts[3], "/instances/", instance);
+  return true;
 }
 
 std::string_view InstanceTypeFromUsageType(std::string_view usage_type) {
@@ -211,6 +271,32 @@ std::string TypeError(const ArrowColumn& c, std::string_view expected) {
 
 }  // namespace
 
+// Appends cell i of `c` to a row key: its text, list and map entries
+// field by field. False for a type it cannot render (the row then has no key).
+bool AppendArrowCellKey(const ArrowColumn& c, int64_t i, std::string* key, std::string* scratch) {
+  key->push_back('\x1f');
+  if (CellIsNull(c, i)) {
+    key->push_back('\x00');
+    return true;
+  }
+  if (c.kind == ArrowColumn::kMap || c.kind == ArrowColumn::kList || c.kind == ArrowColumn::kLargeList) {
+    if (c.fields.empty()) return false;
+    auto [begin, end] = ListRange(c, i);
+    key->push_back('[');
+    for (int64_t j = begin; j < end; ++j) {
+      for (const ArrowColumn& f : c.fields) {
+        if (!AppendArrowCellKey(f, j, key, scratch)) return false;
+      }
+    }
+    key->push_back(']');
+    return true;
+  }
+  if (c.kind == ArrowColumn::kUnsupported) return false;
+  ValueKind kind;
+  key->append(CellText(c, i, scratch, &kind));
+  return true;
+}
+
 ArrowColumn DescribeArrowColumn(const ArrowSchema& schema, const ArrowArray& array) {
   ArrowColumn c;
   c.schema = &schema;
@@ -266,6 +352,17 @@ bool ArrowRow::IsNull(int col) const {
   const ArrowColumn& c = columns_[col];
   return IsStringKind(c.kind) &&
          IsNullText(TrimSpaces(StringAt(*c.array, c.kind == ArrowColumn::kLargeString, index_)));
+}
+
+bool ArrowRow::Naive(int col) const {
+  if (IsNull(col)) return false;
+  const ArrowColumn& c = columns_[col];
+  switch (c.kind) {
+    case ArrowColumn::kTimestamp: return c.format.size() <= 4;  // "tsu:" has no zone after the colon
+    case ArrowColumn::kDate32:
+    case ArrowColumn::kDate64: return true;
+    default: return !HasZoneDesignator(Text(col));
+  }
 }
 
 std::string_view ArrowRow::Text(int col) const {
@@ -354,7 +451,27 @@ absl::Status ArrowRow::Credits(int col, CreditSink sink) const {
 // ---- output -------------------------------------------------------------------
 
 LineBuilder::LineBuilder(const BillingOptions& options)
-    : options_(options), catalog_(options.catalog != nullptr ? options.catalog : &Catalog::Embedded()) {}
+    : options_(options), catalog_(options.catalog != nullptr ? options.catalog : &Catalog::Embedded()) {
+  // BillingReader::Create checked that the zone loads.
+  has_tz_ = !options_.tz.empty() && options_.tz != "UTC" && absl::LoadTimeZone(options_.tz, &tz_);
+}
+
+absl::Status LineBuilder::Localise(int64_t naive, int64_t* earlier, int64_t* later, std::string* error) {
+  const int64_t seconds = naive >= 0 ? naive / kNanosPerSecond : -((-naive + kNanosPerSecond - 1) / kNanosPerSecond);
+  const int64_t subsecond = naive - seconds * kNanosPerSecond;
+  const absl::CivilSecond civil = absl::ToCivilSecond(absl::FromUnixSeconds(seconds), absl::UTCTimeZone());
+  const absl::TimeZone::TimeInfo info = tz_.At(civil);
+  if (info.kind == absl::TimeZone::TimeInfo::SKIPPED) {
+    *error = absl::StrCat("does not exist in ", options_.tz, " (skipped by a daylight-saving change)");
+    return absl::InvalidArgumentError(*error);
+  }
+  *earlier = absl::ToUnixSeconds(info.pre) * kNanosPerSecond + subsecond;
+  *later = absl::ToUnixSeconds(info.post) * kNanosPerSecond + subsecond;
+  if (*later < *earlier) std::swap(*earlier, *later);
+  return absl::OkStatus();
+}
+
+int LineBuilder::InstanceGpus(std::string_view name) { return name.empty() ? 0 : Lookup(name).gpus; }
 
 const LineBuilder::TypeInfo& LineBuilder::Lookup(std::string_view name) {
   if (auto it = types_.find(ToAbsl(name)); it != types_.end()) return it->second;
@@ -364,6 +481,7 @@ const LineBuilder::TypeInfo& LineBuilder::Lookup(std::string_view name) {
     info.canonical = (*found)->instance_type;
     info.known = true;
     info.gpu = (*found)->gpus > 0;
+    info.gpus = static_cast<int>((*found)->gpus);
   } else {
     info.canonical = std::string(name);
   }
@@ -470,6 +588,11 @@ absl::Status LineBuilder::Commit(const Line& line, absl::FunctionRef<absl::Statu
   AddOrNull(commitment_id_, line.commitment_id);
   AddOrNull(commitment_status_, line.commitment_status);
   AddOrNull(currency_, line.currency);
+  AddOrNull(pricing_currency_, line.pricing_currency);
+  AddOrNull(instance_id_, line.instance_id);
+  rank_.push_back(static_cast<int8_t>(line.resource_id.empty() ? 0 : line.primary_rank));
+  quantity_.push_back(line.quantity_hours);
+  by_instance_id_.push_back(line.resource_by_instance_id && !line.instance_id.empty() ? 1 : 0);
   lines_.gpu.push_back(line.gpu_sku || (!line.instance_type.empty() && Lookup(line.instance_type).gpu));
   tag_codes_.push_back(pending_code_ >= 0 ? pending_code_ : InternPendingTags());
   pending_.clear();
@@ -492,6 +615,44 @@ CostLines LineBuilder::Finish() {
   out.commitment_id = commitment_id_.Finish();
   out.commitment_status = commitment_status_.Finish();
   out.currency = currency_.Finish();
+  out.pricing_currency = pricing_currency_.Finish();
+  out.instance_id = instance_id_.Finish();
+  // Lines that named their instance only by its number take the canonical id
+  // of a line that named both.
+  if (std::find(by_instance_id_.begin(), by_instance_id_.end(), 1) != by_instance_id_.end()) {
+    std::vector<int32_t> by_number(out.instance_id.values.size(), kNullCode);
+    for (size_t i = 0; i < by_instance_id_.size(); ++i) {
+      const int32_t n = out.instance_id.codes[i];
+      if (!by_instance_id_[i] && n != kNullCode && out.resource_id.codes[i] != kNullCode) {
+        by_number[n] = out.resource_id.codes[i];
+      }
+    }
+    for (size_t i = 0; i < by_instance_id_.size(); ++i) {
+      const int32_t n = out.instance_id.codes[i];
+      if (by_instance_id_[i] && by_number[n] != kNullCode) out.resource_id.codes[i] = by_number[n];
+    }
+    // Drop the numeric spellings no line uses any more from the dictionary.
+    std::vector<int32_t> remap(out.resource_id.values.size(), kNullCode);
+    for (int32_t code : out.resource_id.codes) {
+      if (code != kNullCode) remap[code] = 0;
+    }
+    EncodedStrings compact;
+    for (size_t v = 0; v < remap.size(); ++v) {
+      if (remap[v] == kNullCode) continue;
+      remap[v] = static_cast<int32_t>(compact.values.size());
+      compact.values.push_back(std::move(out.resource_id.values[v]));
+    }
+    compact.codes = std::move(out.resource_id.codes);
+    for (int32_t& code : compact.codes) {
+      if (code != kNullCode) code = remap[code];
+    }
+    compact.value_views.assign(compact.values.begin(), compact.values.end());
+    out.resource_id = std::move(compact);
+  }
+  ResolvePrimary(out);
+  report_.currencies.assign(out.currency.values.begin(), out.currency.values.end());
+  std::sort(report_.currencies.begin(), report_.currencies.end());
+  out.report = std::move(report_);
   // A resource with one GPU line is a GPU resource on all its lines (GCP
   // bills the GPU as its own SKU next to the VM's cores and memory).
   std::vector<uint8_t> gpu_resource(out.resource_id.values.size(), 0);
@@ -520,6 +681,54 @@ CostLines LineBuilder::Finish() {
     out.tag_values.push_back(std::move(column));
   }
   return out;
+}
+
+void LineBuilder::ResolvePrimary(CostLines& out) {
+  const size_t n = out.size();
+  out.primary.assign(n, 0);
+  out.quantity_hours.assign(n, kNaN);
+  struct Group {
+    int8_t rank = 0;
+    int64_t first = -1;  // the primary line
+    double hours = 0;
+    bool unknown = false;
+  };
+  using Key = std::tuple<int32_t, int64_t, int64_t>;
+  absl::flat_hash_map<Key, Group> groups;
+  for (size_t i = 0; i < n; ++i) {
+    if (rank_[i] <= 0) continue;
+    Group& g = groups[Key{out.resource_id.codes[i], out.start[i], out.end[i]}];
+    if (rank_[i] < g.rank) continue;
+    if (rank_[i] > g.rank) g = Group{rank_[i], static_cast<int64_t>(i), 0, false};
+    if (std::isnan(quantity_[i])) {
+      g.unknown = true;
+    } else {
+      g.hours += quantity_[i];
+    }
+  }
+  absl::flat_hash_set<int32_t> beyond;
+  for (const auto& [key, g] : groups) {
+    const size_t i = static_cast<size_t>(g.first);
+    if (g.unknown) {
+      ++report_.quantity_unknown;
+      out.primary[i] = 1;
+      continue;
+    }
+    if (!(g.hours > 0)) continue;  // billed no time: money, no hours
+    out.primary[i] = 1;
+    const double period = static_cast<double>(out.end[i] - out.start[i]) / (3600.0 * kNanosPerSecond);
+    double hours = g.hours;
+    // Beyond the period (beyond rounding of the export's amounts): clipped.
+    if (hours > period * (1 + 1e-6) + 1e-6) {
+      ++report_.hours_beyond_period_lines;
+      beyond.insert(std::get<0>(key));
+      hours = period;
+    }
+    out.quantity_hours[i] = std::min(hours, period);
+  }
+  for (size_t i = 0; i < n; ++i) report_.primary_lines += out.primary[i];
+  for (int32_t r : beyond) report_.hours_beyond_period.emplace_back(out.resource_id.values[r]);
+  std::sort(report_.hours_beyond_period.begin(), report_.hours_beyond_period.end());
 }
 
 // ---- the reader ---------------------------------------------------------------
@@ -592,6 +801,7 @@ class ReaderImpl final : public BillingReader {
         }
       }
       have_header_ = true;
+      IdentityColumns();
     }
     std::vector<ArrowColumn> columns;
     columns.reserve(schema.n_children);
@@ -609,6 +819,17 @@ class ReaderImpl final : public BillingReader {
     for (int64_t i = 0; i < batch.length; ++i) {
       ArrowRow row(columns, i, rows_, options_.source, layout_);
       ++rows_;
+      if (check_duplicates_) {
+        bool keyed = true;
+        if (identity_.empty()) {
+          key_.clear();
+          for (const ArrowColumn& c : columns) keyed = keyed && AppendArrowCellKey(c, i, &key_, &scratch_);
+        } else {
+          IdentityKey(row);
+        }
+        // A row with a column of a type it cannot render has no key: kept.
+        if (keyed && Repeated(key_)) continue;
+      }
       status_ = Format::Normalise(row, builder_);
       if (!status_.ok()) return status_;
     }
@@ -639,6 +860,12 @@ class ReaderImpl final : public BillingReader {
       if (!status_.ok()) return status_;
     }
     status_ = absl::FailedPreconditionError("the reader has finished");
+    builder_.report().rows_read = rows_;
+    builder_.report().duplicates_dropped = duplicates_;
+    if constexpr (std::is_same_v<Format, GcpFormat>) {
+      // The normaliser marks an export with resource columns (the detailed one).
+      if (builder_.report().gcp_export.empty()) builder_.report().gcp_export = "standard";
+    }
     return builder_.Finish();
   }
 
@@ -646,6 +873,41 @@ class ReaderImpl final : public BillingReader {
 
  private:
   enum class Mode { kNone, kCsv, kJson, kArrow };
+
+  // Whether the row whose key is `key` was read before (then counted). Two
+  // independent 64-bit hashes keep a false match out of reach (about 2^-128
+  // per pair) without keeping the rows.
+  bool Repeated(std::string_view key) {
+    const std::pair<uint64_t, uint64_t> h{absl::HashOf(ToAbsl(key)), std::hash<std::string_view>{}(key)};
+    if (seen_.insert(h).second) return false;
+    ++duplicates_;
+    return true;
+  }
+
+  // The identity fields of this layout, or empty when the whole row is the
+  // identity; `*check` false when the format's identity columns are absent.
+  void IdentityColumns() {
+    identity_.clear();
+    check_duplicates_ = true;
+    for (int field : Format::IdentityFields()) {
+      if (!layout_.has(field)) {
+        check_duplicates_ = false;
+        identity_.clear();
+        return;
+      }
+      identity_.push_back(layout_.col(field));
+    }
+  }
+
+  template <typename Row>
+  std::string_view IdentityKey(const Row& row) {
+    key_.clear();
+    for (int col : identity_) {
+      key_.append(row.Text(col));
+      key_.push_back('\x1f');
+    }
+    return key_;
+  }
 
   absl::Status Enter(Mode mode) {
     if (!status_.ok()) return status_;
@@ -667,6 +929,7 @@ class ReaderImpl final : public BillingReader {
         }
       }
       have_header_ = true;
+      IdentityColumns();
       return absl::OkStatus();
     }
     if (record.fields.size() != header_.size()) {
@@ -675,7 +938,20 @@ class ReaderImpl final : public BillingReader {
                        absl::StrCat("expected ", header_.size(), " fields, found ", n));
     }
     ++rows_;
-    return Format::Normalise(CsvRow(record, options_.source, layout_), builder_);
+    CsvRow row(record, options_.source, layout_);
+    if (check_duplicates_) {
+      if (identity_.empty()) {
+        key_.clear();
+        for (std::string_view f : record.fields) {
+          key_.append(f);
+          key_.push_back('\x1f');
+        }
+        if (Repeated(key_)) return absl::OkStatus();
+      } else if (Repeated(IdentityKey(row))) {
+        return absl::OkStatus();
+      }
+    }
+    return Format::Normalise(row, builder_);
   }
 
   absl::Status OnJsonLine(std::string_view text) {
@@ -683,7 +959,9 @@ class ReaderImpl final : public BillingReader {
     if (text.find_first_not_of(" \t\r") == std::string_view::npos) return absl::OkStatus();
     GPUCOST_RETURN_IF_ERROR(json_->Parse(text, options_.source, json_line_));
     ++rows_;
-    return Format::Normalise(JsonRow(json_->line(), json_line_, options_.source, json_layout_), builder_);
+    JsonRow row(json_->line(), json_line_, options_.source, json_layout_);
+    if (Repeated(Format::IdentityFields().empty() ? TrimSpaces(text) : IdentityKey(row))) return absl::OkStatus();
+    return Format::Normalise(row, builder_);
   }
 
   BillingOptions options_;
@@ -700,12 +978,28 @@ class ReaderImpl final : public BillingReader {
   Layout json_layout_;
   std::string pending_json_;
   int64_t json_line_ = 0;
+  // Rows read twice.
+  absl::flat_hash_set<std::pair<uint64_t, uint64_t>> seen_;
+  std::vector<int> identity_;
+  bool check_duplicates_ = true;
+  int64_t duplicates_ = 0;
+  std::string key_, scratch_;
 };
 
 }  // namespace
 }  // namespace internal
 
 BillingReader::~BillingReader() = default;
+
+namespace {
+absl::Status CheckTimeZone(const BillingOptions& options) {
+  absl::TimeZone tz;
+  if (!options.tz.empty() && !absl::LoadTimeZone(options.tz, &tz)) {
+    return ParameterError("tz", absl::StrCat("unknown time zone '", options.tz, "'"));
+  }
+  return absl::OkStatus();
+}
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<BillingReader>> BillingReader::Create(BillingFormat format, BillingOptions options) {
   for (size_t k = 0; k < options.expand_tags.size(); ++k) {
@@ -718,15 +1012,19 @@ absl::StatusOr<std::unique_ptr<BillingReader>> BillingReader::Create(BillingForm
   }
   switch (format) {
     case BillingFormat::kFocus:
+      GPUCOST_RETURN_IF_ERROR(CheckTimeZone(options));
       GPUCOST_RETURN_IF_ERROR(internal::FocusFormat::CheckOptions(options));
       return std::make_unique<internal::ReaderImpl<internal::FocusFormat>>(std::move(options));
     case BillingFormat::kCur:
+      GPUCOST_RETURN_IF_ERROR(CheckTimeZone(options));
       GPUCOST_RETURN_IF_ERROR(internal::CurFormat::CheckOptions(options));
       return std::make_unique<internal::ReaderImpl<internal::CurFormat>>(std::move(options));
     case BillingFormat::kGcp:
+      GPUCOST_RETURN_IF_ERROR(CheckTimeZone(options));
       GPUCOST_RETURN_IF_ERROR(internal::GcpFormat::CheckOptions(options));
       return std::make_unique<internal::ReaderImpl<internal::GcpFormat>>(std::move(options));
     case BillingFormat::kAzure:
+      GPUCOST_RETURN_IF_ERROR(CheckTimeZone(options));
       GPUCOST_RETURN_IF_ERROR(internal::AzureFormat::CheckOptions(options));
       return std::make_unique<internal::ReaderImpl<internal::AzureFormat>>(std::move(options));
   }

@@ -26,6 +26,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "gpucost/catalog.h"
 #include "gpucost/columns.h"
 #include "gpucost/detail/arrow_c_data.h"
@@ -38,6 +39,10 @@ namespace gpucost::io::internal {
 inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 absl::string_view ToAbsl(std::string_view sv);
+
+// Whether a timestamp's text carries its zone ("Z", "+02:00", " UTC").
+bool HasZoneDesignator(std::string_view text);
+
 
 // Result of reading a typed value from a cell.
 enum class Parsed { kOk, kNull, kBad };
@@ -111,6 +116,7 @@ class CsvRow {
     return ParseInstant(record_.fields[col], out) || ParseUsDate(record_.fields[col], out) ? Parsed::kOk
                                                                                            : Parsed::kBad;
   }
+  [[nodiscard]] bool Naive(int col) const { return !IsNull(col) && !HasZoneDesignator(Text(col)); }
   // CSV cells are always text (structured values are JSON text).
   [[nodiscard]] bool RawText(int col, std::string_view* text) const {
     *text = Text(col);
@@ -167,6 +173,8 @@ class ArrowRow {
   [[nodiscard]] Parsed Number(int col, double* out) const;
   [[nodiscard]] Parsed Instant(int col, int64_t* out) const;
   [[nodiscard]] Parsed Day(int col, int64_t* out) const { return Instant(col, out); }
+  // Strings without a zone; timestamps without a time zone; dates.
+  [[nodiscard]] bool Naive(int col) const;
   [[nodiscard]] bool RawText(int col, std::string_view* text) const;
   [[nodiscard]] absl::Status Pairs(int col, PairSink sink) const;
   [[nodiscard]] absl::Status Credits(int col, CreditSink sink) const;
@@ -198,6 +206,7 @@ class JsonRow {
   [[nodiscard]] Parsed Number(int col, double* out) const;
   [[nodiscard]] Parsed Instant(int col, int64_t* out) const;
   [[nodiscard]] Parsed Day(int col, int64_t* out) const { return Instant(col, out); }
+  [[nodiscard]] bool Naive(int col) const { return !IsNull(col) && !HasZoneDesignator(Text(col)); }
   [[nodiscard]] bool RawText(int col, std::string_view* text) const;
   [[nodiscard]] absl::Status Pairs(int col, PairSink sink) const;
   [[nodiscard]] absl::Status Credits(int col, CreditSink sink) const;
@@ -245,7 +254,32 @@ struct Line {
       commitment_id, commitment_status, currency;
   bool gpu_sku = false;             // the line itself is a GPU SKU
   bool lowercase_resource = false;  // ARM ids are case-insensitive (Azure)
+  // Primary candidates (SEMANTICS 1.1): 0 never; 2 the resource's time line
+  // (instance usage, GCP GPU SKU); 1 primary only when its resource has no
+  // rank-2 line in the same period (a GCP VM's core SKU). Of the lines of the
+  // best rank of one resource and period, the first is primary and bills the
+  // sum of their quantity_hours (instance-hours, NaN when unknown).
+  int primary_rank = 0;
+  double quantity_hours = kNaN;
+  std::string_view pricing_currency;
+  std::string_view instance_id;  // GCP numeric instance id
+  // The line names its resource only by instance_id (GCP): take the
+  // canonical id of another line with that instance_id when there is one.
+  bool resource_by_instance_id = false;
 };
+
+// Usage amount in `unit` as hours: seconds, minutes, hours, days in any
+// common spelling ("seconds", "Hrs", "1 Hour", "10 Hours"); NaN otherwise.
+double UsageHours(double amount, std::string_view unit);
+
+// GCP Compute Engine instance names: "//compute.googleapis.com/projects/P/
+// zones/Z/instances/X" (X the numeric id or the name) and the instance's name
+// -> the canonical id "projects/P/zones/Z/instances/NAME" (GKE's providerID
+// gce://P/Z/NAME spelled the same way), and X when it is numeric. False when
+// `global_name` is not a Compute Engine instance.
+bool GcpInstance(std::string_view global_name, std::string_view name, std::string* canonical,
+                 std::string_view* numeric_id);
+
 
 class LineBuilder {
  public:
@@ -270,12 +304,23 @@ class LineBuilder {
   // The catalog's spelling of an instance type, or `name` when unknown.
   std::string_view CatalogInstanceType(std::string_view name);
   [[nodiscard]] bool KnownInstanceType(std::string_view name);
+  // GPUs per instance of a catalog type; 0 when unknown or none.
+  [[nodiscard]] int InstanceGpus(std::string_view name);
+
+  // A timestamp without a zone, read as UTC by the parser, taken as local
+  // time in options().tz. `earlier`/`later` are the two readings of a time
+  // repeated by a daylight-saving change (equal otherwise). Errors for a
+  // time that does not exist there.
+  absl::Status Localise(int64_t naive, int64_t* earlier, int64_t* later, std::string* error);
+  [[nodiscard]] bool has_tz() const { return has_tz_; }
+  void NoteNaive() { report_.naive_timestamps = true; }
 
   // Appends the line; the amount options().amount names becomes `cost`.
   // `row_error` reports a bad amount against the row.
   absl::Status Commit(const Line& line, absl::FunctionRef<absl::Status(std::string_view)> row_error);
 
   [[nodiscard]] int64_t size() const { return static_cast<int64_t>(lines_.start.size()); }
+  BillingReport& report() { return report_; }
   CostLines Finish();
 
  private:
@@ -287,7 +332,9 @@ class LineBuilder {
     std::string canonical;
     bool known = false;
     bool gpu = false;
+    int gpus = 0;
   };
+  void ResolvePrimary(CostLines& out);
   int32_t InternPendingTags();
   const TypeInfo& Lookup(std::string_view name);
 
@@ -295,7 +342,14 @@ class LineBuilder {
   const Catalog* catalog_;
   CostLines lines_;
   StringEncoder resource_id_, provider_, account_, region_, service_, sku_, instance_type_, pricing_,
-      charge_category_, commitment_id_, commitment_status_, currency_, resource_name_;
+      charge_category_, commitment_id_, commitment_status_, currency_, resource_name_, pricing_currency_,
+      instance_id_;
+  std::vector<int8_t> rank_;
+  std::vector<double> quantity_;
+  std::vector<uint8_t> by_instance_id_;
+  BillingReport report_;
+  bool has_tz_ = false;
+  absl::TimeZone tz_;
   std::vector<StringEncoder> tag_value_encoders_;
   // Tags: distinct JSON objects and, per object, the expanded key values.
   std::vector<Pair> pending_;
@@ -360,16 +414,73 @@ absl::Status ReadAmount(const Row& row, int field, bool required, double fallbac
   return absl::OkStatus();
 }
 
-// Reads the charge period; an end before the start is an error.
+// [start, end) read as naive local times -> UTC. Around a daylight-saving
+// change a repeated time has two readings; the pair that keeps the period's
+// written length is taken (the earlier one when both do).
 template <typename Row>
-absl::Status ReadPeriod(const Row& row, int start_field, int end_field, int64_t* start, int64_t* end) {
+absl::Status LocalisePeriod(const Row& row, int start_field, int end_field, int64_t* start, int64_t* end,
+                            LineBuilder& out) {
+  const int64_t length = *end - *start;
+  int64_t s[2], e[2];
+  std::string error;
+  if (!out.Localise(*start, &s[0], &s[1], &error).ok()) return BadValue(row, start_field, error);
+  if (!out.Localise(*end, &e[0], &e[1], &error).ok()) return BadValue(row, end_field, error);
+  for (int a = 0; a < 2; ++a) {
+    for (int b = 0; b < 2; ++b) {
+      if (e[b] - s[a] == length) {
+        *start = s[a];
+        *end = e[b];
+        return absl::OkStatus();
+      }
+    }
+  }
+  *start = s[0];
+  *end = e[1];
+  return absl::OkStatus();
+}
+
+// Reads the charge period; an end before the start is an error. Naive
+// timestamps are local times in the builder's tz (when it has one).
+template <typename Row>
+absl::Status ReadPeriod(const Row& row, int start_field, int end_field, int64_t* start, int64_t* end,
+                        LineBuilder& out) {
   const Layout& layout = row.layout();
-  for (auto [field, out] : {std::pair{start_field, start}, std::pair{end_field, end}}) {
-    const Parsed p = row.Instant(layout.col(field), out);
+  bool naive = false;
+  for (auto [field, value] : {std::pair{start_field, start}, std::pair{end_field, end}}) {
+    const Parsed p = row.Instant(layout.col(field), value);
     if (p == Parsed::kBad) return BadValue(row, field, "is not an ISO 8601 timestamp");
     if (p == Parsed::kNull) return row.Error(layout.name(field), "missing timestamp");
+    naive |= row.Naive(layout.col(field));
+  }
+  if (naive) {
+    out.NoteNaive();
+    if (out.has_tz()) GPUCOST_RETURN_IF_ERROR(LocalisePeriod(row, start_field, end_field, start, end, out));
   }
   if (*end < *start) return BadValue(row, end_field, "is before the start of the period");
+  return absl::OkStatus();
+}
+
+// A day (Azure's date column): [day, next day) in the builder's tz.
+template <typename Row>
+absl::Status ReadDay(const Row& row, int field, int64_t* start, int64_t* end, LineBuilder& out) {
+  const Layout& layout = row.layout();
+  const Parsed day = row.Day(layout.col(field), start);
+  if (day == Parsed::kBad) return BadValue(row, field, "is not a date");
+  if (day == Parsed::kNull) return row.Error(layout.name(field), "missing date");
+  *end = *start + kNanosPerDay;
+  // Azure's days are UTC days unless the caller says otherwise: not noted.
+  if (row.Naive(layout.col(field))) {
+    if (out.has_tz()) {
+      // A local day's midnights: its length changes on daylight-saving days.
+      const int64_t naive_start = *start, naive_end = *end;
+      std::string error;
+      int64_t later = 0;
+      if (!out.Localise(naive_start, start, &later, &error).ok() ||
+          !out.Localise(naive_end, end, &later, &error).ok()) {
+        return BadValue(row, field, error);
+      }
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -405,6 +516,9 @@ std::string_view InstanceTypeFromUsageType(std::string_view usage_type);
     static std::vector<int> Required(const BillingOptions& options);                               \
     static std::optional<std::string> TagColumnKey(std::string_view column);                       \
     static absl::Status CheckOptions(const BillingOptions& options);                               \
+    /* Fields whose values identify a row (a repeat is a row read twice); */                        \
+    /* empty: the whole row does. */                                                                \
+    static std::vector<int> IdentityFields();                                                       \
     template <typename Row>                                                                         \
     static absl::Status Normalise(const Row& row, LineBuilder& out);                                \
   }

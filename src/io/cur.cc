@@ -25,7 +25,8 @@ namespace {
 enum Field {
   kStart, kEnd, kType, kResourceId, kUsageType, kUnblended, kRiEffective, kSpEffective, kSpTotalCommitment,
   kSpUsedCommitment, kRiUnusedUpfront, kRiUnusedRecurring, kRiArn, kSpArn, kTerm, kPublicOnDemand,
-  kInstanceType, kProductMap, kAccount, kRegion, kService, kSku, kCurrency, kTags, kCount,
+  kInstanceType, kProductMap, kAccount, kRegion, kService, kSku, kCurrency, kTags, kUsageAmount, kLineItemId,
+  kTimeInterval, kPricingCurrency, kCount,
 };
 
 constexpr ColumnSpec kColumns[] = {
@@ -55,6 +56,10 @@ constexpr ColumnSpec kColumns[] = {
     {kSku, {"product_sku", "product/sku"}},
     {kCurrency, {"line_item_currency_code", "lineItem/CurrencyCode"}},
     {kTags, {"resource_tags"}},
+    {kUsageAmount, {"line_item_usage_amount", "lineItem/UsageAmount"}},
+    {kLineItemId, {"identity_line_item_id", "identity/LineItemId"}},
+    {kTimeInterval, {"identity_time_interval", "identity/TimeInterval"}},
+    {kPricingCurrency, {"pricing_currency", "pricing/currency"}},
 };
 
 // Reads an amount that a line item type needs from a column that legacy
@@ -98,12 +103,14 @@ std::optional<std::string> CurFormat::TagColumnKey(std::string_view column) {
   return std::nullopt;
 }
 absl::Status CurFormat::CheckOptions(const BillingOptions&) { return absl::OkStatus(); }
+// AWS: a line item id is unique within its time interval.
+std::vector<int> CurFormat::IdentityFields() { return {kLineItemId, kTimeInterval}; }
 
 template <typename Row>
 absl::Status CurFormat::Normalise(const Row& row, LineBuilder& out) {
   const Layout& layout = row.layout();
   Line line;
-  GPUCOST_RETURN_IF_ERROR(ReadPeriod(row, kStart, kEnd, &line.start, &line.end));
+  GPUCOST_RETURN_IF_ERROR(ReadPeriod(row, kStart, kEnd, &line.start, &line.end, out));
   const std::string_view type = row.Text(layout.col(kType));
   if (type.empty()) return row.Error(layout.name(kType), "missing line item type");
   double unblended = 0;
@@ -145,6 +152,7 @@ absl::Status CurFormat::Normalise(const Row& row, LineBuilder& out) {
   line.service = row.Text(layout.col(kService));
   line.sku = row.Text(layout.col(kSku));
   line.currency = row.Text(layout.col(kCurrency));
+  if (line.currency.empty()) line.currency = row.Text(layout.col(kPricingCurrency));
   line.region = row.Text(layout.col(kRegion));
   if (line.region.empty()) {
     GPUCOST_RETURN_IF_ERROR(CellKeyValue(row, layout.col(kProductMap), "region", out, &line.region));
@@ -191,6 +199,19 @@ absl::Status CurFormat::Normalise(const Row& row, LineBuilder& out) {
     line.commitment_status = "Used";
   } else if (unused_part && amortized != 0 && !std::isnan(amortized)) {
     line.commitment_status = "Unused";
+  }
+
+  // The instance's time: its usage line (on demand, spot, or covered by a
+  // reservation or savings plan), whose usage type names the instance type
+  // ("USW2-BoxUsage:p4d.24xlarge"); its usage amount is instance-hours.
+  // Data transfer and EBS lines of the same instance are not.
+  const bool instance_usage =
+      Is(type, "Usage") || Is(type, "DiscountedUsage") || Is(type, "SavingsPlanCoveredUsage");
+  const bool instance_line = layout.has(kUsageType) ? !InstanceTypeFromUsageType(usage_type).empty()
+                                                    : !line.instance_type.empty();
+  if (instance_usage && instance_line) {
+    line.primary_rank = 2;
+    GPUCOST_RETURN_IF_ERROR(ReadAmount(row, kUsageAmount, false, kNaN, &line.quantity_hours));
   }
 
   if (layout.has(kTags)) {

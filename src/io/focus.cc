@@ -3,6 +3,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "billing_internal.h"
 
@@ -12,7 +13,8 @@ namespace {
 enum Field {
   kStart, kEnd, kBilled, kEffective, kList, kResourceId, kResourceName, kProvider, kAccount, kRegion,
   kService, kSku, kChargeCategory, kPricingCategory, kCommitmentId, kCommitmentStatus, kCurrency, kTags,
-  kSkuPriceDetails, kUsageType, kSkuDetails, kCount,
+  kSkuPriceDetails, kUsageType, kSkuDetails, kConsumedQuantity, kConsumedUnit, kPricingCurrency,
+  kChargeDescription, kSkuMeter, kSkuDescription, kSystemLabels, kCount,
 };
 
 constexpr ColumnSpec kColumns[] = {
@@ -39,6 +41,15 @@ constexpr ColumnSpec kColumns[] = {
     // Provider columns: AWS's usage type, Azure's SKU details.
     {kUsageType, {"x_UsageType", "x_usage_type"}},
     {kSkuDetails, {"x_SkuDetails"}},
+    {kConsumedQuantity, {"ConsumedQuantity", "UsageQuantity"}},
+    {kConsumedUnit, {"ConsumedUnit", "UsageUnit"}},
+    {kPricingCurrency, {"PricingCurrency"}},
+    // What GCP's FOCUS view says of a line: the SKU description ("Nvidia
+    // Tesla A100 GPU running in Americas") and the VM's system labels.
+    {kChargeDescription, {"ChargeDescription"}},
+    {kSkuMeter, {"SkuMeter"}},
+    {kSkuDescription, {"x_SkuDescription"}},
+    {kSystemLabels, {"x_SystemLabels", "x_system_labels"}},
 };
 
 std::string_view NormaliseProvider(std::string_view name) {
@@ -74,13 +85,14 @@ std::vector<int> FocusFormat::Required(const BillingOptions& options) {
 }
 std::optional<std::string> FocusFormat::TagColumnKey(std::string_view) { return std::nullopt; }
 absl::Status FocusFormat::CheckOptions(const BillingOptions&) { return absl::OkStatus(); }
+std::vector<int> FocusFormat::IdentityFields() { return {}; }
 
 template <typename Row>
 absl::Status FocusFormat::Normalise(const Row& row, LineBuilder& out) {
   const Layout& layout = row.layout();
   const CostAmount amount = out.options().amount;
   Line line;
-  GPUCOST_RETURN_IF_ERROR(ReadPeriod(row, kStart, kEnd, &line.start, &line.end));
+  GPUCOST_RETURN_IF_ERROR(ReadPeriod(row, kStart, kEnd, &line.start, &line.end, out));
   GPUCOST_RETURN_IF_ERROR(ReadAmount(row, kBilled, amount == CostAmount::kBilled, kNaN, &line.billed));
   GPUCOST_RETURN_IF_ERROR(ReadAmount(row, kEffective, amount == CostAmount::kEffective, kNaN, &line.effective));
   GPUCOST_RETURN_IF_ERROR(ReadAmount(row, kList, false, kNaN, &line.list));
@@ -95,6 +107,16 @@ absl::Status FocusFormat::Normalise(const Row& row, LineBuilder& out) {
   line.commitment_id = row.Text(layout.col(kCommitmentId));
   line.commitment_status = row.Text(layout.col(kCommitmentStatus));
   line.currency = row.Text(layout.col(kCurrency));
+  line.pricing_currency = row.Text(layout.col(kPricingCurrency));
+  // Azure's ARM ids are case-insensitive: lower case, as the cost-details
+  // reader and read_nodes write them.
+  line.lowercase_resource = line.provider == "azure" || absl::StartsWithIgnoreCase(ToAbsl(line.resource_id), "/subscriptions/");
+  // GCP names a VM by its global name (the numeric id) and ResourceName.
+  std::string canonical;
+  if (GcpInstance(line.resource_id, line.resource_name, &canonical, &line.instance_id)) {
+    line.resource_by_instance_id = line.resource_name.empty() && !line.instance_id.empty();
+    line.resource_id = out.Stable(canonical);
+  }
 
   // Purchases of a commitment, its covered usage and its unused rows all
   // carry the commitment's id; Dynamic pricing is spot / low priority.
@@ -120,11 +142,53 @@ absl::Status FocusFormat::Normalise(const Row& row, LineBuilder& out) {
   if (instance.empty()) {
     GPUCOST_RETURN_IF_ERROR(CellKeyValue(row, layout.col(kSkuDetails), "ServiceType", out, &instance));
   }
+  if (instance.empty()) {  // GCP: the VM's machine type ("a2-highgpu-1g")
+    GPUCOST_RETURN_IF_ERROR(
+        CellKeyValue(row, layout.col(kSystemLabels), "compute.googleapis.com/machine_spec", out, &instance));
+  }
   line.instance_type = out.CatalogInstanceType(instance);
   std::string_view gpu_count;
   GPUCOST_RETURN_IF_ERROR(CellKeyValue(row, layout.col(kSkuPriceDetails), "GpuCount", out, &gpu_count));
   double gpus = 0;
   line.gpu_sku = !gpu_count.empty() && ParseDouble(gpu_count, &gpus) && gpus > 0;
+  // GCP bills a VM's GPUs as their own SKU: the description says so.
+  bool core_sku = false;
+  for (int field : {kSkuDescription, kChargeDescription, kSkuMeter}) {
+    const std::string_view text = row.Text(layout.col(field));
+    if (text.empty()) continue;
+    const std::string lower = absl::AsciiStrToLower(ToAbsl(text));
+    if (!absl::StartsWith(lower, "commitment") && absl::StrContains(lower, " gpu")) line.gpu_sku = true;
+    if (absl::StrContains(lower, "instance core") || absl::StrContains(lower, "core running")) core_sku = true;
+    break;
+  }
+
+  // The resource's time: a usage line consumed in hours (an instance-hour;
+  // for GCP's GPU SKU, GPU-hours per GPU of the machine type), not the
+  // unused part of a commitment (its ResourceId is the commitment).
+  const bool usage = absl::EqualsIgnoreCase(ToAbsl(line.charge_category), "Usage") &&
+                     !absl::EqualsIgnoreCase(ToAbsl(line.commitment_status), "Unused") && !line.resource_id.empty();
+  if (usage) {
+    double consumed = kNaN;
+    GPUCOST_RETURN_IF_ERROR(ReadAmount(row, kConsumedQuantity, false, kNaN, &consumed));
+    const double hours = UsageHours(consumed, row.Text(layout.col(kConsumedUnit)));
+    if (line.provider == "gcp") {
+      if (line.gpu_sku || core_sku) {
+        line.primary_rank = line.gpu_sku ? 2 : 1;
+        // GPU-seconds per GPU of the machine type; core-seconds per core.
+        double per_instance = line.gpu_sku ? out.InstanceGpus(line.instance_type) : 0;
+        if (!line.gpu_sku) {
+          std::string_view cores;
+          GPUCOST_RETURN_IF_ERROR(
+              CellKeyValue(row, layout.col(kSystemLabels), "compute.googleapis.com/cores", out, &cores));
+          if (cores.empty() || !ParseDouble(cores, &per_instance)) per_instance = 0;
+        }
+        line.quantity_hours = per_instance > 0 ? hours / per_instance : kNaN;
+      }
+    } else if (!std::isnan(hours)) {
+      line.primary_rank = 2;
+      line.quantity_hours = hours;
+    }
+  }
 
   GPUCOST_RETURN_IF_ERROR(out.TagsFromCell(row, layout.col(kTags)));
   return out.Commit(line, [&](std::string_view what) { return row.Error(layout.name(AmountField(amount)), what); });

@@ -18,7 +18,7 @@ namespace {
 
 enum Field {
   kStart, kEnd, kCost, kCredits, kCostAtList, kGlobalName, kName, kProject, kService, kSku, kSkuDescription,
-  kRegion, kCurrency, kLabels, kSystemLabels, kCostType, kCount,
+  kRegion, kCurrency, kLabels, kSystemLabels, kCostType, kUsageAmount, kUsageUnit, kCount,
 };
 
 constexpr ColumnSpec kColumns[] = {
@@ -38,6 +38,8 @@ constexpr ColumnSpec kColumns[] = {
     {kLabels, {"labels"}},
     {kSystemLabels, {"system_labels"}},
     {kCostType, {"cost_type"}},
+    {kUsageAmount, {"usage.amount", "usage_amount"}},
+    {kUsageUnit, {"usage.unit", "usage_unit"}},
 };
 
 struct Credit {
@@ -64,12 +66,13 @@ std::vector<int> GcpFormat::Required(const BillingOptions& options) {
 }
 std::optional<std::string> GcpFormat::TagColumnKey(std::string_view) { return std::nullopt; }
 absl::Status GcpFormat::CheckOptions(const BillingOptions&) { return absl::OkStatus(); }
+std::vector<int> GcpFormat::IdentityFields() { return {}; }
 
 template <typename Row>
 absl::Status GcpFormat::Normalise(const Row& row, LineBuilder& out) {
   const Layout& layout = row.layout();
   Line line;
-  GPUCOST_RETURN_IF_ERROR(ReadPeriod(row, kStart, kEnd, &line.start, &line.end));
+  GPUCOST_RETURN_IF_ERROR(ReadPeriod(row, kStart, kEnd, &line.start, &line.end, out));
   double cost = 0;
   GPUCOST_RETURN_IF_ERROR(ReadAmount(row, kCost, true, 0.0, &cost));
   GPUCOST_RETURN_IF_ERROR(ReadAmount(row, kCostAtList, false, kNaN, &line.list));
@@ -95,8 +98,18 @@ absl::Status GcpFormat::Normalise(const Row& row, LineBuilder& out) {
   const bool separate = out.options().gcp_credits == GcpCredits::kSeparate;
   line.billed = line.effective = separate ? cost : cost + credit_total;
 
+  // The detailed (resource-level) export has resource columns; the standard
+  // one has none, and its lines name no resource.
+  if (!row.IsNull(layout.col(kGlobalName)) || !row.IsNull(layout.col(kName))) out.report().gcp_export = "detailed";
   line.resource_name = row.Text(layout.col(kName));
   line.resource_id = row.Text(layout.col(kGlobalName));
+  // A VM: "projects/P/zones/Z/instances/NAME", as GKE's providerID names it;
+  // global_name carries the numeric id, kept as instance_id.
+  std::string canonical;
+  if (GcpInstance(line.resource_id, line.resource_name, &canonical, &line.instance_id)) {
+    line.resource_by_instance_id = line.resource_name.empty() && !line.instance_id.empty();
+    line.resource_id = out.Stable(canonical);
+  }
   if (line.resource_id.empty()) line.resource_id = line.resource_name;
   line.provider = "gcp";
   line.account = row.Text(layout.col(kProject));
@@ -134,6 +147,32 @@ absl::Status GcpFormat::Normalise(const Row& row, LineBuilder& out) {
     line.charge_category = "Usage";
   }
 
+  // The VM's time is billed as GPU, core and memory SKU lines: the GPU line
+  // is primary (its core line when the VM has no GPU). usage.amount counts
+  // GPU-seconds (core-seconds): per instance, divided by the machine type's
+  // GPUs (system label compute.googleapis.com/cores).
+  const bool usage = cost_type.empty() || cost_type == "regular";
+  if (usage && !commitment_sku && !line.resource_id.empty()) {
+    const bool core = ContainsIgnoreCase(description, "Instance Core") ||
+                      ContainsIgnoreCase(description, "Core running") || ContainsIgnoreCase(description, "vCPU");
+    if (line.gpu_sku || core) {
+      line.primary_rank = line.gpu_sku ? 2 : 1;
+      double amount = kNaN;
+      GPUCOST_RETURN_IF_ERROR(ReadAmount(row, kUsageAmount, false, kNaN, &amount));
+      double per_instance = 0;
+      if (line.gpu_sku) {
+        per_instance = out.InstanceGpus(machine);
+      } else {
+        std::string_view cores;
+        GPUCOST_RETURN_IF_ERROR(
+            CellKeyValue(row, layout.col(kSystemLabels), "compute.googleapis.com/cores", out, &cores));
+        if (!cores.empty() && !ParseDouble(cores, &per_instance)) per_instance = 0;
+      }
+      line.quantity_hours =
+          per_instance > 0 ? UsageHours(amount, row.Text(layout.col(kUsageUnit))) / per_instance : kNaN;
+    }
+  }
+
   GPUCOST_RETURN_IF_ERROR(out.TagsFromCell(row, layout.col(kLabels)));
   const int amount_field = out.options().amount == CostAmount::kList ? kCostAtList : kCost;
   auto error = [&](std::string_view what) { return row.Error(layout.name(amount_field), what); };
@@ -147,6 +186,8 @@ absl::Status GcpFormat::Normalise(const Row& row, LineBuilder& out) {
       c.charge_category = "Credit";
       c.pricing = IsCommitmentCredit(credit.type) ? "commitment" : "other";
       c.sku = credit.type.empty() ? line.sku : out.Stable(credit.type);
+      c.primary_rank = 0;
+      c.quantity_hours = kNaN;
       out.RepeatLastTags();
       GPUCOST_RETURN_IF_ERROR(out.Commit(c, error));
     }

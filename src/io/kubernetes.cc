@@ -6,7 +6,9 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "gpucost/status.h"
 #include "simdjson.h"
 
@@ -124,9 +126,20 @@ absl::StatusOr<ProviderId> ParseProviderId(std::string_view provider_id, std::st
   out.provider = std::string(provider_id.substr(0, scheme_end));
   std::string_view rest = provider_id.substr(scheme_end + 3);
   if (out.provider == "azure") {
-    // The ARM id (the bill's ResourceId), matched case-insensitively there.
+    // The ARM id, in lower case as the bill readers write it (ARM ids are
+    // case-insensitive; AKS and the cost exports spell them differently).
     while (rest.size() > 1 && rest[0] == '/' && rest[1] == '/') rest.remove_prefix(1);
-    out.resource_id = std::string(rest);
+    out.resource_id = absl::AsciiStrToLower(A(rest));
+  } else if (out.provider == "gce") {
+    // gce://PROJECT/ZONE/NAME -> projects/PROJECT/zones/ZONE/instances/NAME,
+    // the instance as the GCP bill readers name it.
+    std::vector<absl::string_view> parts = absl::StrSplit(A(rest), '/');
+    if (parts.size() != 3 || parts[0].empty() || parts[1].empty() || parts[2].empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("node '", A(node), "': providerID '", A(provider_id),
+                                                     "' is not of the form gce://PROJECT/ZONE/NAME"));
+    }
+    out.resource_id = absl::StrCat("projects/", parts[0], "/zones/", parts[1], "/instances/", parts[2]);
+    out.zone = std::string(parts[1]);
   } else {
     std::vector<std::string_view> parts;
     size_t start = 0;
@@ -185,7 +198,8 @@ absl::StatusOr<NodeTable> ParseKubectlNodes(std::string_view json, std::string_v
   simdjson::dom::parser parser;
   GPUCOST_ASSIGN_OR_RETURN(simdjson::dom::array items, Items(parser, json, source, "nodes"));
   NodeTable out;
-  StringEncoder node, resource, provider, zone, type;
+  StringEncoder node, resource, provider, zone, type, instance_id;
+  absl::flat_hash_map<std::string, std::string> node_of_resource;
   size_t row = 0;
   for (simdjson::dom::element item : items) {
     const std::string_view name = StringAt(item["metadata"], "name");
@@ -197,6 +211,15 @@ absl::StatusOr<NodeTable> ParseKubectlNodes(std::string_view json, std::string_v
     std::string_view itype = StringAt(labels, "node.kubernetes.io/instance-type");
     if (itype.empty()) itype = StringAt(labels, "beta.kubernetes.io/instance-type");
     std::string_view z = StringAt(labels, "topology.kubernetes.io/zone");
+    // Two nodes on one instance would each be given its GPUs and its bill.
+    auto [it, inserted] = node_of_resource.try_emplace(parsed->resource_id, std::string(name));
+    if (!inserted && it->second != name) {
+      return RowError(source, static_cast<long long>(row), "spec.providerID",
+                      absl::StrCat("nodes '", it->second, "' and '", A(name), "' name the same instance '",
+                                   parsed->resource_id, "'"));
+    }
+    // GKE writes the instance's numeric id (the bill's global_name) here.
+    instance_id.Add(StringAt(item["metadata"]["annotations"], "container.googleapis.com/instance_id"));
     node.Add(name);
     resource.Add(parsed->resource_id);
     provider.Add(parsed->provider);
@@ -209,6 +232,7 @@ absl::StatusOr<NodeTable> ParseKubectlNodes(std::string_view json, std::string_v
   out.provider = provider.Finish();
   out.zone = zone.Finish();
   out.instance_type = type.Finish();
+  out.instance_id = instance_id.Finish();
   return out;
 }
 
@@ -243,6 +267,7 @@ absl::StatusOr<WorkloadTable> WorkloadsFromKubePodLabels(const PromSamples& s, s
 absl::StatusOr<NodeTable> NodesFromKubeNodeInfo(const PromSamples& s) {
   NodeTable out;
   StringEncoder node, resource, provider, zone, type;
+  StringEncoder instance_id;
   absl::flat_hash_map<std::string, std::string> seen;
   for (const PromSeries& series : s.series) {
     if (!series.name.empty() && series.name != "kube_node_info") continue;
@@ -268,12 +293,14 @@ absl::StatusOr<NodeTable> NodesFromKubeNodeInfo(const PromSamples& s) {
     provider.Add(parsed->provider);
     zone.Add(parsed->zone);
     type.Add("");
+    instance_id.Add("");
   }
   out.node = node.Finish();
   out.resource_id = resource.Finish();
   out.provider = provider.Finish();
   out.zone = zone.Finish();
   out.instance_type = type.Finish();
+  out.instance_id = instance_id.Finish();
   return out;
 }
 

@@ -130,6 +130,8 @@ TEST(ReadFocus, OtherVersions) {
   ASSERT_EQ(azure.size(), 3u);
   EXPECT_EQ(At(azure.provider, 0), "azure");
   EXPECT_EQ(At(azure.instance_type, 0), "Standard_ND96asr_v4");  // x_SkuDetails
+  EXPECT_EQ(At(azure.resource_id, 0),
+            "/subscriptions/sub-1/resourcegroups/ml/providers/microsoft.compute/virtualmachines/nd-od-1");
   EXPECT_EQ(At(azure.commitment_id, 0), "<null>");                // literal null
   EXPECT_EQ(azure.end[0] - azure.start[0], kNanosPerDay);
   EXPECT_EQ(At(azure.commitment_status, 2), "Unused");
@@ -139,6 +141,8 @@ TEST(ReadFocus, OtherVersions) {
   ASSERT_EQ(gcp.size(), 2u);
   EXPECT_EQ(At(gcp.provider, 0), "gcp");  // 1.3 ServiceProviderName
   EXPECT_EQ(At(gcp.instance_type, 0), "a2-highgpu-1g");
+  EXPECT_EQ(At(gcp.resource_id, 0), "projects/ml-prod/zones/us-central1-a/instances/1111");  // no ResourceName
+  EXPECT_EQ(At(gcp.instance_id, 0), "1111");
   EXPECT_TRUE(gcp.gpu[0]);
   EXPECT_EQ(At(gcp.pricing, 1), "spot");
 }
@@ -267,17 +271,19 @@ TEST(ReadGcp, CsvAndJsonLinesAgree) {
   const double credits = -1.6137 - 0.0758 - 0.005;
   EXPECT_NEAR(Sum(csv.cost), costs + credits, 1e-9);
 
-  const size_t core = LineOf(csv, "instances/1111");
+  const size_t core = LineOf(csv, "instances/trainer-1");
   EXPECT_EQ(At(csv.instance_type, core), "a2-highgpu-1g");
   EXPECT_TRUE(csv.gpu[core]);  // the VM's core line: a GPU resource
   EXPECT_EQ(At(csv.tags, core), R"({"team":"llm-train","project-id":"p-llm"})");
   EXPECT_EQ(At(csv.resource_name, core), "trainer-1");
-  const size_t cud = LineOf(csv, "instances/2222");
+  EXPECT_EQ(At(csv.resource_id, core), "projects/ml-prod/zones/us-central1-a/instances/trainer-1");
+  EXPECT_EQ(At(csv.instance_id, core), "1111");
+  const size_t cud = LineOf(csv, "instances/serve-1");
   EXPECT_EQ(At(csv.pricing, cud), "commitment");
   EXPECT_NEAR(csv.cost[cud], 2.9339 - 1.6137, 1e-12);
-  EXPECT_EQ(At(csv.pricing, LineOf(csv, "instances/3333")), "spot");
+  EXPECT_EQ(At(csv.pricing, LineOf(csv, "instances/batch-1")), "spot");
   // n1 with an attached T4: both lines of the VM are GPU lines.
-  const size_t n1 = LineOf(csv, "instances/4444");
+  const size_t n1 = LineOf(csv, "instances/nb-1");
   EXPECT_TRUE(csv.gpu[n1]);
   EXPECT_TRUE(csv.gpu[n1 + 1]);
   EXPECT_FALSE(csv.gpu[LineOf(csv, "ckpt-bucket")]);
@@ -347,6 +353,94 @@ TEST(CostLines, FeedTheEngineDirectly) {
   GPUCOST_ASSERT_OK_AND_ASSIGN(Allocation result,
                                Allocate(lines.columns(), samples, inventory.columns(), nullptr, policy));
   EXPECT_NEAR(Sum(result.cost), Sum(lines.cost), 1e-9);
+}
+
+// ---- issue 21: canonical ids, primary lines, quantities, duplicates, tz -------
+
+size_t LineWith(const CostLines& lines, const EncodedStrings& column, const std::string& value) {
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (At(column, i) == value) return i;
+  }
+  ADD_FAILURE() << "no line with " << value;
+  return 0;
+}
+
+TEST(BillingPrimary, GcpVmHourBilledAsThreeSkusHasOnePrimaryLine) {
+  GPUCOST_ASSERT_OK_AND_ASSIGN(CostLines lines, ReadGcpBillingCsv(Fixture("gke_detailed.csv"), Named("gke.csv")));
+  ASSERT_EQ(lines.primary.size(), lines.size());
+  ASSERT_EQ(lines.quantity_hours.size(), lines.size());
+  const std::string a100 = "projects/ml-prod/zones/us-central1-a/instances/gke-ml-a100-pool-1f2e3d4c-abcd";
+  int primary = 0, vm_lines = 0;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (At(lines.resource_id, i) != a100) continue;
+    ++vm_lines;
+    if (lines.primary[i]) {
+      ++primary;
+      EXPECT_EQ(At(lines.sku, i), "039F-D0DA-4055");  // the GPU SKU
+      EXPECT_DOUBLE_EQ(lines.quantity_hours[i], 1.0);
+    } else {
+      EXPECT_TRUE(std::isnan(lines.quantity_hours[i]));
+    }
+  }
+  EXPECT_EQ(vm_lines, 6);  // two hours, three SKUs: the RAM line of hour 11 named only by its number
+  for (const std::string& id : lines.resource_id.values) EXPECT_EQ(id.find("/4711"), std::string::npos) << id;
+  EXPECT_EQ(primary, 2);
+  const size_t l4 = LineWith(lines, lines.sku, "6B1C-96B1-DA12");
+  EXPECT_TRUE(lines.primary[l4]);
+  EXPECT_DOUBLE_EQ(lines.quantity_hours[l4], 0.5);  // 1800 GPU-seconds on one GPU
+  const size_t cpu = LineWith(lines, lines.sku, "CF4E-A0C7-E3BF");
+  EXPECT_TRUE(lines.primary[cpu]);  // no GPU SKU: the core line
+  EXPECT_DOUBLE_EQ(lines.quantity_hours[cpu], 1.0);
+  EXPECT_EQ(lines.report.gcp_export, "detailed");
+  EXPECT_EQ(lines.report.primary_lines, 4);
+  EXPECT_EQ(lines.report.currencies, std::vector<std::string>{"USD"});
+}
+
+TEST(BillingPrimary, AzureQuantityAndLowerCaseIds) {
+  GPUCOST_ASSERT_OK_AND_ASSIGN(CostLines lines, ReadAzureCostsCsv(Fixture("aks_amortized.csv"), Named("aks.csv")));
+  const size_t spot = LineWith(lines, lines.pricing, "spot");
+  EXPECT_TRUE(lines.primary[spot]);
+  EXPECT_DOUBLE_EQ(lines.quantity_hours[spot], 12.0);
+  // The scale set's line names its instance (additionalInfo.VMName), in lower case.
+  EXPECT_EQ(At(lines.resource_id, spot),
+            "/subscriptions/5f1c0a6e-9d2b-4c3a-8e7f-0a1b2c3d4e5f/resourcegroups/mc_ml_aks-ml_westeurope/providers/"
+            "microsoft.compute/virtualmachinescalesets/aks-t4spot-87654321-vmss/virtualmachines/0");
+  EXPECT_FALSE(lines.primary[LineWith(lines, lines.service, "Storage")]);
+  EXPECT_EQ(lines.report.currencies, std::vector<std::string>{"EUR"});
+}
+
+TEST(BillingDuplicates, CurLineItemsReadTwiceAreDroppedAndCounted) {
+  const std::string text = Fixture("eks_cur2.csv");
+  const size_t newline = text.find('\n');
+  const std::string twice = text + text.substr(newline + 1);
+  GPUCOST_ASSERT_OK_AND_ASSIGN(CostLines once, ReadCurCsv(text, Named("cur.csv")));
+  GPUCOST_ASSERT_OK_AND_ASSIGN(CostLines lines, ReadCurCsv(twice, Named("cur.csv")));
+  EXPECT_EQ(lines.size(), once.size());
+  EXPECT_EQ(lines.report.rows_read, static_cast<int64_t>(2 * once.size()));
+  EXPECT_EQ(lines.report.duplicates_dropped, static_cast<int64_t>(once.size()));
+  EXPECT_NEAR(Sum(lines.cost), Sum(once.cost), 1e-12);
+  EXPECT_TRUE(lines.report.hours_beyond_period.empty());
+  // A partial hour under per-second billing: 0.25 of the hour.
+  std::vector<double> quantities;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (lines.primary[i]) quantities.push_back(lines.quantity_hours[i]);
+  }
+  EXPECT_EQ(quantities, (std::vector<double>{1.0, 0.25, 1.0}));
+}
+
+TEST(BillingTimeZone, NaiveTimesAreLocal) {
+  std::string text = Fixture("gke_detailed.csv");
+  for (size_t at = text.find(" UTC,"); at != std::string::npos; at = text.find(" UTC,", at)) text.erase(at, 4);
+  BillingOptions options = Named("naive.csv");
+  GPUCOST_ASSERT_OK_AND_ASSIGN(CostLines utc, ReadGcpBillingCsv(text, options));
+  EXPECT_TRUE(utc.report.naive_timestamps);
+  options.tz = "Europe/Berlin";
+  GPUCOST_ASSERT_OK_AND_ASSIGN(CostLines berlin, ReadGcpBillingCsv(text, options));
+  ASSERT_EQ(berlin.size(), utc.size());
+  for (size_t i = 0; i < utc.size(); ++i) EXPECT_EQ(utc.start[i] - berlin.start[i], 3600 * kNanosPerSecond);
+  options.tz = "Nowhere/Else";
+  EXPECT_THAT(ReadGcpBillingCsv(text, options).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("unknown time zone")));
 }
 
 }  // namespace

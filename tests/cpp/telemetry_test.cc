@@ -147,7 +147,17 @@ TEST(Kubernetes, ProviderIds) {
   EXPECT_EQ(aws.resource_id, "i-0abc");
   EXPECT_EQ(aws.zone, "us-east-1a");
   GPUCOST_ASSERT_OK_AND_ASSIGN(ProviderId gce, ParseProviderId("gce://proj/us-central1-a/vm-1", "n"));
-  EXPECT_EQ(gce.resource_id, "vm-1");
+  EXPECT_EQ(gce.resource_id, "projects/proj/zones/us-central1-a/instances/vm-1");
+  EXPECT_EQ(gce.zone, "us-central1-a");
+  GPUCOST_ASSERT_OK_AND_ASSIGN(
+      ProviderId vmss,
+      ParseProviderId("azure:///subscriptions/S/resourceGroups/MC_rg/providers/Microsoft.Compute/"
+                      "virtualMachineScaleSets/aks-gpu-vmss/virtualMachines/3",
+                      "n"));
+  EXPECT_EQ(vmss.resource_id,
+            "/subscriptions/s/resourcegroups/mc_rg/providers/microsoft.compute/virtualmachinescalesets/aks-gpu-vmss/"
+            "virtualmachines/3");
+  EXPECT_THAT(ParseProviderId("gce://proj/vm-1", "n"), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("gce://")));
   GPUCOST_ASSERT_OK_AND_ASSIGN(ProviderId bare, ParseProviderId("", "dgx-1"));
   EXPECT_EQ(bare.resource_id, "dgx-1");
   EXPECT_THAT(ParseProviderId("nonsense", "n"), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("providerID")));

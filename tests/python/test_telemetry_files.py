@@ -117,9 +117,11 @@ def test_kubectl_pods_and_nodes():
     assert gap.consumer.tolist() == ["batch/etl-5", "research/nb-2"] and len(gap) == 2
     assert gap.missing.tolist() == ["project, team", "project"]
     n = gpucost.kubernetes.read_nodes(DATA / "nodes.json").set_index("node")
-    assert n.loc["ip-10-0-1-17"].tolist() == ["i-0abc123def4567890", "aws", "us-east-1a", "p4d.24xlarge"]
-    assert n.loc["gke-pool-1-abc", "resource_id"] == "gke-pool-1-abc"
-    assert n.loc["aks-gpu-0", "resource_id"].startswith("/subscriptions/sub-1/")
+    assert n.loc["ip-10-0-1-17"].tolist() == ["i-0abc123def4567890", "aws", "us-east-1a", "p4d.24xlarge", ""]
+    # As the GCP and Azure bill readers spell them (docs/formats.md, "Join keys").
+    assert n.loc["gke-pool-1-abc", "resource_id"] == "projects/ml-prod/zones/us-central1-a/instances/gke-pool-1-abc"
+    assert n.loc["aks-gpu-0", "resource_id"] == ("/subscriptions/sub-1/resourcegroups/mc_rg/providers/microsoft.compute/"
+                                                 "virtualmachinescalesets/aks-gpu/virtualmachines/0")
     assert n.loc["dgx-01", "resource_id"] == "dgx-01"
 
 

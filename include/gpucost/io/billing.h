@@ -10,7 +10,8 @@
 //
 // Money is never dropped: every data row becomes a line (purchases, unused
 // commitments, credits, taxes, lines without a resource included), so the sum
-// of `cost` equals the export's own total of the chosen amount. Bad input is
+// of `cost` equals the export's own total of the chosen amount; only rows read
+// twice are dropped, and counted (BillingReport). Bad input is
 // an error naming the file, the line (CSV, JSON lines: 1-based) or row (Arrow:
 // 0-based) and the column; there is never a partial result. Columns the
 // reader does not know are ignored.
@@ -75,6 +76,33 @@ struct BillingOptions {
   std::string source = "input";  // the file name errors start with
   GcpCredits gcp_credits = GcpCredits::kNet;
   AzureDataset azure_dataset = AzureDataset::kAmortized;
+  // Time zone (IANA name) of timestamps written without a zone designator
+  // ("2025-03-01 10:00:00", Azure's dates): "" or "UTC" reads them as UTC.
+  // Timestamps with a zone ("Z", "+02:00", " UTC") are read as written.
+  std::string tz;
+};
+
+// What a reader dropped or noticed (Python: frame.attrs["billing"]).
+struct BillingReport {
+  int64_t rows_read = 0;           // data rows of the export
+  int64_t duplicates_dropped = 0;  // rows read twice (see BillingReader), not made lines
+  int64_t primary_lines = 0;
+  // Primary lines whose usage amount could not be turned into instance-hours
+  // (no amount, a unit other than time, a GPU count the catalog lacks): their
+  // quantity_hours is NaN, the whole period.
+  int64_t quantity_unknown = 0;
+  // Resources whose lines of one charge period bill more instance-hours than
+  // the period has (clipped to it): a bill read twice, or overlapping parts.
+  std::vector<std::string> hours_beyond_period;
+  int64_t hours_beyond_period_lines = 0;
+  // Distinct currencies of the lines, sorted.
+  std::vector<std::string> currencies;
+  // GCP: "detailed" (resource-level) or "standard" (no resource columns:
+  // lines cannot join nodes). Empty for other formats.
+  std::string gcp_export;
+  // Whether naive timestamps were read in BillingOptions::tz (true) or as
+  // UTC; false when every timestamp carried its zone.
+  bool naive_timestamps = false;
 };
 
 // The reader's output: SEMANTICS 1.1 cost lines and the slicing columns. All
@@ -106,6 +134,22 @@ struct CostLines {
   // Whether the line is for a GPU resource: its instance type has GPUs in the
   // catalog, or it is a GPU SKU (GCP), or another line of its resource is.
   std::vector<uint8_t> gpu;
+  // SEMANTICS 1.1: whether the line bills its resource's time. One line per
+  // resource and charge period is primary: the instance's usage line (AWS,
+  // Azure, FOCUS lines in hours), the GPU SKU line of a GCP VM-hour (its core
+  // line when it has no GPU SKU line). Fees, credits, taxes and other SKUs are not.
+  std::vector<uint8_t> primary;
+  // Instance-hours a primary line bills within its period (the usage amount,
+  // summed over the lines a period is split into, never above the period's
+  // length); NaN on other lines and where the export does not say.
+  std::vector<double> quantity_hours;
+  // FOCUS PricingCurrency (null elsewhere): the currency of the price list
+  // when it differs from the billing currency.
+  EncodedStrings pricing_currency;
+  // GCP: the instance's numeric id (resource.global_name's last part), kept
+  // beside the canonical resource_id "projects/P/zones/Z/instances/NAME".
+  EncodedStrings instance_id;
+  BillingReport report;
   // One column per BillingOptions::expand_tags key, in that order: the
   // tag's value (JSON text for non-string values), null when absent.
   std::vector<std::string> tag_keys;
@@ -121,6 +165,11 @@ struct CostLines {
 // Streaming reader of one export. Feed one kind of input (CSV, JSON lines or
 // Arrow batches), then Finish(). An error is sticky: every later call
 // returns it, so a partially read export never yields a result.
+//
+// Rows read twice are dropped and counted (BillingReport): for CUR a
+// repeated identity_line_item_id within its identity_time_interval; for
+// FOCUS, GCP and Azure a row identical in every column to an earlier one (a
+// file or an overlapping export part read twice).
 class BillingReader {
  public:
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<BillingReader>> Create(BillingFormat format,

@@ -39,15 +39,20 @@ struct LabelKey {
 // kube-state-metrics' spelling of a label key: "team-id" -> "label_team_id".
 [[nodiscard]] std::string KubeStateMetricsLabel(std::string_view key);
 
+// instance_id: GKE's numeric instance id (annotation
+// container.googleapis.com/instance_id), "" elsewhere.
 struct NodeTable {
-  EncodedStrings node, resource_id, provider, zone, instance_type;
+  EncodedStrings node, resource_id, provider, zone, instance_type, instance_id;
   [[nodiscard]] size_t size() const { return node.codes.size(); }
 };
 
 // The cloud resource id in a node's spec.providerID:
 //   aws:///us-east-1a/i-0abc        -> i-0abc           (provider aws, zone us-east-1a)
-//   gce://project/us-central1-a/vm1 -> vm1              (provider gce)
-//   azure:///subscriptions/.../virtualMachines/vm1 -> /subscriptions/.../virtualMachines/vm1
+//   gce://project/us-central1-a/vm1 -> projects/project/zones/us-central1-a/instances/vm1
+//                                      (provider gce; as the GCP bill readers name a VM)
+//   azure:///subscriptions/.../virtualMachines/vm1 -> /subscriptions/.../virtualmachines/vm1
+//                                      (lower case, as the Azure bill reader writes ARM ids;
+//                                       VMSS instances .../virtualMachineScaleSets/S/virtualMachines/N alike)
 //   other://a/b/c                   -> c
 // An empty providerID (bare metal) gives the node name.
 struct ProviderId {
@@ -57,6 +62,7 @@ struct ProviderId {
 
 [[nodiscard]] absl::StatusOr<WorkloadTable> ParseKubectlPods(std::string_view json, std::string_view source,
                                                              std::span<const LabelKey> keys);
+// Two nodes naming one instance are an error naming both.
 [[nodiscard]] absl::StatusOr<NodeTable> ParseKubectlNodes(std::string_view json, std::string_view source);
 
 // From kube_pod_labels series (labels namespace, pod, label_*). A pod seen
