@@ -638,6 +638,8 @@ class ReaderImpl final : public BillingReader {
       pending_json_.clear();
       if (!status_.ok()) return status_;
     }
+    status_ = AmortizeCommitments(builder_);  // GCP CUDs; nothing for other formats
+    if (!status_.ok()) return status_;
     status_ = absl::FailedPreconditionError("the reader has finished");
     return builder_.Finish();
   }
