@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "billing_internal.h"
 #include "gpucost/status.h"
@@ -114,6 +115,15 @@ std::string_view InstanceTypeFromUsageType(std::string_view usage_type) {
   std::string_view type = usage_type.substr(at + 6);
   if (type.find('.') == std::string_view::npos || type.find(':') != std::string_view::npos) return {};
   return type;
+}
+
+std::string AzureVmSizeFromMeter(std::string_view meter) {
+  std::string size = absl::StrCat("Standard_", ToAbsl(meter));
+  for (std::string_view suffix : {" Spot", " Low Priority"}) {
+    if (absl::EndsWith(size, ToAbsl(suffix))) size.resize(size.size() - suffix.size());
+  }
+  for (char& c : size) c = c == ' ' ? '_' : c;
+  return size;
 }
 
 // ---- Arrow --------------------------------------------------------------------

@@ -446,6 +446,10 @@ absl::Status CellKeyValue(const Row& row, int col, std::string_view key, LineBui
 // "p4d.24xlarge"; "" when there is none.
 std::string_view InstanceTypeFromUsageType(std::string_view usage_type);
 
+// An Azure VM meter name spelled as a VM size: "NC4as T4 v3" (or "NC4as T4
+// v3 Spot") -> "Standard_NC4as_T4_v3". Callers check the catalog knows it.
+std::string AzureVmSizeFromMeter(std::string_view meter);
+
 // ---- formats ------------------------------------------------------------------
 
 // Each format: its fields, the columns it requires for `options`, tag

@@ -12,7 +12,7 @@ namespace {
 enum Field {
   kStart, kEnd, kBilled, kEffective, kList, kResourceId, kResourceName, kProvider, kAccount, kRegion,
   kService, kSku, kChargeCategory, kPricingCategory, kCommitmentId, kCommitmentStatus, kCurrency, kTags,
-  kSkuPriceDetails, kUsageType, kSkuDetails, kCount,
+  kSkuPriceDetails, kUsageType, kSkuDetails, kMeterName, kMeterCategory, kCount,
 };
 
 constexpr ColumnSpec kColumns[] = {
@@ -39,6 +39,8 @@ constexpr ColumnSpec kColumns[] = {
     // Provider columns: AWS's usage type, Azure's SKU details.
     {kUsageType, {"x_UsageType", "x_usage_type"}},
     {kSkuDetails, {"x_SkuDetails"}},
+    {kMeterName, {"x_SkuMeterName", "SkuMeter"}},
+    {kMeterCategory, {"x_SkuMeterCategory"}},
 };
 
 std::string_view NormaliseProvider(std::string_view name) {
@@ -119,6 +121,15 @@ absl::Status FocusFormat::Normalise(const Row& row, LineBuilder& out) {
   if (instance.empty()) instance = InstanceTypeFromUsageType(row.Text(layout.col(kUsageType)));
   if (instance.empty()) {
     GPUCOST_RETURN_IF_ERROR(CellKeyValue(row, layout.col(kSkuDetails), "ServiceType", out, &instance));
+  }
+  // Azure without SKU details: the VM meter name as a size, as the
+  // cost-details reader does, when the catalog knows it.
+  std::string meter_size;
+  if (instance.empty() && line.provider == "azure" && !row.IsNull(layout.col(kMeterName)) &&
+      (absl::EqualsIgnoreCase(ToAbsl(row.Text(layout.col(kMeterCategory))), "Virtual Machines") ||
+       absl::EqualsIgnoreCase(ToAbsl(line.service), "Virtual Machines"))) {
+    meter_size = AzureVmSizeFromMeter(row.Text(layout.col(kMeterName)));
+    if (out.KnownInstanceType(meter_size)) instance = meter_size;
   }
   line.instance_type = out.CatalogInstanceType(instance);
   std::string_view gpu_count;

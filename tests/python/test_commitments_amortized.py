@@ -171,3 +171,26 @@ def test_dataset_flag_and_config_key(tmp_path, capsys):
                                            f"usage = {str(tmp_path / 'usage.csv')!r}\n")
     code = cli.main(["allocate", "-c", str(tmp_path / "gpucost.toml")])
     assert code == 2 and "bill_dataset 'invoice'" in capsys.readouterr().err
+
+
+def test_azure_focus_export_instance_type_from_the_meter_name(tmp_path):
+    # Azure's FOCUS export without x_SkuDetails: the VM size comes from
+    # x_SkuMeterName, as in the cost-details reader.
+    header = ("BilledCost,BillingAccountId,BillingCurrency,BillingPeriodEnd,BillingPeriodStart,ChargeCategory,"
+              "ChargePeriodEnd,ChargePeriodStart,EffectiveCost,ListCost,PricingCategory,ProviderName,RegionId,"
+              "ResourceId,ResourceName,ServiceName,SkuId,SubAccountId,Tags,x_SkuMeterCategory,x_SkuMeterName")
+    vm = "/subscriptions/sub-1/resourceGroups/ML/providers/Microsoft.Compute/virtualMachines/"
+    rows = [f"88.128,ea-1,USD,2025-04-01T00:00:00Z,2025-03-01T00:00:00Z,Usage,2025-03-02T00:00:00Z,"
+            f"2025-03-01T00:00:00Z,88.128,88.128,Standard,Microsoft,eastus,{vm}nc-1,nc-1,Virtual Machines,m-1,sub-1,"
+            '"{""team"": ""inference""}",Virtual Machines,NC24ads A100 v4',
+            f"17.6,ea-1,USD,2025-04-01T00:00:00Z,2025-03-01T00:00:00Z,Usage,2025-03-02T00:00:00Z,"
+            f"2025-03-01T00:00:00Z,17.6,88.128,Dynamic,Microsoft,eastus,{vm}nc-spot,nc-spot,Virtual Machines,m-2,"
+            'sub-1,"{""team"": ""research""}",Virtual Machines,NC24ads A100 v4 Spot',
+            f"4.52,ea-1,USD,2025-04-01T00:00:00Z,2025-03-01T00:00:00Z,Usage,2025-03-02T00:00:00Z,"
+            f"2025-03-01T00:00:00Z,4.52,4.52,Standard,Microsoft,eastus,{vm}disk,disk,Storage,m-3,sub-1,"
+            '"{}",Storage,P30 LRS Disk']
+    (tmp_path / "focus_azure.csv").write_text("\n".join([header, *rows]) + "\n")
+    lines = gpucost.read_focus(tmp_path / "focus_azure.csv")
+    assert list(lines.instance_type[:2]) == ["Standard_NC24ads_A100_v4", "Standard_NC24ads_A100_v4"]
+    assert pd.isna(lines.instance_type[2])  # not a VM
+    assert list(lines.gpu) == [True, True, False]
