@@ -143,6 +143,12 @@ absl::Status AmortizeCommitments(LineBuilder& out) {
         quantities = false;
       }
     }
+    auto not_finite = [&] {
+      return TableError(out.options().source,
+                        absl::StrCat("the committed-use discount amounts of pool '", ToAbsl(notes[group.fees.front()].pool),
+                                     "' in one hour add up to a number that is not finite"));
+    };
+    if (!std::isfinite(fee_total) || !std::isfinite(weight)) return not_finite();
     double used = 0;
     if (!offset && weight > 0) {
       const double u = quantities ? std::min(1.0, used_quantity / committed) : 1.0;
@@ -155,6 +161,7 @@ absl::Status AmortizeCommitments(LineBuilder& out) {
       const CommitmentNote& c = notes[group.covered[k]];
       const double share = k + 1 == group.covered.size() ? used - spread : used * (-c.credit / weight);
       spread += share;
+      if (!std::isfinite(out.effective(c.line) + share)) return not_finite();
       out.SetEffective(c.line, out.effective(c.line) + share);
     }
     // The fees: effective 0 (their money now sits on the usage and the unused lines).

@@ -140,5 +140,23 @@ TEST(GcpCommitments, SpendBased) {
   EXPECT_NEAR(lines.cost[Find(lines, "", "SKU-FLEX-1Y", 0, "<null>")], 0.0, 1e-12);
 }
 
+// Credits near the largest double: their sum is not finite, which is an
+// error, never an infinite cost.
+TEST(GcpCommitments, AmountsThatDoNotAddUpAreAnError) {
+  std::string csv = Fixture("gcp_cud_spend.csv");
+  for (auto [from, to] : {std::pair{",30.00,", ",1.7e308,"}, std::pair{",10.00,", ",1.7e308,"},
+                          std::pair{"-30.0,", "-1.7e308,"}, std::pair{"-10.0,", "-1.7e308,"}}) {
+    const size_t at = csv.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    csv.replace(at, std::string(from).size(), to);
+  }
+  BillingOptions options;
+  options.source = "spend.csv";
+  EXPECT_THAT(ReadGcpBillingCsv(csv, options),
+              testing::StatusIs(absl::StatusCode::kInvalidArgument,
+                                ::testing::HasSubstr("spend.csv: the committed-use discount amounts of pool "
+                                                     "'spend-based' in one hour add up to a number that is not finite")));
+}
+
 }  // namespace
 }  // namespace gpucost::io
