@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 
 import gpucost
@@ -38,6 +39,42 @@ def test_gcp_amortization_conserves_money(name):
     assert lines.cost.sum() == pytest.approx(gcp_net_total(raw(name)), abs=1e-9)
     billed = gpucost.read_gcp_billing(DATA / name, amount="billed")
     assert billed.cost.sum() == pytest.approx(lines.cost.sum(), abs=1e-9)
+
+
+def nested_rows(name: str) -> list[dict]:
+    """The CSV fixture as BigQuery writes JSON lines: nested records, repeated
+    fields as arrays, numbers as numbers."""
+    numbers = {"cost", "cost_at_list", "currency_conversion_rate", "usage.amount", "usage.amount_in_pricing_units"}
+    rows = []
+    for record in raw(name).to_dict("records"):
+        row: dict = {}
+        for key, value in record.items():
+            if key in ("credits", "labels", "system_labels"):
+                value = json.loads(value or "[]")
+            elif key in numbers:
+                value = float(value) if value != "" else None
+            elif value == "":
+                value = None
+            parent, _, child = key.partition(".")
+            if child:
+                row.setdefault(parent, {})[child] = value
+            else:
+                row[key] = value
+        rows.append(row)
+    return rows
+
+
+@pytest.mark.parametrize("name", ["gcp_cud.csv", "gcp_cud_spend.csv"])
+def test_gcp_amortization_same_from_json_lines_and_arrow(tmp_path, name):
+    rows = nested_rows(name)
+    (tmp_path / "bill.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    csv = gpucost.read_gcp_billing(DATA / name)
+    for other in (gpucost.read_gcp_billing(tmp_path / "bill.jsonl"),
+                  gpucost.read_gcp_billing(pa.Table.from_pylist(rows))):
+        assert len(other) == len(csv)
+        np.testing.assert_allclose(other.cost.to_numpy(), csv.cost.to_numpy(), atol=1e-12)
+        assert list(other.commitment_status.astype(object).fillna("")) == \
+            list(csv.commitment_status.astype(object).fillna(""))
 
 
 def test_gcp_cud_across_a_day_boundary_by_team():
