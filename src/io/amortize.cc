@@ -175,7 +175,7 @@ absl::Status AmortizeCommitments(LineBuilder& out) {
                           : fee_total != 0         ? unused * (own / fee_total)
                                                    : 0.0;
       placed += part;
-      Line line = fee.fee;
+      Line line = out.commitment_fee(fee.fee);
       line.effective = part;
       line.billed = 0;
       line.list = kNaN;

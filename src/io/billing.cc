@@ -487,6 +487,20 @@ absl::Status LineBuilder::Commit(const Line& line, absl::FunctionRef<absl::Statu
   return absl::OkStatus();
 }
 
+void LineBuilder::NoteCommitment(CommitmentNote note, const Line* fee) {
+  if (fee != nullptr) {
+    Line copy = *fee;
+    for (std::string_view* s : {&copy.resource_id, &copy.resource_name, &copy.provider, &copy.account, &copy.region,
+                                &copy.service, &copy.sku, &copy.instance_type, &copy.pricing, &copy.charge_category,
+                                &copy.commitment_id, &copy.commitment_status, &copy.currency}) {
+      *s = Stable(*s);
+    }
+    note.fee = static_cast<int32_t>(commitment_fees_.size());
+    commitment_fees_.push_back(copy);
+  }
+  commitment_notes_.push_back(std::move(note));
+}
+
 CostLines LineBuilder::Finish() {
   CostLines out = std::move(lines_);
   out.resource_id = resource_id_.Finish();

@@ -265,7 +265,7 @@ struct CommitmentNote {
   // Resource fees and covered usage: usage.amount (committed / used units);
   // spend fees: the hourly commitment in on-demand dollars. NaN when absent.
   double quantity = kNaN;
-  Line fee;  // fees: the line with stable strings; the unused line is built from it
+  int32_t fee = -1;  // fees: index of the line's stable copy (LineBuilder::commitment_fee)
 };
 
 // The pool a CUD fee or covered usage line belongs to: "<region>/gpu:a100",
@@ -319,8 +319,10 @@ class LineBuilder {
 
   // Committed-use discounts (amortize.cc): notes taken while reading, the
   // amounts of committed lines, and the tags of line `i` for the next Commit.
-  void NoteCommitment(CommitmentNote note) { commitment_notes_.push_back(std::move(note)); }
+  // `fee`: the fee's line, kept (with stable strings) to build its unused line from.
+  void NoteCommitment(CommitmentNote note, const Line* fee = nullptr);
   [[nodiscard]] const std::vector<CommitmentNote>& commitment_notes() const { return commitment_notes_; }
+  [[nodiscard]] const Line& commitment_fee(int32_t i) const { return commitment_fees_[i]; }
   void SetEffective(int64_t i, double effective) {
     lines_.effective_cost[i] = effective;
     if (options_.amount == CostAmount::kEffective) lines_.cost[i] = effective;
@@ -358,6 +360,7 @@ class LineBuilder {
   std::vector<std::vector<uint8_t>> tags_expanded_present_;
   std::vector<int32_t> tag_codes_;
   std::vector<CommitmentNote> commitment_notes_;
+  std::vector<Line> commitment_fees_;
   absl::node_hash_map<std::string, TypeInfo> types_;  // stable: views escape
   absl::node_hash_map<std::string, std::string> json_values_;
   absl::node_hash_set<std::string> stable_;

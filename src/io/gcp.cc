@@ -197,16 +197,9 @@ absl::Status GcpFormat::Normalise(const Row& row, LineBuilder& out) {
   GPUCOST_RETURN_IF_ERROR(out.Commit(line, error));
   if (note && amortize && !note->pool.empty()) {
     note->line = out.size() - 1;
-    if (note->kind != CommitmentNote::Kind::kResourceCovered && note->kind != CommitmentNote::Kind::kSpendCovered) {
-      note->fee = line;
-      for (std::string_view* s : {&note->fee.resource_id, &note->fee.resource_name, &note->fee.provider,
-                                  &note->fee.account, &note->fee.region, &note->fee.service, &note->fee.sku,
-                                  &note->fee.instance_type, &note->fee.pricing, &note->fee.charge_category,
-                                  &note->fee.commitment_id, &note->fee.commitment_status, &note->fee.currency}) {
-        *s = out.Stable(*s);
-      }
-    }
-    out.NoteCommitment(std::move(*note));
+    const bool fee = note->kind != CommitmentNote::Kind::kResourceCovered &&
+                     note->kind != CommitmentNote::Kind::kSpendCovered;
+    out.NoteCommitment(std::move(*note), fee ? &line : nullptr);
   }
   if (separate) {
     // Each credit as its own line on the same resource and period.
