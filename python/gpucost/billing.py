@@ -52,6 +52,7 @@ from __future__ import annotations
 import gzip
 import io
 import os
+import warnings
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, BinaryIO
@@ -123,25 +124,115 @@ def read_gcp_billing(source: Any, *, amount: str = "effective", credits: str = "
     ``credits="net"`` folds each line's credits into it (cost + credits);
     ``"separate"`` gives every credit its own line. Labels become the tags;
     GPU SKUs are lines of their own on the VM's resource.
+
+    Committed-use discounts are amortized for the effective amount with net
+    credits (docs/formats.md): each hour's CUD fee is spread over the usage
+    it covered (same region and resource; spend-based CUDs over the usage
+    their credits covered), so covered usage carries its effective cost, the
+    fee line keeps its billed amount with an effective amount of 0, and what
+    the commitment did not cover is a resource-less line of its own
+    (``commitment_status`` ``Unused``, the fee's project and labels).
+    ``commitment_id`` names the pool (``gcp-cud:us-central1/gpu:a100``).
+    ``frame.attrs["billing"]`` says ``commitments`` (``amortized`` or
+    ``as billed``) and counts ``cud_lines_without_fee`` (covered usage whose
+    fee is not in the export; a warning when not 0).
     """
-    return _read("gcp", source, amount=amount, expand_tags=expand_tags, catalog=catalog, progress=progress,
-                 gcp_credits=credits, tz=tz)
+    frame = _read("gcp", source, amount=amount, expand_tags=expand_tags, catalog=catalog, progress=progress,
+                  gcp_credits=credits, tz=tz)
+    info = frame.attrs.setdefault("billing", {})
+    info["commitments"] = "amortized" if amount == "effective" and credits == "net" else "as billed"
+    # Usage a CUD covered in an hour whose fee is not in this export (a slice
+    # that cut the fee off): it stays at its billed, discounted cost.
+    covered = frame[(frame["commitment_status"] == "Used").to_numpy()]
+    fees = frame[(frame["charge_category"] == "Purchase").to_numpy() & frame["commitment_id"].notna().to_numpy()]
+    keys = pd.MultiIndex.from_arrays([fees["start"], fees["commitment_id"].astype(object)])
+    orphans = ~pd.MultiIndex.from_arrays([covered["start"], covered["commitment_id"].astype(object)]).isin(keys)
+    info["cud_lines_without_fee"] = int(orphans.sum())
+    if orphans.any() and info["commitments"] == "amortized":
+        warnings.warn(f"{frame.attrs['source']}: {int(orphans.sum())} line(s) covered by a committed-use discount "
+                      "whose fee is not in this export (first: commitment "
+                      f"'{covered['commitment_id'].astype(object).to_numpy()[orphans][0]}'); they keep their billed, "
+                      "discounted cost", stacklevel=2)
+    return frame
 
 
-def read_azure_costs(source: Any, *, dataset: str = "amortized", amount: str | None = None,
+def read_azure_costs(source: Any, *, dataset: str = "auto", amount: str | None = None,
                      expand_tags: Sequence[str] | Mapping[str, str] = (), catalog: Any = None,
                      progress: bool | None = None, tz: str | None = None) -> pd.DataFrame:
     """An Azure cost details export as daily cost lines.
 
-    ``dataset`` says which export the file is: ``"amortized"`` (the
-    default; its cost is the effective amount) or ``"actual"`` (its cost is
-    the billed amount). ``amount`` defaults to what the dataset holds
-    (``"effective"`` or ``"billed"``); ``"list"`` is the pay-as-you-go cost.
+    Azure exports the same costs as two datasets: ``"amortized"`` (reservation
+    and savings-plan purchases spread over the usage they cover, unused parts
+    as ``UnusedReservation``/``UnusedSavingsPlan`` rows) and ``"actual"``
+    (purchases as one-off ``Purchase`` rows, covered usage at 0). The reader
+    tells them apart by their content and says which it read in
+    ``frame.attrs["billing"]["dataset"]``. ``dataset="auto"`` (the default)
+    takes what the content says; ``"actual"`` or ``"amortized"`` state it, and
+    content that says otherwise is an error naming the fix. ``amount``
+    defaults to what the dataset holds (``"effective"`` for amortized,
+    ``"billed"`` for actual); ``"list"`` is the pay-as-you-go cost. An
+    actual-cost export is never allocated as if it were amortized: asked for
+    the effective amount (the default with ``dataset="amortized"``), it is an
+    error that says to export the amortized dataset or to read it as actual.
     """
+    if dataset not in ("auto", "actual", "amortized"):
+        raise InvalidInputError(f"parameter 'dataset': {dataset!r} is not one of auto, actual, amortized")
     if amount is None:
         amount = "billed" if dataset == "actual" else "effective"
-    return _read("azure", source, amount=amount, expand_tags=expand_tags, catalog=catalog, progress=progress,
-                 azure_dataset=dataset, tz=tz)
+    # What the C++ reader is told: the dataset that holds the amount asked for
+    # (auto: "billed" only an actual export holds, the others an amortized one).
+    told = dataset if dataset != "auto" else ("actual" if amount == "billed" else "amortized")
+    frame = _read("azure", source, amount=amount, expand_tags=expand_tags, catalog=catalog, progress=progress,
+                  azure_dataset=told, tz=tz)
+    found, evidence = _azure_dataset(frame)
+    name = frame.attrs["source"]
+    if found == "actual" and amount == "effective":
+        raise InvalidInputError(
+            f"{name}: this is Azure's actual-cost export ({evidence}): its reservation and savings-plan purchases "
+            "are not amortized over the usage they cover, so its costs are not effective costs. Export the "
+            "amortized dataset (Cost Management > Exports > 'Amortized cost') and read that, or read this file "
+            "as billed with dataset='actual' (CLI: --dataset actual)")
+    if found is not None and dataset != "auto" and found != dataset:
+        raise InvalidInputError(f"{name}: parameter 'dataset': {dataset!r}, but the export is Azure's {found}-cost "
+                                f"dataset ({evidence}); read it with dataset={found!r} (or dataset='auto')")
+    if found == "amortized" and amount == "billed":
+        raise InvalidInputError(f"{name}: parameter 'amount': this is Azure's amortized-cost export ({evidence}), "
+                                "which has no billed amounts; read the actual-cost export for amount 'billed'")
+    read = found or told
+    if read != told:  # amount "list" from an export the content names: its other column is what it holds
+        billed, effective = frame["billed_cost"].copy(), frame["effective_cost"].copy()
+        frame["billed_cost"], frame["effective_cost"] = effective, billed
+    frame.attrs.setdefault("billing", {})
+    frame.attrs["billing"]["dataset"] = read
+    frame.attrs["billing"]["dataset_detected"] = found is not None
+    return frame
+
+
+def _azure_dataset(frame: pd.DataFrame) -> tuple[str | None, str]:
+    """Which Azure dataset the lines come from, by content, and why; None when
+    nothing in it tells (no reservation or savings plan at all)."""
+    commitment = frame["commitment_id"].notna().to_numpy()
+    category = frame["charge_category"].astype(object).to_numpy()
+    status = frame["commitment_status"].astype(object).to_numpy()
+    amount = frame["cost"].to_numpy() if frame.attrs.get("amount") != "list" else np.where(
+        frame["billed_cost"].notna(), frame["billed_cost"], frame["effective_cost"]).astype(float)
+    purchases = int((commitment & (category == "Purchase") & (amount != 0)).sum())
+    covered = commitment & (status == "Used")
+    zero = int((covered & (amount == 0)).sum())
+    charged = int((covered & (amount != 0)).sum())
+    unused = int((status == "Unused").sum())
+    if purchases and not (unused or charged):
+        return "actual", f"{purchases} reservation or savings plan purchase line(s), {zero} covered usage line(s) at 0"
+    if (unused or charged) and not purchases and not zero:
+        return "amortized", f"{unused} unused-commitment line(s), {charged} covered usage line(s) with their cost"
+    if zero and not (unused or charged):
+        return "actual", f"{zero} covered usage line(s) at 0 and no unused-commitment line"
+    if purchases or zero or unused or charged:
+        raise InvalidInputError(
+            f"{frame.attrs['source']}: neither Azure's actual nor its amortized cost export: {purchases} purchase "
+            f"line(s) and {zero} covered usage line(s) at 0 (actual) next to {unused} unused-commitment line(s) and "
+            f"{charged} covered usage line(s) with cost (amortized); export one dataset per file")
+    return None, ""
 
 
 # ---- input ------------------------------------------------------------------------

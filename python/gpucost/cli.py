@@ -131,6 +131,8 @@ def _add_sources(p: argparse.ArgumentParser) -> None:
                                                   "(CSV, CSV.gz or Parquet)")
     g.add_argument("--bill-format", choices=("auto", "focus", "cur", "gcp", "azure"), help="default: from the header")
     g.add_argument("--bill-tz", help="time zone (IANA) of bill timestamps written without one (default UTC)")
+    g.add_argument("--dataset", dest="bill_dataset", choices=("auto", "actual", "amortized"),
+                   help="which cost dataset the bill is (Azure exports both): default auto, from its content")
     g.add_argument("--costs", metavar="PATH", help="gpucost cost lines table (CSV or Parquet) instead of a bill")
     g.add_argument("--telemetry", metavar="PATH", nargs="+",
                    help="saved Prometheus query_range answers of DCGM exporter metrics (globs allowed)")
@@ -266,7 +268,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def configure(args: argparse.Namespace) -> Config:
     config = load_config(getattr(args, "config", None))
-    src = {"demo": "demo", "bill": "bill", "bill_format": "bill_format", "costs": "costs", "telemetry": "telemetry",
+    src = {"demo": "demo", "bill": "bill", "bill_format": "bill_format", "bill_dataset": "bill_dataset",
+           "costs": "costs", "telemetry": "telemetry",
            "prometheus": "prometheus", "start": "start", "end": "end", "step": "step", "usage": "usage",
            "pods": "pods", "nodes": "nodes", "workloads": "workloads", "inventory": "inventory",
            "interruptions": "interruptions", "rates": "rates"}

@@ -6,6 +6,7 @@
 bill = "focus.csv.gz"            # FOCUS, CUR (legacy or 2.0), GCP or Azure export
 bill_format = "auto"             # focus | cur | gcp | azure | auto (from the header)
 bill_tz = "UTC"                  # zone of the bill's timestamps written without one
+bill_dataset = "auto"            # auto | actual | amortized (Azure's two cost exports; auto: from the content)
 telemetry = ["prometheus/*.json"]  # saved query_range answers, or:
 prometheus = "http://prometheus:9090"
 start = "2026-03-01"
@@ -55,7 +56,7 @@ __all__ = ["Config", "load_config", "Tables", "load_tables", "instance_ids", "SE
 
 #: Allowed keys per section, with their types.
 SECTIONS: dict[str, dict[str, type | tuple]] = {
-    "sources": {"demo": bool, "bill": str, "bill_format": str, "costs": str, "usage": str, "inventory": str,
+    "sources": {"demo": bool, "bill": str, "bill_format": str, "bill_dataset": str, "costs": str, "usage": str, "inventory": str,
                 "workloads": str, "telemetry": (str, list), "prometheus": str, "start": str, "end": str,
                 "step": (int, float), "pods": str, "nodes": str, "interruptions": str, "rates": str,
                 "bearer_token": str, "bill_tz": str},
@@ -231,7 +232,18 @@ def _read_bill(config: Config, progress: bool) -> pd.DataFrame:
         raise InvalidInputError(f"{config.name}: [sources]: bill_format {fmt!r} is not one of auto, "
                                 f"{', '.join(readers)}")
     reader = _need(readers[fmt], "the billing issue")
-    return reader(path, progress=progress, tz=config.sources.get("bill_tz"))
+    dataset = config.sources.get("bill_dataset", "auto")
+    if dataset not in ("auto", "actual", "amortized"):
+        raise InvalidInputError(f"{config.name}: [sources]: bill_dataset {dataset!r} is not one of auto, actual, "
+                                "amortized")
+    tz = config.sources.get("bill_tz")
+    if fmt == "azure":
+        return reader(path, progress=progress, dataset=dataset, tz=tz)
+    if dataset == "actual":
+        # Only Azure exports the two datasets as separate files; the others'
+        # billed amount is the actual cost.
+        return reader(path, progress=progress, amount="billed", tz=tz)
+    return reader(path, progress=progress, tz=tz)
 
 
 def _detect_bill(path: Path) -> str:

@@ -158,12 +158,7 @@ absl::Status AzureFormat::Normalise(const Row& row, LineBuilder& out) {
     line.instance_type = out.CatalogInstanceType(instance);
   } else if (!row.IsNull(layout.col(kMeterName)) &&
              absl::EqualsIgnoreCase(ToAbsl(line.service), "Virtual Machines")) {
-    std::string meter(row.Text(layout.col(kMeterName)));
-    for (std::string_view suffix : {" Spot", " Low Priority"}) {
-      if (absl::EndsWith(meter, ToAbsl(suffix))) meter.resize(meter.size() - suffix.size());
-    }
-    std::string size = absl::StrCat("Standard_", meter);
-    for (char& c : size) c = c == ' ' ? '_' : c;
+    const std::string size = AzureVmSizeFromMeter(row.Text(layout.col(kMeterName)));
     if (out.KnownInstanceType(size)) line.instance_type = out.CatalogInstanceType(size);
   }
 

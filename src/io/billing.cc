@@ -176,6 +176,15 @@ std::string_view InstanceTypeFromUsageType(std::string_view usage_type) {
   return type;
 }
 
+std::string AzureVmSizeFromMeter(std::string_view meter) {
+  std::string size = absl::StrCat("Standard_", ToAbsl(meter));
+  for (std::string_view suffix : {" Spot", " Low Priority"}) {
+    if (absl::EndsWith(size, ToAbsl(suffix))) size.resize(size.size() - suffix.size());
+  }
+  for (char& c : size) c = c == ' ' ? '_' : c;
+  return size;
+}
+
 // ---- Arrow --------------------------------------------------------------------
 
 namespace {
@@ -600,6 +609,20 @@ absl::Status LineBuilder::Commit(const Line& line, absl::FunctionRef<absl::Statu
   return absl::OkStatus();
 }
 
+void LineBuilder::NoteCommitment(CommitmentNote note, const Line* fee) {
+  if (fee != nullptr) {
+    Line copy = *fee;
+    for (std::string_view* s : {&copy.resource_id, &copy.resource_name, &copy.provider, &copy.account, &copy.region,
+                                &copy.service, &copy.sku, &copy.instance_type, &copy.pricing, &copy.charge_category,
+                                &copy.commitment_id, &copy.commitment_status, &copy.currency}) {
+      *s = Stable(*s);
+    }
+    note.fee = static_cast<int32_t>(commitment_fees_.size());
+    commitment_fees_.push_back(copy);
+  }
+  commitment_notes_.push_back(std::move(note));
+}
+
 CostLines LineBuilder::Finish() {
   CostLines out = std::move(lines_);
   out.resource_id = resource_id_.Finish();
@@ -859,6 +882,8 @@ class ReaderImpl final : public BillingReader {
       pending_json_.clear();
       if (!status_.ok()) return status_;
     }
+    status_ = AmortizeCommitments(builder_);  // GCP CUDs; nothing for other formats
+    if (!status_.ok()) return status_;
     status_ = absl::FailedPreconditionError("the reader has finished");
     builder_.report().rows_read = rows_;
     builder_.report().duplicates_dropped = duplicates_;

@@ -280,6 +280,44 @@ double UsageHours(double amount, std::string_view unit);
 bool GcpInstance(std::string_view global_name, std::string_view name, std::string* canonical,
                  std::string_view* numeric_id);
 
+// A line that takes part in a GCP committed-use discount, noted while reading
+// so that amortize.cc can spread the fees once every line is known.
+struct CommitmentNote {
+  enum class Kind : uint8_t {
+    kResourceFee,      // "Commitment v1: ..." fee (resource-based CUD)
+    kSpendFee,         // "Commitment - dollar based v1: ..." fee (legacy spend-based CUD)
+    kOffsetFee,        // a fee with FEE_UTILIZATION_OFFSET credits (new spend-based model)
+    kResourceCovered,  // usage with COMMITTED_USAGE_DISCOUNT credits
+    kSpendCovered,     // usage with COMMITTED_USAGE_DISCOUNT_DOLLAR_BASE credits
+  };
+  int64_t line = 0;       // index of the committed line
+  Kind kind = Kind::kResourceFee;
+  std::string_view pool;  // stable: what fees and covered usage meet on (CudPool)
+  double gross = 0;       // cost before credits
+  double credit = 0;      // the CUD credits of the kind (<= 0): on-demand value covered
+  // Resource fees and covered usage: usage.amount (committed / used units);
+  // spend fees: the hourly commitment in on-demand dollars. NaN when absent.
+  double quantity = kNaN;
+  int32_t fee = -1;  // fees: index of the line's stable copy (LineBuilder::commitment_fee)
+};
+
+// The pool a CUD fee or covered usage line belongs to: "<region>/gpu:a100",
+// "<region>/cpu:a2", "<region>/ram:n1", ...; "" when the description names no
+// resource. Fee descriptions ("Commitment v1: A2 Cpu in Americas for 1 Year")
+// and usage descriptions ("A2 Instance Core running in Americas") give the
+// same pool for the same resource.
+std::string CudPool(std::string_view region, std::string_view description, bool fee);
+// Accelerator-optimized machine families (A2, A3, G2, ...): their core and
+// memory commitments are GPU commitments.
+bool IsGpuFamilyPool(std::string_view pool);
+
+class LineBuilder;
+// Spreads the noted CUD fees over the usage they cover, hour by hour (SEMANTICS
+// 1.1, docs/formats.md): covered lines get their share of the fee added to the
+// effective amount, the fee's effective amount becomes 0, and what the
+// commitment did not cover becomes an Unused line of its own. Sum of `cost`
+// before == after. Only for the effective amount; a no-op without notes.
+absl::Status AmortizeCommitments(LineBuilder& out);
 
 class LineBuilder {
  public:
@@ -323,6 +361,20 @@ class LineBuilder {
   BillingReport& report() { return report_; }
   CostLines Finish();
 
+  // Committed-use discounts (amortize.cc): notes taken while reading, the
+  // amounts of committed lines, and the tags of line `i` for the next Commit.
+  // `fee`: the fee's line, kept (with stable strings) to build its unused line from.
+  void NoteCommitment(CommitmentNote note, const Line* fee = nullptr);
+  [[nodiscard]] const std::vector<CommitmentNote>& commitment_notes() const { return commitment_notes_; }
+  [[nodiscard]] const Line& commitment_fee(int32_t i) const { return commitment_fees_[i]; }
+  void SetEffective(int64_t i, double effective) {
+    lines_.effective_cost[i] = effective;
+    if (options_.amount == CostAmount::kEffective) lines_.cost[i] = effective;
+  }
+  [[nodiscard]] double effective(int64_t i) const { return lines_.effective_cost[i]; }
+  [[nodiscard]] int64_t start(int64_t i) const { return lines_.start[i]; }
+  void UseTagsOf(int64_t i) { pending_code_ = tag_codes_[i]; }
+
  private:
   struct Pair {
     std::string_view key, value;
@@ -360,6 +412,8 @@ class LineBuilder {
   std::vector<std::vector<std::string>> tags_expanded_;  // per tags code, per key ("" = absent)
   std::vector<std::vector<uint8_t>> tags_expanded_present_;
   std::vector<int32_t> tag_codes_;
+  std::vector<CommitmentNote> commitment_notes_;
+  std::vector<Line> commitment_fees_;
   absl::node_hash_map<std::string, TypeInfo> types_;  // stable: views escape
   absl::node_hash_map<std::string, std::string> json_values_;
   absl::node_hash_set<std::string> stable_;
@@ -504,6 +558,10 @@ absl::Status CellKeyValue(const Row& row, int col, std::string_view key, LineBui
 // The instance type in an AWS usage type: "USW2-BoxUsage:p4d.24xlarge" ->
 // "p4d.24xlarge"; "" when there is none.
 std::string_view InstanceTypeFromUsageType(std::string_view usage_type);
+
+// An Azure VM meter name spelled as a VM size: "NC4as T4 v3" (or "NC4as T4
+// v3 Spot") -> "Standard_NC4as_T4_v3". Callers check the catalog knows it.
+std::string AzureVmSizeFromMeter(std::string_view meter);
 
 // ---- formats ------------------------------------------------------------------
 

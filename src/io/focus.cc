@@ -14,7 +14,7 @@ enum Field {
   kStart, kEnd, kBilled, kEffective, kList, kResourceId, kResourceName, kProvider, kAccount, kRegion,
   kService, kSku, kChargeCategory, kPricingCategory, kCommitmentId, kCommitmentStatus, kCurrency, kTags,
   kSkuPriceDetails, kUsageType, kSkuDetails, kConsumedQuantity, kConsumedUnit, kPricingCurrency,
-  kChargeDescription, kSkuMeter, kSkuDescription, kSystemLabels, kCount,
+  kChargeDescription, kSkuMeter, kSkuDescription, kSystemLabels, kMeterName, kMeterCategory, kCount,
 };
 
 constexpr ColumnSpec kColumns[] = {
@@ -50,6 +50,8 @@ constexpr ColumnSpec kColumns[] = {
     {kSkuMeter, {"SkuMeter"}},
     {kSkuDescription, {"x_SkuDescription"}},
     {kSystemLabels, {"x_SystemLabels", "x_system_labels"}},
+    {kMeterName, {"x_SkuMeterName"}},  // Azure; FOCUS's own SkuMeter is kSkuMeter
+    {kMeterCategory, {"x_SkuMeterCategory"}},
 };
 
 std::string_view NormaliseProvider(std::string_view name) {
@@ -145,6 +147,16 @@ absl::Status FocusFormat::Normalise(const Row& row, LineBuilder& out) {
   if (instance.empty()) {  // GCP: the VM's machine type ("a2-highgpu-1g")
     GPUCOST_RETURN_IF_ERROR(
         CellKeyValue(row, layout.col(kSystemLabels), "compute.googleapis.com/machine_spec", out, &instance));
+  }
+  // Azure without SKU details: the VM meter name as a size, as the
+  // cost-details reader does, when the catalog knows it.
+  std::string meter_size;
+  const int meter = row.IsNull(layout.col(kMeterName)) ? layout.col(kSkuMeter) : layout.col(kMeterName);
+  if (instance.empty() && line.provider == "azure" && !row.IsNull(meter) &&
+      (absl::EqualsIgnoreCase(ToAbsl(row.Text(layout.col(kMeterCategory))), "Virtual Machines") ||
+       absl::EqualsIgnoreCase(ToAbsl(line.service), "Virtual Machines"))) {
+    meter_size = AzureVmSizeFromMeter(row.Text(meter));
+    if (out.KnownInstanceType(meter_size)) instance = meter_size;
   }
   line.instance_type = out.CatalogInstanceType(instance);
   std::string_view gpu_count;

@@ -5,12 +5,14 @@
 // Net cost = cost + sum(credits.amount) (credits are negative). GPUs are
 // billed as their own SKU on the VM's resource, next to the core and RAM
 // SKUs: each is its own line, prorated over the same GPUs.
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "billing_internal.h"
 
 namespace gpucost::io::internal {
@@ -18,7 +20,7 @@ namespace {
 
 enum Field {
   kStart, kEnd, kCost, kCredits, kCostAtList, kGlobalName, kName, kProject, kService, kSku, kSkuDescription,
-  kRegion, kCurrency, kLabels, kSystemLabels, kCostType, kUsageAmount, kUsageUnit, kCount,
+  kRegion, kCurrency, kLabels, kSystemLabels, kCostType, kUsageAmount, kUsageUnit, kPricingAmount, kCount,
 };
 
 constexpr ColumnSpec kColumns[] = {
@@ -40,6 +42,7 @@ constexpr ColumnSpec kColumns[] = {
     {kCostType, {"cost_type"}},
     {kUsageAmount, {"usage.amount", "usage_amount"}},
     {kUsageUnit, {"usage.unit", "usage_unit"}},
+    {kPricingAmount, {"usage.amount_in_pricing_units", "usage_amount_in_pricing_units"}},
 };
 
 struct Credit {
@@ -80,10 +83,23 @@ absl::Status GcpFormat::Normalise(const Row& row, LineBuilder& out) {
   std::vector<Credit> credits;
   double credit_total = 0;
   bool commitment_credit = false;
+  // The CUD credits by kind, for the amortization (amortize.cc).
+  double resource_cud = 0, spend_cud = 0, fee_offset = 0;
+  bool has_resource_cud = false, has_spend_cud = false, has_fee_offset = false;
   auto add_credit = [&](double amount, std::string_view type, std::string_view) {
     credits.push_back({amount, std::string(type)});
     credit_total += amount;
     commitment_credit |= IsCommitmentCredit(type);
+    if (type == "COMMITTED_USAGE_DISCOUNT") {
+      resource_cud += amount;
+      has_resource_cud = true;
+    } else if (type == "COMMITTED_USAGE_DISCOUNT_DOLLAR_BASE") {
+      spend_cud += amount;
+      has_spend_cud = true;
+    } else if (type == "FEE_UTILIZATION_OFFSET") {
+      fee_offset += amount;
+      has_fee_offset = true;
+    }
   };
   const int credits_col = layout.col(kCredits);
   std::string_view credits_text;
@@ -126,6 +142,46 @@ absl::Status GcpFormat::Normalise(const Row& row, LineBuilder& out) {
   const std::string_view cost_type = row.Text(layout.col(kCostType));
   const bool commitment_sku = absl::StartsWithIgnoreCase(ToAbsl(description), "Commitment");
   line.gpu_sku = ContainsIgnoreCase(description, " GPU");
+
+  // Committed-use discounts: fees and covered usage meet in a pool (region and
+  // resource, or the billing account's spend-based commitments), noted for
+  // the amortization at the end of the read; both carry the pool as their
+  // commitment_id. Credits kept as separate lines are not amortized.
+  std::optional<CommitmentNote> note;
+  const bool amortize = !separate && out.options().amount == CostAmount::kEffective;
+  if (commitment_sku && cost_type != "tax" && cost_type != "adjustment" && cost_type != "rounding_error") {
+    note.emplace();
+    const bool spend = absl::StartsWithIgnoreCase(ToAbsl(description), "Commitment - dollar based");
+    note->kind = has_fee_offset                ? CommitmentNote::Kind::kOffsetFee
+                 : spend                       ? CommitmentNote::Kind::kSpendFee
+                                               : CommitmentNote::Kind::kResourceFee;
+    note->pool = has_fee_offset ? "spend-based-offset" : spend ? "spend-based" : out.Stable(CudPool(line.region, description, true));
+    const int amount_col = layout.col(spend ? kPricingAmount : kUsageAmount);
+    double quantity = kNaN;
+    if (row.Number(amount_col, &quantity) == Parsed::kBad) {
+      return BadValue(row, spend ? kPricingAmount : kUsageAmount, "is not a number");
+    }
+    // Spend-based fees: usage.amount_in_pricing_units is the hourly
+    // commitment in cents of on-demand spend (GCP's own utilization query).
+    note->quantity = spend ? quantity / 100 : quantity;
+    line.gpu_sku = line.gpu_sku || IsGpuFamilyPool(note->pool);
+    line.commitment_id = note->pool.empty() ? std::string_view() : out.Stable(absl::StrCat("gcp-cud:", ToAbsl(note->pool)));
+  } else if (has_resource_cud || has_spend_cud) {
+    note.emplace();
+    note->kind = has_resource_cud ? CommitmentNote::Kind::kResourceCovered : CommitmentNote::Kind::kSpendCovered;
+    note->pool = has_resource_cud ? out.Stable(CudPool(line.region, description, false)) : "spend-based";
+    note->credit = has_resource_cud ? resource_cud : spend_cud;
+    double quantity = kNaN;
+    if (row.Number(layout.col(kUsageAmount), &quantity) == Parsed::kBad) {
+      return BadValue(row, kUsageAmount, "is not a number");
+    }
+    note->quantity = quantity;
+    if (!note->pool.empty()) {
+      line.commitment_id = out.Stable(absl::StrCat("gcp-cud:", ToAbsl(note->pool)));
+      line.commitment_status = "Used";
+    }
+  }
+  if (note) note->gross = cost;
   const bool other = cost_type == "tax" || cost_type == "adjustment" || cost_type == "rounding_error";
   if (other) {
     line.pricing = "other";
@@ -177,6 +233,12 @@ absl::Status GcpFormat::Normalise(const Row& row, LineBuilder& out) {
   const int amount_field = out.options().amount == CostAmount::kList ? kCostAtList : kCost;
   auto error = [&](std::string_view what) { return row.Error(layout.name(amount_field), what); };
   GPUCOST_RETURN_IF_ERROR(out.Commit(line, error));
+  if (note && amortize && !note->pool.empty()) {
+    note->line = out.size() - 1;
+    const bool fee = note->kind != CommitmentNote::Kind::kResourceCovered &&
+                     note->kind != CommitmentNote::Kind::kSpendCovered;
+    out.NoteCommitment(std::move(*note), fee ? &line : nullptr);
+  }
   if (separate) {
     // Each credit as its own line on the same resource and period.
     for (const Credit& credit : credits) {

@@ -64,7 +64,9 @@ def commitment_utilization(costs: Any, *, freq: str | None = "D") -> pd.DataFram
 
     For each ``commitment_id`` and period (the line's start floored to
     ``freq``: ``"h"``, ``"D"``, ``"MS"``, or None for the whole table):
-    ``purchased`` (billed cost of its ``Purchase`` rows), ``used`` (amortised
+    ``purchased`` (billed cost of its ``Purchase`` rows; for a commitment
+    without any, as in an amortized export, ``used + unused``: what was
+    bought for the period), ``used`` (amortised
     cost of the usage it covered, status ``Used``), ``unused`` (amortised cost
     nobody used, status ``Unused``: FOCUS unused rows, CUR RI/SP fee rows),
     ``utilization = used / (used + unused)``, ``on_demand_equivalent`` (list
@@ -102,6 +104,12 @@ def commitment_utilization(costs: Any, *, freq: str | None = "D") -> pd.DataFram
     })
     out = data.groupby(["commitment_id", "period"], sort=True, dropna=False, as_index=False).sum(min_count=0)
     total = out["used"] + out["unused"]
+    # An amortized export (Azure's amortized dataset, a FOCUS EffectiveCost
+    # view of a slice) has no purchase rows for a commitment: what was bought
+    # for the period is then what was amortized into it, used or not.
+    bought = pd.Series(np.where(category == "Purchase", 1, 0)[rows]).groupby(commitment[rows]).sum()
+    amortized_only = out["commitment_id"].map(bought).fillna(0).to_numpy() == 0
+    out["purchased"] = np.where(amortized_only, total, out["purchased"])
     out["utilization"] = (out["used"] / total).where(total != 0)
     out["savings"] = out["on_demand_equivalent"] - out["used"] - out["unused"]
     if not t.has("list_cost"):
