@@ -43,7 +43,7 @@ import pyarrow.parquet as pq
 
 from gpucost import _core
 from gpucost.catalog import resolve as _resolve_catalog
-from gpucost.errors import InvalidInputError
+from gpucost.errors import InvalidInputError, conversion_hint
 
 __all__ = ["read_focus", "read_cur", "read_gcp_billing", "read_azure_costs", "COST_LINE_COLUMNS"]
 
@@ -187,7 +187,7 @@ class _open:
             self.file = self.source
         else:
             raise TypeError(f"expected a path, a binary file, a pyarrow Table or a DataFrame, "
-                            f"got {type(self.source).__name__}")
+                            f"got {type(self.source).__name__}{conversion_hint(self.source)}")
         return self.file
 
     def __exit__(self, *exc: Any) -> None:
