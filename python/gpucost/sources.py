@@ -141,15 +141,16 @@ def open_binary(path: Path, kind: str) -> io.BufferedIOBase:
         return gzip.open(path, "rb")
     if kind == "zstd":
         import pyarrow as pa
-        return io.BufferedReader(_Stream(pa.input_stream(str(path), compression="zstd")))
+        return io.BufferedReader(_Stream(pa.input_stream(str(path), compression="zstd"), str(path)))
     return open(path, "rb")
 
 
 class _Stream(io.RawIOBase):
     """A pyarrow input stream as a Python raw stream (for BufferedReader)."""
 
-    def __init__(self, stream: Any):
+    def __init__(self, stream: Any, name: str):
         self._s = stream
+        self.name = name  # what the readers' errors call the file
 
     def readable(self) -> bool:
         return True
@@ -177,7 +178,6 @@ def read_bill(parts: Sequence[Path], reader: Callable[..., pd.DataFrame], **kwar
                 kind = "zstd"
         if kind == "zstd":
             with open_binary(part, kind) as stream:
-                stream.name = str(part)  # type: ignore[misc]  # the name errors report
                 frames.append(reader(stream, **kwargs))
         else:
             frames.append(reader(part, **kwargs))
