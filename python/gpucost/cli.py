@@ -435,13 +435,42 @@ def cmd_report(args: argparse.Namespace) -> int:
     output = args.output or config.report.get("output") or "gpucost-report.html"
     title = args.title or config.report.get("title") or "GPU showback"
     policy = _policy(config)
-    report = gpucost.report(tables.costs, tables.usage, tables.inventory, tables.workloads, path=output, title=title,
-                            by=_by(config, ["team", "project"]), bill=tables.bill, budgets=tables.budgets,
-                            interruptions=tables.interruptions, rates=tables.rates,
+    by = _by(config, ["team", "project"])
+    attributed = bool(config.attribution.get("tag") or config.attribution.get("shared"))
+    report = gpucost.report(tables.costs, tables.usage, tables.inventory, tables.workloads,
+                            path=None if attributed else output, title=title, by=by, bill=tables.bill,
+                            budgets=tables.budgets, interruptions=tables.interruptions, rates=tables.rates,
                             today=config.budgets.get("today"), **policy)
+    if attributed:
+        _attribution_section(report, config, tables, by, policy, title)
+        report.save(output)
     print(f"gpucost: wrote {output} ({len(report.sections)} sections"
           + (f"; not included: {', '.join(report.omitted)}" if report.omitted else "") + ")", file=sys.stderr)
     return EXIT_OK
+
+
+def _attribution_section(report, config: Config, tables: Tables, by: list[str], policy: dict, title: str) -> None:
+    """[attribution] in the report: the GPU allocation by the attribution's
+    group with the tagged and shared lines moved to their groups, a section
+    before "Method and reconciliation"."""
+    from gpucost.report import Section, _page, html_table
+    group = config.attribution.get("by") or by[0]
+    allocation = gpucost.allocate(tables.costs, tables.usage, tables.inventory, tables.workloads, by=[group],
+                                  **policy)
+    table = attribute(config, tables, allocation, [group])
+    money = [c for c in ("cost", "gpu_cost", "tagged_cost", "own_cost", "shared_cost", "unattributed_cost")
+             if c in table.columns]
+    shown = table[[group, *money, "gpu_hours"]].sort_values("cost", ascending=False, ignore_index=True)
+    section = Section("attribution", f"Tagged and shared costs by {group}",
+                      "Costs outside the GPUs charged to the group their resource's tag names, and shared lines "
+                      "spread over the groups ([attribution] in the config); the total is still the bill's.")
+    section.body.append(html_table(shown, key="attribution", money=money, hours=["gpu_hours"],
+                                   total=[*money, "gpu_hours"]))
+    report.sections.insert(len(report.sections) - 1, section)
+    report.data["attribution"] = shown
+    start = pd.to_datetime(tables.costs["start"], utc=True).min()
+    end = pd.to_datetime(tables.costs["end"], utc=True).max()
+    report.html = _page(title, start, end, report.data["kpis"].iloc[0].to_dict(), report.sections, "USD")
 
 
 def cmd_analysis(args: argparse.Namespace) -> int:

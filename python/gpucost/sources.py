@@ -140,8 +140,7 @@ def open_binary(path: Path, kind: str) -> io.BufferedIOBase:
         import gzip
         return gzip.open(path, "rb")
     if kind == "zstd":
-        import pyarrow as pa
-        return io.BufferedReader(_Stream(pa.input_stream(str(path), compression="zstd"), str(path)))
+        return zstd_reader(str(path), str(path))
     return open(path, "rb")
 
 
@@ -168,24 +167,19 @@ class _Stream(io.RawIOBase):
 def read_bill(parts: Sequence[Path], reader: Callable[..., pd.DataFrame], **kwargs: Any) -> pd.DataFrame:
     """Every part through `reader` (a gpucost.read_* function), concatenated
     into one bill; the parts' ``attrs`` reports are kept per part under
-    ``attrs["parts"]`` and their counts summed. A zstd part is decompressed
-    on the fly."""
-    frames = []
-    for part in parts:
-        kind = "plain"
-        with open(part, "rb") as f:
-            if f.read(4) == ZSTD:
-                kind = "zstd"
-        if kind == "zstd":
-            with open_binary(part, kind) as stream:
-                frames.append(reader(stream, **kwargs))
-        else:
-            frames.append(reader(part, **kwargs))
+    ``attrs["parts"]`` and their counts summed."""
+    frames = [reader(part, **kwargs) for part in parts]
     if len(frames) == 1:
         return frames[0]
     out = concat_frames(frames)
     out.attrs = merge_attrs([f.attrs for f in frames], [str(p) for p in parts])
     return out
+
+
+def zstd_reader(raw: Any, name: str) -> io.BufferedReader:
+    """A zstd-compressed binary file as a buffered stream of its bytes."""
+    import pyarrow as pa
+    return io.BufferedReader(_Stream(pa.input_stream(raw, compression="zstd"), name))
 
 
 def merge_attrs(attrs: Sequence[Mapping], names: Sequence[str]) -> dict:

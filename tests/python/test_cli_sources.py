@@ -6,6 +6,7 @@ in the CLI's words. Fixtures: tests/data/cli (make_fixtures.py)."""
 from __future__ import annotations
 
 import gzip
+import io
 import os
 import shutil
 import subprocess
@@ -271,3 +272,24 @@ def test_polars_frames_are_refused_with_the_conversion():
         gpucost.read_focus(frame.lazy())
     with pytest.raises(TypeError, match=r"df.to_pandas\(\)"):
         gpucost.attribute_tagged(frame, frame)
+
+
+def test_report_has_the_attribution_section(capsys, tmp_path):
+    output = tmp_path / "showback.html"
+    code, _, err = run(capsys, "report", "-c", CONFIG, "--by", "project,team", "-o", output)
+    assert code == 0, err
+    page = output.read_text()
+    assert "Tagged and shared costs by project" in page
+    assert page.index("Tagged and shared costs") < page.index("Method and reconciliation")
+
+
+def test_python_readers_take_zstd_whatever_the_name(tmp_path):
+    import pyarrow as pa
+    source = BILLING / "cur2.csv"
+    zst = tmp_path / "cur-part.csv"
+    with pa.output_stream(str(zst), compression="zstd") as f:
+        f.write(source.read_bytes())
+    expected = gpucost.read_cur(source)
+    for given in (zst, io.BytesIO(zst.read_bytes())):
+        costs = gpucost.read_cur(given)
+        assert len(costs) == len(expected) and costs["cost"].sum() == pytest.approx(expected["cost"].sum())
