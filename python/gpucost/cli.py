@@ -163,7 +163,9 @@ def _add_sources(p: argparse.ArgumentParser) -> None:
     g.add_argument("--pod-labels", metavar="PATH", nargs="+",
                    help="saved kube-state-metrics kube_pod_labels / kube_pod_info answers over the whole range, "
                         "or 'prometheus' to query --prometheus (pods keep their labels after they end)")
-    g.add_argument("--nodes", metavar="PATH", nargs="+", help="kubectl get nodes -o json (node -> instance id)")
+    g.add_argument("--nodes", metavar="PATH", nargs="+",
+                   help="kubectl get nodes -o json (node -> instance id), or 'prometheus' for kube-state-metrics' "
+                        "kube_node_info from --prometheus")
     g.add_argument("--workloads", metavar="PATH", help="gpucost workloads table: consumer + label columns")
     g.add_argument("--inventory", metavar="PATH",
                    help="resource_id, device, mem_capacity (default: from the bill's instance types)")

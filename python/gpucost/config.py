@@ -399,9 +399,16 @@ def _hosts(config: Config) -> pd.DataFrame | None:
 def _nodes(config: Config, hosts: pd.DataFrame | None) -> pd.DataFrame | None:
     """node -> resource_id for DCGM series: kubectl node dumps and the hosts table."""
     frames = []
-    if "nodes" in config.sources:
+    s = config.sources
+    if s.get("nodes") in ("prometheus", ["prometheus"]):  # kube-state-metrics' kube_node_info over the range
+        if "prometheus" not in s or "start" not in s or "end" not in s:
+            raise InvalidInputError("nodes = \"prometheus\" needs --prometheus, --start and --end "
+                                    "(prometheus, start, end in [sources])")
+        from gpucost import kubernetes
+        frames.append(kubernetes.fetch_nodes(prometheus_client(config), s["start"], s["end"])[["node", "resource_id"]])
+    elif "nodes" in s:
         read = _need("kubernetes.read_nodes", "the telemetry issue")
-        frames += [read(p)[["node", "resource_id"]] for p in config.paths(config.sources["nodes"])]
+        frames += [read(p)[["node", "resource_id"]] for p in config.paths(s["nodes"])]
     if hosts is not None:
         frames.append(hosts.rename(columns={"host": "node"})[["node", "resource_id"]])
     if not frames:

@@ -54,7 +54,7 @@ def bill_parts(paths: Sequence[Path], where: str = "bill") -> list[Path]:
         if path.is_dir():
             manifests = sorted(p for p in path.rglob("*Manifest.json") if p.is_file())
             if manifests:
-                for m in manifests:
+                for m in _current_manifests(manifests):
                     out += manifest_parts(m)
             else:
                 files = sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith(".")
@@ -69,6 +69,28 @@ def bill_parts(paths: Sequence[Path], where: str = "bill") -> list[Path]:
         else:
             out.append(path)
     return list(dict.fromkeys(out))
+
+
+def _current_manifests(manifests: list[Path]) -> list[Path]:
+    """One manifest per billing period: the shallowest. A versioned CUR keeps
+    a manifest per delivery (``<period>/<assemblyId>/...-Manifest.json``)
+    next to the period's own, which names the latest; reading them all would
+    count the month several times. Two at the same depth for one period are
+    an error naming them."""
+    chosen: dict[str, Path] = {}
+    for m in sorted(manifests, key=lambda p: len(p.parts)):
+        try:
+            doc = json.loads(m.read_bytes())
+        except (OSError, ValueError) as exc:
+            raise InvalidInputError(f"{m}: not a readable manifest ({exc})") from None
+        period = doc.get("billingPeriod") if isinstance(doc, dict) else None
+        key = json.dumps(period, sort_keys=True) if period else str(m.parent)
+        if key not in chosen:
+            chosen[key] = m
+        elif len(chosen[key].parts) == len(m.parts):
+            raise InvalidInputError(f"{m}: a second manifest for the billing period of {chosen[key]}; give one "
+                                    "manifest as the bill")
+    return sorted(chosen.values())
 
 
 def manifest_parts(manifest: Path) -> list[Path]:
@@ -257,6 +279,8 @@ def concat_usage(frames: Sequence[pd.DataFrame], intervals: Sequence[float],
         filled.append(frame)
     out = concat_frames(filled)
     out.attrs["diagnostics"] = {name: dict(f.attrs.get("diagnostics", {})) for name, f in zip(names, frames)}
+    for key in dict.fromkeys(k for f in frames for k in f.attrs if k != "diagnostics"):  # e.g. reader reports
+        out.attrs[key] = {name: f.attrs[key] for name, f in zip(names, frames) if key in f.attrs}
     return out
 
 

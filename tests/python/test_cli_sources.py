@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import json
 import os
 import shutil
 import subprocess
@@ -293,3 +294,24 @@ def test_python_readers_take_zstd_whatever_the_name(tmp_path):
     for given in (zst, io.BytesIO(zst.read_bytes())):
         costs = gpucost.read_cur(given)
         assert len(costs) == len(expected) and costs["cost"].sum() == pytest.approx(expected["cost"].sum())
+
+
+def test_a_versioned_cur_directory_reads_the_latest_delivery_once(tmp_path):
+    """Legacy CUR with "create new report versions": the period's manifest
+    names the latest assembly; each assembly keeps its own manifest too."""
+    period = tmp_path / "cur" / "acme" / "20260301-20260401"
+    billing_period = {"start": "20260301T000000.000Z", "end": "20260401T000000.000Z"}
+    for assembly in ("a1", "a2"):
+        folder = period / assembly
+        folder.mkdir(parents=True)
+        shutil.copy(PARTS[0], folder / "acme-00001.csv.gz")
+        (folder / "acme-Manifest.json").write_text(json.dumps({
+            "assemblyId": assembly, "billingPeriod": billing_period, "bucket": "b",
+            "reportKeys": [f"cur/acme/20260301-20260401/{assembly}/acme-00001.csv.gz"]}))
+    (period / "acme-Manifest.json").write_text(json.dumps({
+        "assemblyId": "a2", "billingPeriod": billing_period, "bucket": "b",
+        "reportKeys": ["cur/acme/20260301-20260401/a2/acme-00001.csv.gz"]}))
+    assert sources.bill_parts([tmp_path / "cur"]) == [period / "a2" / "acme-00001.csv.gz"]
+    (period / "a1" / "acme-Manifest.json").rename(period / "other-Manifest.json")  # same depth, same period
+    with pytest.raises(gpucost.InvalidInputError, match="a second manifest for the billing period"):
+        sources.bill_parts([tmp_path / "cur"])
