@@ -101,7 +101,7 @@ class Config:
             if not matches:
                 raise InvalidInputError(f"{self.name}: [sources]: no file matches {item!r}")
             out += [Path(m) for m in matches]
-        return out
+        return list(dict.fromkeys(out))  # a file two patterns match is read once
 
     def set(self, section: str, key: str, value: Any) -> None:
         """Sets a value from a flag (flags win over the file)."""
@@ -424,11 +424,13 @@ def _usage(config: Config, step: float) -> pd.DataFrame:
     frames: list[pd.DataFrame] = []
     intervals: list[float] = []
     names: list[str] = []
+    files: list[list[str]] = []
 
-    def add(frame: pd.DataFrame, interval: float, name: str) -> None:
+    def add(frame: pd.DataFrame, interval: float, name: str, paths: list) -> None:
         frames.append(frame)
         intervals.append(interval)
         names.append(name)
+        files.append([str(p) for p in paths])
 
     if "prometheus" in s:
         for key in ("start", "end"):
@@ -436,27 +438,29 @@ def _usage(config: Config, step: float) -> pd.DataFrame:
                 raise InvalidInputError(f"--prometheus needs --{key} ({key} in [sources])")
         fetch = _need("prometheus.fetch_usage", "the telemetry issue")
         add(fetch(s["prometheus"], s["start"], s["end"], step=step, **dcgm,
-                  **({"bearer_token": s["bearer_token"]} if "bearer_token" in s else {})), step, s["prometheus"])
+                  **({"bearer_token": s["bearer_token"]} if "bearer_token" in s else {})), step, "prometheus",
+            [s["prometheus"]])
     if "telemetry" in s:
         read = _need("prometheus.read_query_range", "the telemetry issue")
-        add(read([str(p) for p in config.paths(s["telemetry"])], step=step, **dcgm), step, "telemetry")
+        paths = config.paths(s["telemetry"])
+        add(read([str(p) for p in paths], step=step, **dcgm), step, "telemetry", paths)
     if "dcgm_text" in s:
         read = _need("prometheus.read_dcgm_text", "the telemetry issue")
         # Each scrape's instant: its own timestamps, else its name, else its mtime.
-        scrapes = [read([str(p)], timestamp=sources.scrape_instant(p), interval=step, **dcgm)
-                   for p in sources.scrape_files(config.paths(s["dcgm_text"]))]
-        add(sources.concat_frames(scrapes), step, "dcgm_text")
+        paths = sources.scrape_files(config.paths(s["dcgm_text"]))
+        scrapes = [read([str(p)], timestamp=sources.scrape_instant(p), interval=step, **dcgm) for p in paths]
+        add(sources.concat_frames(scrapes), step, "dcgm_text", paths)
     if "nvidia_smi" in s:
-        add(_nvidia_smi(config, hosts, step), step, "nvidia_smi")
+        add(_nvidia_smi(config, hosts, step), step, "nvidia_smi", config.paths(s["nvidia_smi"]))
     if "sacct" in s:
-        add(_sacct(config, hosts)[0], step, "sacct")
+        add(_sacct(config, hosts)[0], step, "sacct", config.paths(s["sacct"]))
     if "usage" in s:
-        add(_read_table(config.path(s["usage"]), "usage"), step, "usage")
+        add(_read_table(config.path(s["usage"]), "usage"), step, "usage", [config.path(s["usage"])])
     if not frames:
         raise InvalidInputError("no telemetry: give --prometheus URL, --telemetry FILES (saved Prometheus answers), "
                                 "--dcgm-text (exporter scrapes), --nvidia-smi (logs), --sacct (Slurm accounting) "
                                 "or --usage (a usage samples table)")
-    return sources.concat_usage(frames, intervals, names)
+    return sources.concat_usage(frames, intervals, names, files)
 
 
 def _nvidia_smi(config: Config, hosts: pd.DataFrame | None, step: float) -> pd.DataFrame:

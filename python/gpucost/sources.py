@@ -262,14 +262,15 @@ def _object_categories(values: pd.Series) -> pd.Categorical:
                                                                   dtype=object))
 
 
-def concat_usage(frames: Sequence[pd.DataFrame], intervals: Sequence[float],
-                 names: Sequence[str]) -> pd.DataFrame:
+def concat_usage(frames: Sequence[pd.DataFrame], intervals: Sequence[float], names: Sequence[str],
+                 files: Sequence[Sequence[str]] | None = None) -> pd.DataFrame:
     """One usage table from several sources; a source's samples without a
     ``duration`` get its own sampling interval, so each stands for its own
     time whatever the others' intervals. ``attrs["diagnostics"]`` keeps each
     source's diagnostics under its name."""
     if len(frames) == 1:
         return frames[0]
+    _one_source_per_gpu(frames, names, files or [[] for _ in frames])
     filled = []
     for frame, interval in zip(frames, intervals):
         if "duration" not in frame.columns:
@@ -282,6 +283,42 @@ def concat_usage(frames: Sequence[pd.DataFrame], intervals: Sequence[float],
     for key in dict.fromkeys(k for f in frames for k in f.attrs if k != "diagnostics"):  # e.g. reader reports
         out.attrs[key] = {name: f.attrs[key] for name, f in zip(names, frames) if key in f.attrs}
     return out
+
+
+def gpus_of(frame: pd.DataFrame) -> pd.DataFrame:
+    """The distinct (resource_id, device) pairs of usage samples: a bitmap
+    over the categorical codes (no per-sample hashing) when resource_id is
+    categorical."""
+    if not {"resource_id", "device"} <= set(frame.columns) or not len(frame):
+        return pd.DataFrame({"resource_id": pd.Series([], dtype=object), "device": pd.Series([], dtype=np.int64)})
+    rid, device = frame["resource_id"], np.asarray(frame["device"], dtype=np.int64)
+    if isinstance(rid.dtype, pd.CategoricalDtype) and device.min() >= 0:
+        codes = rid.cat.codes.to_numpy()
+        ok = codes >= 0
+        seen = np.zeros((len(rid.cat.categories), int(device.max()) + 1), dtype=bool)
+        seen[codes[ok], device[ok]] = True
+        r, d = np.nonzero(seen)
+        return pd.DataFrame({"resource_id": np.asarray(rid.cat.categories, dtype=object)[r], "device": d})
+    pairs = pd.DataFrame({"resource_id": rid.astype(object).to_numpy(), "device": device}).drop_duplicates()
+    return pairs.reset_index(drop=True)
+
+
+def _one_source_per_gpu(frames: Sequence[pd.DataFrame], names: Sequence[str],
+                        files: Sequence[Sequence[str]]) -> None:
+    """A GPU in two sources would be counted twice (twice its GPU-hours): an
+    error naming the GPU and both sources with their files."""
+    def where(i: int) -> str:
+        shown = ", ".join(files[i][:2]) + (f", ... ({len(files[i])} files)" if len(files[i]) > 2 else "")
+        return f"{names[i]} ({shown})" if shown else names[i]
+
+    owner: dict[tuple, int] = {}
+    for i, frame in enumerate(frames):
+        pairs = gpus_of(frame)
+        for rid, device in zip(pairs["resource_id"], pairs["device"]):
+            first = owner.setdefault((rid, int(device)), i)
+            if first != i:
+                raise InvalidInputError(f"telemetry: GPU {device} of '{rid}' is in two sources, {where(first)} and "
+                                        f"{where(i)}; give each GPU one source (its samples would count twice)")
 
 
 def merge_workloads(frames: Sequence[pd.DataFrame]) -> pd.DataFrame | None:

@@ -315,3 +315,18 @@ def test_a_versioned_cur_directory_reads_the_latest_delivery_once(tmp_path):
     (period / "a1" / "acme-Manifest.json").rename(period / "other-Manifest.json")  # same depth, same period
     with pytest.raises(gpucost.InvalidInputError, match="a second manifest for the billing period"):
         sources.bill_parts([tmp_path / "cur"])
+
+
+def test_a_gpu_in_two_sources_is_an_error_naming_both(capsys, tmp_path):
+    # The Slurm node gpu01 also logged by nvidia-smi: its GPU-hours would count twice.
+    hosts = tmp_path / "hosts.csv"
+    hosts.write_text("host,resource_id,tz\ngpu01,i-0s1,UTC\ngpu02,i-0s2,UTC\ndgx7,i-0s1,Europe/Berlin\n"
+                     "edge1,i-0ed1,UTC\n")
+    code, _, err = run(capsys, "allocate", "-c", CONFIG, "--hosts", hosts)
+    assert code == 2
+    assert "GPU 0 of 'i-0s1' is in two sources, nvidia_smi (" in err and "dgx7.gpu.csv) and sacct (" in err
+    assert "sacct.txt)" in err
+    # The same file named twice is read once.
+    same = cli_csv(capsys, "-c", CONFIG, "--telemetry", *sorted((DATA / "k8s").glob("DCGM_FI_*.json")),
+                   str(DATA / "k8s" / "DCGM_*.json"))
+    same_table(same, cli_csv(capsys, "-c", CONFIG))
