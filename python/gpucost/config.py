@@ -3,25 +3,43 @@
 
 ```toml
 [sources]
-bill = "focus.csv.gz"            # FOCUS, CUR (legacy or 2.0), GCP or Azure export
-bill_format = "auto"             # focus | cur | gcp | azure | auto (from the header)
-telemetry = ["prometheus/*.json"]  # saved query_range answers, or:
+bill = "focus.csv.gz"            # FOCUS, CUR (legacy or 2.0), GCP or Azure export; or a list, globs,
+                                 # a directory or a CUR/Data Exports *-Manifest.json (parts read as one bill)
+bill_format = "auto"             # focus | cur | gcp | azure | auto (from the columns)
+telemetry = ["prometheus/*.json"]  # saved query_range / query answers, and/or:
 prometheus = "http://prometheus:9090"
 start = "2026-03-01"
 end = "2026-04-01"
 step = 60
-pods = "pods.json"               # kubectl get pods -A -o json
-nodes = "nodes.json"             # kubectl get nodes -o json
+dcgm_text = ["scrapes/"]         # dcgm-exporter scrapes (.prom files or directories)
+nvidia_smi = ["smi/*.gpu.csv"]   # nvidia-smi logs, host = file name up to the first dot
+nvidia_smi_apps = ["smi/*.apps.csv"]
+pid_jobs = "pids.csv"            # pid, job[, host]
+sacct = ["sacct.txt"]            # Slurm accounting
+hosts = "hosts.csv"              # host, resource_id[, tz]: Slurm nodes, nvidia-smi and plain DCGM hosts
+timezone = "UTC"                 # sacct times, nvidia-smi logs without a tz in hosts
+pods = ["pods.json"]             # kubectl get pods -A -o json snapshots (merged)
+pod_labels = "prometheus"        # kube_pod_labels / kube_pod_info: "prometheus" or saved answers
+nodes = "nodes.json"             # kubectl get nodes -o json, or "prometheus" (kube_node_info)
 # or gpucost's own tables (CSV or Parquet): costs, usage, inventory, workloads
 
 [labels]                         # result column = pod label key
 team = "team-id"
 project = "project-id"
 
+[labels.namespaces]              # a namespace's labels for its pods that have none
+jupyter = { team = "research" }
+
 [policy]
 basis = "allocated"              # allocated | used | blended
 idle = "keep"                    # keep | share
 by = ["team", "project"]
+
+[attribution]                    # gpucost.attribute_tagged, then gpucost.share_costs
+tag = "project"                  # tag key(s) naming the group of lines outside the GPUs
+by = "project"                   # the group column (default: the first of by)
+shared = { service = "AmazonVPC" }  # shared lines (or a DataFrame.query string)
+split = "weighted"               # weighted | even
 
 [budgets]
 file = "budgets.csv"             # key, value, amount, thresholds (key = a label column, e.g. team)
