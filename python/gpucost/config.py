@@ -160,6 +160,8 @@ def load_config(path: str | Path | None) -> Config:
             if not isinstance(value, expected):
                 raise InvalidInputError(f"{p}: [{section}]: key '{key}': expected {_type_name(expected)}, "
                                         f"got {type(value).__name__}")
+            if isinstance(value, list) and not all(isinstance(v, str) for v in value):
+                raise InvalidInputError(f"{p}: [{section}]: key '{key}': expected a list of strings")
             getattr(config, section)[key] = value
     for ns, values in config.labels.get("namespaces", {}).items():
         if not isinstance(values, Mapping) or not all(isinstance(v, str) for v in values.values()):

@@ -250,6 +250,9 @@ def test_config_rejects_malformed_new_keys(tmp_path):
     path.write_text('[labels.namespaces]\nml = "research"\n')
     with pytest.raises(gpucost.InvalidInputError, match=r"\[labels.namespaces\]: key 'ml'"):
         load_config(path)
+    path.write_text('[sources]\nbill = ["a.csv", 3]\n')
+    with pytest.raises(gpucost.InvalidInputError, match=r"\[sources\]: key 'bill': expected a list of strings"):
+        load_config(path)
     path.write_text('[attribution]\nsplit = 3\n')
     with pytest.raises(gpucost.InvalidInputError, match=r"\[attribution\]: key 'split': expected a string"):
         load_config(path)
