@@ -205,27 +205,38 @@ def zstd_reader(raw: Any, name: str) -> io.BufferedReader:
 
 
 def merge_attrs(attrs: Sequence[Mapping], names: Sequence[str]) -> dict:
-    """One attrs dict for frames read from several files: numbers summed,
-    equal values kept, and every part's own attrs under ``parts``."""
+    """One attrs dict for frames read from several files: counts summed,
+    lists and frames concatenated, nested reports merged the same way,
+    differing strings joined, and every part's own attrs under ``parts``."""
     merged: dict[str, Any] = {}
     for a in attrs:
         for key, value in a.items():
-            if key not in merged:
-                merged[key] = value.copy() if isinstance(value, dict) else value
-            elif isinstance(value, dict) and isinstance(merged[key], dict):
-                merged[key] = merge_attrs([merged[key], value], [])
-                merged[key].pop("parts", None)
-            elif isinstance(value, (int, float)) and not isinstance(value, bool) and \
-                    isinstance(merged[key], (int, float)):
-                merged[key] = merged[key] + value
-            elif isinstance(value, list) and isinstance(merged[key], list):
-                merged[key] = merged[key] + value
-            elif merged[key] != value:
-                merged[key] = f"{merged[key]}; {value}" if isinstance(value, str) else value
+            merged[key] = _merge_value(merged[key], value) if key in merged else (
+                dict(value) if isinstance(value, Mapping) else value)
     if names:
         merged["source"] = ", ".join(names)
         merged["parts"] = {n: dict(a) for n, a in zip(names, attrs)}
     return merged
+
+
+def _merge_value(old: Any, new: Any) -> Any:
+    if isinstance(old, Mapping) and isinstance(new, Mapping):
+        return merge_attrs([old, new], [])
+    if isinstance(old, (int, float, np.number)) and isinstance(new, (int, float, np.number)) \
+            and not isinstance(old, bool) and not isinstance(new, bool):
+        return old + new
+    if isinstance(old, list) and isinstance(new, list):
+        return old + new
+    if isinstance(old, pd.DataFrame) and isinstance(new, pd.DataFrame):
+        return pd.concat([old, new], ignore_index=True)
+    if isinstance(old, str) and isinstance(new, str):
+        return old if new in old.split("; ") else f"{old}; {new}"
+    try:
+        if bool(old == new):
+            return old
+    except (TypeError, ValueError):
+        pass
+    return (*old, new) if isinstance(old, tuple) else (old, new)  # values that neither add nor match: all kept
 
 
 # ---- frames of several sources --------------------------------------------------------
