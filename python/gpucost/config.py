@@ -466,9 +466,13 @@ def _usage(config: Config, step: float) -> pd.DataFrame:
         add(read([str(p) for p in paths], step=step, **dcgm), step, "telemetry", paths)
     if "dcgm_text" in s:
         read = _need("prometheus.read_dcgm_text", "the telemetry issue")
-        # Each scrape's instant: its own timestamps, else its name, else its mtime.
+        # Each scrape's instant: its own timestamps, else its name, else its mtime. Scrapes of one
+        # instant (several hosts) are read in one call.
         paths = sources.scrape_files(config.paths(s["dcgm_text"]))
-        scrapes = [read([str(p)], timestamp=sources.scrape_instant(p), interval=step, **dcgm) for p in paths]
+        by_instant: dict[pd.Timestamp, list[str]] = {}
+        for p in paths:
+            by_instant.setdefault(sources.scrape_instant(p), []).append(str(p))
+        scrapes = [read(group, timestamp=instant, interval=step, **dcgm) for instant, group in by_instant.items()]
         add(sources.concat_frames(scrapes), step, "dcgm_text", paths)
     if "nvidia_smi" in s:
         add(_nvidia_smi(config, hosts, step), step, "nvidia_smi", config.paths(s["nvidia_smi"]))

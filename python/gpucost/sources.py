@@ -31,7 +31,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from pandas.api.types import union_categoricals
 
 from gpucost.errors import InvalidInputError
 
@@ -244,8 +243,8 @@ def _merge_value(old: Any, new: Any) -> Any:
 
 def concat_frames(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
     """Rows of all frames; a column categorical in every frame that has it
-    stays categorical (categories merged, no per-row hashing), missing
-    columns are null."""
+    stays categorical (codes remapped through one dictionary of the
+    categories, no per-row hashing), missing columns are null."""
     frames = [f for f in frames if f is not None]
     if len(frames) == 1:
         return frames[0]
@@ -256,21 +255,30 @@ def concat_frames(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
         parts = [f[column] if column in f.columns else None for f in frames]
         present = [p for p in parts if p is not None]
         if all(isinstance(p.dtype, pd.CategoricalDtype) for p in present):
-            cats = [_object_categories(p) if p is not None else pd.Categorical.from_codes(
-                np.full(k, -1, dtype=np.int8), categories=pd.Index([], dtype=object)) for p, k in zip(parts, n)]
-            out[column] = union_categoricals(cats, ignore_order=True)
+            out[column] = _concat_categoricals(parts, n)
         else:
             out[column] = pd.concat([p if p is not None else pd.Series([None] * k, dtype=object)
                                      for p, k in zip(parts, n)], ignore_index=True)
     return pd.DataFrame(out)
 
 
-def _object_categories(values: pd.Series) -> pd.Categorical:
-    """The same codes over object-dtype categories (sources may spell the
-    categories' dtype differently; union_categoricals needs one)."""
-    c = pd.Categorical(values)
-    return pd.Categorical.from_codes(c.codes, categories=pd.Index(np.asarray(c.categories, dtype=object),
-                                                                  dtype=object))
+def _concat_categoricals(parts: Sequence[pd.Series | None], sizes: Sequence[int]) -> pd.Categorical:
+    """One categorical of several (a None part is all missing): each part's
+    categories are looked up once in a shared dictionary and its codes
+    remapped with an array take."""
+    index: dict[Any, int] = {}
+    codes = []
+    for part, size in zip(parts, sizes):
+        if part is None:
+            codes.append(np.full(size, -1, dtype=np.int64))
+            continue
+        cats = part.cat.categories
+        remap = np.array([index.setdefault(c, len(index)) for c in cats] + [-1], dtype=np.int64)
+        own = part.cat.codes.to_numpy()
+        codes.append(remap[np.where(own < 0, len(cats), own)])
+    categories = pd.Index(np.asarray(list(index), dtype=object), dtype=object)
+    all_codes = np.concatenate(codes) if codes else np.empty(0, dtype=np.int64)
+    return pd.Categorical.from_codes(all_codes, categories=categories)
 
 
 def concat_usage(frames: Sequence[pd.DataFrame], intervals: Sequence[float], names: Sequence[str],

@@ -333,3 +333,14 @@ def test_a_gpu_in_two_sources_is_an_error_naming_both(capsys, tmp_path):
     same = cli_csv(capsys, "-c", CONFIG, "--telemetry", *sorted((DATA / "k8s").glob("DCGM_FI_*.json")),
                    str(DATA / "k8s" / "DCGM_*.json"))
     same_table(same, cli_csv(capsys, "-c", CONFIG))
+
+
+def test_concat_frames_keeps_categoricals_and_values():
+    a = pd.DataFrame({"rid": pd.Categorical(["x", "y", None, "x"]), "v": [1.0, 2.0, 3.0, 4.0]})
+    b = pd.DataFrame({"rid": pd.Categorical(["z", "x"], categories=["z", "x", "unused"]), "w": ["p", "q"]})
+    c = pd.DataFrame({"v": [5.0]})
+    out = sources.concat_frames([a, b, c])
+    assert isinstance(out["rid"].dtype, pd.CategoricalDtype)
+    assert out["rid"].astype(object).where(out["rid"].notna(), None).tolist() == ["x", "y", None, "x", "z", "x", None]
+    assert out["v"].tolist()[:4] == [1.0, 2.0, 3.0, 4.0] and np.isnan(out["v"][4]) and out["v"][6] == 5.0
+    assert out["w"].tolist()[4:6] == ["p", "q"]
