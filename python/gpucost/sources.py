@@ -257,7 +257,8 @@ def concat_frames(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
         if all(isinstance(p.dtype, pd.CategoricalDtype) for p in present):
             out[column] = _concat_categoricals(parts, n)
         else:
-            out[column] = pd.concat([p if p is not None else pd.Series([None] * k, dtype=object)
+            empty = present[0].iloc[:0]  # a missing part: nulls of the column's own kind (NaN, NaT)
+            out[column] = pd.concat([p if p is not None else empty.reindex(range(k))
                                      for p, k in zip(parts, n)], ignore_index=True)
     return pd.DataFrame(out)
 
