@@ -55,6 +55,20 @@ from gpucost.report import report
 
 __version__ = "0.1.0"
 
+# Submodules with heavy dependencies (dask, pyspark, SQLAlchemy, ...) load on
+# first use, so `import gpucost` stays fast and `gpucost.dask.allocate` works
+# after a plain `import gpucost`.
+_LAZY = ("dask", "spark", "pipeline", "metrics", "demo", "simulate", "config", "sources", "cli", "stream", "chunks",
+         "hosts", "billing", "attribution", "frames")
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+        return importlib.import_module(f"gpucost.{name}")
+    raise AttributeError(f"module 'gpucost' has no attribute {name!r}")
+
+
 __all__ = ["Allocator", "Error", "InvalidInputError", "allocate", "__version__"]
 __all__ += ["catalog", "inventory"]
 __all__ += ["kubernetes", "prometheus", "read_nvidia_smi", "read_slurm_sacct"]

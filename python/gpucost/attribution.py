@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from gpucost.allocation import RESULT_METRICS
-from gpucost.errors import InvalidInputError
+from gpucost.errors import InvalidInputError, conversion_hint
 
 __all__ = ["attribute_tagged", "share_costs"]
 
@@ -74,6 +74,7 @@ def attribute_tagged(allocation: pd.DataFrame, costs: pd.DataFrame, tag: str | S
         gpucost.InvalidInputError: when the cost lines do not match the
             allocation's ``__unattributed__`` cost, or a column is missing.
     """
+    _frames(allocation, costs)
     keys = [tag] if isinstance(tag, str) else [str(t) for t in tag]
     group = _group_column(allocation, by)
     base = _collapse(allocation, group)
@@ -136,6 +137,7 @@ def share_costs(allocation: pd.DataFrame, costs: pd.DataFrame, selector: Any, by
     """
     if split not in ("weighted", "even"):
         raise InvalidInputError(f"parameter 'split': unknown split '{split}' (expected \"weighted\" or \"even\")")
+    _frames(allocation, costs)
     group = _group_column(allocation, by)
     base = _collapse(allocation, group)
     mask = _select(costs, selector)
@@ -176,6 +178,12 @@ def share_costs(allocation: pd.DataFrame, costs: pd.DataFrame, selector: Any, by
 
 
 # ---- helpers -------------------------------------------------------------------
+
+
+def _frames(allocation: Any, costs: Any) -> None:
+    for name, frame in (("allocation", allocation), ("costs", costs)):
+        if not isinstance(frame, pd.DataFrame):
+            raise TypeError(f"{name}: expected a pandas DataFrame, got {type(frame).__name__}{conversion_hint(frame)}")
 
 
 def _group_column(allocation: pd.DataFrame, by: str | None) -> str:

@@ -65,7 +65,7 @@ import pyarrow.parquet as pq
 
 from gpucost import _core
 from gpucost.catalog import resolve as _resolve_catalog
-from gpucost.errors import InvalidInputError
+from gpucost.errors import InvalidInputError, conversion_hint
 
 __all__ = ["read_focus", "read_cur", "read_gcp_billing", "read_azure_costs", "COST_LINE_COLUMNS"]
 
@@ -251,7 +251,8 @@ def _read(fmt: str, source: Any, *, amount: str, expand_tags: Any, catalog: Any,
         for batch in batches or [pa.RecordBatch.from_pylist([], schema=table.schema)]:
             reader.feed_arrow(_arrow_ready(batch))
     else:
-        with _open(source) as raw:
+        with _open(source) as opened:
+            raw = _unzstd(opened, name)
             kind = _detect(raw, name, fmt)
             if kind == "parquet":
                 _feed_parquet(reader, raw, fmt, name, progress)
@@ -302,7 +303,7 @@ class _open:
             self.file = self.source
         else:
             raise TypeError(f"expected a path, a binary file, a pyarrow Table or a DataFrame, "
-                            f"got {type(self.source).__name__}")
+                            f"got {type(self.source).__name__}{conversion_hint(self.source)}")
         return self.file
 
     def __exit__(self, *exc: Any) -> None:
@@ -320,6 +321,15 @@ def _detect(raw: BinaryIO, name: str, fmt: str) -> str:
     if fmt == "gcp" and (lower.endswith((".json", ".jsonl", ".ndjson")) or _first_char(raw, gz) == b"{"):
         return "json.gz" if gz else "json"
     return "csv.gz" if gz else "csv"
+
+
+def _unzstd(raw: BinaryIO, name: str) -> BinaryIO:
+    """A zstd stream (magic 28 b5 2f fd, whatever the name) decompressed on
+    the fly through pyarrow's codec; anything else as it is."""
+    if _peek(raw, 4) != b"\x28\xb5\x2f\xfd":
+        return raw
+    from gpucost.sources import zstd_reader
+    return zstd_reader(raw, name)
 
 
 def _peek(raw: BinaryIO, n: int) -> bytes:

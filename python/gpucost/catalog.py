@@ -26,6 +26,7 @@ import pandas as pd
 
 from gpucost import _core
 from gpucost.frames import Table
+from gpucost.errors import conversion_hint
 
 __all__ = ["instance_types", "mig_profiles", "mig_share", "with_rows", "inventory", "canonical_gpu_model"]
 
@@ -46,7 +47,7 @@ def _to_csv(rows: Any, what: str) -> str:
         return rows  # CSV text
     frame = rows if isinstance(rows, pd.DataFrame) else pd.DataFrame(rows)
     if not isinstance(frame, pd.DataFrame):
-        raise TypeError(f"{what}: expected a DataFrame, got {type(rows).__name__}")
+        raise TypeError(f"{what}: expected a DataFrame, got {type(rows).__name__}{conversion_hint(rows)}")
     return frame.to_csv(index=False, lineterminator="\n")
 
 

@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from gpucost.errors import ROW_ERROR, Error, InvalidInputError
+from gpucost.errors import ROW_ERROR, Error, InvalidInputError, conversion_hint
 from gpucost.frames import for_export
 
 __all__ = ["Chunk", "expand_paths", "iter_chunks", "relocate_error", "write_result", "USAGE_CSV_TYPES"]
@@ -220,7 +220,7 @@ def iter_chunks(data: Any, *, chunk_rows: int = 1_000_000, block_size: int = 1 <
         data = iter(data)
     if not isinstance(data, Iterable) or isinstance(data, str | bytes):
         raise TypeError(f"usage: expected files, a DataFrame, an Arrow table or reader, or an iterable of "
-                        f"them, got {type(data).__name__}")
+                        f"them, got {type(data).__name__}{conversion_hint(data)}")
     first = 0
     for part in data:
         if isinstance(part, pd.DataFrame | pa.Table | pa.RecordBatch):
@@ -229,7 +229,7 @@ def iter_chunks(data: Any, *, chunk_rows: int = 1_000_000, block_size: int = 1 <
             chunk = Chunk(None, first, pd.DataFrame(part, copy=False))
         else:
             raise TypeError(f"usage: chunk starting at row {first}: expected a DataFrame or an Arrow table, "
-                            f"got {type(part).__name__}")
+                            f"got {type(part).__name__}{conversion_hint(part)}")
         yield chunk
         first += len(chunk)
 

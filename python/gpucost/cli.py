@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -29,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 import gpucost
-from gpucost.config import Config, Tables, load_config, load_tables
+from gpucost.config import Config, Tables, attribute, load_config, load_tables
 from gpucost.join import join_report
 from gpucost.frames import for_export
 
@@ -37,7 +38,9 @@ __all__ = ["main", "build_parser", "format_money_table", "EXIT_OK", "EXIT_ERROR"
 
 EXIT_OK, EXIT_ERROR, EXIT_BAD_INPUT = 0, 1, 2
 DEMO_TODAY = "2026-03-20"  # the demo's budgets are looked at mid-month, so the forecast has work to do
-_NAMES = {"cost": "cost $", "idle_cost": "idle $", "list_cost": "list $", "gpu_hours": "GPU-h",
+_NAMES = {"cost": "cost $", "own_cost": "own $", "shared_cost": "shared $", "gpu_cost": "GPU $",
+          "tagged_cost": "tagged $", "unattributed_cost": "unattributed $", "idle_cost": "idle $",
+          "list_cost": "list $", "gpu_hours": "GPU-h",
           "effective_gpu_hours": "effective GPU-h", "mem_gib_hours": "GiB-h",
           "cost_per_effective_gpu_hour": "$ / effective GPU-h"}
 
@@ -70,9 +73,11 @@ def allocation_table(result: pd.DataFrame, total: bool = True) -> str:
     metrics = [c for c in _NAMES if c in result.columns]
     keys = [c for c in result.columns if c not in _NAMES]
     renamed = result[keys + metrics].rename(columns=_NAMES)
-    money = [_NAMES[c] for c in ("cost", "idle_cost", "list_cost", "cost_per_effective_gpu_hour") if c in metrics]
+    money = [_NAMES[c] for c in ("cost", "own_cost", "shared_cost", "gpu_cost", "tagged_cost", "unattributed_cost",
+                                 "idle_cost", "list_cost", "cost_per_effective_gpu_hour") if c in metrics]
     hours = [_NAMES[c] for c in ("gpu_hours", "effective_gpu_hours", "mem_gib_hours") if c in metrics]
-    totals = [_NAMES[c] for c in ("cost", "idle_cost", "list_cost", "gpu_hours", "effective_gpu_hours",
+    totals = [_NAMES[c] for c in ("cost", "own_cost", "shared_cost", "gpu_cost", "tagged_cost", "unattributed_cost",
+                                  "idle_cost", "list_cost", "gpu_hours", "effective_gpu_hours",
                                   "mem_gib_hours") if c in metrics] if total else ()
     for k in keys:
         if pd.api.types.is_datetime64_any_dtype(renamed[k]):
@@ -127,28 +132,62 @@ def write_frame(frame: pd.DataFrame, fmt: str, output: str | None) -> None:
 def _add_sources(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("sources (also [sources] in the config file)")
     g.add_argument("--demo", action="store_true", default=None, help="use the built-in demo month (March 2026)")
-    g.add_argument("--bill", metavar="PATH", help="billing export: FOCUS, AWS CUR (legacy or 2.0), GCP or Azure "
-                                                  "(CSV, CSV.gz or Parquet)")
+    g.add_argument("--bill", metavar="PATH", nargs="+",
+                   help="billing export: FOCUS, AWS CUR (legacy or 2.0), GCP or Azure (CSV, gzip, zstd or Parquet, "
+                        "found from the bytes); several parts, globs, a directory or a CUR *-Manifest.json")
     g.add_argument("--bill-format", choices=("auto", "focus", "cur", "gcp", "azure"), help="default: from the header")
     g.add_argument("--bill-tz", help="time zone (IANA) of bill timestamps written without one (default UTC)")
     g.add_argument("--dataset", dest="bill_dataset", choices=("auto", "actual", "amortized"),
                    help="which cost dataset the bill is (Azure exports both): default auto, from its content")
     g.add_argument("--costs", metavar="PATH", help="gpucost cost lines table (CSV or Parquet) instead of a bill")
     g.add_argument("--telemetry", metavar="PATH", nargs="+",
-                   help="saved Prometheus query_range answers of DCGM exporter metrics (globs allowed)")
+                   help="saved Prometheus query_range (or query) answers of DCGM exporter metrics (globs allowed)")
+    g.add_argument("--dcgm-text", metavar="PATH", nargs="+",
+                   help="dcgm-exporter scrapes (curl node:9400/metrics): .prom files or directories; each file's "
+                        "instant from its own timestamps, else its name, else its mtime")
+    g.add_argument("--nvidia-smi", metavar="PATH", nargs="+",
+                   help="nvidia-smi --query-gpu CSV logs, one per host (host = file name up to its first dot)")
+    g.add_argument("--nvidia-smi-apps", metavar="PATH", nargs="+",
+                   help="nvidia-smi --query-compute-apps logs, paired with the GPU log of the same host")
+    g.add_argument("--pid-jobs", metavar="PATH", help="pid, job[, host] table naming the processes' workloads")
+    g.add_argument("--sacct", metavar="PATH", nargs="+",
+                   help="Slurm accounting: sacct --parsable2 -o JobID,User,Account,Submit,Start,End,State,"
+                        "NodeList,AllocTRES")
+    g.add_argument("--hosts", metavar="PATH",
+                   help="host, resource_id[, tz] table: nvidia-smi hosts, Slurm nodes and plain DCGM hosts -> "
+                        "bill ids")
+    g.add_argument("--timezone", metavar="TZ", help="time zone of nvidia-smi logs and sacct times (default UTC)")
+    g.add_argument("--keep-unknown-nodes", action="store_true", default=None,
+                   help="DCGM series of a node in no nodes/hosts table keep the node name as resource id")
     g.add_argument("--prometheus", metavar="URL", help="a Prometheus server to query for DCGM metrics")
     g.add_argument("--start", help="first instant to query (with --prometheus), e.g. 2026-03-01")
     g.add_argument("--end", help="end of the query range, exclusive")
     g.add_argument("--step", type=float, help="seconds between telemetry points (default 60)")
     g.add_argument("--usage", metavar="PATH", help="gpucost usage samples table (CSV or Parquet)")
-    g.add_argument("--pods", metavar="PATH", help="kubectl get pods -A -o json (workload labels)")
-    g.add_argument("--nodes", metavar="PATH", help="kubectl get nodes -o json (node -> instance id)")
+    g.add_argument("--pods", metavar="PATH", nargs="+",
+                   help="kubectl get pods -A -o json snapshots (workload labels; several are merged)")
+    g.add_argument("--pod-labels", metavar="PATH", nargs="+",
+                   help="saved kube-state-metrics kube_pod_labels / kube_pod_info answers over the whole range, "
+                        "or 'prometheus' to query --prometheus (pods keep their labels after they end)")
+    g.add_argument("--nodes", metavar="PATH", nargs="+",
+                   help="kubectl get nodes -o json (node -> instance id), or 'prometheus' for kube-state-metrics' "
+                        "kube_node_info from --prometheus")
     g.add_argument("--workloads", metavar="PATH", help="gpucost workloads table: consumer + label columns")
     g.add_argument("--inventory", metavar="PATH",
                    help="resource_id, device, mem_capacity (default: from the bill's instance types)")
     g.add_argument("--label", metavar="COLUMN=KEY", action="append", default=[],
                    help="map a pod label key to a result column, e.g. team=acme.io/team (repeatable)")
-
+    g.add_argument("--namespace-label", metavar="NS:COLUMN=VALUE", action="append", default=[],
+                   help="label of the pods of a namespace that lack it, e.g. ml:team=research (repeatable)")
+    a = p.add_argument_group("attribution (also [attribution] in the config file)")
+    a.add_argument("--tag", metavar="KEY", action="append", default=None,
+                   help="charge unattributed lines whose resource carries tag KEY to the group it names "
+                        "(repeatable: keys tried in order)")
+    a.add_argument("--share", metavar="COLUMN=VALUE", action="append", default=None,
+                   help="shared cost lines (all conditions must match; a column repeated is any of its values), "
+                        "spread over the groups")
+    a.add_argument("--share-split", choices=("weighted", "even"), help="shared lines by GPU cost (default) or evenly")
+    a.add_argument("--attribute-by", metavar="COLUMN", help="the group column tags name (default: the first --by)")
 
 def _add_policy(p: argparse.ArgumentParser, by: str | None = "team") -> None:
     g = p.add_argument_group("policy (also [policy] in the config file)")
@@ -266,31 +305,39 @@ def build_parser() -> argparse.ArgumentParser:
 
 # ---- configuration from file + flags -------------------------------------------------
 
+_SOURCE_FLAGS = ("demo", "bill", "bill_format", "bill_dataset", "bill_tz", "costs", "telemetry", "prometheus",
+                 "start", "end", "step", "usage", "pods", "pod_labels", "nodes", "workloads", "inventory", "interruptions", "rates",
+                 "dcgm_text", "nvidia_smi", "nvidia_smi_apps", "pid_jobs", "sacct", "hosts", "timezone",
+                 "keep_unknown_nodes")
+_PATH_FLAGS = {"bill", "costs", "usage", "pods", "pod_labels", "nodes", "workloads", "inventory", "interruptions",
+               "rates", "telemetry", "dcgm_text", "nvidia_smi", "nvidia_smi_apps", "pid_jobs", "sacct", "hosts"}
+_DATA_FLAGS = ("bill", "costs", "telemetry", "prometheus", "usage", "dcgm_text", "nvidia_smi", "sacct")
+
+
 def configure(args: argparse.Namespace) -> Config:
     config = load_config(getattr(args, "config", None))
-    src = {"demo": "demo", "bill": "bill", "bill_format": "bill_format", "bill_dataset": "bill_dataset",
-           "costs": "costs", "telemetry": "telemetry",
-           "prometheus": "prometheus", "start": "start", "end": "end", "step": "step", "usage": "usage",
-           "pods": "pods", "nodes": "nodes", "workloads": "workloads", "inventory": "inventory",
-           "interruptions": "interruptions", "rates": "rates"}
-    src["bill_tz"] = "bill_tz"
-    paths = {"bill", "costs", "usage", "pods", "nodes", "workloads", "inventory", "interruptions", "rates"}
-    for attr, key in src.items():
-        value = getattr(args, attr, None)
-        if value is not None and getattr(args, "config", None) and attr in paths | {"telemetry"}:
+    for key in _SOURCE_FLAGS:
+        value = getattr(args, key, None)
+        if value is not None and getattr(args, "config", None) and key in _PATH_FLAGS:
             # Paths given as flags are relative to the working directory, not to the config file.
-            value = [str(Path(v).absolute()) for v in value] if isinstance(value, list) else str(Path(value).absolute())
+            value = [_absolute(v) for v in value] if isinstance(value, list) else _absolute(value)
         config.set("sources", key, value)
-    given = [k for k in ("bill", "costs", "telemetry", "prometheus", "usage") if getattr(args, k, None)]
+    given = [k for k in _DATA_FLAGS if getattr(args, k, None)]
     if getattr(args, "demo", None) and given:
-        raise UsageError(f"--demo cannot be combined with --{given[0]}")
+        raise UsageError(f"--demo cannot be combined with --{given[0].replace('_', '-')}")
     if given and not getattr(args, "demo", None):
         config.sources.pop("demo", None)
     for item in getattr(args, "label", []) or []:
         column, sep, key = item.partition("=")
-        if not sep or not column or not key:
+        if not sep or not column or not key or column == "namespaces":
             raise UsageError(f"--label {item!r}: expected COLUMN=KEY, e.g. team=team-id")
         config.labels[column] = key
+    for item in getattr(args, "namespace_label", []) or []:
+        ns, sep, rest = item.partition(":")
+        column, sep2, value = rest.partition("=")
+        if not (sep and sep2 and ns and column and value):
+            raise UsageError(f"--namespace-label {item!r}: expected NAMESPACE:COLUMN=VALUE, e.g. ml:team=research")
+        config.labels.setdefault("namespaces", {}).setdefault(ns, {})[column] = value
     for key in ("basis", "idle", "alpha", "interval", "freq", "strict"):
         config.set("policy", key, getattr(args, key, None))
     if getattr(args, "by", None):
@@ -299,7 +346,22 @@ def configure(args: argparse.Namespace) -> Config:
         config.budgets["file"] = str(Path(args.budgets).resolve())
     if getattr(args, "today", None):
         config.budgets["today"] = args.today
+    config.set("attribution", "tag", getattr(args, "tag", None))
+    config.set("attribution", "split", getattr(args, "share_split", None))
+    config.set("attribution", "by", getattr(args, "attribute_by", None))
+    if getattr(args, "share", None):
+        selector: dict[str, list[str]] = {}
+        for item in args.share:
+            column, sep, value = item.partition("=")
+            if not sep or not column:
+                raise UsageError(f"--share {item!r}: expected COLUMN=VALUE, e.g. service=AmazonVPC")
+            selector.setdefault(column, []).append(value)
+        config.attribution["shared"] = selector
     return config
+
+
+def _absolute(value: str) -> str:
+    return value if value == "prometheus" else str(Path(value).absolute())
 
 
 def _by(config: Config, default: Sequence[str]) -> list[str]:
@@ -414,6 +476,9 @@ def cmd_allocate(args: argparse.Namespace) -> int:
     by = _by(config, ["team"] if tables.workloads is not None else ["consumer"])
     policy = _policy(config)
     if args.sql:
+        if config.attribution.get("tag") or config.attribution.get("shared"):
+            raise UsageError("--sql writes the GPU allocation day by day; [attribution] (--tag, --share) applies to "
+                             "a whole allocation: run allocate without --sql for it")
         from gpucost import pipeline
         _check_join(None, tables, config, args)
         days = pd.to_datetime(tables.costs["start"], utc=True).dt.floor("D").drop_duplicates().sort_values()
@@ -428,6 +493,7 @@ def cmd_allocate(args: argparse.Namespace) -> int:
     result = gpucost.allocate(tables.costs, tables.usage, tables.inventory, tables.workloads, by=by, freq=freq,
                               **policy)
     _check_join(result, tables, config, args)
+    result = attribute(config, tables, result, by)
     write_frame(result, _format(args), args.output)
     return EXIT_OK
 
@@ -438,14 +504,43 @@ def cmd_report(args: argparse.Namespace) -> int:
     output = args.output or config.report.get("output") or "gpucost-report.html"
     title = args.title or config.report.get("title") or "GPU showback"
     policy = _policy(config)
-    report = gpucost.report(tables.costs, tables.usage, tables.inventory, tables.workloads, path=output, title=title,
-                            by=_by(config, ["team", "project"]), bill=tables.bill, budgets=tables.budgets,
-                            interruptions=tables.interruptions, rates=tables.rates,
+    by = _by(config, ["team", "project"])
+    attributed = bool(config.attribution.get("tag") or config.attribution.get("shared"))
+    report = gpucost.report(tables.costs, tables.usage, tables.inventory, tables.workloads,
+                            path=None, title=title, by=by, bill=tables.bill,
+                            budgets=tables.budgets, interruptions=tables.interruptions, rates=tables.rates,
                             today=config.budgets.get("today"), **policy)
     _check_join(None, tables, config, args, report=report.join)
+    if attributed:
+        _attribution_section(report, config, tables, by, policy, title)
+    report.save(output)
     print(f"gpucost: wrote {output} ({len(report.sections)} sections"
           + (f"; not included: {', '.join(report.omitted)}" if report.omitted else "") + ")", file=sys.stderr)
     return EXIT_OK
+
+
+def _attribution_section(report, config: Config, tables: Tables, by: list[str], policy: dict, title: str) -> None:
+    """[attribution] in the report: the GPU allocation by the attribution's
+    group with the tagged and shared lines moved to their groups, a section
+    before "Method and reconciliation"."""
+    from gpucost.report import Section, _page, html_table
+    group = config.attribution.get("by") or by[0]
+    allocation = gpucost.allocate(tables.costs, tables.usage, tables.inventory, tables.workloads, by=[group],
+                                  **policy)
+    table = attribute(config, tables, allocation, [group])
+    money = [c for c in ("cost", "gpu_cost", "tagged_cost", "own_cost", "shared_cost", "unattributed_cost")
+             if c in table.columns]
+    shown = table[[group, *money, "gpu_hours"]].sort_values("cost", ascending=False, ignore_index=True)
+    section = Section("attribution", f"Tagged and shared costs by {group}",
+                      "Costs outside the GPUs charged to the group their resource's tag names, and shared lines "
+                      "spread over the groups ([attribution] in the config); the total is still the bill's.")
+    section.body.append(html_table(shown, key="attribution", money=money, hours=["gpu_hours"],
+                                   total=[*money, "gpu_hours"]))
+    report.sections.insert(len(report.sections) - 1, section)
+    report.data["attribution"] = shown
+    start = pd.to_datetime(tables.costs["start"], utc=True).min()
+    end = pd.to_datetime(tables.costs["end"], utc=True).max()
+    report.html = _page(title, start, end, report.data["kpis"].iloc[0].to_dict(), report.sections, "USD")
 
 
 def cmd_analysis(args: argparse.Namespace) -> int:
@@ -534,6 +629,37 @@ def cmd_export_metrics(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# ---- errors in the command line's words ----------------------------------------------
+
+#: Python argument -> what sets it from the command line.
+_CLI_NAMES = {
+    "keep_unknown_nodes": ("--keep-unknown-nodes", "keep_unknown_nodes = true in [sources]"),
+    "step": ("--step", "step in [sources]"), "start": ("--start", "start in [sources]"),
+    "end": ("--end", "end in [sources]"), "url": ("--prometheus", "prometheus in [sources]"),
+    "bill_format": ("--bill-format", "bill_format in [sources]"), "tz": ("--timezone", "timezone in [sources]"),
+    "interval": ("--interval", "interval in [policy]"), "basis": ("--basis", "basis in [policy]"),
+    "idle": ("--idle", "idle in [policy]"), "alpha": ("--alpha", "alpha in [policy]"),
+    "by": ("--by", "by in [policy]"), "split": ("--share-split", "split in [attribution]"),
+    "selector": ("--share", "shared in [attribution]"), "tag": ("--tag", "tag in [attribution]"),
+    "labels": ("--label", "[labels]"),
+}
+
+
+def cli_message(message: str) -> str:
+    """A library error as the command line's user needs it: the flag or
+    config key instead of the Python argument it names."""
+    def name(arg: str) -> str:
+        flag, key = _CLI_NAMES[arg]
+        return f"{flag} or {key}"
+
+    message = re.sub(r"\bpass keep_unknown_nodes\b", "pass " + name("keep_unknown_nodes"), message)
+    message = message.replace('use split="even"', 'use --share-split even or split = "even" in [attribution]')
+    message = re.sub(r"\bset bill_format\b", "set " + name("bill_format"), message)
+    return re.sub(r"\bparameter '(\w+)'",
+                  lambda m: f"{_CLI_NAMES[m.group(1)][0]} ({_CLI_NAMES[m.group(1)][1]})" if m.group(1) in _CLI_NAMES
+                  else m.group(0), message)
+
+
 # ---- main ----------------------------------------------------------------------------
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -555,14 +681,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         if isinstance(exc, OSError) and exc.filename:
             message = f"{exc.filename}: {exc.strerror}"
-        print(f"gpucost {args.command}: error: {message}", file=sys.stderr)
+        print(f"gpucost {args.command}: error: {cli_message(message)}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except BrokenPipeError:  # `gpucost ... | head`
         return EXIT_OK
     except Exception as exc:  # noqa: BLE001 - one clear line; --debug shows the trace
         if args.debug:
             raise
-        text = str(exc).splitlines()[0] if str(exc) else ""
+        text = cli_message(str(exc).splitlines()[0]) if str(exc) else ""
         kind = "error" if isinstance(exc, gpucost.Error) else f"internal error: {type(exc).__name__}"
         print(f"gpucost {args.command}: {kind}: {text} (--debug for the trace)", file=sys.stderr)
         return EXIT_ERROR

@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 from gpucost.allocation import allocate as _allocate
 from gpucost.allocation import combine_diagnostics, combine_joins, infer_interval, series_spacings
 from gpucost.chunks import COST_CSV_TYPES, USAGE_CSV_TYPES, _csv_batches, expand_paths, is_path_like, read_table
-from gpucost.errors import ROW_ERROR, InvalidInputError
+from gpucost.errors import ROW_ERROR, InvalidInputError, conversion_hint
 
 __all__ = ["allocate", "allocate_graph", "combine_results", "read_csv"]
 
@@ -87,7 +87,7 @@ def _as_dask(data: Any, table: str, npartitions: int | None) -> dd.DataFrame:
         data = data.to_pandas()
     if isinstance(data, pd.DataFrame):
         return dd.from_pandas(data, npartitions=npartitions or 1, sort=False)
-    raise TypeError(f"{table}: expected a dask or pandas DataFrame or CSV paths, got {type(data).__name__}")
+    raise TypeError(f"{table}: expected a dask or pandas DataFrame or CSV paths, got {type(data).__name__}{conversion_hint(data)}")
 
 
 def _small(data: Any, table: str) -> Any:

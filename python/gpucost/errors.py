@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["Error", "InvalidInputError"]
+__all__ = ["Error", "InvalidInputError", "conversion_hint"]
 
 
 class Error(RuntimeError):
@@ -32,3 +32,14 @@ def shift_rows(exc: InvalidInputError, table: str, offset: int) -> InvalidInputE
     if not match or match["table"] != table or offset == 0:
         return exc
     return InvalidInputError(f"{table}: row {int(match['row']) + offset}, {match['rest']}")
+
+
+def conversion_hint(obj: object) -> str:
+    """What to pass instead of a frame gpucost does not take: a Polars
+    DataFrame or LazyFrame is converted by the caller (gpucost works on
+    pandas and Arrow), so the message says how."""
+    module = type(obj).__module__ or ""
+    if module.split(".")[0] == "polars":
+        lazy = ".collect()" if type(obj).__name__ == "LazyFrame" else ""
+        return f" (a Polars frame: pass df{lazy}.to_pandas() or df{lazy}.to_arrow())"
+    return ""

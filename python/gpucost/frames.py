@@ -18,7 +18,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from gpucost.errors import InvalidInputError
+from gpucost.errors import InvalidInputError, conversion_hint
 
 __all__ = ["Table", "allocation_frame", "join_frame", "usage_frame", "workloads_frame", "nodes_frame"]
 
@@ -40,7 +40,7 @@ class Table:
             self._data = pd.DataFrame(dict(data), copy=False)
         else:
             raise TypeError(
-                f"{name}: expected a pandas DataFrame or a pyarrow Table, got {type(data).__name__}"
+                f"{name}: expected a pandas DataFrame or a pyarrow Table, got {type(data).__name__}{conversion_hint(data)}"
             )
 
     @property

@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 import gpucost
-from gpucost.errors import Error, InvalidInputError
+from gpucost.errors import Error, InvalidInputError, conversion_hint
 from gpucost.frames import for_export
 
 __all__ = ["allocate_day", "write_day", "run_day", "read_sink", "demo_source", "DEFAULT_TABLE",
@@ -106,7 +106,7 @@ def _is_sql(sink: Any) -> bool:
 
 def _check_frame(result: pd.DataFrame, day: dt.date) -> pd.DataFrame:
     if not isinstance(result, pd.DataFrame):
-        raise InvalidInputError(f"result: expected a DataFrame, got {type(result).__name__}")
+        raise InvalidInputError(f"result: expected a DataFrame, got {type(result).__name__}{conversion_hint(result)}")
     if "day" not in result.columns:
         raise InvalidInputError("result: missing required column 'day'")
     other = pd.Index(pd.to_datetime(result["day"]).dt.date).difference([day])

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from gpucost.errors import InvalidInputError
+from gpucost.errors import InvalidInputError, conversion_hint
 
 __all__ = ["spend_over_time", "allocated_vs_idle", "cost_per_effective_gpu_hour", "utilisation_distribution",
            "spend_by_group", "team_colors", "RESERVED_LABELS", "display_name"]
@@ -94,7 +94,7 @@ def _date_axis(ax) -> None:
 
 def _require(frame: pd.DataFrame, columns: Sequence[str], what: str) -> None:
     if not isinstance(frame, pd.DataFrame):
-        raise InvalidInputError(f"{what}: expected a DataFrame, got {type(frame).__name__}")
+        raise InvalidInputError(f"{what}: expected a DataFrame, got {type(frame).__name__}{conversion_hint(frame)}")
     for c in columns:
         if c not in frame.columns:
             raise InvalidInputError(f"{what}: missing required column '{c}'")

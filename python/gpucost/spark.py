@@ -21,7 +21,7 @@ from pyspark.sql import types as T
 
 from gpucost.allocation import JOIN_SUMMED, combine_joins, infer_interval, series_spacings
 from gpucost.allocation import allocate as _allocate
-from gpucost.errors import ROW_ERROR, InvalidInputError
+from gpucost.errors import ROW_ERROR, InvalidInputError, conversion_hint
 
 __all__ = ["allocate"]
 
@@ -130,7 +130,7 @@ def _local(data: Any, table: str) -> pd.DataFrame | None:
         return data
     if isinstance(data, DataFrame):
         return _to_pandas(data)
-    raise TypeError(f"{table}: expected a pandas or Spark DataFrame, got {type(data).__name__}")
+    raise TypeError(f"{table}: expected a pandas or Spark DataFrame, got {type(data).__name__}{conversion_hint(data)}")
 
 
 def allocate(costs: DataFrame, usage: DataFrame, inventory: Any, workloads: Any = None, *,

@@ -155,3 +155,31 @@ def test_a_bad_query_is_a_clear_error(prometheus_url):
     client = gpucost.prometheus.PrometheusClient(prometheus_url, retries=0)
     with pytest.raises(gpucost.InvalidInputError, match="HTTP 400.*bad_data"):
         client.query_range("DCGM_FI_DEV_GPU_UTIL{", 0, 60, 60)
+
+
+def test_the_command_line_reads_usage_labels_and_nodes_from_prometheus(prometheus_url, t0, tmp_path, capsys):
+    # gpucost allocate with everything live: DCGM series, kube_pod_labels and
+    # kube_node_info, as docs/cli.md's walk-through configures it.
+    from io import StringIO
+
+    from gpucost import cli
+    start = pd.Timestamp(t0, tz="UTC")
+    end = start + pd.Timedelta(hours=1)
+    sim.costs(t0).to_csv(tmp_path / "costs.csv", index=False)
+    sim.inventory().to_csv(tmp_path / "inventory.csv", index=False)
+    code = cli.main(["allocate", "--costs", str(tmp_path / "costs.csv"), "--inventory", str(tmp_path / "inventory.csv"),
+                     "--prometheus", prometheus_url, "--start", start.isoformat(), "--end", end.isoformat(),
+                     "--step", "60", "--nodes", "prometheus", "--pod-labels", "prometheus", "--by", "team",
+                     "--format", "csv"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    got = pd.read_csv(StringIO(out)).sort_values("team").reset_index(drop=True)
+    nodes = gpucost.kubernetes.fetch_nodes(prometheus_url, start, end)
+    workloads = gpucost.kubernetes.fetch_workloads(prometheus_url, start, end)
+    usage = gpucost.prometheus.fetch_usage(prometheus_url, start, end, step=60, nodes=nodes[["node", "resource_id"]])
+    want = gpucost.allocate(sim.costs(t0), usage, sim.inventory(), workloads, by=["team"], interval=60)
+    want = want.sort_values("team").reset_index(drop=True)
+    assert list(got["team"]) == list(want["team"])
+    np.testing.assert_allclose(got["cost"], want["cost"], rtol=1e-9)
+    np.testing.assert_allclose(got["gpu_hours"], want["gpu_hours"], rtol=1e-9)
+    assert got["cost"].sum() == pytest.approx(sim.costs(t0)["cost"].sum(), rel=1e-12)
