@@ -189,11 +189,12 @@ class MetricsServer:
         except OSError as exc:
             self._loop.close()
             raise InvalidInputError(f"--listen {host}:{port}: {exc.strerror or exc}") from None
+        self._address = self._server.sockets[0].getsockname()[:2]
         self.thread: threading.Thread | None = None
 
     @property
     def address(self) -> tuple[str, int]:
-        return self._server.sockets[0].getsockname()[:2]
+        return self._address
 
     def text(self) -> str:
         with self._lock:
@@ -212,7 +213,12 @@ class MetricsServer:
         host = peer[0] if isinstance(peer, tuple) else str(peer)
         if self.active >= self._max:
             self.stats["refused"] += 1
-            await self._answer(writer, host, "-", 503, b"gpucost: too many connections, retry\n")
+            try:
+                await self._answer(writer, host, "-", 503, b"gpucost: too many connections, retry\n")
+            except _QUIET:
+                pass
+            finally:
+                self._close(writer)
             return
         self.active += 1
         request = "-"
@@ -252,7 +258,14 @@ class MetricsServer:
             self._error(f"{host}: {request}: {type(exc).__name__}: {exc}")
         finally:
             self.active -= 1
-            writer.transport.abort() if writer.transport.get_write_buffer_size() else writer.close()
+            self._close(writer)
+
+    @staticmethod
+    def _close(writer: asyncio.StreamWriter) -> None:
+        if writer.transport.get_write_buffer_size():
+            writer.transport.abort()  # a client that stopped reading gets no more of our memory
+        else:
+            writer.close()
 
     async def _answer(self, writer: asyncio.StreamWriter, host: str, request: str, status: int, body: bytes,
                       head_only: bool = False) -> None:
@@ -261,6 +274,7 @@ class MetricsServer:
                 f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode("latin-1")
         self.stats["requests"] += 1
         try:
+            writer.transport.set_write_buffer_limits(high=0)  # drain() returns once all of it is sent
             writer.write(head if head_only else head + body)
             await asyncio.wait_for(writer.drain(), self._timeout)
         except _QUIET:
@@ -292,16 +306,19 @@ class MetricsServer:
 
         async def close() -> None:
             self._server.close()
-            for task in [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]:
+            clients = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for task in clients:
                 task.cancel()  # slow clients still held are dropped
+            await asyncio.gather(*clients, return_exceptions=True)
+            for _ in range(3):  # closed transports release their sockets on the next turns of the loop
+                await asyncio.sleep(0)
 
         if self.thread is not None and self.thread.is_alive():
-            asyncio.run_coroutine_threadsafe(close(), self._loop).result(5)
+            asyncio.run_coroutine_threadsafe(close(), self._loop).result(10)
             self._loop.call_soon_threadsafe(self._loop.stop)
-            self.thread.join(5)
+            self.thread.join(10)
         else:
             self._loop.run_until_complete(close())
-        self._loop.run_until_complete(asyncio.sleep(0))  # let the cancelled clients close their sockets
         self._loop.close()
         if self._own_access and self._access is not None:
             self._access.close()
