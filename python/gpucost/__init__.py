@@ -50,6 +50,7 @@ from gpucost.attribution import attribute_tagged, share_costs
 from gpucost.stream import allocate_stream
 from gpucost import plot
 from gpucost.report import report
+from gpucost import money, sheets
 
 __version__ = "0.1.0"
 
@@ -66,3 +67,4 @@ __all__ += ["read_azure_costs", "read_cur", "read_focus", "read_gcp_billing"]
 __all__ += ["attribute_tagged", "share_costs"]
 __all__ += ["plot", "report"]
 __all__ += ["allocate_stream", "get_num_threads", "set_num_threads"]
+__all__ += ["money", "sheets"]

@@ -60,7 +60,7 @@ def minor_unit(currency: Any) -> int:
     if code == "":
         code = DEFAULT_CURRENCY
     if code not in MINOR_UNITS:
-        raise InvalidInputError(f"currency {currency!r}: not an ISO 4217 code gpucost knows; "
+        raise InvalidInputError(f"currency {str(currency)!r}: not an ISO 4217 code gpucost knows; "
                                 "choose the decimals (--decimals N)")
     return MINOR_UNITS[code]
 
@@ -212,7 +212,13 @@ def book(frame: pd.DataFrame, *, decimals: Any = None, currency: Any = None, add
         groups = None
     else:
         uniques, inverse = np.unique(codes.astype(str), return_inverse=True)
-        units = np.array([minor_unit(c) for c in uniques], dtype=np.int64)  # one per currency, not per row
+        units = np.zeros(len(uniques), dtype=np.int64)
+        for i, c in enumerate(uniques):  # one look-up per currency, not per row
+            try:
+                units[i] = minor_unit(c)
+            except InvalidInputError as exc:
+                row = int(np.argmax(inverse == i))
+                raise InvalidInputError(f"result: row {row}, column 'currency': {exc}") from None
         money_dec = units[inverse] if decimals is None else decimals
         groups = codes
     within = frame[line].to_numpy() if line is not None and line in frame.columns else None

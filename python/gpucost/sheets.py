@@ -73,7 +73,18 @@ def to_csv_bytes(frame: pd.DataFrame, *, decimals_of: Mapping[str, Any] | None =
         for column, decimals in decimals_of.items():
             if column in frame.columns:
                 shown[column] = _fixed(frame[column].to_numpy(dtype=np.float64), decimals)
-    return shown.to_csv(index=False, lineterminator="\n").encode()
+    # Python's csv writer quotes a field holding a line break only when the
+    # break is in the line terminator: a label with a CR needs CRLF rows
+    # (RFC 4180) to stay one field.
+    cr = any(_has_cr(shown[c]) for c in shown.columns) or any("\r" in str(c) for c in shown.columns)
+    return shown.to_csv(index=False, lineterminator="\r\n" if cr else "\n").encode()
+
+
+def _has_cr(series: pd.Series) -> bool:
+    if not (isinstance(series.dtype, pd.CategoricalDtype) or pd.api.types.is_object_dtype(series)
+            or pd.api.types.is_string_dtype(series)):
+        return False
+    return bool(series.astype("string").str.contains("\r", regex=False).fillna(False).any())
 
 
 def _fixed(values: np.ndarray, decimals: Any) -> pd.Series:
@@ -139,7 +150,8 @@ def write_xlsx(tables: Mapping[str, pd.DataFrame] | pd.DataFrame, path: str | Pa
     wb = Workbook(write_only=True)
     bold = Font(bold=True)
     for name, frame in zip(_sheet_names(list(tables)), tables.values()):
-        frame = frame.reset_index(drop=True) if isinstance(frame.index, pd.RangeIndex) else frame.reset_index()
+        named = any(n is not None for n in frame.index.names)  # a grouped table keeps its keys
+        frame = frame.reset_index(drop=not named)
         ws = wb.create_sheet(name)
         additive = "cost" in frame.columns and "gpu_hours" in frame.columns
         booked = money.book(frame, decimals=decimals, currency=currency, additive=additive)

@@ -84,6 +84,13 @@ def test_allocate_formats_equal_the_library(fmt, tmp_path, capsys, fleet):
     got = pd.read_csv(out_path) if fmt == "csv" else pd.DataFrame(json.loads(out_path.read_text()))
     expected = library(fleet, ["team", "project"])
     assert list(got["team"]) == list(expected["team"])
+    booked = gpucost.money.book(expected)  # cents, adding up to the bill (docs/semantics.md)
+    np.testing.assert_array_equal(got["cost"], booked["cost"])
+    np.testing.assert_array_equal(got["gpu_hours"], booked["gpu_hours"])
+    code, _, err = run(capsys, "allocate", "--demo", "--by", "team,project", "--format", fmt, "-o", str(out_path),
+                       "--decimals", "raw")
+    assert code == 0, err
+    got = pd.read_csv(out_path) if fmt == "csv" else pd.DataFrame(json.loads(out_path.read_text()))
     np.testing.assert_allclose(got["cost"], expected["cost"], rtol=1e-12)
     np.testing.assert_allclose(got["gpu_hours"], expected["gpu_hours"], rtol=1e-12)
 
@@ -107,7 +114,7 @@ def test_allocate_from_gpucost_tables_and_config(tmp_path, capsys, fleet):
     assert code == 0, err
     got = pd.read_csv(out_path)
     expected = library(fleet, ["team"], idle="share")
-    np.testing.assert_allclose(got["cost"], expected["cost"], rtol=1e-12)
+    np.testing.assert_allclose(got["cost"], expected["cost"], rtol=0, atol=0.01)  # rounded to cents
     # Flags win over the file.
     code, _, err = run(capsys, "allocate", "-c", str(tmp_path / "gpucost.toml"), "--idle", "keep", "--by", "project",
                        "-o", str(out_path))
