@@ -262,7 +262,8 @@ def test_allocate_from_a_prometheus_url(tmp_path, capsys):
                              "--end", (start + pd.Timedelta(hours=1)).isoformat(), "--step", "60",
                              "--nodes", str(tmp_path / "nodes.json"), "--costs", str(tmp_path / "costs.csv"),
                              "--inventory", str(tmp_path / "inventory.csv"), "--workloads",
-                             str(tmp_path / "workloads.csv"), "--by", "team,consumer", "--format", "csv")
+                             str(tmp_path / "workloads.csv"), "--by", "team,consumer", "--format", "csv",
+                             "--decimals", "raw")
     assert code == 0, err
     got = pd.read_csv(io.StringIO(out), keep_default_na=False)
     want = gpucost.allocate(costs, sim.expected_usage(t0), inventory, workloads, by=["team", "consumer"])
