@@ -1,8 +1,8 @@
 """The ``gpucost`` command (docs/cli.md).
 
     gpucost demo                         the demo month: showback table + HTML report
-    gpucost allocate --bill B --telemetry T --pods P [--format csv|json|table] [--sql URL]
-    gpucost report   --config gpucost.toml --output showback.html
+    gpucost allocate --bill B --telemetry T --pods P [--format csv|json|xlsx|table] [--decimals N|raw] [--sql URL]
+    gpucost report   --config gpucost.toml --output showback.html [--xlsx showback.xlsx]
     gpucost idle | spot | advise | budget   the analyses
     gpucost catalog  [--provider aws] [--gpu A100]
     gpucost export-metrics --listen 127.0.0.1:9108 | --textfile /var/lib/node_exporter/gpucost.prom
@@ -432,7 +432,7 @@ def cmd_allocate(args: argparse.Namespace) -> int:
         for day in days:
             result = pipeline.allocate_day(day, tables.costs, tables.usage, tables.inventory, tables.workloads,
                                            by=by, **policy)
-            if decimals is not None and decimals != "raw":  # each day's rows add up to the day's rounded bill
+            if args.decimals is not None and decimals != "raw":  # each day's rows add up to its rounded bill
                 result = money.book(result, decimals=decimals, currency=_currency(tables))
             rows += pipeline.write_day(result, args.sql, day, table=args.table)
         print(f"gpucost: wrote {rows} rows for {len(days)} days to table {args.table}", file=sys.stderr)
