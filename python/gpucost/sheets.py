@@ -177,9 +177,8 @@ def write_xlsx(tables: Mapping[str, pd.DataFrame] | pd.DataFrame, path: str | Pa
             col = frame[c]
             if pd.api.types.is_datetime64_any_dtype(col):
                 t = col.dropna()
-                midnight = bool(len(t)) and bool((t.dt.tz_convert(None) if t.dt.tz is not None else t)
-                                                 .dt.normalize().eq(t.dt.tz_convert(None) if t.dt.tz is not None
-                                                                    else t).all())
+                t = t.dt.tz_convert(None) if t.dt.tz is not None else t  # Excel has no time zones: UTC
+                midnight = bool(len(t)) and bool((t == t.dt.normalize()).all())
                 date_formats[c] = "yyyy-mm-dd" if midnight else "yyyy-mm-dd hh:mm:ss"
             elif len(col) and isinstance(col.dropna().iloc[0] if col.notna().any() else None, dt.date):
                 date_formats[c] = "yyyy-mm-dd"
