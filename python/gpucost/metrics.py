@@ -191,6 +191,7 @@ class MetricsServer:
             raise InvalidInputError(f"--listen {host}:{port}: {exc.strerror or exc}") from None
         self._address = self._server.sockets[0].getsockname()[:2]
         self.thread: threading.Thread | None = None
+        self._done = threading.Event()  # set when the loop's thread has stopped
 
     @property
     def address(self) -> tuple[str, int]:
@@ -290,15 +291,23 @@ class MetricsServer:
                     self._error(f"access log: {exc}")
 
     def start(self) -> MetricsServer:
-        self.thread = threading.Thread(target=self._loop.run_forever, name="gpucost-metrics", daemon=True)
+        self.thread = threading.Thread(target=self._run, name="gpucost-metrics", daemon=True)
         self.thread.start()
         return self
+
+    def _run(self) -> None:
+        try:
+            self._loop.run_forever()
+        finally:
+            self._done.set()
 
     def serve_forever(self) -> None:
         if self.thread is None:
             self.start()
-        while self.thread is not None and self.thread.is_alive():
-            self.thread.join(0.5)  # wakes up for Ctrl-C
+        # time.sleep, not Thread.join: a Ctrl-C inside join() can leave the
+        # thread looking dead to is_alive() (CPython 3.11).
+        while not self._done.is_set():
+            time.sleep(0.2)
 
     def stop(self) -> None:
         if self._loop.is_closed():
@@ -313,10 +322,10 @@ class MetricsServer:
             for _ in range(3):  # closed transports release their sockets on the next turns of the loop
                 await asyncio.sleep(0)
 
-        if self.thread is not None and self.thread.is_alive():
+        if self.thread is not None and not self._done.is_set():
             asyncio.run_coroutine_threadsafe(close(), self._loop).result(10)
             self._loop.call_soon_threadsafe(self._loop.stop)
-            self.thread.join(10)
+            self._done.wait(10)
         else:
             self._loop.run_until_complete(close())
         self._loop.close()

@@ -49,8 +49,9 @@ HOURS_COLUMNS = ("gpu_hours", "effective_gpu_hours", "mem_gib_hours")
 RATE_COLUMNS = ("cost_per_effective_gpu_hour",)
 HOURS_DECIMALS = 3  # a thousandth of an hour is 3.6 s: below any telemetry interval
 RATIO_DECIMALS = 4
-_MONEY_WORDS = ("cost", "dollar", "saving", "waste", "amount", "spend", "forecast", "budget", "price")
-_RATIO_WORDS = ("ratio", "util", "share", "efficiency", "fraction", "pct", "percent", "coverage")
+_MONEY_WORDS = ("cost", "dollar", "saving", "waste", "amount", "spend", "forecast", "budget", "price", "monthly",
+                "month_to_date", "upfront")
+_RATIO_WORDS = ("ratio", "util", "share", "efficiency", "fraction", "pct", "percent", "coverage", "demand")
 
 
 def minor_unit(currency: Any) -> int:
@@ -180,8 +181,8 @@ def _kind(column: str, series: pd.Series) -> str | None:
         return "money"
     if column in HOURS_COLUMNS or column.endswith("hours"):
         return "hours"
-    if column in RATE_COLUMNS or column.startswith("cost_per_") or column.endswith("_per_hour") \
-            or column.endswith("hourly"):
+    if column in RATE_COLUMNS or column.startswith("cost_per_") or column.endswith(("_per_hour", "_per_day", "hourly", "_rate")) \
+            or column == "rate":
         return "rate"
     if any(w in column for w in _RATIO_WORDS):
         return "ratio"

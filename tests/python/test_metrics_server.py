@@ -192,3 +192,46 @@ def test_stop_without_start_and_twice():
     server.stop()
     with pytest.raises(OSError):
         _connect(server.address)
+
+
+def test_export_metrics_command_stops_on_ctrl_c_quietly(tmp_path):
+    """The command as an operator runs it: serves, takes a vanishing client,
+    and a Ctrl-C (SIGINT) ends it with exit 0 and no traceback."""
+    import signal
+    import subprocess
+    import sys
+    (tmp_path / "costs.csv").write_text("resource_id,start,end,cost\n"
+                                        "i-1,2026-03-01T00:00:00Z,2026-03-01T01:00:00Z,3.0\n")
+    (tmp_path / "usage.csv").write_text("timestamp,resource_id,device,consumer,share,util,mem_used\n"
+                                        "2026-03-01T00:00:00Z,i-1,0,job-a,1.0,0.5,10.0\n")
+    (tmp_path / "inventory.csv").write_text("resource_id,device,mem_capacity\ni-1,0,80.0\n")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "gpucost.cli", "export-metrics", "--costs",
+                             str(tmp_path / "costs.csv"), "--usage", str(tmp_path / "usage.csv"), "--inventory",
+                             str(tmp_path / "inventory.csv"), "--interval", "3600", "--by", "consumer",
+                             "--listen", f"127.0.0.1:{port}", "--no-progress"],
+                            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                status, body, _ = _scrape(("127.0.0.1", port))
+                break
+            except OSError:
+                assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
+                time.sleep(0.1)
+        assert status == 200 and b'consumer="job-a"' in body
+        s = _connect(("127.0.0.1", port))
+        s.sendall(b"GET /metrics HTTP/1.1\r\n\r\n")
+        _reset(s)
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    err = proc.stderr.read()
+    proc.stderr.close()
+    assert err.startswith("gpucost: serving http://127.0.0.1:") and err.count("\n") == 1, err
