@@ -155,3 +155,19 @@ def test_write_xlsx_mixed_currencies(tmp_path):
     with pytest.raises(gpucost.InvalidInputError, match="no table"):
         sheets.write_xlsx({}, tmp_path / "e.xlsx")
     assert np.isfinite(frame["cost"]).all()
+
+
+def test_sql_rounds_only_when_asked(capsys, tmp_path, fleet):
+    pytest.importorskip("sqlalchemy")
+    from gpucost.pipeline import read_sink
+    args = _write_tables(fleet, tmp_path)
+    url = f"sqlite:///{tmp_path / 'gpucost.db'}"
+    _run(capsys, "allocate", *args, "--by", "team", "--sql", url, "--table", "raw")
+    _run(capsys, "allocate", *args, "--by", "team", "--sql", url, "--table", "booked", "--decimals", "auto")
+    raw, booked = read_sink(url, table="raw"), read_sink(url, table="booked")
+    assert len(raw) == len(booked) and (raw["cost"] * 100 % 1 != 0).any()  # full floats by default
+    start = pd.to_datetime(fleet.costs["start"], utc=True).dt.date
+    for day, rows in booked.groupby("day"):  # each day's cents add up to the day's rounded bill
+        units = np.rint(rows["cost"].to_numpy() * 100).astype(np.int64)
+        np.testing.assert_allclose(rows["cost"] * 100, units, atol=1e-6)
+        assert units.sum() == int(round(money.round_half_away(fleet.costs["cost"][start == day].sum(), 2) * 100))
