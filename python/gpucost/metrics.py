@@ -166,10 +166,11 @@ class MetricsServer:
         self._max = max_connections
         self._timeout = float(read_timeout)
         self._error = _ErrorLog(log)
-        self._own_access = isinstance(access_log, (str, Path)) and str(access_log) != "-"
+        named = isinstance(access_log, (str, Path))
+        self._own_access = named and str(access_log) != "-"
         if access_log is None:
             self._access: TextIO | None = None
-        elif str(access_log) == "-" if isinstance(access_log, (str, Path)) else False:
+        elif named and str(access_log) == "-":
             self._access = sys.stderr
         elif self._own_access:
             try:
@@ -188,6 +189,8 @@ class MetricsServer:
                 self._client, host, port, limit=_HEAD_LIMIT, backlog=max(128, min(max_connections, 4096))))
         except OSError as exc:
             self._loop.close()
+            if self._own_access and self._access is not None:
+                self._access.close()
             raise InvalidInputError(f"--listen {host}:{port}: {exc.strerror or exc}") from None
         self._address = self._server.sockets[0].getsockname()[:2]
         self.thread: threading.Thread | None = None
@@ -328,6 +331,7 @@ class MetricsServer:
             self._done.wait(10)
         else:
             self._loop.run_until_complete(close())
+        self._loop.run_until_complete(self._loop.shutdown_default_executor())  # the render thread, if any
         self._loop.close()
         if self._own_access and self._access is not None:
             self._access.close()

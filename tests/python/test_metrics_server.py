@@ -173,7 +173,7 @@ def test_error_log_is_rate_limited():
                      "gpucost export-metrics: error after the window"]
 
 
-def test_bad_settings_and_busy_port():
+def test_bad_settings_and_busy_port(tmp_path):
     with pytest.raises(gpucost.InvalidInputError, match="max_connections"):
         metrics.MetricsServer(lambda: "", "127.0.0.1", 0, max_connections=0)
     with pytest.raises(gpucost.InvalidInputError, match="read_timeout"):
@@ -181,7 +181,7 @@ def test_bad_settings_and_busy_port():
     server = metrics.MetricsServer(lambda: "", "127.0.0.1", 0)
     try:
         with pytest.raises(gpucost.InvalidInputError, match="--listen 127.0.0.1:"):
-            metrics.MetricsServer(lambda: "", "127.0.0.1", server.address[1])
+            metrics.MetricsServer(lambda: "", "127.0.0.1", server.address[1], access_log=tmp_path / "a.log")
     finally:
         server.stop()
 
