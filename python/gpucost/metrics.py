@@ -182,8 +182,7 @@ class MetricsServer:
         self.active = 0
         self.stats = {"requests": 0, "refused": 0, "timeouts": 0, "disconnects": 0, "errors": 0}
         self._loop = asyncio.new_event_loop()
-        self._loop.set_exception_handler(lambda loop, ctx: self._error(
-            f"{ctx.get('message', 'error')}: {ctx.get('exception', '')!r}"))
+        self._loop.set_exception_handler(self._loop_error)
         try:
             self._server = self._loop.run_until_complete(asyncio.start_server(
                 self._client, host, port, limit=_HEAD_LIMIT, backlog=max(128, min(max_connections, 4096))))
@@ -195,6 +194,13 @@ class MetricsServer:
         self._address = self._server.sockets[0].getsockname()[:2]
         self.thread: threading.Thread | None = None
         self._done = threading.Event()  # set when the loop's thread has stopped
+        self._writers: set[asyncio.StreamWriter] = set()  # the connections being served
+
+    def _loop_error(self, loop: asyncio.AbstractEventLoop, context: dict) -> None:
+        exc = context.get("exception")
+        if isinstance(exc, (asyncio.CancelledError, *_QUIET)):
+            return  # a connection that ended or was dropped at stop(): not an error
+        self._error(f"{context.get('message', 'error')}: {exc!r}")
 
     @property
     def address(self) -> tuple[str, int]:
@@ -225,6 +231,7 @@ class MetricsServer:
                 self._close(writer)
             return
         self.active += 1
+        self._writers.add(writer)
         request = "-"
         try:
             try:
@@ -262,6 +269,7 @@ class MetricsServer:
             self._error(f"{host}: {request}: {type(exc).__name__}: {exc}")
         finally:
             self.active -= 1
+            self._writers.discard(writer)
             self._close(writer)
 
     @staticmethod
@@ -318,10 +326,13 @@ class MetricsServer:
 
         async def close() -> None:
             self._server.close()
+            for writer in list(self._writers):
+                writer.transport.abort()  # slow clients still held are dropped; their handlers end quietly
             clients = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-            for task in clients:
-                task.cancel()  # slow clients still held are dropped
-            await asyncio.gather(*clients, return_exceptions=True)
+            try:
+                await asyncio.wait_for(asyncio.gather(*clients, return_exceptions=True), 5)
+            except asyncio.TimeoutError:
+                pass
             for _ in range(3):  # closed transports release their sockets on the next turns of the loop
                 await asyncio.sleep(0)
 
