@@ -15,7 +15,7 @@ DEBIAN_PACKAGES := $(shell grep -v '^\#' scripts/debian-packages.txt)
 
 CXX_SOURCES := $(shell find include src bindings -type f 2>/dev/null) CMakeLists.txt $(wildcard cmake/*) \
   bindings/CMakeLists.txt $(wildcard data/catalog/*.csv)
-PY_EXTRAS := test,bench,report,pipeline,notebook,dask,spark
+PY_EXTRAS := test,bench,report,excel,pipeline,notebook,dask,spark
 
 .PHONY: demo test setup python cpp bench clean tidy fuzz
 .DEFAULT_GOAL := test

@@ -52,6 +52,7 @@ from gpucost.attribution import attribute_tagged, share_costs
 from gpucost.stream import allocate_stream
 from gpucost import plot
 from gpucost.report import report
+from gpucost import money, sheets
 
 __version__ = "0.1.0"
 
@@ -84,3 +85,4 @@ __all__ += ["plot", "report"]
 __all__ += ["allocate_stream", "get_num_threads", "set_num_threads"]
 # What joined and what did not, and the one warning rule (docs/semantics.md).
 __all__ += ["JoinError", "JoinReport", "JoinWarning", "check_join", "join_report", "convert_currency"]
+__all__ += ["money", "sheets"]

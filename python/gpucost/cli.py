@@ -2,8 +2,8 @@
 
     gpucost demo                         the demo month: showback table + HTML report
     gpucost check    --config gpucost.toml   what the inputs hold and how they join (exit 0, 1 warnings, 2 errors)
-    gpucost allocate --bill B --telemetry T --pods P [--format csv|json|table] [--sql URL]
-    gpucost report   --config gpucost.toml --output showback.html
+    gpucost allocate --bill B --telemetry T --pods P [--format csv|json|xlsx|table] [--decimals N|raw] [--sql URL]
+    gpucost report   --config gpucost.toml --output showback.html [--xlsx showback.xlsx]
     gpucost idle | spot | advise | budget   the analyses
     gpucost catalog  [--provider aws] [--gpu A100]
     gpucost export-metrics --listen 127.0.0.1:9108 | --textfile /var/lib/node_exporter/gpucost.prom
@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 import gpucost
+from gpucost import money, sheets
 from gpucost.config import Config, Tables, attribute, load_config, load_tables
 from gpucost.join import join_report
 from gpucost.frames import for_export
@@ -55,21 +56,30 @@ class UsageError(Exception):
 # ---- terminal tables ----------------------------------------------------------------
 
 def format_money_table(frame: pd.DataFrame, money: Sequence[str] = (), hours: Sequence[str] = (),
-                       total_columns: Sequence[str] = (), total_label: str = "TOTAL") -> str:
-    """A terminal table: money with thousands separators and cents, hours with
-    one decimal, NaN as '-', and a total row over `total_columns` when given."""
+                       total_columns: Sequence[str] = (), total_label: str = "TOTAL", decimals: int = 2,
+                       total_by: str | None = None) -> str:
+    """A terminal table: money with thousands separators and `decimals`
+    (the currency's minor unit), hours with one decimal, NaN as '-', and a
+    total row over `total_columns` when given (one per `total_by` value,
+    e.g. per currency, when that column has several)."""
     frame = frame.copy()
     if total_columns and len(frame):
-        total = {c: frame[c].sum() for c in total_columns}
-        total[frame.columns[0]] = total_label
-        frame = pd.concat([frame, pd.DataFrame([total])], ignore_index=True)
-    formatters = {c: (lambda v: "-" if pd.isna(v) else f"{v:,.2f}") for c in money}
+        groups = [(None, frame)] if total_by is None or frame[total_by].nunique() < 2 \
+            else list(frame.groupby(total_by, sort=True))
+        totals = []
+        for key, part in groups:
+            total = {c: part[c].sum() for c in total_columns}
+            total[frame.columns[0]] = total_label if key is None else f"{total_label} {key}"
+            totals.append(total)
+        frame = pd.concat([frame, pd.DataFrame(totals)], ignore_index=True)
+    formatters = {c: (lambda v: "-" if pd.isna(v) else f"{v + 0.0:,.{decimals}f}") for c in money}
     formatters |= {c: (lambda v: "-" if pd.isna(v) else f"{v:,.1f}") for c in hours}
     return frame.to_string(index=False, formatters=formatters, na_rep="-")
 
 
-def allocation_table(result: pd.DataFrame, total: bool = True) -> str:
-    """An allocation result as a readable terminal table."""
+def allocation_table(result: pd.DataFrame, total: bool = True, decimals: int = 2) -> str:
+    """An allocation result as a readable terminal table (money rounded by
+    the caller: :func:`gpucost.money.book`, so the rows add up to the total)."""
     metrics = [c for c in _NAMES if c in result.columns]
     keys = [c for c in result.columns if c not in _NAMES]
     renamed = result[keys + metrics].rename(columns=_NAMES)
@@ -84,16 +94,18 @@ def allocation_table(result: pd.DataFrame, total: bool = True) -> str:
             renamed[k] = renamed[k].dt.strftime("%Y-%m-%d %H:%M").str.replace(" 00:00", "", regex=False)
         else:
             renamed[k] = renamed[k].astype(str)
-    return format_money_table(renamed, money=money, hours=hours, total_columns=totals)
+    return format_money_table(renamed, money=money, hours=hours, total_columns=totals, decimals=decimals,
+                              total_by="currency" if "currency" in renamed.columns else None)
 
 
-def frame_table(frame: pd.DataFrame, max_rows: int = 40) -> str:
+def frame_table(frame: pd.DataFrame, max_rows: int = 40, decimals: int = 2) -> str:
     """Any analysis result as a terminal table (money-looking columns with cents)."""
     shown = frame.head(max_rows).copy()
     money = [c for c in shown.columns if pd.api.types.is_float_dtype(shown[c]) and any(
         w in c for w in ("cost", "dollar", "saving", "waste", "amount", "spend", "forecast"))]
     text = format_money_table(shown, money=money, hours=[c for c in shown.columns if c.endswith("hours")
-                                                         and pd.api.types.is_float_dtype(shown[c])])
+                                                         and pd.api.types.is_float_dtype(shown[c])],
+                              decimals=decimals)
     if len(frame) > max_rows:
         text += f"\n... {len(frame) - max_rows} more rows (--format csv for all)"
     return text
@@ -101,22 +113,56 @@ def frame_table(frame: pd.DataFrame, max_rows: int = 40) -> str:
 
 # ---- output ----------------------------------------------------------------------
 
-def write_frame(frame: pd.DataFrame, fmt: str, output: str | None) -> None:
-    """Writes a result as CSV, JSON, Parquet or a table, to a file
-    (atomically) or stdout."""
+def _print_decimals(frame: pd.DataFrame, booked: pd.DataFrame, currency, decimals) -> dict:
+    """Column -> decimals (one, or one per row) to write the booked columns
+    with, so 12.30 stays 12.30 in a CSV; nothing for raw output."""
+    if money.parse_decimals(decimals) == "raw":
+        return {}
+    codes = money.frame_currency(frame, currency)
+    chosen = money.parse_decimals(decimals)
+    if isinstance(codes, str):
+        dec = chosen if isinstance(chosen, int) else money.minor_unit(codes)
+    else:
+        dec = np.full(len(frame), chosen) if isinstance(chosen, int) else \
+            np.array([money.minor_unit(c) for c in codes], dtype=np.int64)
+    out = {}
+    for c, kind in money.column_kinds(frame).items():
+        out[c] = {"money": dec, "rate": np.asarray(dec) + 2, "hours": money.HOURS_DECIMALS,
+                  "ratio": money.RATIO_DECIMALS}[kind]
+    return out
+
+
+def write_frame(frame: pd.DataFrame, fmt: str, output: str | None, *, decimals=None, currency: str | None = None,
+                raw_csv: bool = False) -> None:
+    """Writes a result as CSV, JSON, XLSX, Parquet or a table, to a file
+    (atomically) or stdout. Money is rounded to the currency's minor unit
+    (``decimals``: None, an integer or "raw"), an allocation's rows by
+    largest remainder so they add up to its total (docs/semantics.md);
+    Parquet keeps full precision unless decimals are chosen. CSV text
+    cells a spreadsheet would run are neutralised unless ``raw_csv``."""
     from gpucost.demo import atomic_write
+    additive = "cost" in frame.columns and "gpu_hours" in frame.columns
+    if fmt == "parquet" and decimals is None:
+        decimals = "raw"
+    booked = money.book(frame, decimals=decimals, currency=currency, additive=additive)
     if fmt == "table":
-        text = allocation_table(frame) if "cost" in frame.columns and "gpu_hours" in frame.columns \
-            else frame_table(frame)
+        dec = money.money_decimals(frame, currency, None if money.parse_decimals(decimals) == "raw" else decimals)
+        text = allocation_table(booked, decimals=dec) if additive else frame_table(booked, decimals=dec)
         data = (text + "\n").encode()
     elif fmt == "csv":
-        data = frame.to_csv(index=False, lineterminator="\n").encode()
+        data = sheets.to_csv_bytes(booked, decimals_of=_print_decimals(frame, booked, currency, decimals),
+                                   raw=raw_csv)
     elif fmt == "json":
-        data = (frame.to_json(orient="records", date_format="iso", indent=1) + "\n").encode()
+        data = (booked.to_json(orient="records", date_format="iso", indent=1) + "\n").encode()
+    elif fmt == "xlsx":
+        if not output:
+            raise UsageError("--format xlsx needs --output FILE")
+        sheets.write_xlsx(frame, output, currency=currency, decimals=decimals)
+        return
     elif fmt == "parquet":
         if not output:
             raise UsageError("--format parquet needs --output FILE")
-        atomic_write(output, lambda f: for_export(frame).to_parquet(f, index=False))
+        atomic_write(output, lambda f: for_export(booked).to_parquet(f, index=False))
         return
     else:  # pragma: no cover - argparse checks choices
         raise UsageError(f"unknown format {fmt!r}")
@@ -201,10 +247,19 @@ def _add_policy(p: argparse.ArgumentParser, by: str | None = "team") -> None:
         g.add_argument("--freq", choices=("h", "D", "MS"), help="period length when --by has period (default D)")
 
 
-def _add_output(p: argparse.ArgumentParser, formats=("table", "csv", "json", "parquet")) -> None:
+def _add_output(p: argparse.ArgumentParser, formats=("table", "csv", "json", "xlsx", "parquet")) -> None:
     g = p.add_argument_group("output")
-    g.add_argument("--format", choices=formats, default=None, help="default: table on a terminal, csv otherwise")
+    g.add_argument("--format", choices=formats, default=None, help="default: table on a terminal, csv otherwise "
+                                                                   "(xlsx and parquet need --output)")
     g.add_argument("--output", "-o", metavar="PATH", help="write to a file (atomically) instead of stdout")
+    _add_money(g)
+
+
+def _add_money(g) -> None:
+    g.add_argument("--decimals", metavar="N|raw", help="money decimals: default the currency's minor unit (USD 2, "
+                                                       "JPY 0), rows adding up to the total; raw: full floats")
+    g.add_argument("--raw-csv", action="store_true", help="do not neutralise CSV cells a spreadsheet would run "
+                                                          "(leading =, +, -, @)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -259,6 +314,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_policy(p, by="team,project")
     p.add_argument("--output", "-o", metavar="PATH", help="the HTML file (default gpucost-report.html)")
     p.add_argument("--title", help="report title")
+    p.add_argument("--xlsx", metavar="PATH", help="also write the report's tables, one sheet each, to PATH (.xlsx)")
     p.add_argument("--budgets", metavar="PATH", help=_BUDGETS_HELP)
     p.set_defaults(func=cmd_report)
 
@@ -270,7 +326,7 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, parents=[common], help=help_text, description=help_text.capitalize() + ".")
         _add_sources(p)
         _add_policy(p, by=None)
-        _add_output(p, ("table", "csv", "json"))
+        _add_output(p, ("table", "csv", "json", "xlsx"))
         if name == "budget":
             p.add_argument("--budgets", metavar="PATH", help=_BUDGETS_HELP)
             p.add_argument("--today", help="the day to report on (default: the end of the data)")
@@ -285,7 +341,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--provider", choices=("aws", "gcp", "azure"), help="only this provider")
     p.add_argument("--gpu", metavar="TEXT", help="only GPU models containing TEXT (e.g. A100)")
     p.add_argument("--mig", action="store_true", help="list MIG profiles instead")
-    _add_output(p, ("table", "csv", "json"))
+    _add_output(p, ("table", "csv", "json", "xlsx"))
     p.set_defaults(func=cmd_catalog)
 
     p = sub.add_parser("export-metrics", parents=[common], help="Prometheus metrics of cost by team/project",
@@ -299,6 +355,11 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--stdout", action="store_true", help="print the exposition text and exit")
     p.add_argument("--refresh", type=float, help="recompute at most every N seconds while serving")
     p.add_argument("--prefix", help="metric name prefix (default gpucost)")
+    p.add_argument("--max-connections", type=int, default=256, help="connections served at once; more get 503 "
+                                                                     "(default 256)")
+    p.add_argument("--read-timeout", type=float, default=10.0,
+                   help="seconds a client has to send its request and take the answer (default 10)")
+    p.add_argument("--access-log", metavar="PATH", help="one line per request to PATH ('-': stderr)")
     p.set_defaults(func=cmd_export_metrics)
     return parser
 
@@ -403,7 +464,24 @@ def _tables(config: Config, args) -> Tables:
 
 
 def _format(args) -> str:
+    if args.format is None and args.output and str(args.output).lower().endswith(".xlsx"):
+        return "xlsx"
     return args.format or ("table" if sys.stdout.isatty() and not args.output else "csv")
+
+
+def _currency(tables: Tables) -> str | None:
+    """The bill's currency when it has one (results without a currency
+    column are rounded in it); None: USD."""
+    bill = tables.bill
+    if bill is None or "currency" not in getattr(bill, "columns", ()):
+        return None
+    codes = pd.unique(bill["currency"].dropna().astype(str))
+    return str(codes[0]) if len(codes) == 1 else None
+
+
+def _write(args, frame: pd.DataFrame, tables: Tables | None) -> None:
+    write_frame(frame, _format(args), args.output, decimals=args.decimals,
+                currency=None if tables is None else _currency(tables), raw_csv=args.raw_csv)
 
 
 # ---- subcommands --------------------------------------------------------------------
@@ -430,7 +508,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
           f"{fleet.start:%b %d} - {(fleet.end - pd.Timedelta(seconds=1)):%b %d, %Y}, "
           f"{len(tables.usage):,} DCGM samples, bill ${bill:,.2f} ({source})")
     print("Showback by team (idle capacity and non-GPU costs on their own rows):\n")
-    table = showback.sort_values("cost", ascending=False)
+    table = money.book(showback, currency=_currency(tables)).sort_values("cost", ascending=False)
     print(allocation_table(table[["team", "cost", "gpu_hours", "effective_gpu_hours",
                                   "cost_per_effective_gpu_hour"]]))
     print(f"\nAllocated ${showback['cost'].sum():,.2f} of ${bill:,.2f} billed.")
@@ -481,11 +559,14 @@ def cmd_allocate(args: argparse.Namespace) -> int:
                              "a whole allocation: run allocate without --sql for it")
         from gpucost import pipeline
         _check_join(None, tables, config, args)
+        decimals = money.parse_decimals(args.decimals)  # SQL keeps full precision unless asked
         days = pd.to_datetime(tables.costs["start"], utc=True).dt.floor("D").drop_duplicates().sort_values()
         rows = 0
         for day in days:
             result = pipeline.allocate_day(day, tables.costs, tables.usage, tables.inventory, tables.workloads,
                                            by=by, **policy)
+            if args.decimals is not None and decimals != "raw":  # each day's rows add up to its rounded bill
+                result = money.book(result, decimals=decimals, currency=_currency(tables))
             rows += pipeline.write_day(result, args.sql, day, table=args.table)
         print(f"gpucost: wrote {rows} rows for {len(days)} days to table {args.table}", file=sys.stderr)
         return EXIT_OK
@@ -494,7 +575,7 @@ def cmd_allocate(args: argparse.Namespace) -> int:
                               **policy)
     _check_join(result, tables, config, args)
     result = attribute(config, tables, result, by)
-    write_frame(result, _format(args), args.output)
+    _write(args, result, tables)
     return EXIT_OK
 
 
@@ -514,6 +595,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     if attributed:
         _attribution_section(report, config, tables, by, policy, title)
     report.save(output)
+    if args.xlsx:
+        sheets.write_xlsx(report.data, args.xlsx, currency=_currency(tables))
+        print(f"gpucost: wrote {args.xlsx} ({len(report.data)} sheets)", file=sys.stderr)
     print(f"gpucost: wrote {output} ({len(report.sections)} sections"
           + (f"; not included: {', '.join(report.omitted)}" if report.omitted else "") + ")", file=sys.stderr)
     return EXIT_OK
@@ -559,7 +643,7 @@ def cmd_analysis(args: argparse.Namespace) -> int:
     result = analysis(key, tables.costs, tables.usage, tables.inventory, tables.workloads, bill=tables.bill,
                       budgets=tables.budgets, interruptions=tables.interruptions, rates=tables.rates,
                       today=config.budgets.get("today"), by=_by(config, ["team", "project"]), **_policy(config))
-    write_frame(result, _format(args), args.output)
+    _write(args, result, tables)
     return EXIT_OK
 
 
@@ -585,7 +669,8 @@ def cmd_catalog(args: argparse.Namespace) -> int:
         else:
             sys.stdout.write(out)
     else:
-        write_frame(frame, fmt, args.output)
+        write_frame(frame, fmt, args.output, decimals=args.decimals if args.decimals is not None else "raw",
+                    raw_csv=args.raw_csv)  # list prices: as the catalog has them
     return EXIT_OK
 
 
@@ -617,7 +702,9 @@ def cmd_export_metrics(args: argparse.Namespace) -> int:
     host, sep, port = listen.rpartition(":")
     if not sep or not port.isdigit():
         raise UsageError(f"--listen {listen!r}: expected HOST:PORT, e.g. 127.0.0.1:9108")
-    server = metrics.MetricsServer(render, host or "127.0.0.1", int(port), refresh=args.refresh)
+    server = metrics.MetricsServer(render, host or "127.0.0.1", int(port), refresh=args.refresh,
+                                   max_connections=args.max_connections, read_timeout=args.read_timeout,
+                                   access_log=args.access_log)
     h, p = server.address
     print(f"gpucost: serving http://{h}:{p}/metrics (Ctrl-C to stop)", file=sys.stderr, flush=True)
     try:

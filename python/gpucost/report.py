@@ -28,6 +28,7 @@ from gpucost import plot
 from gpucost.currency import convert_currency, currencies
 from gpucost.errors import InvalidInputError
 from gpucost.join import JoinReport, apply_rule, called_from_gpucost, join_report
+from gpucost.money import minor_unit, round_half_away, round_parts
 
 __all__ = ["report", "Report", "Section", "html_table", "analysis"]
 
@@ -66,11 +67,12 @@ class Report:
 
 # ---- formatting ------------------------------------------------------------------
 
-def _fmt_money(v: float, cents: bool = True) -> str:
+def _fmt_money(v: float, cents: bool = True, decimals: int = 2) -> str:
     if v is None or (isinstance(v, float) and not np.isfinite(v)):
         return "–"
-    v = round(float(v), 2 if cents else 0) + 0.0  # no "$-0.00"
-    return f"${v:,.2f}" if cents else f"${v:,.0f}"
+    d = decimals if cents else 0
+    v = float(round_half_away(v, d)) + 0.0  # no "$-0.00"
+    return f"${v:,.{d}f}"
 
 
 def _fmt_hours(v: float) -> str:
@@ -95,26 +97,32 @@ def _fmt_value(v: Any) -> str:
 
 def html_table(frame: pd.DataFrame, *, money: Sequence[str] = (), hours: Sequence[str] = (),
                pct: Sequence[str] = (), names: dict[str, str] | None = None, total: Sequence[str] = (),
-               key: str = "", caption: str = "", max_rows: int | None = None) -> str:
+               key: str = "", caption: str = "", max_rows: int | None = None, decimals: int = 2) -> str:
     """An HTML table of ``frame``: numbers right-aligned, each numeric cell
     carrying its exact value in ``data-value`` (what the tests compare), a
-    total row over ``total`` columns when given."""
+    total row over ``total`` columns when given. Money shows ``decimals``;
+    money columns with a total are rounded by largest remainder
+    (:func:`gpucost.money.round_parts`), so the rows shown add up to the
+    total shown."""
     names = names or {}
+    booked = {c: round_parts(frame[c].to_numpy(dtype=np.float64), decimals) for c in money
+              if c in total and c in frame.columns and _is_num(frame[c])}
     shown = frame if max_rows is None else frame.head(max_rows)
     head = "".join(f'<th class="{"num" if _is_num(frame[c]) else ""}">{html.escape(names.get(c, c))}</th>'
                    for c in frame.columns)
     rows = []
-    for values in shown.itertuples(index=False):
+    for i, values in enumerate(shown.itertuples(index=False)):
         cells = []
         for c, v in zip(frame.columns, values):
-            cells.append(_cell(c, v, money, hours, pct))
+            cells.append(_cell(c, v, money, hours, pct, decimals, booked[c][i] if c in booked else None))
         rows.append("<tr>" + "".join(cells) + "</tr>")
     foot = ""
     if total and len(frame):
         cells = []
         for i, c in enumerate(frame.columns):
             if c in total:
-                cells.append(_cell(c, float(frame[c].sum()), money, hours, pct))
+                cells.append(_cell(c, float(frame[c].sum()), money, hours, pct, decimals,
+                                   float(booked[c][np.isfinite(booked[c])].sum()) if c in booked else None))
             else:
                 cells.append("<td>Total</td>" if i == 0 else "<td></td>")
         foot = '<tfoot><tr class="total">' + "".join(cells) + "</tr></tfoot>"
@@ -130,10 +138,10 @@ def _is_num(col: pd.Series) -> bool:
     return pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col)
 
 
-def _cell(column: str, v: Any, money, hours, pct) -> str:
+def _cell(column: str, v: Any, money, hours, pct, decimals: int = 2, shown: float | None = None) -> str:
     if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_)):
         f = float(v)
-        text = (_fmt_money(f) if column in money else _fmt_hours(f) if column in hours
+        text = (_fmt_money(f if shown is None else shown, decimals=decimals) if column in money else _fmt_hours(f) if column in hours
                 else _fmt_pct(f) if column in pct else f"{f:.1f}%" if column.endswith("_pct") and np.isfinite(f) else (f"{int(v):,}" if isinstance(v, (int, np.integer))
                                                        else _fmt_value(f)))
         return f'<td class="num" data-col="{html.escape(column)}" data-value="{f!r}">{text}</td>'
@@ -244,6 +252,7 @@ def report(costs: Any, usage: Any, inventory: Any, workloads: Any = None, *, pat
         ~table[team].isin(list(plot.RESERVED_LABELS)), -1e18 + c))
     data["showback_table"] = table
     s.body.append(html_table(table, key="showback", money=["cost", "idle_cost", "cost_per_effective_gpu_hour"],
+                             decimals=minor_unit(currency),
                              hours=["gpu_hours", "effective_gpu_hours"], pct=["utilisation", "share_of_bill"],
                              total=["cost", "idle_cost", "gpu_hours", "effective_gpu_hours", "share_of_bill"],
                              names={team: team.capitalize(), "cost": "Cost", "idle_cost": "of which idle share",
@@ -266,6 +275,7 @@ def report(costs: Any, usage: Any, inventory: Any, workloads: Any = None, *, pat
         s.body.append(_figure(plot.spend_by_group(grouped, by, colors=colors, title=f"Top {min(15, len(grouped))} "
                                                   f"{by[1]}s by spend"), f"Largest {by[1]}s.", "spend_by_group"))
         s.body.append(html_table(grouped, key="projects", money=["cost", "cost_per_effective_gpu_hour"],
+                                 decimals=minor_unit(currency),
                                  hours=["gpu_hours", "effective_gpu_hours"], total=["cost", "gpu_hours",
                                                                                     "effective_gpu_hours"],
                                  names={"cost": "Cost", "gpu_hours": "GPU-hours held",
@@ -295,6 +305,7 @@ def report(costs: Any, usage: Any, inventory: Any, workloads: Any = None, *, pat
                     f"spent by workloads missing a {' or '.join(by)} label. Fixing these labels is the first "
                     "step to a complete showback.")
         s.body.append(html_table(gap, key="tagging", money=["cost"], hours=["gpu_hours"], total=["cost", "gpu_hours"],
+                                 decimals=minor_unit(currency),
                                  max_rows=12, names={"consumer": "Workload", "cost": "Cost",
                                                      "gpu_hours": "GPU-hours held"}))
         sections.append(s)

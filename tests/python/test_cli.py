@@ -84,6 +84,13 @@ def test_allocate_formats_equal_the_library(fmt, tmp_path, capsys, fleet):
     got = pd.read_csv(out_path) if fmt == "csv" else pd.DataFrame(json.loads(out_path.read_text()))
     expected = library(fleet, ["team", "project"])
     assert list(got["team"]) == list(expected["team"])
+    booked = gpucost.money.book(expected)  # cents, adding up to the bill (docs/semantics.md)
+    np.testing.assert_array_equal(got["cost"], booked["cost"])
+    np.testing.assert_array_equal(got["gpu_hours"], booked["gpu_hours"])
+    code, _, err = run(capsys, "allocate", "--demo", "--by", "team,project", "--format", fmt, "-o", str(out_path),
+                       "--decimals", "raw")
+    assert code == 0, err
+    got = pd.read_csv(out_path) if fmt == "csv" else pd.DataFrame(json.loads(out_path.read_text()))
     np.testing.assert_allclose(got["cost"], expected["cost"], rtol=1e-12)
     np.testing.assert_allclose(got["gpu_hours"], expected["gpu_hours"], rtol=1e-12)
 
@@ -107,7 +114,7 @@ def test_allocate_from_gpucost_tables_and_config(tmp_path, capsys, fleet):
     assert code == 0, err
     got = pd.read_csv(out_path)
     expected = library(fleet, ["team"], idle="share")
-    np.testing.assert_allclose(got["cost"], expected["cost"], rtol=1e-12)
+    np.testing.assert_allclose(got["cost"], expected["cost"], rtol=0, atol=0.01)  # rounded to cents
     # Flags win over the file.
     code, _, err = run(capsys, "allocate", "-c", str(tmp_path / "gpucost.toml"), "--idle", "keep", "--by", "project",
                        "-o", str(out_path))
@@ -255,7 +262,8 @@ def test_allocate_from_a_prometheus_url(tmp_path, capsys):
                              "--end", (start + pd.Timedelta(hours=1)).isoformat(), "--step", "60",
                              "--nodes", str(tmp_path / "nodes.json"), "--costs", str(tmp_path / "costs.csv"),
                              "--inventory", str(tmp_path / "inventory.csv"), "--workloads",
-                             str(tmp_path / "workloads.csv"), "--by", "team,consumer", "--format", "csv")
+                             str(tmp_path / "workloads.csv"), "--by", "team,consumer", "--format", "csv",
+                             "--decimals", "raw")
     assert code == 0, err
     got = pd.read_csv(io.StringIO(out), keep_default_na=False)
     want = gpucost.allocate(costs, sim.expected_usage(t0), inventory, workloads, by=["team", "consumer"])

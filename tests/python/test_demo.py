@@ -208,4 +208,6 @@ def test_demo_config_file_drives_the_command(files, capsys):
     out = capsys.readouterr().out
     assert code == 0
     got = pd.read_csv(io.StringIO(out))
-    assert got["cost"].sum() == pytest.approx(demo_fleet().costs["cost"].sum(), rel=1e-9)
+    # Cents that add up to the bill to the cent (docs/semantics.md, "Numbers you can book").
+    bill = gpucost.money.round_half_away(demo_fleet().costs["cost"].sum(), 2)
+    assert round(got["cost"].sum(), 2) == bill
