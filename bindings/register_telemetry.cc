@@ -75,7 +75,13 @@ struct DcgmArgs {
     if (units == "legacy") options.require_units = DcgmUnits::kLegacy;
     else if (units == "ratio_bytes") options.require_units = DcgmUnits::kRatioBytes;
     else if (units != "auto") ThrowIfError(ParameterError("units", "expected \"auto\", \"legacy\" or \"ratio_bytes\""));
-    if (o.contains("interval")) options.interval_seconds = o["interval"].cast<double>();
+    if (o.contains("interval") && !o["interval"].is_none()) options.interval_seconds = o["interval"].cast<double>();
+    if (o.contains("exporter_names") && !o["exporter_names"].is_none()) {
+      options.exporter_names = o["exporter_names"].cast<std::vector<std::string>>();
+    }
+    if (o.contains("instant_tolerance") && !o["instant_tolerance"].is_none()) {
+      options.instant_tolerance_seconds = o["instant_tolerance"].cast<double>();
+    }
     if (o.contains("start_ns") && !o["start_ns"].is_none()) options.start_ns = o["start_ns"].cast<int64_t>();
     if (o.contains("end_ns") && !o["end_ns"].is_none()) options.end_ns = o["end_ns"].cast<int64_t>();
     if (o.contains("mig_shares") && !o["mig_shares"].is_none()) {
@@ -109,6 +115,19 @@ py::dict DcgmResult(DcgmUsage&& u) {
   diag["samples_mig"] = d.samples_mig;
   diag["samples_time_sliced"] = d.samples_time_sliced;
   diag["free_readings_shadowed"] = d.free_readings_shadowed;
+  diag["series"] = d.series;
+  diag["spacing_seconds"] = static_cast<double>(d.spacing_ns) / 1e9;
+  diag["gaps_capped"] = d.gaps_capped;
+  diag["exporter_series_freed"] = d.exporter_series_freed;
+  diag["node_labels_exporter_pod"] = d.node_labels_exporter_pod;
+  diag["samples_without_memory"] = d.samples_without_memory;
+  diag["instants_joined"] = d.instants_joined;
+  diag["duplicate_labels"] = d.duplicate_labels;
+  diag["duplicate_series"] = d.duplicate_series;
+  diag["duplicate_points"] = d.duplicate_points;
+  py::dict skipped;
+  for (const auto& [name, count] : d.skipped_fields) skipped[py::str(name)] = count;
+  diag["skipped_fields"] = skipped;
   out["diagnostics"] = diag;
   return out;
 }
@@ -196,7 +215,8 @@ void RegisterTelemetry(py::module_& m) {
   });
   m.def("nvidia_smi",
         [](const std::string& gpu_text, const std::string& gpu_source, const std::optional<std::string>& apps_text,
-           const std::string& apps_source, const std::string& tz, const std::string& resource_id, double interval,
+           const std::string& apps_source, const std::string& tz, const std::string& resource_id,
+           std::optional<double> interval,
            std::vector<int64_t> pids, std::vector<std::string> jobs) {
           NvidiaSmiOptions options{resource_id, interval, std::move(pids), std::move(jobs)};
           absl::StatusOr<NvidiaSmiUsage> result;
@@ -218,6 +238,9 @@ void RegisterTelemetry(py::module_& m) {
           diag["app_rows"] = u.diagnostics.app_rows;
           diag["app_rows_without_gpu_reading"] = u.diagnostics.app_rows_without_gpu_reading;
           diag["unknown_pids"] = u.diagnostics.unknown_pids;
+          diag["series"] = u.diagnostics.gpus;
+          diag["spacing_seconds"] = static_cast<double>(u.diagnostics.spacing_ns) / 1e9;
+          diag["gaps_capped"] = u.diagnostics.gaps_capped;
           out["diagnostics"] = diag;
           return out;
         });

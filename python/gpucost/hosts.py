@@ -18,7 +18,7 @@ import pandas as pd
 
 from gpucost import _core
 from gpucost.frames import Table, usage_frame, workloads_frame
-from gpucost.prometheus import _seconds, to_ns
+from gpucost.prometheus import _seconds, telemetry_report, to_ns
 
 __all__ = ["SlurmAccounting", "read_nvidia_smi", "read_slurm_sacct"]
 
@@ -29,7 +29,7 @@ def _read(path: str | PathLike) -> str:
 
 
 def read_nvidia_smi(path: str | PathLike, resource_id: str, tz: str, *, apps: str | PathLike | None = None,
-                    pid_jobs: Any = None, interval: Any = 60) -> pd.DataFrame:
+                    pid_jobs: Any = None, interval: Any = None) -> pd.DataFrame:
     """Usage samples from an ``nvidia-smi --query-gpu=timestamp,index,uuid,name,
     utilization.gpu,memory.used,memory.total --format=csv -l N`` log.
 
@@ -42,8 +42,15 @@ def read_nvidia_smi(path: str | PathLike, resource_id: str, tz: str, *, apps: st
             it every reading has consumer "" (no workload known).
         pid_jobs: ``pid, job`` table naming each process's workload; other
             pids become "pid:<pid>".
-        interval: the logging interval in seconds (``-l``); apps and GPU
-            readings in the same interval are matched.
+        interval: the logging interval in seconds (``-l``/``-lms``) as you
+            know it; default: read from the log. Each reading's ``duration``
+            is the gap to that GPU's next reading, capped at the log's spacing
+            (median gap), so jitter never overlaps two readings and a gap
+            counts as missing. A given interval more than 2x away from the
+            log's spacing is an error. Apps and GPU readings in the same
+            interval are matched.
+
+    ``.attrs["telemetry"]`` is the reader report (series, spacing_seconds, ...).
     """
     pids: list[int] = []
     jobs: list[str] = []
@@ -53,8 +60,8 @@ def read_nvidia_smi(path: str | PathLike, resource_id: str, tz: str, *, apps: st
         jobs = np.asarray(t.column("job"), dtype=object).astype(str).tolist()
     raw = _core.nvidia_smi(_read(path), str(path), None if apps is None else _read(apps),
                            "" if apps is None else str(apps), str(tz), str(resource_id),
-                           _seconds(interval, "interval"), pids, jobs)
-    return usage_frame(raw)
+                           None if interval is None else _seconds(interval, "interval"), pids, jobs)
+    return telemetry_report(usage_frame(raw), f"nvidia-smi {path}")
 
 
 class SlurmAccounting(NamedTuple):

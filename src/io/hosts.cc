@@ -6,6 +6,8 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <numeric>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -313,17 +315,48 @@ absl::StatusOr<NvidiaSmiApps> ParseNvidiaSmiApps(std::string_view text, std::str
 
 absl::StatusOr<NvidiaSmiUsage> NvidiaSmiToUsage(const NvidiaSmiGpus& gpus, const NvidiaSmiApps* apps,
                                                 const NvidiaSmiOptions& options) {
-  if (!(options.interval_seconds > 0) || !std::isfinite(options.interval_seconds)) {
+  if (options.interval_seconds.has_value() &&
+      (!(*options.interval_seconds > 0) || !(*options.interval_seconds <= 1e9))) {
     return ParameterError("interval", "must be a positive number of seconds");
   }
   if (options.resource_id.empty()) return ParameterError("resource_id", "must name the host's resource");
   if (options.pids.size() != options.pid_jobs.size()) return TableError("pid_jobs", "pid and job differ in length");
-  const auto interval = static_cast<int64_t>(std::llround(options.interval_seconds * 1e9));
+  NvidiaSmiUsage out;
+  // Each GPU's readings in time order: their gaps give every reading its
+  // duration and the log's spacing, which a stated interval must agree with.
+  std::vector<int64_t> reading_duration(gpus.size());
+  {
+    std::vector<int32_t> order(gpus.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+      return gpus.index[a] != gpus.index[b] ? gpus.index[a] < gpus.index[b] : gpus.timestamp[a] < gpus.timestamp[b];
+    });
+    std::vector<int32_t> series(gpus.size());
+    std::vector<int64_t> timestamp(gpus.size()), duration;
+    for (size_t i = 0; i < order.size(); ++i) {
+      series[i] = gpus.index[order[i]];
+      timestamp[i] = gpus.timestamp[order[i]];
+    }
+    std::optional<int64_t> given;
+    if (options.interval_seconds) given = std::llround(*options.interval_seconds * 1e9);
+    GPUCOST_ASSIGN_OR_RETURN(SeriesSpacing spacing,
+                             DurationsFromSeries(series, timestamp, given, 60'000'000'000, "interval",
+                                                 [&](int32_t gpu) { return absl::StrCat(gpus.source, ": GPU ", gpu); },
+                                                 &duration));
+    for (size_t i = 0; i < order.size(); ++i) reading_duration[order[i]] = duration[i];
+    out.diagnostics.gpus = spacing.series;
+    out.diagnostics.spacing_ns = spacing.spacing_ns;
+    out.diagnostics.gaps_capped = spacing.gaps_capped;
+  }
+  // Apps and readings are matched in windows of the stated interval, else
+  // of the log's own spacing.
+  const int64_t interval = options.interval_seconds ? std::llround(*options.interval_seconds * 1e9)
+                           : out.diagnostics.spacing_ns > 0 ? out.diagnostics.spacing_ns
+                                                            : 60'000'000'000;
   auto bucket = [&](int64_t t) { return t >= 0 ? t / interval : -((-t + interval - 1) / interval); };
   absl::flat_hash_map<int64_t, std::string> job_of;
   for (size_t i = 0; i < options.pids.size(); ++i) job_of[options.pids[i]] = options.pid_jobs[i];
 
-  NvidiaSmiUsage out;
   out.diagnostics.gpu_readings = static_cast<int64_t>(gpus.size());
   // (uuid, bucket) -> job -> memory; uuids are matched by value.
   std::map<std::pair<std::string, int64_t>, std::map<std::string, double>> jobs_at;
@@ -357,7 +390,7 @@ absl::StatusOr<NvidiaSmiUsage> NvidiaSmiToUsage(const NvidiaSmiGpus& gpus, const
       u.share.push_back(share);
       u.util.push_back(gpus.util[i]);
       u.mem_used.push_back(mem);
-      u.duration.push_back(interval);
+      u.duration.push_back(reading_duration[i]);
     };
     if (it == jobs_at.end() || (apps != nullptr && uuid.empty())) {
       emit("", 1.0, gpus.mem_used[i]);

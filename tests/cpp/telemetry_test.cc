@@ -41,7 +41,7 @@ TEST(Exposition, ParsesHelpTypeEscapesAndTimestamps) {
 
 TEST(Exposition, BadLinesNameTheLineAndPart) {
   EXPECT_THAT(ParseExposition("m{a=\"1\"} abc\n", "f.prom", kT),
-              StatusIs(absl::StatusCode::kInvalidArgument, "f.prom: line 1, column 'value': 'abc' is not a number"));
+              StatusIs(absl::StatusCode::kInvalidArgument, "f.prom: line 1, column 'value': m: 'abc' is not a number"));
   EXPECT_THAT(ParseExposition("\nm{a=\"1} 1\n", "f.prom", kT),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("line 2, column 'labels'")));
   EXPECT_THAT(ParseExposition("m{a=\"1\",a=\"2\"} 1\n", "f.prom", kT),

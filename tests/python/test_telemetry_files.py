@@ -60,13 +60,13 @@ def test_saved_query_range_json():
 
 
 @pytest.mark.parametrize("text, match", [
-    ('DCGM_FI_DEV_GPU_UTIL{gpu="0",Hostname="h"} abc\n', r"line 1, column 'value': 'abc' is not a number"),
+    ('DCGM_FI_DEV_GPU_UTIL{gpu="0",Hostname="h"} abc\n', r"line 1, column 'value': DCGM_FI_DEV_GPU_UTIL: 'abc' is not a number"),
     ('# TYPE X gauge\nDCGM_FI_DEV_GPU_UTIL{gpu="0",Hostname="h} 1\n', r"line 2, column 'labels': unterminated"),
-    ('DCGM_FI_DEV_GPU_UTIL{gpu="0",Hostname="h"} NaN\n', r"line 1, column 'DCGM_FI_DEV_GPU_UTIL': NaN utilisation"),
+    ('DCGM_FI_DEV_GPU_UTIL{gpu="0",Hostname="h"} NaN\n', r"line 1, column 'value': DCGM_FI_DEV_GPU_UTIL: NaN utilisation"),
     ('DCGM_FI_DEV_GPU_UTIL_RATIO{gpu="0",Hostname="h"} 57\n', r"outside \[0, 1\].*percentage"),
     ('DCGM_FI_DEV_GPU_UTIL{gpu="x",Hostname="h"} 5\n', r"label 'gpu': 'x' is not a GPU index"),
     ('DCGM_FI_DEV_GPU_UTIL{gpu="0",Hostname="h",a="\\q"} 5\n', r"invalid escape"),
-    ('DCGM_FI_DEV_GPU_UTIL{gpu="0",Hostname="h"} 5\n', r"no DCGM_FI_DEV_FB_USED"),
+    ('DCGM_FI_DEV_FB_USED{gpu="0",Hostname="h"} 5\n', r"no DCGM_FI_DEV_GPU_UTIL"),
 ])
 def test_bad_exposition_is_a_clear_error(text, match):
     with pytest.raises(gpucost.InvalidInputError, match=match):

@@ -68,7 +68,10 @@ struct NvidiaSmiApps {
 
 struct NvidiaSmiOptions {
   std::string resource_id;        // the host's resource id in the bill
-  double interval_seconds = 60;   // the logging interval (-l / -lms)
+  // The logging interval (-l / -lms) as stated; each reading's duration
+  // comes from the log (DurationsFromSeries in io/usage.h) and a stated
+  // interval more than 2x away from the log's spacing is an error.
+  std::optional<double> interval_seconds;
   // pid -> job (consumer). A pid not in the table is named "pid:<pid>".
   std::vector<int64_t> pids;
   std::vector<std::string> pid_jobs;
@@ -79,6 +82,9 @@ struct NvidiaSmiDiagnostics {
   int64_t app_rows = 0;
   int64_t app_rows_without_gpu_reading = 0;  // no GPU reading in their interval
   int64_t unknown_pids = 0;
+  int64_t gpus = 0;         // GPU series (by index)
+  int64_t spacing_ns = 0;   // median gap between a GPU's readings
+  int64_t gaps_capped = 0;  // readings followed by a gap longer than the spacing
 };
 
 struct NvidiaSmiUsage {
@@ -87,7 +93,8 @@ struct NvidiaSmiUsage {
 };
 
 // One sample per GPU reading and job: the apps logged on that GPU in the
-// same interval (timestamps floored to `interval`) are its consumers; k jobs
+// same interval (timestamps floored to `interval`, else to the log's
+// spacing) are its consumers; k jobs
 // share it 1/k each and each gets the GPU's utilisation and its own
 // processes' memory. A reading with no app is a free GPU (consumer "").
 [[nodiscard]] absl::StatusOr<NvidiaSmiUsage> NvidiaSmiToUsage(const NvidiaSmiGpus& gpus, const NvidiaSmiApps* apps,
