@@ -117,7 +117,7 @@ py::dict DcgmResult(DcgmUsage&& u) {
   diag["free_readings_shadowed"] = d.free_readings_shadowed;
   diag["series"] = d.series;
   diag["spacing_seconds"] = static_cast<double>(d.spacing_ns) / 1e9;
-  diag["gaps_capped"] = d.gaps_capped;
+  diag["gaps"] = d.gaps;
   diag["exporter_series_freed"] = d.exporter_series_freed;
   diag["node_labels_exporter_pod"] = d.node_labels_exporter_pod;
   diag["samples_without_memory"] = d.samples_without_memory;
@@ -240,7 +240,7 @@ void RegisterTelemetry(py::module_& m) {
           diag["unknown_pids"] = u.diagnostics.unknown_pids;
           diag["series"] = u.diagnostics.gpus;
           diag["spacing_seconds"] = static_cast<double>(u.diagnostics.spacing_ns) / 1e9;
-          diag["gaps_capped"] = u.diagnostics.gaps_capped;
+          diag["gaps"] = u.diagnostics.gaps;
           out["diagnostics"] = diag;
           return out;
         });

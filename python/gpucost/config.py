@@ -9,7 +9,7 @@ telemetry = ["prometheus/*.json"]  # saved query_range answers, or:
 prometheus = "http://prometheus:9090"
 start = "2026-03-01"
 end = "2026-04-01"
-step = 60
+step = 60                        # live queries; saved answers default to their own spacing
 pods = "pods.json"               # kubectl get pods -A -o json
 nodes = "nodes.json"             # kubectl get nodes -o json
 # or gpucost's own tables (CSV or Parquet): costs, usage, inventory, workloads
@@ -309,7 +309,10 @@ def load_tables(config: Config, *, progress: bool = False) -> Tables:
     nodes = None
     if "nodes" in s:
         nodes = _need("kubernetes.read_nodes", "the telemetry issue")(config.path(s["nodes"]))
-    step = float(s.get("step", config.policy.get("interval", 60)))
+    # A stated step; saved answers default to their own spacing (read from
+    # the matrix timestamps), and a stated step is checked against it.
+    stated = s.get("step", config.policy.get("interval"))
+    step = float(stated) if stated is not None else 60.0
     if "prometheus" in s:
         for key in ("start", "end"):
             if key not in s:
@@ -319,7 +322,10 @@ def load_tables(config: Config, *, progress: bool = False) -> Tables:
                       **({"bearer_token": s["bearer_token"]} if "bearer_token" in s else {}))
     elif "telemetry" in s:
         read = _need("prometheus.read_query_range", "the telemetry issue")
-        usage = read([str(p) for p in config.paths(s["telemetry"])], step=step, nodes=nodes)
+        usage = read([str(p) for p in config.paths(s["telemetry"])], step=None if stated is None else step,
+                     nodes=nodes)
+        if stated is None and usage.attrs.get("telemetry", {}).get("spacing_seconds"):
+            step = float(usage.attrs["telemetry"]["spacing_seconds"])
     elif "usage" in s:
         usage = _read_table(config.path(s["usage"]), "usage")
     else:

@@ -224,7 +224,7 @@ def telemetry_report(frame: pd.DataFrame, source: str) -> pd.DataFrame:
         "series": int(d.get("series", 0)),
         "samples": len(frame),
         "spacing_seconds": float(d.get("spacing_seconds", 0.0)) or None,
-        "gaps_capped": int(d.get("gaps_capped", 0)),
+        "gaps": int(d.get("gaps", 0)),
         "skipped_fields": dict(d.get("skipped_fields", {})),
         "exporter_series_freed": int(d.get("exporter_series_freed", 0)),
         "node_labels_exporter_pod": int(d.get("node_labels_exporter_pod", 0)),

@@ -550,7 +550,7 @@ absl::StatusOr<DcgmUsage> DcgmToUsage(const PromSamples& s, const DcgmOptions& o
                           &u.duration));
   diag.series = spacing.series;
   diag.spacing_ns = spacing.spacing_ns;
-  diag.gaps_capped = spacing.gaps_capped;
+  diag.gaps = spacing.gaps;
   diag.duplicate_series = static_cast<int64_t>(duplicate_series.size());
   diag.skipped_fields = s.skipped;
   for (const PromSeries& series : s.series) {

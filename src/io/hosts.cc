@@ -346,13 +346,26 @@ absl::StatusOr<NvidiaSmiUsage> NvidiaSmiToUsage(const NvidiaSmiGpus& gpus, const
     for (size_t i = 0; i < order.size(); ++i) reading_duration[order[i]] = duration[i];
     out.diagnostics.gpus = spacing.series;
     out.diagnostics.spacing_ns = spacing.spacing_ns;
-    out.diagnostics.gaps_capped = spacing.gaps_capped;
+    out.diagnostics.gaps = spacing.gaps;
   }
   // Apps and readings are matched in windows of the stated interval, else
-  // of the log's own spacing.
-  const int64_t interval = options.interval_seconds ? std::llround(*options.interval_seconds * 1e9)
-                           : out.diagnostics.spacing_ns > 0 ? out.diagnostics.spacing_ns
-                                                            : 60'000'000'000;
+  // of the log's own spacing, widened to the apps log's spacing when that
+  // one logged less often (`--query-gpu -lms 500` beside `--query-compute-apps -l 1`).
+  int64_t interval = options.interval_seconds ? std::llround(*options.interval_seconds * 1e9)
+                     : out.diagnostics.spacing_ns > 0 ? out.diagnostics.spacing_ns
+                                                      : 60'000'000'000;
+  if (apps != nullptr && apps->size() > 1) {
+    std::vector<int64_t> instants(apps->timestamp.begin(), apps->timestamp.end());
+    std::sort(instants.begin(), instants.end());
+    instants.erase(std::unique(instants.begin(), instants.end()), instants.end());
+    std::vector<int64_t> gaps;
+    for (size_t i = 1; i < instants.size(); ++i) gaps.push_back(instants[i] - instants[i - 1]);
+    if (!gaps.empty()) {
+      auto mid = gaps.begin() + static_cast<std::ptrdiff_t>((gaps.size() - 1) / 2);
+      std::nth_element(gaps.begin(), mid, gaps.end());
+      interval = std::max(interval, *mid);
+    }
+  }
   auto bucket = [&](int64_t t) { return t >= 0 ? t / interval : -((-t + interval - 1) / interval); };
   absl::flat_hash_map<int64_t, std::string> job_of;
   for (size_t i = 0; i < options.pids.size(); ++i) job_of[options.pids[i]] = options.pid_jobs[i];

@@ -92,9 +92,13 @@ absl::StatusOr<SeriesSpacing> DurationsFromSeries(std::span<const int32_t> serie
                                        " unset to use the data's spacing"));
       }
     }
+    // A gap up to 1.25x the spacing is jitter and counts whole (nvidia-smi
+    // -l 60 prints 59-61 s apart); a longer one is missing samples: the
+    // sample before it stands for the spacing only.
     for (size_t i = begin; i < end; ++i) {
-      if (gap[i] > spacing) ++out.gaps_capped;
-      (*duration)[i] = gap[i] > 0 ? std::min(gap[i], spacing) : spacing;
+      const bool jitter = gap[i] > 0 && 4 * gap[i] <= 5 * spacing;
+      if (gap[i] > 0 && !jitter) ++out.gaps;
+      (*duration)[i] = jitter ? gap[i] : spacing;
     }
     begin = end;
   }

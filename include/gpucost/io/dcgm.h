@@ -149,7 +149,7 @@ struct DcgmDiagnostics {
   // Durations from the data (io/usage.h).
   int64_t series = 0;            // distinct (node, GPU [, MIG instance], pod, container)
   int64_t spacing_ns = 0;        // median gap between a series' samples (0: one instant)
-  int64_t gaps_capped = 0;       // samples followed by a gap longer than the spacing
+  int64_t gaps = 0;              // samples followed by a gap over 1.25x the spacing
   // Series whose workload labels were the exporter's own, read as free.
   int64_t exporter_series_freed = 0;
   // Node labels that named the exporter pod (dcgm-exporter in Kubernetes

@@ -84,7 +84,7 @@ struct NvidiaSmiDiagnostics {
   int64_t unknown_pids = 0;
   int64_t gpus = 0;         // GPU series (by index)
   int64_t spacing_ns = 0;   // median gap between a GPU's readings
-  int64_t gaps_capped = 0;  // readings followed by a gap longer than the spacing
+  int64_t gaps = 0;         // readings followed by a gap over 1.25x the spacing
 };
 
 struct NvidiaSmiUsage {

@@ -46,10 +46,10 @@ struct WorkloadTable {
 
 // Durations from the data (SEMANTICS 1.3 `duration`), for readers that see
 // each series in order. `series` and `timestamp` are sorted by (series,
-// timestamp). Each sample gets the gap to its series' next later sample,
-// capped at the series' spacing, so jitter never makes two samples overlap
-// and a gap counts as missing, not as held; the last sample of a series gets
-// the spacing. A series' spacing is the (lower) median of its gaps when it
+// timestamp). Each sample gets the gap to its series' next later sample
+// when that gap is within 1.25x the series' spacing (jitter: counted whole,
+// never overlapping the next sample), else the spacing (a gap is missing
+// samples, not time held); the last sample of a series gets the spacing. A series' spacing is the (lower) median of its gaps when it
 // has at least two, else the median over all series' gaps, else
 // `given_ns`, else `fallback_ns` (one scrape: no order to read).
 // A `given_ns` more than 2x away from a series' spacing is an error naming
@@ -57,7 +57,7 @@ struct WorkloadTable {
 struct SeriesSpacing {
   int64_t spacing_ns = 0;    // median gap over all series (0: no gaps seen)
   int64_t series = 0;        // distinct series
-  int64_t gaps_capped = 0;   // samples whose gap to the next one exceeded the spacing
+  int64_t gaps = 0;          // samples followed by a gap over 1.25x the spacing (missing samples)
 };
 [[nodiscard]] absl::StatusOr<SeriesSpacing> DurationsFromSeries(
     std::span<const int32_t> series, std::span<const int64_t> timestamp, std::optional<int64_t> given_ns,
