@@ -245,8 +245,13 @@ void RegisterTelemetry(py::module_& m) {
           return out;
         });
   m.def("sacct", [](const std::string& text, const std::string& source, const std::string& tz,
-                    std::optional<int64_t> now_ns, double util, std::optional<int32_t> gpus_per_node) {
+                    std::optional<int64_t> now_ns, double util, std::optional<int32_t> gpus_per_node,
+                    std::optional<int64_t> range_start_ns, std::optional<int64_t> range_end_ns,
+                    std::vector<std::pair<std::string, int32_t>> node_gpus) {
     SacctOptions options;
+    if (range_start_ns) options.range_start_ns = *range_start_ns;
+    if (range_end_ns) options.range_end_ns = *range_end_ns;
+    options.node_gpus = std::move(node_gpus);
     options.tz = tz;
     if (now_ns) options.now_ns = *now_ns;
     options.util = util;
@@ -265,6 +270,8 @@ void RegisterTelemetry(py::module_& m) {
     diag["jobs_without_gpus"] = r.jobs_without_gpus;
     diag["jobs_not_started"] = r.jobs_not_started;
     diag["gpus_assigned_in_order"] = r.gpus_assigned_in_order;
+    diag["free_samples"] = r.free_samples;
+    diag["nodes_without_gpu_count"] = r.nodes_without_gpu_count;
     out["diagnostics"] = diag;
     return out;
   });

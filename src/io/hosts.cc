@@ -645,6 +645,7 @@ absl::StatusOr<SacctResult> ParseSacct(std::string_view text, std::string_view s
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return jobs[a].start < jobs[b].start; });
   std::map<std::string, std::vector<int64_t>> busy_until;  // node -> per device
+  std::map<std::pair<std::string, int32_t>, std::vector<std::pair<int64_t, int64_t>>> held;  // for free time
   StringEncoder resources, consumers;
   UsageSamples& u = out.samples;
   for (size_t oi : order) {
@@ -677,6 +678,59 @@ absl::StatusOr<SacctResult> ParseSacct(std::string_view text, std::string_view s
         u.util.push_back(options.util);
         u.mem_used.push_back(0.0);
         u.duration.push_back(job.end - job.start);
+        if (!options.node_gpus.empty()) held[{node, d}].emplace_back(job.start, job.end);
+      }
+    }
+  }
+  if (!options.node_gpus.empty()) {
+    if (!(options.range_end_ns > options.range_start_ns)) {
+      return ParameterError("end", "the accounting range must end after it starts");
+    }
+    std::map<std::string, int32_t> count_of;
+    for (const auto& [node, count] : options.node_gpus) {
+      if (count < 0) return ParameterError("node_gpus", absl::StrCat("node ", node, ": negative GPU count"));
+      count_of[node] = count;
+    }
+    for (const auto& [node, busy] : busy_until) {
+      auto c = count_of.find(node);
+      if (c == count_of.end()) {
+        ++out.nodes_without_gpu_count;
+        continue;
+      }
+      if (static_cast<int64_t>(busy.size()) > c->second) {
+        for (const SacctJob& job : jobs) {
+          if (std::find(job.nodes.begin(), job.nodes.end(), node) == job.nodes.end()) continue;
+          return LineError(source, job.line, "AllocTRES",
+                           absl::StrCat("node ", node, " has ", c->second, " GPUs (node_gpus) but its jobs used ",
+                                        busy.size()));
+        }
+      }
+    }
+    // Free stretches: the range minus the union of each GPU's jobs.
+    for (const auto& [node, count] : count_of) {
+      for (int32_t d = 0; d < count; ++d) {
+        std::vector<std::pair<int64_t, int64_t>>& spans = held[{node, d}];
+        std::sort(spans.begin(), spans.end());
+        int64_t cursor = options.range_start_ns;
+        auto emit_free = [&](int64_t from, int64_t to) {
+          if (to <= from) return;
+          u.timestamp.push_back(from);
+          resources.Add(node);
+          u.device.push_back(d);
+          consumers.Add("");
+          u.share.push_back(1.0);
+          u.util.push_back(0.0);
+          u.mem_used.push_back(0.0);
+          u.duration.push_back(to - from);
+          ++out.free_samples;
+        };
+        for (const auto& [start, end] : spans) {
+          if (end <= cursor) continue;
+          if (start >= options.range_end_ns) break;
+          emit_free(cursor, std::min(start, options.range_end_ns));
+          cursor = std::max(cursor, end);
+        }
+        emit_free(cursor, options.range_end_ns);
       }
     }
   }

@@ -238,3 +238,29 @@ def test_one_exporter_scraped_by_two_jobs_is_reported(tmp_path):
     u = gpucost.prometheus.read_query_range([tmp_path / "u.json", REAL / "query_range_step300_fb_used.json"])
     assert u.attrs["telemetry"]["duplicate_labels"] == ["job"]
     assert "scraped by two jobs" in u.attrs["telemetry"]["duplicate_cause"]
+
+
+# Free devices are observed, not missing (item 2).
+
+def test_slurm_accounting_range_makes_free_gpus_idle_not_unobserved():
+    sacct = Path(__file__).resolve().parents[1] / "data" / "telemetry" / "sacct.txt"
+    nodes = pd.DataFrame({"node": ["gpu01", "gpu02", "gpu03"], "resource_id": ["i-01", "i-02", "i-03"],
+                          "gpus": [4, 4, 4]})
+    s = gpucost.read_slurm_sacct(sacct, "UTC", nodes=nodes, start="2026-03-01T10:00:00Z", end="2026-03-01T11:00:00Z")
+    u = s.usage
+    assert s.diagnostics["free_samples"] == 5
+    # Every GPU-second of the range is in a sample, held or free: 12 GPUs x 1 h.
+    assert (u["duration"] * u["share"]).sum() == pytest.approx(12 * 3600)
+    free = u[u["consumer"] == ""]
+    assert set(free["resource_id"]) == {"i-03"}  # the nodes mapping renamed them too
+    assert free.loc[free["device"] == 3, "duration"].sum() == 3600
+    costs = pd.DataFrame({"resource_id": ["i-03"], "start": [pd.Timestamp("2026-03-01T10:00:00Z")],
+                          "end": [pd.Timestamp("2026-03-01T11:00:00Z")], "cost": [12.0]})
+    inventory = pd.DataFrame({"resource_id": ["i-03"] * 4, "device": [0, 1, 2, 3], "mem_capacity": [80e9] * 4})
+    result = gpucost.allocate(costs, u, inventory).set_index("consumer")
+    assert result["cost"].sum() == pytest.approx(12.0)
+    # 1002 held 15 min of one GPU, 1003 two GPUs for 20 min: 55 of 240 GPU-minutes held.
+    assert result.loc["1002", "cost"] == pytest.approx(12 * 15 / 240)
+    assert result.loc["1003", "cost"] == pytest.approx(12 * 40 / 240)
+    with pytest.raises(gpucost.InvalidInputError, match="each node's GPU count"):
+        gpucost.read_slurm_sacct(sacct, "UTC", start="2026-03-01T10:00:00Z", end="2026-03-01T11:00:00Z")

@@ -108,6 +108,14 @@ struct SacctOptions {
   int64_t now_ns = INT64_MIN;  // required when a job is still running
   double util = 1.0;           // sacct has no utilisation: the allocated basis
   std::optional<int32_t> gpus_per_node;  // bounds the in-order assignment
+  // The accounting range and each node's GPU count: with both, every GPU
+  // of these nodes that no job held over part of [range_start_ns,
+  // range_end_ns) gets empty-consumer samples for that time (one per free
+  // stretch), so free time is idle, not unobserved. A job on a GPU index
+  // beyond its node's count is an error.
+  int64_t range_start_ns = 0;
+  int64_t range_end_ns = 0;
+  std::vector<std::pair<std::string, int32_t>> node_gpus;
 };
 
 struct SacctResult {
@@ -117,6 +125,8 @@ struct SacctResult {
   int64_t jobs_without_gpus = 0;
   int64_t jobs_not_started = 0;
   int64_t gpus_assigned_in_order = 0;  // samples whose device index was assigned, not read
+  int64_t free_samples = 0;            // empty-consumer samples of GPUs no job held (node_gpus)
+  int64_t nodes_without_gpu_count = 0;  // nodes jobs ran on that node_gpus does not list
 };
 
 // Expands a Slurm host list: "gpu[01-03,07],login1" -> gpu01 gpu02 gpu03 gpu07 login1.
