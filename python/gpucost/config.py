@@ -10,6 +10,7 @@ prometheus = "http://prometheus:9090"
 start = "2026-03-01"
 end = "2026-04-01"
 step = 60                        # live queries; saved answers default to their own spacing
+exporter_names = ["nvidia-dcgm-exporter", "dcgm-exporter"]  # the exporter's own pods are free GPUs
 pods = "pods.json"               # kubectl get pods -A -o json
 nodes = "nodes.json"             # kubectl get nodes -o json
 # or gpucost's own tables (CSV or Parquet): costs, usage, inventory, workloads
@@ -57,7 +58,7 @@ SECTIONS: dict[str, dict[str, type | tuple]] = {
     "sources": {"demo": bool, "bill": str, "bill_format": str, "costs": str, "usage": str, "inventory": str,
                 "workloads": str, "telemetry": (str, list), "prometheus": str, "start": str, "end": str,
                 "step": (int, float), "pods": str, "nodes": str, "interruptions": str, "rates": str,
-                "bearer_token": str},
+                "bearer_token": str, "exporter_names": (str, list)},
     "labels": {},  # any key: str
     "policy": {"basis": str, "idle": str, "interval": (int, float), "alpha": (int, float), "by": (str, list)},
     "budgets": {"file": str, "today": str},
@@ -312,18 +313,21 @@ def load_tables(config: Config, *, progress: bool = False) -> Tables:
     # A stated step; saved answers default to their own spacing (read from
     # the matrix timestamps), and a stated step is checked against it.
     stated = s.get("step", config.policy.get("interval"))
+    # The exporter's own pod/container names (docs/telemetry.md): its labels on a free GPU are not a workload.
+    names = s.get("exporter_names")
+    exporter = {"exporter_names": [names] if isinstance(names, str) else list(names)} if names is not None else {}
     step = float(stated) if stated is not None else 60.0
     if "prometheus" in s:
         for key in ("start", "end"):
             if key not in s:
                 raise InvalidInputError(f"--prometheus needs --{key}")
         fetch = _need("prometheus.fetch_usage", "the telemetry issue")
-        usage = fetch(s["prometheus"], s["start"], s["end"], step=step, nodes=nodes,
+        usage = fetch(s["prometheus"], s["start"], s["end"], step=step, nodes=nodes, **exporter,
                       **({"bearer_token": s["bearer_token"]} if "bearer_token" in s else {}))
     elif "telemetry" in s:
         read = _need("prometheus.read_query_range", "the telemetry issue")
         usage = read([str(p) for p in config.paths(s["telemetry"])], step=None if stated is None else step,
-                     nodes=nodes)
+                     nodes=nodes, **exporter)
         if stated is None and usage.attrs.get("telemetry", {}).get("spacing_seconds"):
             step = float(usage.attrs["telemetry"]["spacing_seconds"])
     elif "usage" in s:
