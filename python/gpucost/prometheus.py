@@ -219,6 +219,8 @@ def telemetry_report(frame: pd.DataFrame, source: str) -> pd.DataFrame:
         cause = f"one exporter scraped by two jobs (labels {', '.join(jobs)})"
     elif duplicate_labels:
         cause = f"one GPU series seen twice (labels {', '.join(duplicate_labels)} differ)"
+    elif d.get("duplicate_series", 0):
+        cause = "the same series read twice (two files or answers holding it at the same instants)"
     frame.attrs["telemetry"] = {
         "source": source,
         "series": int(d.get("series", 0)),
