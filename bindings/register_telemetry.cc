@@ -76,6 +76,7 @@ struct DcgmArgs {
     else if (units == "ratio_bytes") options.require_units = DcgmUnits::kRatioBytes;
     else if (units != "auto") ThrowIfError(ParameterError("units", "expected \"auto\", \"legacy\" or \"ratio_bytes\""));
     if (o.contains("interval") && !o["interval"].is_none()) options.interval_seconds = o["interval"].cast<double>();
+    if (o.contains("interval_name")) options.interval_name = o["interval_name"].cast<std::string>();
     if (o.contains("exporter_names") && !o["exporter_names"].is_none()) {
       options.exporter_names = o["exporter_names"].cast<std::vector<std::string>>();
     }

@@ -189,8 +189,10 @@ def _mig_shares(mig_shares: Any) -> list | None:
 
 
 def _options(*, nodes, node_labels, keep_unknown_nodes, units, mig_shares, mig_basis, interval, start_ns=None,
-             end_ns=None, exporter_names=DEFAULT_EXPORTER_NAMES, instant_tolerance=30.0) -> dict:
+             end_ns=None, exporter_names=DEFAULT_EXPORTER_NAMES, instant_tolerance=30.0,
+             interval_name="interval") -> dict:
     return {
+        "interval_name": interval_name,
         "exporter_names": [str(n) for n in exporter_names],
         "instant_tolerance": float(instant_tolerance),
         "nodes": _nodes_option(nodes),
@@ -290,7 +292,7 @@ def fetch_usage(url: str, start: Any, end: Any, step: Any = 60, *, nodes: Any = 
                                         retries=retries, backoff=backoff)
     options = _options(nodes=nodes, node_labels=node_labels, keep_unknown_nodes=keep_unknown_nodes, units=units,
                        mig_shares=mig_shares, mig_basis=mig_basis, interval=step_s, start_ns=start_ns,
-                       end_ns=end_ns, exporter_names=exporter_names)
+                       end_ns=end_ns, exporter_names=exporter_names, interval_name="step")
     inputs = []
     for metric in dcgm_metric_names():
         query = fresh_query(metric, matchers, max_age)
@@ -330,7 +332,7 @@ def read_query_range(paths: Any, step: Any = None, *, metric: str | None = None,
     inputs = [(_read(p), str(p), metric or "") for p in _paths(paths)]
     options = _options(nodes=nodes, node_labels=node_labels, keep_unknown_nodes=keep_unknown_nodes, units=units,
                        mig_shares=mig_shares, mig_basis=mig_basis, interval=step_s, exporter_names=exporter_names,
-                       instant_tolerance=_tolerance(instant_tolerance))
+                       instant_tolerance=_tolerance(instant_tolerance), interval_name="step")
     return telemetry_report(usage_frame(_core.dcgm_usage(inputs, True, None, options)), "prometheus answers")
 
 

@@ -542,7 +542,7 @@ absl::StatusOr<DcgmUsage> DcgmToUsage(const PromSamples& s, const DcgmOptions& o
   if (options.interval_seconds) given_ns = std::llround(*options.interval_seconds * 1e9);
   GPUCOST_ASSIGN_OR_RETURN(
       SeriesSpacing spacing,
-      DurationsFromSeries(emitted_identity, u.timestamp, given_ns, 60'000'000'000, "interval",
+      DurationsFromSeries(emitted_identity, u.timestamp, given_ns, 60'000'000'000, options.interval_name,
                           [&](int32_t identity) {
                             const PromSeries& series = s.series[identities[identity].first_series];
                             return absl::StrCat(s.sources[series.source], ": series ", series.ToString());

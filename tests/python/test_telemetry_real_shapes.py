@@ -88,7 +88,7 @@ def test_range_answer_step_300_read_with_its_own_step():
     gpucost.prometheus.read_query_range(files, step=300)
     with pytest.raises(gpucost.InvalidInputError,
                        match=r"query_range_step300_\w+\.json: series DCGM_FI_DEV_\w+\{.*\}: the data's spacing is "
-                             r"300 s but interval=60 s was given"):
+                             r"300 s but step=60 s was given"):
         gpucost.prometheus.read_query_range(files, step=60)
 
 
@@ -111,6 +111,23 @@ def test_cli_step_defaults_to_the_answers_spacing(tmp_path):
     # GPU 0 all 30 min, GPU 1 held 15 of 30 min: 3/4 of the line held.
     assert held["ml/train-7f9c4-0"] == pytest.approx(5.0)
     assert held["serving/infer-5d8b6-x2k4p"] == pytest.approx(2.5)
+
+
+def test_cli_refuses_a_step_far_from_the_answers_spacing(tmp_path, capsys):
+    from gpucost import cli
+    pd.DataFrame({"resource_id": ["ip-10-0-3-21"], "start": ["2026-03-02T10:00:00Z"],
+                  "end": ["2026-03-02T10:30:00Z"], "cost": [10.0]}).to_csv(tmp_path / "costs.csv", index=False)
+    pd.DataFrame({"resource_id": ["ip-10-0-3-21"] * 2, "device": [0, 1], "mem_capacity": [80e9] * 2}).to_csv(
+        tmp_path / "inventory.csv", index=False)
+    files = [str(REAL / "query_range_step300_gpu_util.json"), str(REAL / "query_range_step300_fb_used.json")]
+    base = ["allocate", "--costs", str(tmp_path / "costs.csv"), "--inventory", str(tmp_path / "inventory.csv"),
+            "--telemetry", *files]
+    assert cli.main(base) == 0
+    out, _ = capsys.readouterr()
+    assert "ml/train-7f9c4-0,5.0," in out
+    assert cli.main([*base, "--step", "60"]) == 2
+    _, err = capsys.readouterr()
+    assert err.startswith("gpucost allocate: error: ") and "the data's spacing is 300 s but step=60 s" in err
 
 
 # The exporter is never a workload (item 6); instant answers (item 6).

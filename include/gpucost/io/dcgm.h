@@ -118,6 +118,7 @@ struct DcgmOptions {
   // is an error) and stands for the spacing only where the data has no
   // order (one scrape); unset, that case gets 60 s.
   std::optional<double> interval_seconds;
+  std::string interval_name = "interval";  // the caller's name for it, in errors ("step" for queries)
   // The exporter's own names: a series whose workload labels are the
   // scrape target's own (container one of these, or pod `<name>-<suffix>`
   // for one of these or the series' job/service label) is a free GPU, not
