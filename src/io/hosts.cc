@@ -348,31 +348,18 @@ absl::StatusOr<NvidiaSmiUsage> NvidiaSmiToUsage(const NvidiaSmiGpus& gpus, const
     out.diagnostics.spacing_ns = spacing.spacing_ns;
     out.diagnostics.gaps = spacing.gaps;
   }
-  // Apps and readings are matched in windows of the stated interval, else
-  // of the log's own spacing, widened to the apps log's spacing when that
-  // one logged less often (`--query-gpu -lms 500` beside `--query-compute-apps -l 1`).
+  // Apps and readings are matched within half the stated interval, else
+  // of the log's own spacing widened to the apps log's spacing when that one
+  // logged less often (`--query-gpu -lms 500` beside `--query-compute-apps -l 1`).
   int64_t interval = options.interval_seconds ? std::llround(*options.interval_seconds * 1e9)
                      : out.diagnostics.spacing_ns > 0 ? out.diagnostics.spacing_ns
                                                       : 60'000'000'000;
-  if (apps != nullptr && apps->size() > 1) {
-    std::vector<int64_t> instants(apps->timestamp.begin(), apps->timestamp.end());
-    std::sort(instants.begin(), instants.end());
-    instants.erase(std::unique(instants.begin(), instants.end()), instants.end());
-    std::vector<int64_t> gaps;
-    for (size_t i = 1; i < instants.size(); ++i) gaps.push_back(instants[i] - instants[i - 1]);
-    if (!gaps.empty()) {
-      auto mid = gaps.begin() + static_cast<std::ptrdiff_t>((gaps.size() - 1) / 2);
-      std::nth_element(gaps.begin(), mid, gaps.end());
-      interval = std::max(interval, *mid);
-    }
-  }
-  auto bucket = [&](int64_t t) { return t >= 0 ? t / interval : -((-t + interval - 1) / interval); };
   absl::flat_hash_map<int64_t, std::string> job_of;
   for (size_t i = 0; i < options.pids.size(); ++i) job_of[options.pids[i]] = options.pid_jobs[i];
 
   out.diagnostics.gpu_readings = static_cast<int64_t>(gpus.size());
-  // (uuid, bucket) -> job -> memory; uuids are matched by value.
-  std::map<std::pair<std::string, int64_t>, std::map<std::string, double>> jobs_at;
+  // uuid -> apps log instant -> job -> memory; uuids are matched by value.
+  std::map<std::string, std::map<int64_t, std::map<std::string, double>>> jobs_at;
   if (apps != nullptr) {
     out.diagnostics.app_rows = static_cast<int64_t>(apps->size());
     for (size_t i = 0; i < apps->size(); ++i) {
@@ -385,7 +372,32 @@ absl::StatusOr<NvidiaSmiUsage> NvidiaSmiToUsage(const NvidiaSmiGpus& gpus, const
         ++out.diagnostics.unknown_pids;
       }
       std::string uuid(apps->gpu_uuid.value_views[apps->gpu_uuid.codes[i]]);
-      jobs_at[{std::move(uuid), bucket(apps->timestamp[i])}][job] += apps->used_memory[i];
+      jobs_at[std::move(uuid)][apps->timestamp[i]][job] += apps->used_memory[i];
+    }
+  }
+  // One apps log cycle prints its rows a few ms apart: instants of a GPU
+  // closer than half the GPU log's interval are one cycle, keyed by its
+  // first instant. The cycles' spacing widens the matching window.
+  {
+    std::vector<int64_t> gaps;
+    for (auto& [uuid, by_time] : jobs_at) {
+      std::map<int64_t, std::map<std::string, double>> cycles;
+      auto current = cycles.end();
+      int64_t last = INT64_MIN;
+      for (auto& [t, jobs] : by_time) {
+        if (current == cycles.end() || t - last > interval / 2) {
+          if (current != cycles.end()) gaps.push_back(t - current->first);
+          current = cycles.emplace(t, std::map<std::string, double>()).first;
+        }
+        for (const auto& [job, mem] : jobs) current->second[job] += mem;
+        last = t;
+      }
+      by_time = std::move(cycles);
+    }
+    if (!options.interval_seconds && !gaps.empty()) {
+      auto mid = gaps.begin() + static_cast<std::ptrdiff_t>((gaps.size() - 1) / 2);
+      std::nth_element(gaps.begin(), mid, gaps.end());
+      interval = std::max(interval, *mid);
     }
   }
   std::set<std::pair<std::string, int64_t>> matched;
@@ -393,8 +405,29 @@ absl::StatusOr<NvidiaSmiUsage> NvidiaSmiToUsage(const NvidiaSmiGpus& gpus, const
   UsageSamples& u = out.samples;
   for (size_t i = 0; i < gpus.size(); ++i) {
     std::string uuid(gpus.uuid.value_views[gpus.uuid.codes[i]]);
-    const std::pair<std::string, int64_t> key{uuid, bucket(gpus.timestamp[i])};
-    auto it = jobs_at.find(key);
+    // The apps log's nearest instant within half an interval: the two logs
+    // are separate nvidia-smi loops, each drifting by its own jitter.
+    const std::map<std::string, double>* jobs = nullptr;
+    if (auto by_uuid = jobs_at.find(uuid); by_uuid != jobs_at.end() && !uuid.empty()) {
+      const auto& by_time = by_uuid->second;
+      const int64_t t = gpus.timestamp[i];
+      auto best = by_time.end();
+      int64_t best_dt = INT64_MAX;
+      auto consider = [&](auto it) {
+        const int64_t dt = it->first > t ? it->first - t : t - it->first;
+        if (dt < best_dt) {
+          best_dt = dt;
+          best = it;
+        }
+      };
+      auto hi = by_time.lower_bound(t);
+      if (hi != by_time.end()) consider(hi);
+      if (hi != by_time.begin()) consider(std::prev(hi));
+      if (best != by_time.end() && best_dt <= interval / 2) {
+        jobs = &best->second;
+        matched.insert({uuid, best->first});
+      }
+    }
     auto emit = [&](std::string_view consumer, double share, double mem) {
       u.timestamp.push_back(gpus.timestamp[i]);
       u.resource_id.codes.push_back(0);
@@ -405,16 +438,17 @@ absl::StatusOr<NvidiaSmiUsage> NvidiaSmiToUsage(const NvidiaSmiGpus& gpus, const
       u.mem_used.push_back(mem);
       u.duration.push_back(reading_duration[i]);
     };
-    if (it == jobs_at.end() || (apps != nullptr && uuid.empty())) {
+    if (jobs == nullptr) {
       emit("", 1.0, gpus.mem_used[i]);
       continue;
     }
-    matched.insert(key);
-    const double k = static_cast<double>(it->second.size());
-    for (const auto& [job, mem] : it->second) emit(job, 1.0 / k, mem);
+    const double k = static_cast<double>(jobs->size());
+    for (const auto& [job, mem] : *jobs) emit(job, 1.0 / k, mem);
   }
-  for (const auto& [key, jobs] : jobs_at) {
-    if (!matched.contains(key)) out.diagnostics.app_rows_without_gpu_reading += static_cast<int64_t>(jobs.size());
+  for (const auto& [uuid, by_time] : jobs_at) {
+    for (const auto& [t, jobs] : by_time) {
+      if (!matched.contains({uuid, t})) out.diagnostics.app_rows_without_gpu_reading += static_cast<int64_t>(jobs.size());
+    }
   }
   u.resource_id.values = {options.resource_id};
   u.resource_id.value_views.assign(u.resource_id.values.begin(), u.resource_id.values.end());

@@ -41,6 +41,17 @@ def test_nvidia_smi_l60_jitter_never_overlaps_and_sums_right():
         assert g["duration"].max() <= 1.25 * report["spacing_seconds"]
 
 
+def test_nvidia_smi_apps_log_with_its_own_jitter_matches_every_reading():
+    # The apps loop drifts across a minute boundary the GPU loop does not (10:09:59.700 vs 10:10:00.300).
+    u = gpucost.read_nvidia_smi(REAL / "nvidia_smi_l60_jitter.csv", "i-0h100", "UTC",
+                                apps=REAL / "nvidia_smi_l60_jitter_apps.csv", pid_jobs=pd.DataFrame(
+                                    {"pid": [7001], "job": ["train-42"]}))
+    assert u.attrs["diagnostics"]["app_rows_without_gpu_reading"] == 0
+    assert set(u.loc[u["device"] == 0, "consumer"]) == {"train-42"}
+    assert set(u.loc[u["device"] == 1, "consumer"]) == {""}
+    assert len(u) == 22
+
+
 def test_nvidia_smi_gap_counts_as_missing_not_held(tmp_path):
     lines = (REAL / "nvidia_smi_l60_jitter.csv").read_text().splitlines()
     del lines[9:13]  # two readings of each GPU (10:04, 10:05) never logged

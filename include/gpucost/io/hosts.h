@@ -92,9 +92,9 @@ struct NvidiaSmiUsage {
   NvidiaSmiDiagnostics diagnostics;
 };
 
-// One sample per GPU reading and job: the apps logged on that GPU in the
-// same interval (timestamps floored to `interval`, else to the log's
-// spacing) are its consumers; k jobs
+// One sample per GPU reading and job: the apps logged on that GPU at the
+// apps log's instant nearest the reading, within half an interval (the
+// stated one, else the longer of the two logs' spacings), are its consumers; k jobs
 // share it 1/k each and each gets the GPU's utilisation and its own
 // processes' memory. A reading with no app is a free GPU (consumer "").
 [[nodiscard]] absl::StatusOr<NvidiaSmiUsage> NvidiaSmiToUsage(const NvidiaSmiGpus& gpus, const NvidiaSmiApps* apps,
