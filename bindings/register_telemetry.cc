@@ -76,7 +76,14 @@ struct DcgmArgs {
     if (units == "legacy") options.require_units = DcgmUnits::kLegacy;
     else if (units == "ratio_bytes") options.require_units = DcgmUnits::kRatioBytes;
     else if (units != "auto") ThrowIfError(ParameterError("units", "expected \"auto\", \"legacy\" or \"ratio_bytes\""));
-    if (o.contains("interval")) options.interval_seconds = o["interval"].cast<double>();
+    if (o.contains("interval") && !o["interval"].is_none()) options.interval_seconds = o["interval"].cast<double>();
+    if (o.contains("interval_name")) options.interval_name = o["interval_name"].cast<std::string>();
+    if (o.contains("exporter_names") && !o["exporter_names"].is_none()) {
+      options.exporter_names = o["exporter_names"].cast<std::vector<std::string>>();
+    }
+    if (o.contains("instant_tolerance") && !o["instant_tolerance"].is_none()) {
+      options.instant_tolerance_seconds = o["instant_tolerance"].cast<double>();
+    }
     if (o.contains("start_ns") && !o["start_ns"].is_none()) options.start_ns = o["start_ns"].cast<int64_t>();
     if (o.contains("end_ns") && !o["end_ns"].is_none()) options.end_ns = o["end_ns"].cast<int64_t>();
     if (o.contains("mig_shares") && !o["mig_shares"].is_none()) {
@@ -110,6 +117,19 @@ py::dict DcgmResult(DcgmUsage&& u) {
   diag["samples_mig"] = d.samples_mig;
   diag["samples_time_sliced"] = d.samples_time_sliced;
   diag["free_readings_shadowed"] = d.free_readings_shadowed;
+  diag["series"] = d.series;
+  diag["spacing_seconds"] = static_cast<double>(d.spacing_ns) / 1e9;
+  diag["gaps"] = d.gaps;
+  diag["exporter_series_freed"] = d.exporter_series_freed;
+  diag["node_labels_exporter_pod"] = d.node_labels_exporter_pod;
+  diag["samples_without_memory"] = d.samples_without_memory;
+  diag["instants_joined"] = d.instants_joined;
+  diag["duplicate_labels"] = d.duplicate_labels;
+  diag["duplicate_series"] = d.duplicate_series;
+  diag["duplicate_points"] = d.duplicate_points;
+  py::dict skipped;
+  for (const auto& [name, count] : d.skipped_fields) skipped[py::str(name)] = count;
+  diag["skipped_fields"] = skipped;
   out["diagnostics"] = diag;
   return out;
 }
@@ -197,7 +217,8 @@ void RegisterTelemetry(py::module_& m) {
   });
   m.def("nvidia_smi",
         [](const std::string& gpu_text, const std::string& gpu_source, const std::optional<std::string>& apps_text,
-           const std::string& apps_source, const std::string& tz, const std::string& resource_id, double interval,
+           const std::string& apps_source, const std::string& tz, const std::string& resource_id,
+           std::optional<double> interval,
            std::vector<int64_t> pids, std::vector<std::string> jobs) {
           NvidiaSmiOptions options{resource_id, interval, std::move(pids), std::move(jobs)};
           absl::StatusOr<NvidiaSmiUsage> result;
@@ -219,12 +240,20 @@ void RegisterTelemetry(py::module_& m) {
           diag["app_rows"] = u.diagnostics.app_rows;
           diag["app_rows_without_gpu_reading"] = u.diagnostics.app_rows_without_gpu_reading;
           diag["unknown_pids"] = u.diagnostics.unknown_pids;
+          diag["series"] = u.diagnostics.gpus;
+          diag["spacing_seconds"] = static_cast<double>(u.diagnostics.spacing_ns) / 1e9;
+          diag["gaps"] = u.diagnostics.gaps;
           out["diagnostics"] = diag;
           return out;
         });
   m.def("sacct", [](const std::string& text, const std::string& source, const std::string& tz,
-                    std::optional<int64_t> now_ns, double util, std::optional<int32_t> gpus_per_node) {
+                    std::optional<int64_t> now_ns, double util, std::optional<int32_t> gpus_per_node,
+                    std::optional<int64_t> range_start_ns, std::optional<int64_t> range_end_ns,
+                    std::vector<std::pair<std::string, int32_t>> node_gpus) {
     SacctOptions options;
+    if (range_start_ns) options.range_start_ns = *range_start_ns;
+    if (range_end_ns) options.range_end_ns = *range_end_ns;
+    options.node_gpus = std::move(node_gpus);
     options.tz = tz;
     if (now_ns) options.now_ns = *now_ns;
     options.util = util;
@@ -243,6 +272,8 @@ void RegisterTelemetry(py::module_& m) {
     diag["jobs_without_gpus"] = r.jobs_without_gpus;
     diag["jobs_not_started"] = r.jobs_not_started;
     diag["gpus_assigned_in_order"] = r.gpus_assigned_in_order;
+    diag["free_samples"] = r.free_samples;
+    diag["nodes_without_gpu_count"] = r.nodes_without_gpu_count;
     out["diagnostics"] = diag;
     return out;
   });

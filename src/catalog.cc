@@ -193,6 +193,9 @@ std::string CanonicalGpuModel(std::string_view name) {
       {"A100", {40, 80}}, {"H100", {80, 94}}, {"H200", {141}}, {"A30", {24}},  {"A10G", {24}},
       {"A10", {24}},      {"L4", {24}},       {"L40S", {48}},  {"L40", {48}},  {"T4", {16}},
       {"V100", {16, 32}}, {"P100", {16}},     {"P4", {8}},     {"A40", {48}},  {"K80", {12}},
+      // Export variants carry their parent's MIG profiles; GH200's GPU has
+      // 96 GB (HBM3) or 144 GB (HBM3e), its name the superchip's total.
+      {"A800", {40, 80}}, {"H800", {80}},     {"H20", {96}},   {"GH200", {96, 144}},
   };
   std::string upper = absl::AsciiStrToUpper(ToAbsl(io::TrimSpaces(name)));
   for (char& c : upper) {
@@ -200,10 +203,13 @@ std::string CanonicalGpuModel(std::string_view name) {
   }
   const KnownChip* chip = nullptr;
   int memory = 0;
+  bool nvl = false, hbm3e_144 = false;
   for (absl::string_view token : absl::StrSplit(upper, ' ', absl::SkipEmpty())) {
     bool dropped = false;
     for (std::string_view d : kDroppedTokens) dropped |= (token == ToAbsl(d));
     if (dropped) continue;
+    nvl |= token == "NVL";
+    hbm3e_144 |= token == "144G";  // "NVIDIA GH200 144G HBM3e"
     if (token.size() > 2 && token.substr(token.size() - 2) == "GB") {
       double gb = 0;
       if (io::ParseDouble(std::string_view(token.data(), token.size() - 2), &gb) && gb >= 0 && gb < 1e6) {
@@ -216,6 +222,12 @@ std::string CanonicalGpuModel(std::string_view name) {
     }
   }
   if (chip == nullptr) return std::string(io::TrimSpaces(name));
+  const std::string_view chip_name = chip->name;
+  if (chip_name == "GH200") {
+    memory = memory == 144 || hbm3e_144 ? 144 : 96;  // "GH200 480GB" names the superchip's memory
+  } else if (nvl && memory == 0 && (chip_name == "H100" || chip_name == "H800")) {
+    memory = 94;  // H100 NVL, H800 NVL
+  }
   if (memory == 0) {
     if (chip->memory_gb.size() != 1) return std::string(chip->name);  // ambiguous
     memory = *chip->memory_gb.begin();

@@ -160,6 +160,18 @@ def combine_diagnostics(diagnostics: Iterable[dict]) -> dict:
             else:
                 out[key] = out.get(key, 0) + int(value)
     return out
+def _memory_for_blended(usage: Any, basis: str) -> None:
+    """Telemetry readers give samples whose source had no memory field
+    mem_used 0 and count them (``attrs["telemetry"]["samples_without_memory"]``):
+    right for the allocated and used bases, a wrong number for blended."""
+    if basis != "blended":
+        return
+    missing = (getattr(usage, "attrs", None) or {}).get("telemetry", {}).get("samples_without_memory", 0)
+    if missing:
+        raise InvalidInputError(
+            f"usage: {missing} samples have no memory field (their telemetry had no DCGM_FI_DEV_FB_USED; "
+            "attrs['telemetry']['samples_without_memory']): basis 'blended' needs memory; use 'allocated' or "
+            "'used', or export the memory field")
 
 
 def allocate(
@@ -216,6 +228,7 @@ def allocate(
     Example:
         >>> result = gpucost.allocate(costs, usage, inventory, workloads, by=["team"])
     """
+    _memory_for_blended(usage, basis)
     raw = _core.allocate(
         cost_columns(costs), usage_columns(usage), inventory_columns(inventory), workload_columns(workloads),
         **_policy(basis, alpha, idle, interval, by, freq),
@@ -247,12 +260,14 @@ class Allocator:
         self._core = _core.Allocator(cost_columns(costs), inventory_columns(inventory),
                                      workload_columns(workloads), **_policy(basis, alpha, idle, interval, by, freq))
         self._rows = 0  # samples added so far
+        self._basis = basis
         self._failed = False
 
     def add(self, usage: Any) -> None:
         """Adds one chunk of usage samples. Rows in errors count from the first
         row of the first chunk; after an error the allocator refuses to finish."""
         try:
+            _memory_for_blended(usage, self._basis)
             columns = usage_columns(usage)
         except InvalidInputError as exc:
             self._failed = True

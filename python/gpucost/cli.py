@@ -208,7 +208,8 @@ def _add_sources(p: argparse.ArgumentParser) -> None:
     g.add_argument("--prometheus", metavar="URL", help="a Prometheus server to query for DCGM metrics")
     g.add_argument("--start", help="first instant to query (with --prometheus), e.g. 2026-03-01")
     g.add_argument("--end", help="end of the query range, exclusive")
-    g.add_argument("--step", type=float, help="seconds between telemetry points (default 60)")
+    g.add_argument("--step", type=float, help="seconds between telemetry points (live queries: default 60; saved answers: default their own "
+                        "spacing, and a --step more than 2x away from it is an error)")
     g.add_argument("--usage", metavar="PATH", help="gpucost usage samples table (CSV or Parquet)")
     g.add_argument("--pods", metavar="PATH", nargs="+",
                    help="kubectl get pods -A -o json snapshots (workload labels; several are merged)")

@@ -12,7 +12,8 @@ telemetry = ["prometheus/*.json"]  # saved query_range / query answers, and/or:
 prometheus = "http://prometheus:9090"
 start = "2026-03-01"
 end = "2026-04-01"
-step = 60
+step = 60                        # live queries; saved answers default to their own spacing
+exporter_names = ["nvidia-dcgm-exporter", "dcgm-exporter"]  # the exporter's own pods are free GPUs
 dcgm_text = ["scrapes/"]         # dcgm-exporter scrapes (.prom files or directories)
 nvidia_smi = ["smi/*.gpu.csv"]   # nvidia-smi logs, host = file name up to the first dot
 nvidia_smi_apps = ["smi/*.apps.csv"]
@@ -82,7 +83,7 @@ SECTIONS: dict[str, dict[str, type | tuple]] = {
                 "pod_labels": (str, list), "dcgm_text": (str, list), "nvidia_smi": (str, list),
                 "nvidia_smi_apps": (str, list), "sacct": (str, list), "hosts": str, "pid_jobs": str,
                 "timezone": str, "keep_unknown_nodes": bool, "interruptions": str, "rates": str,
-                "bearer_token": str},
+                "bearer_token": str, "exporter_names": (str, list)},
     "labels": {},  # any key: str; "namespaces": a table of namespace -> {column: value}
     "policy": {"basis": str, "idle": str, "interval": (int, float), "alpha": (int, float), "by": (str, list),
                "strict": bool},
@@ -357,8 +358,20 @@ def load_tables(config: Config, *, progress: bool = False) -> Tables:
     else:
         raise InvalidInputError("no bill: give --bill (a FOCUS/CUR/GCP/Azure export), --costs (a cost lines table) "
                                 "or --demo")
-    step = float(s.get("step", config.policy.get("interval", 60)))
-    usage = _usage(config, step)
+    # A stated step; saved answers and logs default to their own spacing (read
+    # from their timestamps), and a stated step is checked against it.
+    stated = s.get("step", config.policy.get("interval"))
+    step = float(stated) if stated is not None else 60.0
+    usage = _usage(config, step, stated)
+    if stated is None:
+        spacing = usage.attrs.get("telemetry", {}).get("spacing_seconds") if isinstance(
+            usage.attrs.get("telemetry"), dict) else None
+        if spacing:
+            step = float(spacing)
+        elif "duration" not in usage.columns and len(usage):
+            # The engine's own inference (docs/semantics.md 1.3), so the analyses use the same interval.
+            from gpucost.allocation import infer_interval, series_spacings
+            step = infer_interval(series_spacings(usage))
     workloads = _workloads(config, usage)
     if "inventory" in s:
         inventory = _read_table(config.path(s["inventory"]), "inventory")
@@ -451,11 +464,17 @@ def _nodes(config: Config, hosts: pd.DataFrame | None) -> pd.DataFrame | None:
     return pd.concat(frames, ignore_index=True).drop_duplicates("node", keep="last").reset_index(drop=True)
 
 
-def _usage(config: Config, step: float) -> pd.DataFrame:
+def _usage(config: Config, step: float, stated: Any = None) -> pd.DataFrame:
+    """Every telemetry source the config names, as one usage table. `stated`:
+    the step the user gave (None: each source's own spacing, from its data)."""
     s = config.sources
     hosts = _hosts(config)
     nodes = _nodes(config, hosts)
-    dcgm = {"nodes": nodes, "keep_unknown_nodes": bool(s.get("keep_unknown_nodes", False))}
+    dcgm: dict[str, Any] = {"nodes": nodes, "keep_unknown_nodes": bool(s.get("keep_unknown_nodes", False))}
+    exporter_names = s.get("exporter_names")
+    if exporter_names is not None:  # the exporter's own pod/container names: its labels on a free GPU are no workload
+        dcgm["exporter_names"] = [exporter_names] if isinstance(exporter_names, str) else list(exporter_names)
+    given = None if stated is None else step
     frames: list[pd.DataFrame] = []
     intervals: list[float] = []
     names: list[str] = []
@@ -478,7 +497,7 @@ def _usage(config: Config, step: float) -> pd.DataFrame:
     if "telemetry" in s:
         read = _need("prometheus.read_query_range", "the telemetry issue")
         paths = config.paths(s["telemetry"])
-        add(read([str(p) for p in paths], step=step, **dcgm), step, "telemetry", paths)
+        add(read([str(p) for p in paths], step=given, **dcgm), step, "telemetry", paths)
     if "dcgm_text" in s:
         read = _need("prometheus.read_dcgm_text", "the telemetry issue")
         # Each scrape's instant: its own timestamps, else its name, else its mtime. Scrapes of one
@@ -487,10 +506,10 @@ def _usage(config: Config, step: float) -> pd.DataFrame:
         by_instant: dict[pd.Timestamp, list[str]] = {}
         for p in paths:
             by_instant.setdefault(sources.scrape_instant(p), []).append(str(p))
-        scrapes = [read(group, timestamp=instant, interval=step, **dcgm) for instant, group in by_instant.items()]
+        scrapes = [read(group, timestamp=instant, interval=given, **dcgm) for instant, group in by_instant.items()]
         add(sources.concat_frames(scrapes), step, "dcgm_text", paths)
     if "nvidia_smi" in s:
-        add(_nvidia_smi(config, hosts, step), step, "nvidia_smi", config.paths(s["nvidia_smi"]))
+        add(_nvidia_smi(config, hosts, given), step, "nvidia_smi", config.paths(s["nvidia_smi"]))
     if "sacct" in s:
         add(_sacct(config, hosts)[0], step, "sacct", config.paths(s["sacct"]))
     if "usage" in s:
@@ -502,7 +521,7 @@ def _usage(config: Config, step: float) -> pd.DataFrame:
     return sources.concat_usage(frames, intervals, names, files)
 
 
-def _nvidia_smi(config: Config, hosts: pd.DataFrame | None, step: float) -> pd.DataFrame:
+def _nvidia_smi(config: Config, hosts: pd.DataFrame | None, step: float | None) -> pd.DataFrame:
     """nvidia-smi logs, one per host (the host is the file name up to its
     first dot); the hosts table maps hosts to bill ids and time zones."""
     s = config.sources

@@ -17,8 +17,9 @@ import numpy as np
 import pandas as pd
 
 from gpucost import _core
+from gpucost.errors import InvalidInputError
 from gpucost.frames import Table, usage_frame, workloads_frame
-from gpucost.prometheus import _seconds, to_ns
+from gpucost.prometheus import _seconds, telemetry_report, to_ns
 
 __all__ = ["SlurmAccounting", "read_nvidia_smi", "read_slurm_sacct"]
 
@@ -29,7 +30,7 @@ def _read(path: str | PathLike) -> str:
 
 
 def read_nvidia_smi(path: str | PathLike, resource_id: str, tz: str, *, apps: str | PathLike | None = None,
-                    pid_jobs: Any = None, interval: Any = 60) -> pd.DataFrame:
+                    pid_jobs: Any = None, interval: Any = None) -> pd.DataFrame:
     """Usage samples from an ``nvidia-smi --query-gpu=timestamp,index,uuid,name,
     utilization.gpu,memory.used,memory.total --format=csv -l N`` log.
 
@@ -42,8 +43,15 @@ def read_nvidia_smi(path: str | PathLike, resource_id: str, tz: str, *, apps: st
             it every reading has consumer "" (no workload known).
         pid_jobs: ``pid, job`` table naming each process's workload; other
             pids become "pid:<pid>".
-        interval: the logging interval in seconds (``-l``); apps and GPU
-            readings in the same interval are matched.
+        interval: the logging interval in seconds (``-l``/``-lms``) as you
+            know it; default: read from the log. Each reading's ``duration``
+            is the gap to that GPU's next reading, capped at the log's spacing
+            (median gap), so jitter never overlaps two readings and a gap
+            counts as missing. A given interval more than 2x away from the
+            log's spacing is an error. Apps and GPU readings in the same
+            interval are matched.
+
+    ``.attrs["telemetry"]`` is the reader report (series, spacing_seconds, ...).
     """
     pids: list[int] = []
     jobs: list[str] = []
@@ -53,8 +61,8 @@ def read_nvidia_smi(path: str | PathLike, resource_id: str, tz: str, *, apps: st
         jobs = np.asarray(t.column("job"), dtype=object).astype(str).tolist()
     raw = _core.nvidia_smi(_read(path), str(path), None if apps is None else _read(apps),
                            "" if apps is None else str(apps), str(tz), str(resource_id),
-                           _seconds(interval, "interval"), pids, jobs)
-    return usage_frame(raw)
+                           None if interval is None else _seconds(interval, "interval"), pids, jobs)
+    return telemetry_report(usage_frame(raw), f"nvidia-smi {path}")
 
 
 class SlurmAccounting(NamedTuple):
@@ -63,8 +71,31 @@ class SlurmAccounting(NamedTuple):
     diagnostics: dict
 
 
+def _node_gpus(node_gpus: Any, nodes: Any, gpus_per_node: int | None) -> list[tuple[str, int]]:
+    """(node, GPU count) pairs: ``node_gpus`` (a mapping or a ``node, gpus``
+    table), else a ``gpus`` column of ``nodes``, else ``gpus_per_node`` for
+    every node of ``nodes``."""
+    if node_gpus is not None:
+        if isinstance(node_gpus, dict):
+            return [(str(k), int(v)) for k, v in node_gpus.items()]
+        t = Table(node_gpus, "node_gpus")
+        return list(zip(np.asarray(t.column("node"), dtype=object).astype(str).tolist(),
+                        np.asarray(t.column("gpus"), dtype=np.int64).tolist()))
+    if nodes is not None:
+        t = Table(nodes, "nodes")
+        names = np.asarray(t.column("node"), dtype=object).astype(str).tolist()
+        if "gpus" in getattr(nodes, "columns", ()):
+            return list(zip(names, np.asarray(t.column("gpus"), dtype=np.int64).tolist()))
+        if gpus_per_node is not None:
+            return [(n, int(gpus_per_node)) for n in names]
+    raise InvalidInputError("read_slurm_sacct: start/end need each node's GPU count: give node_gpus "
+                            "({node: gpus} or a node, gpus table), a gpus column in nodes, or gpus_per_node "
+                            "with nodes")
+
+
 def read_slurm_sacct(path: str | PathLike, tz: str, *, now: Any = None, util: float = 1.0,
-                     gpus_per_node: int | None = None, nodes: Any = None) -> SlurmAccounting:
+                     gpus_per_node: int | None = None, nodes: Any = None, start: Any = None, end: Any = None,
+                     node_gpus: Any = None) -> SlurmAccounting:
     """Jobs from ``sacct --parsable2 -o JobID,User,Account,Submit,Start,End,
     State,NodeList,AllocTRES`` (times in the controller's time zone ``tz``).
 
@@ -76,9 +107,21 @@ def read_slurm_sacct(path: str | PathLike, tz: str, *, now: Any = None, util: fl
     ``diagnostics["gpus_assigned_in_order"]``). Job steps are skipped, jobs
     that never started give workloads only, running jobs are charged until
     ``now``. ``nodes`` (node, resource_id) maps node names to bill ids.
+
+    ``start``/``end`` state the accounting range (the ``sacct -S/-E`` you
+    ran): with each node's GPU count (``node_gpus``, a ``gpus`` column in
+    ``nodes``, or ``gpus_per_node``) every GPU time no job held in the range
+    becomes empty-consumer samples, so it is idle, not unobserved
+    (``diagnostics["free_samples"]``). Without them only held GPU time is
+    known.
     """
+    ranged = start is not None or end is not None
+    if ranged and (start is None or end is None):
+        raise InvalidInputError("read_slurm_sacct: give both start and end (the accounting range)")
+    pairs = _node_gpus(node_gpus, nodes, gpus_per_node) if ranged else []
     raw = _core.sacct(_read(path), str(path), str(tz), None if now is None else to_ns(now, "now"), float(util),
-                      gpus_per_node)
+                      gpus_per_node, to_ns(start, "start") if ranged else None,
+                      to_ns(end, "end") if ranged else None, pairs)
     usage = usage_frame(raw["usage"])
     if nodes is not None:
         t = Table(nodes, "nodes")

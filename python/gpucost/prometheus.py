@@ -30,6 +30,7 @@ from gpucost.errors import Error, InvalidInputError
 from gpucost.frames import Table, usage_frame
 
 __all__ = [
+    "DEFAULT_EXPORTER_NAMES",
     "DEFAULT_NODE_LABELS",
     "MAX_POINTS",
     "PrometheusClient",
@@ -42,6 +43,11 @@ __all__ = [
 #: Prometheus refuses a query_range whose series would have more points.
 MAX_POINTS = 11_000
 DEFAULT_NODE_LABELS = ("node", "kubernetes_node", "Hostname", "hostname")
+#: The exporter's own container/pod names: series carrying them as workload
+#: labels are free GPUs (docs/telemetry.md, "The exporter is never a workload").
+DEFAULT_EXPORTER_NAMES = ("nvidia-dcgm-exporter", "dcgm-exporter")
+#: Labels that only tell Prometheus replicas apart.
+REPLICA_LABELS = ("prometheus_replica", "replica", "__replica__")
 
 
 def dcgm_metric_names() -> list[str]:
@@ -183,18 +189,58 @@ def _mig_shares(mig_shares: Any) -> list | None:
 
 
 def _options(*, nodes, node_labels, keep_unknown_nodes, units, mig_shares, mig_basis, interval, start_ns=None,
-             end_ns=None) -> dict:
+             end_ns=None, exporter_names=DEFAULT_EXPORTER_NAMES, instant_tolerance=30.0,
+             interval_name="interval") -> dict:
     return {
+        "interval_name": interval_name,
+        "exporter_names": [str(n) for n in exporter_names],
+        "instant_tolerance": float(instant_tolerance),
         "nodes": _nodes_option(nodes),
         "node_labels": list(node_labels),
         "keep_unknown_nodes": bool(keep_unknown_nodes),
         "units": str(units),
         "mig_shares": _mig_shares(mig_shares),
         "mig_basis": str(mig_basis),
-        "interval": float(interval),
+        "interval": None if interval is None else float(interval),
         "start_ns": start_ns,
         "end_ns": end_ns,
     }
+
+
+def telemetry_report(frame: pd.DataFrame, source: str) -> pd.DataFrame:
+    """Attaches the reader report ``frame.attrs["telemetry"]`` (docs/telemetry.md)
+    built from the parser's diagnostics; returns the frame."""
+    d = frame.attrs.get("diagnostics", {})
+    duplicate_labels = list(d.get("duplicate_labels", []))
+    replica = [name for name in duplicate_labels if name in REPLICA_LABELS]
+    jobs = [name for name in duplicate_labels if name in ("job", "instance")]
+    cause = None
+    if replica:
+        cause = f"two Prometheus replicas (label {', '.join(replica)})"
+    elif jobs:
+        cause = f"one exporter scraped by two jobs (labels {', '.join(jobs)})"
+    elif duplicate_labels:
+        cause = f"one GPU series seen twice (labels {', '.join(duplicate_labels)} differ)"
+    elif d.get("duplicate_series", 0):
+        cause = "the same series read twice (two files or answers holding it at the same instants)"
+    frame.attrs["telemetry"] = {
+        "source": source,
+        "series": int(d.get("series", 0)),
+        "samples": len(frame),
+        "spacing_seconds": float(d.get("spacing_seconds", 0.0)) or None,
+        "gaps": int(d.get("gaps", 0)),
+        "skipped_fields": dict(d.get("skipped_fields", {})),
+        "exporter_series_freed": int(d.get("exporter_series_freed", 0)),
+        "node_labels_exporter_pod": int(d.get("node_labels_exporter_pod", 0)),
+        "samples_without_memory": int(d.get("samples_without_memory", 0)),
+        "instants_joined": int(d.get("instants_joined", 0)),
+        "replica_labels": replica,
+        "duplicate_labels": duplicate_labels,
+        "duplicate_series": int(d.get("duplicate_series", 0)),
+        "duplicate_points": int(d.get("duplicate_points", 0)),
+        "duplicate_cause": cause,
+    }
+    return frame
 
 
 def fresh_query(metric: str, matchers: str, max_age_s: float) -> str:
@@ -207,7 +253,8 @@ def fresh_query(metric: str, matchers: str, max_age_s: float) -> str:
 def fetch_usage(url: str, start: Any, end: Any, step: Any = 60, *, nodes: Any = None,
                 scrape_interval: Any = None, matchers: str = "", node_labels: Sequence[str] = DEFAULT_NODE_LABELS,
                 keep_unknown_nodes: bool = False, units: str = "auto", mig_shares: Any = None,
-                mig_basis: str = "compute", headers: Mapping[str, str] | None = None,
+                mig_basis: str = "compute", exporter_names: Sequence[str] = DEFAULT_EXPORTER_NAMES,
+                headers: Mapping[str, str] | None = None,
                 bearer_token: str | None = None, timeout: float = 30.0, retries: int = 3,
                 backoff: float = 0.5, max_points: int = MAX_POINTS,
                 client: PrometheusClient | None = None) -> pd.DataFrame:
@@ -245,7 +292,7 @@ def fetch_usage(url: str, start: Any, end: Any, step: Any = 60, *, nodes: Any = 
                                         retries=retries, backoff=backoff)
     options = _options(nodes=nodes, node_labels=node_labels, keep_unknown_nodes=keep_unknown_nodes, units=units,
                        mig_shares=mig_shares, mig_basis=mig_basis, interval=step_s, start_ns=start_ns,
-                       end_ns=end_ns)
+                       end_ns=end_ns, exporter_names=exporter_names, interval_name="step")
     inputs = []
     for metric in dcgm_metric_names():
         query = fresh_query(metric, matchers, max_age)
@@ -254,7 +301,7 @@ def fetch_usage(url: str, start: Any, end: Any, step: Any = 60, *, nodes: Any = 
     raw = _core.dcgm_usage(inputs, True, None, options)
     frame = usage_frame(raw)
     frame.attrs["diagnostics"]["requests"] = client.requests_made
-    return frame
+    return telemetry_report(frame, f"prometheus {client.url}")
 
 
 def _read(path: str | PathLike) -> str:
@@ -266,34 +313,57 @@ def _paths(paths: Any) -> list:
     return [paths] if isinstance(paths, (str, PathLike)) else list(paths)
 
 
-def read_query_range(paths: Any, step: Any, *, metric: str | None = None, nodes: Any = None,
+def read_query_range(paths: Any, step: Any = None, *, metric: str | None = None, nodes: Any = None,
                      node_labels: Sequence[str] = DEFAULT_NODE_LABELS, keep_unknown_nodes: bool = False,
-                     units: str = "auto", mig_shares: Any = None, mig_basis: str = "compute") -> pd.DataFrame:
-    """Usage samples from saved ``/api/v1/query_range`` answers (JSON files),
-    one file per DCGM metric (its name is read from ``__name__``, or given as
-    ``metric``). ``step`` is the query's step in seconds."""
-    step_s = _seconds(step, "step")
+                     units: str = "auto", mig_shares: Any = None, mig_basis: str = "compute",
+                     exporter_names: Sequence[str] = DEFAULT_EXPORTER_NAMES,
+                     instant_tolerance: Any = 30) -> pd.DataFrame:
+    """Usage samples from saved ``/api/v1/query_range`` (matrix) or
+    ``/api/v1/query`` (instant vector) answers (JSON files), one file per DCGM
+    metric (its name is read from ``__name__``, or given as ``metric``).
+
+    Each sample's ``duration`` is the gap to its series' next point, capped at
+    the series' spacing (the median gap), so a gap counts as missing. ``step``
+    (seconds), when given, is checked against that spacing: more than 2x
+    apart is an error naming the file and series. Instant answers saved a few
+    seconds apart are read at one instant when within ``instant_tolerance``
+    seconds of each other. ``.attrs["telemetry"]`` is the reader report."""
+    step_s = None if step is None else _seconds(step, "step")
     inputs = [(_read(p), str(p), metric or "") for p in _paths(paths)]
     options = _options(nodes=nodes, node_labels=node_labels, keep_unknown_nodes=keep_unknown_nodes, units=units,
-                       mig_shares=mig_shares, mig_basis=mig_basis, interval=step_s)
-    return usage_frame(_core.dcgm_usage(inputs, True, None, options))
+                       mig_shares=mig_shares, mig_basis=mig_basis, interval=step_s, exporter_names=exporter_names,
+                       instant_tolerance=_tolerance(instant_tolerance), interval_name="step")
+    return telemetry_report(usage_frame(_core.dcgm_usage(inputs, True, None, options)), "prometheus answers")
 
 
-def read_dcgm_text(paths: Any, *, timestamp: Any = None, interval: Any = 60, nodes: Any = None,
+def _tolerance(value: Any) -> float:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value == 0:
+        return 0.0
+    return _seconds(value, "instant_tolerance")
+
+
+def read_dcgm_text(paths: Any, *, timestamp: Any = None, interval: Any = None, nodes: Any = None,
                    node_labels: Sequence[str] = DEFAULT_NODE_LABELS, keep_unknown_nodes: bool = False,
-                   units: str = "auto", mig_shares: Any = None, mig_basis: str = "compute") -> pd.DataFrame:
+                   units: str = "auto", mig_shares: Any = None, mig_basis: str = "compute",
+                   exporter_names: Sequence[str] = DEFAULT_EXPORTER_NAMES) -> pd.DataFrame:
     """Usage samples from files of the exporter's exposition text (what
     ``curl http://node:9400/metrics`` prints). Lines without a timestamp get
-    ``timestamp`` (the scrape time); each sample stands for ``interval``
-    seconds."""
+    ``timestamp`` (the scrape time). Scrapes of several instants give each
+    sample the gap to its series' next one (capped at the spacing); a single
+    scrape has no order, so each sample stands for ``interval`` seconds
+    (default 60). A given ``interval`` is checked against the data's spacing
+    when there is one. Fields gpucost does not read are skipped whatever their
+    values and counted in ``.attrs["telemetry"]["skipped_fields"]``."""
     default_ts = to_ns(timestamp, "timestamp") if timestamp is not None else None
     inputs = [(_read(p), str(p), "") for p in _paths(paths)]
     options = _options(nodes=nodes, node_labels=node_labels, keep_unknown_nodes=keep_unknown_nodes, units=units,
-                       mig_shares=mig_shares, mig_basis=mig_basis, interval=_seconds(interval, "interval"))
-    return usage_frame(_core.dcgm_usage(inputs, False, default_ts, options))
+                       mig_shares=mig_shares, mig_basis=mig_basis,
+                       interval=None if interval is None else _seconds(interval, "interval"),
+                       exporter_names=exporter_names)
+    return telemetry_report(usage_frame(_core.dcgm_usage(inputs, False, default_ts, options)), "dcgm-exporter text")
 
 
-def parse_dcgm_text(texts: Iterable[str], *, timestamp: Any = None, interval: Any = 60, **kwargs) -> pd.DataFrame:
+def parse_dcgm_text(texts: Iterable[str], *, timestamp: Any = None, interval: Any = None, **kwargs) -> pd.DataFrame:
     """Like :func:`read_dcgm_text` over strings instead of files."""
     default_ts = to_ns(timestamp, "timestamp") if timestamp is not None else None
     inputs = [(t, f"text {i + 1}", "") for i, t in enumerate(texts)]
@@ -301,5 +371,6 @@ def parse_dcgm_text(texts: Iterable[str], *, timestamp: Any = None, interval: An
     options = _options(nodes=kwargs.get("nodes"), node_labels=kwargs["node_labels"],
                        keep_unknown_nodes=kwargs.get("keep_unknown_nodes", False), units=kwargs.get("units", "auto"),
                        mig_shares=kwargs.get("mig_shares"), mig_basis=kwargs.get("mig_basis", "compute"),
-                       interval=_seconds(interval, "interval"))
-    return usage_frame(_core.dcgm_usage(inputs, False, default_ts, options))
+                       interval=None if interval is None else _seconds(interval, "interval"),
+                       exporter_names=kwargs.get("exporter_names", DEFAULT_EXPORTER_NAMES))
+    return telemetry_report(usage_frame(_core.dcgm_usage(inputs, False, default_ts, options)), "dcgm-exporter text")

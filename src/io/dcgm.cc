@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "gpucost/status.h"
 #include "gpucost/time.h"
@@ -93,6 +94,7 @@ struct Observation {
   int64_t first_point;
   uint8_t present = 0;  // bit per DcgmField
   double fields[kDcgmFieldCount];
+  int32_t field_series[kDcgmFieldCount];  // the series each field came from
 };
 
 // Where a point came from, for error messages.
@@ -104,9 +106,9 @@ std::string PointPlace(const PromSamples& s, size_t point) {
 absl::Status PointError(const PromSamples& s, size_t point, std::string_view what) {
   const PromSeries& series = s.series[s.series_id[point]];
   const std::string& source = s.sources[series.source];
-  if (s.line[point] > 0) return LineError(source, s.line[point], series.name, what);
+  if (s.line[point] > 0) return LineError(source, s.line[point], "value", absl::StrCat(series.name, ": ", A(what)));
   return TableError(source, absl::StrCat("series ", series.ToString(), " at ", FormatInstant(s.timestamp_ns[point]),
-                                         ": ", A(what)));
+                                         ", column 'value': ", A(what)));
 }
 
 // The share of one MIG instance, in the order DcgmOptions documents.
@@ -132,6 +134,40 @@ std::optional<std::string_view> LabelPreferExported(const PromSeries& s, std::st
   return s.Label(key);
 }
 
+// `pod` is `<name>-<suffix>`.
+bool PodOf(std::string_view pod, std::string_view name) {
+  return !name.empty() && pod.size() > name.size() + 1 && pod.substr(0, name.size()) == name && pod[name.size()] == '-';
+}
+
+// A pod of the exporter itself: named after one of `names`, or after the
+// series' job or service (a PodMonitor's job is "<namespace>/<name>").
+bool IsExporterPod(std::string_view pod, const PromSeries& series, std::span<const std::string> names) {
+  for (const std::string& n : names) {
+    if (PodOf(pod, n)) return true;
+  }
+  for (std::string_view key : {"job", "service"}) {
+    if (auto v = series.Label(key)) {
+      std::string_view name = *v;
+      if (const size_t slash = name.rfind('/'); slash != std::string_view::npos) name.remove_prefix(slash + 1);
+      if (PodOf(pod, name)) return true;
+    }
+  }
+  return false;
+}
+
+// Labels two series of one GPU differ in (for the duplicates report).
+void DifferingLabels(const PromSeries& a, const PromSeries& b, std::vector<std::string>* out) {
+  auto note = [&](const std::string& key) {
+    if (std::find(out->begin(), out->end(), key) == out->end()) out->push_back(key);
+  };
+  for (const auto& [k, v] : a.labels) {
+    if (b.Label(k) != std::optional<std::string_view>(v)) note(k);
+  }
+  for (const auto& [k, v] : b.labels) {
+    if (!a.Label(k).has_value()) note(k);
+  }
+}
+
 }  // namespace
 
 std::string_view DcgmUnitsName(DcgmUnits units) {
@@ -153,8 +189,13 @@ std::vector<std::string_view> DcgmMetricNames() {
 }
 
 absl::StatusOr<DcgmUsage> DcgmToUsage(const PromSamples& s, const DcgmOptions& options) {
-  if (!(options.interval_seconds > 0) || !std::isfinite(options.interval_seconds)) {
-    return ParameterError("interval", absl::StrCat(options.interval_seconds, " is not a positive number of seconds"));
+  if (options.interval_seconds.has_value() &&
+      (!(*options.interval_seconds > 0) || !(*options.interval_seconds <= 1e9))) {
+    return ParameterError("interval", absl::StrCat(*options.interval_seconds, " is not a positive number of seconds"));
+  }
+  if (!(options.instant_tolerance_seconds >= 0) || !(options.instant_tolerance_seconds <= 1e6)) {
+    return ParameterError("instant_tolerance", absl::StrCat(options.instant_tolerance_seconds,
+                                                            " is not a non-negative number of seconds"));
   }
   if (options.nodes_node.size() != options.nodes_resource_id.size()) {
     return TableError("nodes", "columns 'node' and 'resource_id' differ in length");
@@ -209,13 +250,29 @@ absl::StatusOr<DcgmUsage> DcgmToUsage(const PromSamples& s, const DcgmOptions& o
     ratio_seen |= metric->units == DcgmUnits::kRatioBytes;
     metric_of[si] = metric;
 
-    std::string_view node;
+    std::string_view node, exporter_pod_label, exporter_pod;
     for (const std::string& key : options.node_labels) {
       if (auto v = series.Label(key); v.has_value() && !v->empty()) {
+        // dcgm-exporter in Kubernetes prints its own pod as Hostname: not a
+        // node, unless the nodes table maps that name.
+        if (IsExporterPod(*v, series, options.exporter_names) && !node_to_resource.contains(A(*v))) {
+          if (exporter_pod.empty()) {
+            exporter_pod_label = key;
+            exporter_pod = *v;
+          }
+          continue;
+        }
         node = *v;
         break;
       }
     }
+    if (node.empty() && !exporter_pod.empty()) {
+      return SeriesError(s, sid, absl::StrCat("label '", A(exporter_pod_label), "' is the exporter's pod '",
+                                              A(exporter_pod), "', not a node, and no other node label is set: ",
+                                              "add a 'node' label (relabel from __meta_kubernetes_pod_node_name) "
+                                              "or map '", A(exporter_pod), "' in the nodes table"));
+    }
+    if (!exporter_pod.empty()) ++diag.node_labels_exporter_pod;
     if (node.empty()) {
       std::string tried;
       for (const std::string& key : options.node_labels) absl::StrAppend(&tried, tried.empty() ? "" : ", ", key);
@@ -232,9 +289,14 @@ absl::StatusOr<DcgmUsage> DcgmToUsage(const PromSamples& s, const DcgmOptions& o
     }
     const std::string_view instance = series.Label("GPU_I_ID").value_or("");
     const std::string_view profile = series.Label("GPU_I_PROFILE").value_or("");
-    const std::string_view ns = LabelPreferExported(series, "namespace").value_or("");
-    const std::string_view pod = LabelPreferExported(series, "pod").value_or("");
-    const std::string_view container = LabelPreferExported(series, "container").value_or("");
+    std::string_view ns = LabelPreferExported(series, "namespace").value_or("");
+    std::string_view pod = LabelPreferExported(series, "pod").value_or("");
+    std::string_view container = LabelPreferExported(series, "container").value_or("");
+    if (!pod.empty() && IsExporterPod(pod, series, options.exporter_names)) {
+      // The scrape target's own labels on a GPU no workload holds.
+      ns = pod = container = {};
+      ++diag.exporter_series_freed;
+    }
     if (pod.empty() != ns.empty() && !pod.empty()) {
       return SeriesError(s, sid, absl::StrCat("pod '", A(pod), "' has no namespace"));
     }
@@ -302,6 +364,32 @@ absl::StatusOr<DcgmUsage> DcgmToUsage(const PromSamples& s, const DcgmOptions& o
   diag.units = legacy_seen ? (ratio_seen ? DcgmUnits::kMixed : DcgmUnits::kLegacy)
                            : (ratio_seen ? DcgmUnits::kRatioBytes : DcgmUnits::kNone);
 
+  // Instant answers saved seconds apart: each instant read as the first of
+  // its group (instants within the tolerance of that first one).
+  absl::flat_hash_map<int64_t, int64_t> joined_instant;
+  {
+    std::vector<int64_t> instants;
+    for (size_t p = 0; p < s.size(); ++p) {
+      const int32_t source = s.series[s.series_id[p]].source;
+      if (static_cast<size_t>(source) < s.source_is_instant.size() && s.source_is_instant[source] != 0) {
+        instants.push_back(s.timestamp_ns[p]);
+      }
+    }
+    std::sort(instants.begin(), instants.end());
+    instants.erase(std::unique(instants.begin(), instants.end()), instants.end());
+    const auto tolerance = static_cast<int64_t>(std::llround(options.instant_tolerance_seconds * 1e9));
+    for (size_t i = 0; i < instants.size();) {
+      size_t j = i + 1;
+      while (j < instants.size() && instants[j] - instants[i] <= tolerance) {
+        joined_instant.emplace(instants[j], instants[i]);
+        ++j;
+      }
+      i = j;
+    }
+  }
+  absl::flat_hash_set<int32_t> duplicate_series;
+  absl::flat_hash_set<std::pair<int32_t, int32_t>> duplicate_pairs;
+
   // 2. Points -> observations.
   std::vector<Observation> obs;
   absl::flat_hash_map<std::pair<int32_t, int64_t>, int32_t> obs_index;
@@ -310,7 +398,13 @@ absl::StatusOr<DcgmUsage> DcgmToUsage(const PromSamples& s, const DcgmOptions& o
     const int32_t sid = s.series_id[p];
     const DcgmMetric* metric = metric_of[sid];
     if (metric == nullptr) continue;
-    const int64_t t = s.timestamp_ns[p];
+    int64_t t = s.timestamp_ns[p];
+    if (!joined_instant.empty()) {
+      if (auto j = joined_instant.find(t); j != joined_instant.end()) {
+        t = j->second;
+        ++diag.instants_joined;
+      }
+    }
     if (t < options.start_ns || t >= options.end_ns) {
       ++diag.points_outside;
       continue;
@@ -344,16 +438,29 @@ absl::StatusOr<DcgmUsage> DcgmToUsage(const PromSamples& s, const DcgmOptions& o
       o.timestamp = t;
       o.first_point = static_cast<int64_t>(p);
       std::fill(std::begin(o.fields), std::end(o.fields), std::numeric_limits<double>::quiet_NaN());
+      std::fill(std::begin(o.field_series), std::end(o.field_series), -1);
       obs.push_back(o);
     }
     Observation& o = obs[it->second];
     const auto bit = static_cast<uint8_t>(1u << static_cast<int>(f));
     if (o.present & bit) {
+      const int32_t first = o.field_series[static_cast<int>(f)];
+      if (first != sid && s.series[first].name == s.series[sid].name) {
+        // The same GPU series twice (two Prometheus replicas, two scrape
+        // jobs): keep the first value, report the labels they differ in.
+        ++diag.duplicate_points;
+        duplicate_series.insert(sid);
+        if (duplicate_pairs.insert({first, sid}).second && duplicate_pairs.size() <= 64) {
+          DifferingLabels(s.series[first], s.series[sid], &diag.duplicate_labels);
+        }
+        continue;
+      }
       return PointError(s, p, absl::StrCat("a second value for this GPU and instant (", A(metric->name),
                                            "); the first came from ", PointPlace(s, o.first_point)));
     }
     o.present |= bit;
     o.fields[static_cast<int>(f)] = v;
+    o.field_series[static_cast<int>(f)] = sid;
   }
 
   // 3. Time-slicing: pods per (GPU or MIG instance, instant).
@@ -377,7 +484,8 @@ absl::StatusOr<DcgmUsage> DcgmToUsage(const PromSamples& s, const DcgmOptions& o
   std::vector<std::string> resource_values(resource_code.size());
   for (const auto& [value, code] : resource_code) resource_values[code] = value;
   StringEncoder consumers, nodes, uuids, models, profiles;
-  const auto interval_ns = static_cast<int64_t>(std::llround(options.interval_seconds * 1e9));
+  std::vector<int32_t> emitted_identity;
+  emitted_identity.reserve(obs.size());
   u.timestamp.reserve(obs.size());
   for (int32_t oi : order) {
     const Observation& o = obs[oi];
@@ -389,24 +497,25 @@ absl::StatusOr<DcgmUsage> DcgmToUsage(const PromSamples& s, const DcgmOptions& o
     }
     const DcgmField util_field = id.mig ? DcgmField::kGrEngineActive : DcgmField::kGpuUtil;
     const auto has = [&](DcgmField f) { return (o.present >> static_cast<int>(f)) & 1u; };
-    if (!has(util_field) || !has(DcgmField::kFbUsed)) {
-      const bool no_util = !has(util_field);
+    if (!has(util_field)) {
       std::string what = absl::StrCat(
           "no ",
-          no_util ? (id.mig ? "DCGM_FI_PROF_GR_ENGINE_ACTIVE (the utilisation of a MIG instance)"
-                            : "DCGM_FI_DEV_GPU_UTIL")
-                  : "DCGM_FI_DEV_FB_USED",
+          id.mig ? "DCGM_FI_PROF_GR_ENGINE_ACTIVE (the utilisation of a MIG instance)" : "DCGM_FI_DEV_GPU_UTIL",
           " for this GPU at this instant while other fields were reported");
       return PointError(s, static_cast<size_t>(o.first_point), what);
     }
+    // No memory field: 0 bytes, counted; the allocated and used bases do
+    // not read memory, blended refuses such samples (see the diagnostics).
+    const bool has_memory = has(DcgmField::kFbUsed);
+    if (!has_memory) ++diag.samples_without_memory;
     const int32_t k = id.consumer.empty() ? 1 : std::max(d.pods, 1);
     u.timestamp.push_back(o.timestamp);
     u.device.push_back(id.gpu);
     consumers.Add(id.consumer);
     u.share.push_back(id.base_share / k);
     u.util.push_back(o.fields[static_cast<int>(util_field)]);
-    u.mem_used.push_back(o.fields[static_cast<int>(DcgmField::kFbUsed)]);
-    u.duration.push_back(interval_ns);
+    u.mem_used.push_back(has_memory ? o.fields[static_cast<int>(DcgmField::kFbUsed)] : 0.0);
+    emitted_identity.push_back(o.identity);
     u.resource_id.codes.push_back(id.resource);
     nodes.Add(id.node);
     uuids.Add(id.uuid);
@@ -427,6 +536,31 @@ absl::StatusOr<DcgmUsage> DcgmToUsage(const PromSamples& s, const DcgmOptions& o
   out.gpu_model = models.Finish();
   out.mig_profile = profiles.Finish();
   diag.samples = static_cast<int64_t>(out.size());
+
+  // Durations from each series' own spacing; a stated interval is checked.
+  std::optional<int64_t> given_ns;
+  if (options.interval_seconds) given_ns = std::llround(*options.interval_seconds * 1e9);
+  GPUCOST_ASSIGN_OR_RETURN(
+      SeriesSpacing spacing,
+      DurationsFromSeries(emitted_identity, u.timestamp, given_ns, 60'000'000'000, options.interval_name,
+                          [&](int32_t identity) {
+                            const PromSeries& series = s.series[identities[identity].first_series];
+                            return absl::StrCat(s.sources[series.source], ": series ", series.ToString());
+                          },
+                          &u.duration));
+  diag.series = spacing.series;
+  diag.spacing_ns = spacing.spacing_ns;
+  diag.gaps = spacing.gaps;
+  diag.duplicate_series = static_cast<int64_t>(duplicate_series.size());
+  diag.skipped_fields = s.skipped;
+  for (const PromSeries& series : s.series) {
+    if (FindMetric(series.name) == nullptr) {
+      auto it = std::find_if(diag.skipped_fields.begin(), diag.skipped_fields.end(),
+                             [&](const auto& e) { return e.first == series.name; });
+      if (it == diag.skipped_fields.end()) diag.skipped_fields.emplace_back(series.name, 1);
+      else ++it->second;
+    }
+  }
   return out;
 }
 

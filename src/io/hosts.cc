@@ -6,6 +6,8 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <numeric>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -313,20 +315,51 @@ absl::StatusOr<NvidiaSmiApps> ParseNvidiaSmiApps(std::string_view text, std::str
 
 absl::StatusOr<NvidiaSmiUsage> NvidiaSmiToUsage(const NvidiaSmiGpus& gpus, const NvidiaSmiApps* apps,
                                                 const NvidiaSmiOptions& options) {
-  if (!(options.interval_seconds > 0) || !std::isfinite(options.interval_seconds)) {
+  if (options.interval_seconds.has_value() &&
+      (!(*options.interval_seconds > 0) || !(*options.interval_seconds <= 1e9))) {
     return ParameterError("interval", "must be a positive number of seconds");
   }
   if (options.resource_id.empty()) return ParameterError("resource_id", "must name the host's resource");
   if (options.pids.size() != options.pid_jobs.size()) return TableError("pid_jobs", "pid and job differ in length");
-  const auto interval = static_cast<int64_t>(std::llround(options.interval_seconds * 1e9));
-  auto bucket = [&](int64_t t) { return t >= 0 ? t / interval : -((-t + interval - 1) / interval); };
+  NvidiaSmiUsage out;
+  // Each GPU's readings in time order: their gaps give every reading its
+  // duration and the log's spacing, which a stated interval must agree with.
+  std::vector<int64_t> reading_duration(gpus.size());
+  {
+    std::vector<int32_t> order(gpus.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+      return gpus.index[a] != gpus.index[b] ? gpus.index[a] < gpus.index[b] : gpus.timestamp[a] < gpus.timestamp[b];
+    });
+    std::vector<int32_t> series(gpus.size());
+    std::vector<int64_t> timestamp(gpus.size()), duration;
+    for (size_t i = 0; i < order.size(); ++i) {
+      series[i] = gpus.index[order[i]];
+      timestamp[i] = gpus.timestamp[order[i]];
+    }
+    std::optional<int64_t> given;
+    if (options.interval_seconds) given = std::llround(*options.interval_seconds * 1e9);
+    GPUCOST_ASSIGN_OR_RETURN(SeriesSpacing spacing,
+                             DurationsFromSeries(series, timestamp, given, 60'000'000'000, "interval",
+                                                 [&](int32_t gpu) { return absl::StrCat(gpus.source, ": GPU ", gpu); },
+                                                 &duration));
+    for (size_t i = 0; i < order.size(); ++i) reading_duration[order[i]] = duration[i];
+    out.diagnostics.gpus = spacing.series;
+    out.diagnostics.spacing_ns = spacing.spacing_ns;
+    out.diagnostics.gaps = spacing.gaps;
+  }
+  // Apps and readings are matched within half the stated interval, else
+  // of the log's own spacing widened to the apps log's spacing when that one
+  // logged less often (`--query-gpu -lms 500` beside `--query-compute-apps -l 1`).
+  int64_t interval = options.interval_seconds ? std::llround(*options.interval_seconds * 1e9)
+                     : out.diagnostics.spacing_ns > 0 ? out.diagnostics.spacing_ns
+                                                      : 60'000'000'000;
   absl::flat_hash_map<int64_t, std::string> job_of;
   for (size_t i = 0; i < options.pids.size(); ++i) job_of[options.pids[i]] = options.pid_jobs[i];
 
-  NvidiaSmiUsage out;
   out.diagnostics.gpu_readings = static_cast<int64_t>(gpus.size());
-  // (uuid, bucket) -> job -> memory; uuids are matched by value.
-  std::map<std::pair<std::string, int64_t>, std::map<std::string, double>> jobs_at;
+  // uuid -> apps log instant -> job -> memory; uuids are matched by value.
+  std::map<std::string, std::map<int64_t, std::map<std::string, double>>> jobs_at;
   if (apps != nullptr) {
     out.diagnostics.app_rows = static_cast<int64_t>(apps->size());
     for (size_t i = 0; i < apps->size(); ++i) {
@@ -339,7 +372,32 @@ absl::StatusOr<NvidiaSmiUsage> NvidiaSmiToUsage(const NvidiaSmiGpus& gpus, const
         ++out.diagnostics.unknown_pids;
       }
       std::string uuid(apps->gpu_uuid.value_views[apps->gpu_uuid.codes[i]]);
-      jobs_at[{std::move(uuid), bucket(apps->timestamp[i])}][job] += apps->used_memory[i];
+      jobs_at[std::move(uuid)][apps->timestamp[i]][job] += apps->used_memory[i];
+    }
+  }
+  // One apps log cycle prints its rows a few ms apart: instants of a GPU
+  // closer than half the GPU log's interval are one cycle, keyed by its
+  // first instant. The cycles' spacing widens the matching window.
+  {
+    std::vector<int64_t> gaps;
+    for (auto& [uuid, by_time] : jobs_at) {
+      std::map<int64_t, std::map<std::string, double>> cycles;
+      auto current = cycles.end();
+      int64_t last = INT64_MIN;
+      for (auto& [t, jobs] : by_time) {
+        if (current == cycles.end() || t - last > interval / 2) {
+          if (current != cycles.end()) gaps.push_back(t - current->first);
+          current = cycles.emplace(t, std::map<std::string, double>()).first;
+        }
+        for (const auto& [job, mem] : jobs) current->second[job] += mem;
+        last = t;
+      }
+      by_time = std::move(cycles);
+    }
+    if (!options.interval_seconds && !gaps.empty()) {
+      auto mid = gaps.begin() + static_cast<std::ptrdiff_t>((gaps.size() - 1) / 2);
+      std::nth_element(gaps.begin(), mid, gaps.end());
+      interval = std::max(interval, *mid);
     }
   }
   std::set<std::pair<std::string, int64_t>> matched;
@@ -347,8 +405,29 @@ absl::StatusOr<NvidiaSmiUsage> NvidiaSmiToUsage(const NvidiaSmiGpus& gpus, const
   UsageSamples& u = out.samples;
   for (size_t i = 0; i < gpus.size(); ++i) {
     std::string uuid(gpus.uuid.value_views[gpus.uuid.codes[i]]);
-    const std::pair<std::string, int64_t> key{uuid, bucket(gpus.timestamp[i])};
-    auto it = jobs_at.find(key);
+    // The apps log's nearest instant within half an interval: the two logs
+    // are separate nvidia-smi loops, each drifting by its own jitter.
+    const std::map<std::string, double>* jobs = nullptr;
+    if (auto by_uuid = jobs_at.find(uuid); by_uuid != jobs_at.end() && !uuid.empty()) {
+      const auto& by_time = by_uuid->second;
+      const int64_t t = gpus.timestamp[i];
+      auto best = by_time.end();
+      int64_t best_dt = INT64_MAX;
+      auto consider = [&](auto it) {
+        const int64_t dt = it->first > t ? it->first - t : t - it->first;
+        if (dt < best_dt) {
+          best_dt = dt;
+          best = it;
+        }
+      };
+      auto hi = by_time.lower_bound(t);
+      if (hi != by_time.end()) consider(hi);
+      if (hi != by_time.begin()) consider(std::prev(hi));
+      if (best != by_time.end() && best_dt <= interval / 2) {
+        jobs = &best->second;
+        matched.insert({uuid, best->first});
+      }
+    }
     auto emit = [&](std::string_view consumer, double share, double mem) {
       u.timestamp.push_back(gpus.timestamp[i]);
       u.resource_id.codes.push_back(0);
@@ -357,18 +436,19 @@ absl::StatusOr<NvidiaSmiUsage> NvidiaSmiToUsage(const NvidiaSmiGpus& gpus, const
       u.share.push_back(share);
       u.util.push_back(gpus.util[i]);
       u.mem_used.push_back(mem);
-      u.duration.push_back(interval);
+      u.duration.push_back(reading_duration[i]);
     };
-    if (it == jobs_at.end() || (apps != nullptr && uuid.empty())) {
+    if (jobs == nullptr) {
       emit("", 1.0, gpus.mem_used[i]);
       continue;
     }
-    matched.insert(key);
-    const double k = static_cast<double>(it->second.size());
-    for (const auto& [job, mem] : it->second) emit(job, 1.0 / k, mem);
+    const double k = static_cast<double>(jobs->size());
+    for (const auto& [job, mem] : *jobs) emit(job, 1.0 / k, mem);
   }
-  for (const auto& [key, jobs] : jobs_at) {
-    if (!matched.contains(key)) out.diagnostics.app_rows_without_gpu_reading += static_cast<int64_t>(jobs.size());
+  for (const auto& [uuid, by_time] : jobs_at) {
+    for (const auto& [t, jobs] : by_time) {
+      if (!matched.contains({uuid, t})) out.diagnostics.app_rows_without_gpu_reading += static_cast<int64_t>(jobs.size());
+    }
   }
   u.resource_id.values = {options.resource_id};
   u.resource_id.value_views.assign(u.resource_id.values.begin(), u.resource_id.values.end());
@@ -599,6 +679,7 @@ absl::StatusOr<SacctResult> ParseSacct(std::string_view text, std::string_view s
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return jobs[a].start < jobs[b].start; });
   std::map<std::string, std::vector<int64_t>> busy_until;  // node -> per device
+  std::map<std::pair<std::string, int32_t>, std::vector<std::pair<int64_t, int64_t>>> held;  // for free time
   StringEncoder resources, consumers;
   UsageSamples& u = out.samples;
   for (size_t oi : order) {
@@ -631,6 +712,59 @@ absl::StatusOr<SacctResult> ParseSacct(std::string_view text, std::string_view s
         u.util.push_back(options.util);
         u.mem_used.push_back(0.0);
         u.duration.push_back(job.end - job.start);
+        if (!options.node_gpus.empty()) held[{node, d}].emplace_back(job.start, job.end);
+      }
+    }
+  }
+  if (!options.node_gpus.empty()) {
+    if (!(options.range_end_ns > options.range_start_ns)) {
+      return ParameterError("end", "the accounting range must end after it starts");
+    }
+    std::map<std::string, int32_t> count_of;
+    for (const auto& [node, count] : options.node_gpus) {
+      if (count < 0) return ParameterError("node_gpus", absl::StrCat("node ", node, ": negative GPU count"));
+      count_of[node] = count;
+    }
+    for (const auto& [node, busy] : busy_until) {
+      auto c = count_of.find(node);
+      if (c == count_of.end()) {
+        ++out.nodes_without_gpu_count;
+        continue;
+      }
+      if (static_cast<int64_t>(busy.size()) > c->second) {
+        for (const SacctJob& job : jobs) {
+          if (std::find(job.nodes.begin(), job.nodes.end(), node) == job.nodes.end()) continue;
+          return LineError(source, job.line, "AllocTRES",
+                           absl::StrCat("node ", node, " has ", c->second, " GPUs (node_gpus) but its jobs used ",
+                                        busy.size()));
+        }
+      }
+    }
+    // Free stretches: the range minus the union of each GPU's jobs.
+    for (const auto& [node, count] : count_of) {
+      for (int32_t d = 0; d < count; ++d) {
+        std::vector<std::pair<int64_t, int64_t>>& spans = held[{node, d}];
+        std::sort(spans.begin(), spans.end());
+        int64_t cursor = options.range_start_ns;
+        auto emit_free = [&](int64_t from, int64_t to) {
+          if (to <= from) return;
+          u.timestamp.push_back(from);
+          resources.Add(node);
+          u.device.push_back(d);
+          consumers.Add("");
+          u.share.push_back(1.0);
+          u.util.push_back(0.0);
+          u.mem_used.push_back(0.0);
+          u.duration.push_back(to - from);
+          ++out.free_samples;
+        };
+        for (const auto& [start, end] : spans) {
+          if (end <= cursor) continue;
+          if (start >= options.range_end_ns) break;
+          emit_free(cursor, std::min(start, options.range_end_ns));
+          cursor = std::max(cursor, end);
+        }
+        emit_free(cursor, options.range_end_ns);
       }
     }
   }

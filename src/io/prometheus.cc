@@ -168,6 +168,20 @@ void PromSamples::Append(PromSamples&& other) {
   const auto shift = static_cast<int32_t>(series.size());
   const auto source_shift = static_cast<int32_t>(sources.size());
   for (auto& s : other.sources) sources.push_back(std::move(s));
+  source_is_instant.resize(source_shift, 0);
+  other.source_is_instant.resize(other.sources.size(), 0);
+  source_is_instant.insert(source_is_instant.end(), other.source_is_instant.begin(), other.source_is_instant.end());
+  for (auto& [name, count] : other.skipped) {
+    bool found = false;
+    for (auto& [n, c] : skipped) {
+      if (n == name) {
+        c += count;
+        found = true;
+        break;
+      }
+    }
+    if (!found) skipped.emplace_back(std::move(name), count);
+  }
   for (auto& s : other.series) {
     s.source += source_shift;
     series.push_back(std::move(s));
@@ -184,8 +198,11 @@ absl::StatusOr<PromSamples> ParseExposition(std::string_view text, std::string_v
                                             std::span<const std::string_view> metrics) {
   PromSamples out;
   out.sources.emplace_back(source);
-  // Interned series text -> series id (-2: a metric we skip).
+  out.source_is_instant.push_back(0);
+  // Interned series text -> series id (-2 - i: a metric we skip, counted in
+  // out.skipped[i]).
   absl::flat_hash_map<std::string, int32_t> interned;
+  absl::flat_hash_map<std::string, int32_t> skipped_index;
   constexpr int32_t kSkipped = -2;
   int64_t line_no = 0;
   size_t start = 0;
@@ -270,9 +287,15 @@ absl::StatusOr<PromSamples> ParseExposition(std::string_view text, std::string_v
         id = static_cast<int32_t>(out.series.size());
         out.series.push_back(std::move(series));
       } else {
-        id = kSkipped;
+        auto [sk, added] = skipped_index.try_emplace(series.name, static_cast<int32_t>(out.skipped.size()));
+        if (added) out.skipped.emplace_back(series.name, 0);
+        id = kSkipped - sk->second;
       }
       interned.emplace(std::string(series_text), id);
+    }
+    if (id <= kSkipped) {
+      ++out.skipped[static_cast<size_t>(kSkipped - id)].second;
+      continue;
     }
     // Value and optional timestamp.
     if (i >= line.size() || !IsBlank(line[i])) {
@@ -287,13 +310,16 @@ absl::StatusOr<PromSamples> ParseExposition(std::string_view text, std::string_v
     while (i < line.size() && IsBlank(line[i])) ++i;
     std::string_view ts_text = line.substr(i);
     while (!ts_text.empty() && IsBlank(ts_text.back())) ts_text.remove_suffix(1);
-    if (ts_text.find_first_of(" \t") != std::string_view::npos) {
-      return LineError(source, line_no, "timestamp", absl::StrCat("unexpected text '", Shorten(ts_text), "' after the timestamp"));
-    }
     double v;
     if (value_text.empty()) return LineError(source, line_no, "value", "missing value");
     if (!ParseDouble(value_text, &v)) {
-      return LineError(source, line_no, "value", absl::StrCat("'", Shorten(value_text), "' is not a number"));
+      return LineError(source, line_no, "value",
+                       absl::StrCat(A(out.series[id].name), ": '",
+                                    Shorten(ts_text.empty() ? value_text : line.substr(v_end - value_text.size())),
+                                    "' is not a number"));
+    }
+    if (ts_text.find_first_of(" \t") != std::string_view::npos) {
+      return LineError(source, line_no, "timestamp", absl::StrCat("unexpected text '", Shorten(ts_text), "' after the timestamp"));
     }
     int64_t ts_ns;
     if (!ts_text.empty()) {
@@ -312,7 +338,6 @@ absl::StatusOr<PromSamples> ParseExposition(std::string_view text, std::string_v
       return LineError(source, line_no, "timestamp",
                        "the sample has no timestamp and no scrape time was given");
     }
-    if (id == kSkipped) continue;
     out.series_id.push_back(id);
     out.timestamp_ns.push_back(ts_ns);
     out.value.push_back(v);
@@ -381,6 +406,7 @@ absl::StatusOr<PromSamples> ParseQueryRange(std::string_view body, std::string_v
                                             std::string_view metric_name) {
   PromSamples out;
   out.sources.emplace_back(source);
+  out.source_is_instant.push_back(0);
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
   if (auto e = parser.parse(body.data(), body.size(), /*realloc_if_needed=*/true).get(doc); e) {
@@ -408,6 +434,7 @@ absl::StatusOr<PromSamples> ParseQueryRange(std::string_view body, std::string_v
   if (doc["data"]["result"].get_array().get(result) != simdjson::SUCCESS) {
     return JsonError(source, "no data.result array");
   }
+  out.source_is_instant[0] = result_type == "vector" ? 1 : 0;
   size_t series_index = 0;
   for (simdjson::dom::element item : result) {
     PromSeries series;

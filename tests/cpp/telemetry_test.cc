@@ -3,11 +3,13 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gpucost/io/dcgm.h"
 #include "gpucost/io/hosts.h"
 #include "gpucost/io/kubernetes.h"
 #include "gpucost/io/prometheus.h"
+#include "gpucost/io/usage.h"
 #include "gpucost/status.h"
 #include "gtest/gtest.h"
 #include "testing/status_matchers.h"
@@ -41,7 +43,7 @@ TEST(Exposition, ParsesHelpTypeEscapesAndTimestamps) {
 
 TEST(Exposition, BadLinesNameTheLineAndPart) {
   EXPECT_THAT(ParseExposition("m{a=\"1\"} abc\n", "f.prom", kT),
-              StatusIs(absl::StatusCode::kInvalidArgument, "f.prom: line 1, column 'value': 'abc' is not a number"));
+              StatusIs(absl::StatusCode::kInvalidArgument, "f.prom: line 1, column 'value': m: 'abc' is not a number"));
   EXPECT_THAT(ParseExposition("\nm{a=\"1} 1\n", "f.prom", kT),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("line 2, column 'labels'")));
   EXPECT_THAT(ParseExposition("m{a=\"1\",a=\"2\"} 1\n", "f.prom", kT),
@@ -207,6 +209,96 @@ TEST(Hosts, SacctIndicesFromGres) {
   EXPECT_EQ(r.gpus_assigned_in_order, 0);
   EXPECT_THAT(ParseSacct("JobID|User\n", "s.txt", SacctOptions{}),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("line 1, column 'Account'")));
+}
+
+// Durations from the data (issue 20 item 4).
+TEST(Durations, JitterCountsWholeGapsAreMissingAndTheLastGetsTheSpacing) {
+  constexpr int64_t kS = 1'000'000'000;
+  // Series 0: 0, 59, 121, 180, 420 (a gap), 480; series 1: one sample.
+  const std::vector<int32_t> series = {0, 0, 0, 0, 0, 0, 1};
+  const std::vector<int64_t> t = {0, 59 * kS, 121 * kS, 180 * kS, 420 * kS, 480 * kS, 7 * kS};
+  std::vector<int64_t> d;
+  auto describe = [](int32_t s) { return absl::StrCat("f: series ", s); };
+  GPUCOST_ASSERT_OK_AND_ASSIGN(SeriesSpacing sp, DurationsFromSeries(series, t, std::nullopt, 60 * kS, "interval",
+                                                                     describe, &d));
+  EXPECT_EQ(sp.spacing_ns, 60 * kS);  // lower median of 59, 62, 59, 240, 60 (and no gap for series 1)
+  EXPECT_EQ(sp.series, 2);
+  EXPECT_EQ(sp.gaps, 1);
+  EXPECT_EQ(d, (std::vector<int64_t>{59 * kS, 62 * kS, 59 * kS, 60 * kS, 60 * kS, 60 * kS, 60 * kS}));
+  for (size_t i = 0; i + 1 < 6; ++i) EXPECT_LE(t[i] + d[i], t[i + 1]);
+  // A stated interval within 2x is fine; beyond, an error naming the series, spacing and value.
+  EXPECT_THAT(DurationsFromSeries(series, t, 100 * kS, 60 * kS, "interval", describe, &d), IsOk());
+  EXPECT_THAT(DurationsFromSeries(series, t, 300 * kS, 60 * kS, "step", describe, &d),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("f: series 0: the data's spacing is 60 s but step=300 s was given")));
+  // One instant only: the stated interval, else the fallback.
+  const std::vector<int32_t> one = {0, 1};
+  const std::vector<int64_t> same = {5, 5};
+  GPUCOST_ASSERT_OK_AND_ASSIGN(sp, DurationsFromSeries(one, same, 30 * kS, 60 * kS, "interval", describe, &d));
+  EXPECT_EQ(sp.spacing_ns, 0);
+  EXPECT_EQ(d, (std::vector<int64_t>{30 * kS, 30 * kS}));
+}
+
+TEST(Exposition, UnusedFieldsAreSkippedWhateverTheirValue) {
+  const std::string text =
+      "DCGM_FI_DEV_COMPUTE_PIDS{gpu=\"0\"} ERROR - FAILED TO CONVERT TO STRING\n"
+      "DCGM_FI_DEV_GPU_UTIL{gpu=\"0\"} 5\n"
+      "DCGM_FI_DEV_COMPUTE_PIDS{gpu=\"1\"} ERROR - FAILED TO CONVERT TO STRING\n";
+  std::vector<std::string_view> wanted = {"DCGM_FI_DEV_GPU_UTIL"};
+  GPUCOST_ASSERT_OK_AND_ASSIGN(PromSamples s, ParseExposition(text, "f.prom", kT, wanted));
+  EXPECT_EQ(s.size(), 1u);
+  ASSERT_EQ(s.skipped.size(), 1u);
+  EXPECT_EQ(s.skipped[0].first, "DCGM_FI_DEV_COMPUTE_PIDS");
+  EXPECT_EQ(s.skipped[0].second, 2);
+  EXPECT_THAT(ParseExposition(text, "f.prom", kT),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "f.prom: line 1, column 'value': DCGM_FI_DEV_COMPUTE_PIDS: "
+                       "'ERROR - FAILED TO CONVERT TO STRING' is not a number"));
+}
+
+TEST(Dcgm, ExporterOwnLabelsAreAFreeGpu) {
+  const std::string text =
+      "DCGM_FI_DEV_GPU_UTIL{gpu=\"0\",Hostname=\"n1\",pod=\"train-0\",namespace=\"ml\",container=\"t\"} 90\n"
+      "DCGM_FI_DEV_GPU_UTIL{gpu=\"1\",Hostname=\"n1\",pod=\"nvidia-dcgm-exporter-wqqqn\","
+      "namespace=\"gpu-operator\",container=\"nvidia-dcgm-exporter\"} 0\n"
+      "DCGM_FI_DEV_GPU_UTIL{gpu=\"2\",Hostname=\"n1\",pod=\"my-gpu-metrics-x7\",namespace=\"mon\","
+      "job=\"mon/my-gpu-metrics\"} 0\n";
+  GPUCOST_ASSERT_OK_AND_ASSIGN(PromSamples s, ParseExposition(text, "f.prom", kT));
+  GPUCOST_ASSERT_OK_AND_ASSIGN(DcgmUsage u, DcgmToUsage(s, DcgmOptions{}));
+  ASSERT_EQ(u.size(), 3u);
+  EXPECT_EQ(u.diagnostics.exporter_series_freed, 2);
+  EXPECT_EQ(u.diagnostics.samples_without_memory, 3);
+  int free = 0;
+  for (size_t i = 0; i < u.size(); ++i) free += u.samples.consumer.view().dictionary[u.samples.consumer.codes[i]].empty();
+  EXPECT_EQ(free, 2);
+}
+
+TEST(Dcgm, MigSlicesOfAnA800) {
+  const std::string text =
+      "DCGM_FI_PROF_GR_ENGINE_ACTIVE{gpu=\"0\",Hostname=\"n\",modelName=\"NVIDIA A800-SXM4-80GB\","
+      "GPU_I_PROFILE=\"3g.40gb\",GPU_I_ID=\"1\",pod=\"p\",namespace=\"ns\"} 0.5\n";
+  GPUCOST_ASSERT_OK_AND_ASSIGN(PromSamples s, ParseExposition(text, "f.prom", kT));
+  GPUCOST_ASSERT_OK_AND_ASSIGN(DcgmUsage u, DcgmToUsage(s, DcgmOptions{}));
+  ASSERT_EQ(u.size(), 1u);
+  EXPECT_DOUBLE_EQ(u.samples.share[0], 3.0 / 7.0);
+}
+
+TEST(Hosts, SacctFreeGpusOverTheRange) {
+  const std::string text =
+      "JobID|User|Account|Start|End|NodeList|AllocTRES\n"
+      "7|a|p|2026-03-01T10:15:00|2026-03-01T10:30:00|g1|gres/gpu=1\n";
+  SacctOptions options;
+  options.range_start_ns = kT;
+  options.range_end_ns = kT + 3'600'000'000'000;
+  options.node_gpus = {{"g1", 2}};
+  GPUCOST_ASSERT_OK_AND_ASSIGN(SacctResult r, ParseSacct(text, "sacct.txt", options));
+  EXPECT_EQ(r.free_samples, 3);  // GPU 0 before and after the job, GPU 1 all hour
+  int64_t total = 0;
+  for (int64_t d : r.samples.duration) total += d;
+  EXPECT_EQ(total, 2 * 3'600'000'000'000);  // every GPU-second of the range, held or free
+  options.node_gpus = {{"g1", 0}};
+  EXPECT_THAT(ParseSacct(text, "sacct.txt", options),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("node g1 has 0 GPUs (node_gpus)")));
 }
 
 }  // namespace

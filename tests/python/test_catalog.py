@@ -37,7 +37,9 @@ def test_instance_types_frame_has_the_issue_figures():
 
 def test_mig_profiles_and_shares():
     profiles = catalog.mig_profiles()
-    assert set(profiles.gpu_model) == {"A100 40GB", "A100 80GB", "H100 80GB", "H200 141GB", "A30 24GB"}
+    assert set(profiles.gpu_model) == {"A100 40GB", "A100 80GB", "H100 80GB", "H200 141GB", "A30 24GB",
+                                       "A800 40GB", "A800 80GB", "H800 80GB", "H100 94GB", "H800 94GB",
+                                       "H100 96GB", "H20 96GB", "GH200 96GB", "GH200 144GB"}
     a30 = profiles[profiles.gpu_model == "A30 24GB"]
     assert set(a30.compute_total) == {4} and set(a30.memory_total) == {4}
     assert catalog.mig_share("A100 80GB", "1g.10gb") == pytest.approx(1 / 7)
@@ -49,6 +51,22 @@ def test_mig_profiles_and_shares():
     with pytest.raises(gpucost.InvalidInputError, match="parameter 'basis'"):
         catalog.mig_share("A100 80GB", "1g.10gb", basis="sm")
     assert catalog.canonical_gpu_model("NVIDIA H100 80GB HBM3") == "H100 80GB"
+
+
+@pytest.mark.parametrize("name, canonical, profile, share", [
+    ("NVIDIA A800-SXM4-80GB", "A800 80GB", "3g.40gb", 3 / 7),   # A100 80GB profiles
+    ("NVIDIA A800-SXM4-40GB", "A800 40GB", "1g.5gb", 1 / 7),
+    ("NVIDIA H800", "H800 80GB", "2g.20gb", 2 / 7),             # H100 80GB profiles
+    ("NVIDIA H100 NVL", "H100 94GB", "3g.47gb", 3 / 7),
+    ("NVIDIA H800 NVL", "H800 94GB", "7g.94gb", 1.0),
+    ("NVIDIA H20", "H20 96GB", "4g.48gb", 4 / 7),
+    ("NVIDIA GH200 480GB", "GH200 96GB", "1g.24gb", 1 / 7),     # the superchip's memory, a 96 GB GPU
+    ("NVIDIA GH200 144G HBM3e", "GH200 144GB", "3g.72gb", 3 / 7),
+    ("NVIDIA H200 NVL", "H200 141GB", "1g.18gb", 1 / 7),
+])
+def test_mig_catalog_hopper_and_export_variants(name, canonical, profile, share):
+    assert catalog.canonical_gpu_model(name) == canonical
+    assert catalog.mig_share(name, profile) == pytest.approx(share)
 
 
 def test_user_rows_override_and_extend():

@@ -60,13 +60,13 @@ def test_saved_query_range_json():
 
 
 @pytest.mark.parametrize("text, match", [
-    ('DCGM_FI_DEV_GPU_UTIL{gpu="0",Hostname="h"} abc\n', r"line 1, column 'value': 'abc' is not a number"),
+    ('DCGM_FI_DEV_GPU_UTIL{gpu="0",Hostname="h"} abc\n', r"line 1, column 'value': DCGM_FI_DEV_GPU_UTIL: 'abc' is not a number"),
     ('# TYPE X gauge\nDCGM_FI_DEV_GPU_UTIL{gpu="0",Hostname="h} 1\n', r"line 2, column 'labels': unterminated"),
-    ('DCGM_FI_DEV_GPU_UTIL{gpu="0",Hostname="h"} NaN\n', r"line 1, column 'DCGM_FI_DEV_GPU_UTIL': NaN utilisation"),
+    ('DCGM_FI_DEV_GPU_UTIL{gpu="0",Hostname="h"} NaN\n', r"line 1, column 'value': DCGM_FI_DEV_GPU_UTIL: NaN utilisation"),
     ('DCGM_FI_DEV_GPU_UTIL_RATIO{gpu="0",Hostname="h"} 57\n', r"outside \[0, 1\].*percentage"),
     ('DCGM_FI_DEV_GPU_UTIL{gpu="x",Hostname="h"} 5\n', r"label 'gpu': 'x' is not a GPU index"),
     ('DCGM_FI_DEV_GPU_UTIL{gpu="0",Hostname="h",a="\\q"} 5\n', r"invalid escape"),
-    ('DCGM_FI_DEV_GPU_UTIL{gpu="0",Hostname="h"} 5\n', r"no DCGM_FI_DEV_FB_USED"),
+    ('DCGM_FI_DEV_FB_USED{gpu="0",Hostname="h"} 5\n', r"no DCGM_FI_DEV_GPU_UTIL"),
 ])
 def test_bad_exposition_is_a_clear_error(text, match):
     with pytest.raises(gpucost.InvalidInputError, match=match):
@@ -151,7 +151,7 @@ def test_nvidia_smi_bad_values(tmp_path):
 def test_slurm_sacct():
     s = gpucost.read_slurm_sacct(DATA / "sacct.txt", tz="UTC")
     assert s.diagnostics == {"steps_skipped": 2, "jobs_without_gpus": 1, "jobs_not_started": 1,
-                             "gpus_assigned_in_order": 11}
+                             "gpus_assigned_in_order": 11, "free_samples": 0, "nodes_without_gpu_count": 0}
     assert s.workloads.set_index("consumer").loc["1002"].tolist() == ["1002", "bo", "vision"]
     u = s.usage
     assert len(u[u.consumer == "1001"]) == 8 and set(u[u.consumer == "1001"].resource_id) == {"gpu01", "gpu02"}

@@ -33,6 +33,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -110,8 +111,24 @@ struct DcgmOptions {
   std::vector<MigShareRow> mig_shares;
   MigBasis mig_basis = MigBasis::kCompute;
   const Catalog* catalog = nullptr;  // nullptr: Catalog::Embedded()
-  // Seconds each sample stands for (the query step, or the scrape interval).
-  double interval_seconds = 60.0;
+  // Seconds between samples as the caller states them (the query step, the
+  // scrape interval). Durations come from the data (DurationsFromSeries in
+  // io/usage.h): each series' gap to its next sample, capped at its spacing.
+  // A value given here is checked against that spacing (more than 2x apart
+  // is an error) and stands for the spacing only where the data has no
+  // order (one scrape); unset, that case gets 60 s.
+  std::optional<double> interval_seconds;
+  std::string interval_name = "interval";  // the caller's name for it, in errors ("step" for queries)
+  // The exporter's own names: a series whose workload labels are the
+  // scrape target's own (container one of these, or pod `<name>-<suffix>`
+  // for one of these or the series' job/service label) is a free GPU, not
+  // a workload (kube-prometheus-stack honorLabels, Google Managed
+  // Prometheus). A node label whose value is such a pod is not a node.
+  std::vector<std::string> exporter_names = {"nvidia-dcgm-exporter", "dcgm-exporter"};
+  // Instant (/api/v1/query) answers saved a few seconds apart are joined at
+  // one instant: instants within this many seconds of the first of a group
+  // are read as that first one.
+  double instant_tolerance_seconds = 30.0;
   // Only samples with timestamp in [start_ns, end_ns) are kept (query
   // answers may include the range's end point).
   int64_t start_ns = INT64_MIN;
@@ -130,6 +147,29 @@ struct DcgmDiagnostics {
   // Free-GPU readings (no pod) at an instant where pods were also reported
   // on the same GPU: the GPU was held, so they are not emitted as samples.
   int64_t free_readings_shadowed = 0;
+  // Durations from the data (io/usage.h).
+  int64_t series = 0;            // distinct (node, GPU [, MIG instance], pod, container)
+  int64_t spacing_ns = 0;        // median gap between a series' samples (0: one instant)
+  int64_t gaps = 0;              // samples followed by a gap over 1.25x the spacing
+  // Series whose workload labels were the exporter's own, read as free.
+  int64_t exporter_series_freed = 0;
+  // Node labels that named the exporter pod (dcgm-exporter in Kubernetes
+  // prints its own pod as Hostname) and were passed over for the next label.
+  int64_t node_labels_exporter_pod = 0;
+  // Samples of GPUs whose memory field was not in the input: mem_used 0.
+  // Fine for the allocated and used bases; blended needs memory.
+  int64_t samples_without_memory = 0;
+  // Instants of instant-query answers moved to their group's first instant.
+  int64_t instants_joined = 0;
+  // One GPU series seen in several series differing only in these labels
+  // (prometheus_replica, replica: two Prometheus replicas; job, instance:
+  // one exporter scraped by two jobs). Their second values at one instant
+  // are dropped and counted.
+  std::vector<std::string> duplicate_labels;
+  int64_t duplicate_series = 0;
+  int64_t duplicate_points = 0;
+  // Sample lines of fields gpucost does not read, by metric name.
+  std::vector<std::pair<std::string, int64_t>> skipped_fields;
 };
 
 // Owning usage samples with the extra DCGM columns (NaN where the field was
@@ -147,8 +187,9 @@ struct DcgmUsage {
 // Maps DCGM series (from ParseExposition or ParseQueryRange, any number of
 // them appended) to usage samples. Bad values (NaN or out-of-range
 // utilisation, negative memory, a non-integer `gpu` label, a field reported
-// twice for one GPU and instant, a missing util or memory field) are errors
-// naming the source, the line or series, and the field.
+// twice by one series for one GPU and instant, a missing util field) are
+// errors naming the source, the line or series, the field and the column
+// `value`. A missing memory field gives mem_used 0, counted.
 [[nodiscard]] absl::StatusOr<DcgmUsage> DcgmToUsage(const PromSamples& series, const DcgmOptions& options);
 
 }  // namespace gpucost

@@ -68,7 +68,10 @@ struct NvidiaSmiApps {
 
 struct NvidiaSmiOptions {
   std::string resource_id;        // the host's resource id in the bill
-  double interval_seconds = 60;   // the logging interval (-l / -lms)
+  // The logging interval (-l / -lms) as stated; each reading's duration
+  // comes from the log (DurationsFromSeries in io/usage.h) and a stated
+  // interval more than 2x away from the log's spacing is an error.
+  std::optional<double> interval_seconds;
   // pid -> job (consumer). A pid not in the table is named "pid:<pid>".
   std::vector<int64_t> pids;
   std::vector<std::string> pid_jobs;
@@ -79,6 +82,9 @@ struct NvidiaSmiDiagnostics {
   int64_t app_rows = 0;
   int64_t app_rows_without_gpu_reading = 0;  // no GPU reading in their interval
   int64_t unknown_pids = 0;
+  int64_t gpus = 0;         // GPU series (by index)
+  int64_t spacing_ns = 0;   // median gap between a GPU's readings
+  int64_t gaps = 0;         // readings followed by a gap over 1.25x the spacing
 };
 
 struct NvidiaSmiUsage {
@@ -86,8 +92,9 @@ struct NvidiaSmiUsage {
   NvidiaSmiDiagnostics diagnostics;
 };
 
-// One sample per GPU reading and job: the apps logged on that GPU in the
-// same interval (timestamps floored to `interval`) are its consumers; k jobs
+// One sample per GPU reading and job: the apps logged on that GPU at the
+// apps log's instant nearest the reading, within half an interval (the
+// stated one, else the longer of the two logs' spacings), are its consumers; k jobs
 // share it 1/k each and each gets the GPU's utilisation and its own
 // processes' memory. A reading with no app is a free GPU (consumer "").
 [[nodiscard]] absl::StatusOr<NvidiaSmiUsage> NvidiaSmiToUsage(const NvidiaSmiGpus& gpus, const NvidiaSmiApps* apps,
@@ -101,6 +108,14 @@ struct SacctOptions {
   int64_t now_ns = INT64_MIN;  // required when a job is still running
   double util = 1.0;           // sacct has no utilisation: the allocated basis
   std::optional<int32_t> gpus_per_node;  // bounds the in-order assignment
+  // The accounting range and each node's GPU count: with both, every GPU
+  // of these nodes that no job held over part of [range_start_ns,
+  // range_end_ns) gets empty-consumer samples for that time (one per free
+  // stretch), so free time is idle, not unobserved. A job on a GPU index
+  // beyond its node's count is an error.
+  int64_t range_start_ns = 0;
+  int64_t range_end_ns = 0;
+  std::vector<std::pair<std::string, int32_t>> node_gpus;
 };
 
 struct SacctResult {
@@ -110,6 +125,8 @@ struct SacctResult {
   int64_t jobs_without_gpus = 0;
   int64_t jobs_not_started = 0;
   int64_t gpus_assigned_in_order = 0;  // samples whose device index was assigned, not read
+  int64_t free_samples = 0;            // empty-consumer samples of GPUs no job held (node_gpus)
+  int64_t nodes_without_gpu_count = 0;  // nodes jobs ran on that node_gpus does not list
 };
 
 // Expands a Slurm host list: "gpu[01-03,07],login1" -> gpu01 gpu02 gpu03 gpu07 login1.

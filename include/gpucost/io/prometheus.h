@@ -45,6 +45,13 @@ struct PromSeries {
 // point came from, or 0 for JSON.
 struct PromSamples {
   std::vector<std::string> sources;  // file or body names for error messages
+  // Per source: 1 when it is an instant (/api/v1/query vector) answer, whose
+  // evaluation time is when it was saved, not a scrape or a step.
+  std::vector<uint8_t> source_is_instant;
+  // Sample lines of metrics not asked for, by metric name: skipped unread,
+  // whatever their value (dcgm-exporter prints `ERROR - FAILED TO CONVERT
+  // TO STRING` for some blob fields).
+  std::vector<std::pair<std::string, int64_t>> skipped;
   std::vector<PromSeries> series;
   std::vector<int32_t> series_id;
   std::vector<int64_t> timestamp_ns;
@@ -57,7 +64,9 @@ struct PromSamples {
 };
 
 // Parses exposition text. Lines whose metric name is not in `metrics` are
-// checked for syntax and skipped (all kept when `metrics` is empty). A
+// skipped after their series part (all kept when `metrics` is empty): their
+// value and timestamp are never read, so an unused field's odd value is not
+// an error; they are counted in `skipped`. A
 // sample line without a timestamp gets `default_timestamp_ns`; without one
 // either, it is an error. Errors name the source, the line and the part
 // ('metric', 'labels', 'value', 'timestamp').
