@@ -51,7 +51,10 @@ from gpucost.stream import allocate_stream
 from gpucost import plot
 from gpucost.report import report
 
-__version__ = "0.1.0"
+from gpucost import _core
+
+# The one version, from CMakeLists.txt's project(VERSION) via the compiled core.
+__version__: str = _core.__version__
 
 __all__ = ["Allocator", "Error", "InvalidInputError", "allocate", "__version__"]
 __all__ += ["catalog", "inventory"]
