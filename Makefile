@@ -65,7 +65,7 @@ $(STAMPS)/wheel: $(STAMPS)/sdist
 	rm -rf build/wheel dist/gpucost-*.whl
 	mkdir -p build/wheel/src
 	tar -xzf dist/gpucost-*.tar.gz -C build/wheel/src --strip-components=1
-	$(VPY) -m pip wheel -q --no-deps -w build/wheel/raw build/wheel/src
+	CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) $(VPY) -m pip wheel -q --no-deps -w build/wheel/raw build/wheel/src
 	PATH=$(abspath $(VENV))/bin:$$PATH auditwheel repair -w dist build/wheel/raw/gpucost-*.whl
 	$(VENV)/bin/auditwheel show dist/gpucost-*.whl
 	@touch $@
