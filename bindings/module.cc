@@ -1,5 +1,6 @@
 // The private extension gpucost._core: registration only. Each area binds
 // itself in its own register_*.cc.
+#include "gpucost/version.h"
 #include "pybind11/pybind11.h"
 #include "status_to_python.h"
 
@@ -14,6 +15,7 @@ void RegisterBilling(pybind11::module_& m);
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "gpucost's C++ core (private; use the gpucost package).";
+  m.attr("__version__") = GPUCOST_VERSION;  // the package's one version (CMakeLists.txt)
   gpucost::python::RegisterStatusTranslator();
   gpucost::python::RegisterAllocate(m);
   gpucost::python::RegisterCatalog(m);

@@ -19,5 +19,6 @@
 #include "gpucost/io/gcp.h"
 #include "gpucost/status.h"
 #include "gpucost/time.h"
+#include "gpucost/version.h"
 
 #endif  // GPUCOST_GPUCOST_H_

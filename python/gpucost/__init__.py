@@ -54,7 +54,10 @@ from gpucost import plot
 from gpucost.report import report
 from gpucost import money, sheets
 
-__version__ = "0.1.0"
+from gpucost import _core
+
+# The one version, from CMakeLists.txt's project(VERSION) via the compiled core.
+__version__: str = _core.__version__
 
 # Submodules with heavy dependencies (dask, pyspark, SQLAlchemy, ...) load on
 # first use, so `import gpucost` stays fast and `gpucost.dask.allocate` works

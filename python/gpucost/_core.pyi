@@ -4,6 +4,8 @@ from typing import Any
 
 import numpy as np
 
+__version__: str  # GPUCOST_VERSION, from CMakeLists.txt
+
 Table = dict[str, Any]
 
 def allocate(costs: Table, usage: Table, inventory: Table, workloads: Table | None, basis: str, alpha: float,
