@@ -282,15 +282,17 @@ def _problems(report: JoinReport, costs: Any, fix: dict) -> list[Problem]:
                 "no_inventory", f"{no_inventory['resource_id'].nunique()} billed resource(s) with GPU telemetry have "
                 f"no GPUs in the inventory ({_ids(no_inventory['resource_id'])}): {money} stays __unattributed__. "
                 f"Fix: {fix['catalog']}", amount, cur))
-        unbilled = unknown[unknown["lines"] == 0]
-        if len(unbilled):
-            uh = float(unbilled["unjoined_gpu_hours"].sum())
-            out.append(Problem(
-                "telemetry_not_billed", f"telemetry of {unbilled['resource_id'].nunique()} resource(s) that the bill "
-                f"does not name ({_ids(unbilled['resource_id'])}; {uh:,.1f} GPU-hours held) joined nothing. "
-                f"Fix: {fix['nodes']}"))
+    # Telemetry of a resource no bill line names (unknown to the inventory, or in it with no line).
+    unbilled = j[(j["lines"] == 0) & ((j["samples_unknown_resource"] > 0) | (j["samples_outside_lines"] > 0))]
+    if len(unbilled):
+        uh = float(unbilled["unjoined_gpu_hours"].sum())
+        out.append(Problem(
+            "telemetry_not_billed", f"telemetry of {unbilled['resource_id'].nunique()} resource(s) that the bill "
+            f"does not name ({_ids(unbilled['resource_id'])}; {uh:,.1f} GPU-hours held) joined nothing. "
+            f"Fix: {fix['nodes']}, or give the bill that names them (a spot instance interrupted in its first hour "
+            "is billed nothing: then this is expected)"))
 
-    outside = j[(j["samples_outside_lines"] > 0)]
+    outside = j[(j["samples_outside_lines"] > 0) & (j["lines"] > 0)]
     if len(outside):
         hours = float(outside["unjoined_gpu_hours"].sum())
         out.append(Problem(
