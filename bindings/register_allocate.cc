@@ -88,6 +88,8 @@ py::dict ToPython(Allocation&& a) {
   join["in_inventory"] = MoveToNumpy(std::move(j.in_inventory));
   join["lines"] = MoveToNumpy(std::move(j.lines));
   join["primary_lines"] = MoveToNumpy(std::move(j.primary_lines));
+  join["lines_primary_overlap"] = MoveToNumpy(std::move(j.lines_primary_overlap));
+  join["lines_oversubscribed"] = MoveToNumpy(std::move(j.lines_oversubscribed));
   join["cost"] = MoveToNumpy(std::move(j.cost));
   join["cost_observed"] = MoveToNumpy(std::move(j.cost_observed));
   join["cost_unobserved"] = MoveToNumpy(std::move(j.cost_unobserved));

@@ -390,6 +390,7 @@ struct Allocator::State {
   std::vector<Resource> resources;
 
   std::vector<Line> lines;
+  std::vector<uint8_t> line_primary_overlap;  // per line: SEMANTICS 5's lines_primary_overlap
   std::vector<int64_t> seg_start, seg_end;
   std::vector<uint8_t> seg_active;  // 1 when at least one line covers it
 
@@ -456,7 +457,8 @@ struct Allocator::State {
   int64_t FindDuplicates(const SampleColumns& s, const SeriesIndex& index, const std::vector<int32_t>& res_map,
                          const std::vector<int32_t>& con_map, std::vector<uint8_t>& drop);
   [[nodiscard]] int64_t RowNumber(int64_t i) const { return rows_seen + (row_map != nullptr ? row_map[i] : i); }
-  JoinTable BuildJoin(const std::vector<uint8_t>& line_observed) const;
+  JoinTable BuildJoin(const std::vector<uint8_t>& line_observed,
+                      const std::vector<uint8_t>& line_oversubscribed) const;
 
   // Adds rows [begin, end) of a chunk into `out`; reads the state only.
   template <bool kHasDuration>
@@ -726,6 +728,7 @@ void Allocator::State::BuildSegments() {
 // starts before their latest end, and a later one when the next starts
 // before its own end.
 void Allocator::State::CountPrimaryOverlaps() {
+  line_primary_overlap.assign(lines.size(), 0);
   std::vector<int64_t> order;
   for (size_t k = 0; k < lines.size(); ++k) {
     if (lines[k].primary && lines[k].resource != kNoName) order.push_back(static_cast<int64_t>(k));
@@ -739,7 +742,10 @@ void Allocator::State::CountPrimaryOverlaps() {
     if (k == 0 || lines[order[k - 1]].resource != line.resource) max_end = std::numeric_limits<int64_t>::min();
     const bool next_overlaps = k + 1 < order.size() && lines[order[k + 1]].resource == line.resource &&
                                lines[order[k + 1]].start < line.end;
-    if (line.start < max_end || next_overlaps) ++diagnostics.lines_primary_overlap;
+    if (line.start < max_end || next_overlaps) {
+      ++diagnostics.lines_primary_overlap;
+      line_primary_overlap[order[k]] = 1;
+    }
     max_end = std::max(max_end, line.end);
   }
 }
@@ -1272,7 +1278,8 @@ absl::Status Allocator::AddSamples(const SampleColumns& s) {
 
 // The join table (Allocation::join): lines summed per (resource, currency),
 // the samples' per-resource stats gathered by the workers.
-JoinTable Allocator::State::BuildJoin(const std::vector<uint8_t>& line_observed) const {
+JoinTable Allocator::State::BuildJoin(const std::vector<uint8_t>& line_observed,
+                                      const std::vector<uint8_t>& line_oversubscribed) const {
   SampleStats none;
   std::vector<SampleStats> stats(resources.size(), none);
   for (const SlotTable& table : tables) {
@@ -1280,7 +1287,7 @@ JoinTable Allocator::State::BuildJoin(const std::vector<uint8_t>& line_observed)
   }
   struct Row {
     int32_t resource, currency;  // currency -1: none
-    int64_t lines = 0, primary_lines = 0;
+    int64_t lines = 0, primary_lines = 0, primary_overlap = 0, oversubscribed = 0;
     double cost = 0, observed = 0, unobserved = 0, unattributed = 0, billed_ns = 0;
     int64_t start = std::numeric_limits<int64_t>::max(), end = std::numeric_limits<int64_t>::min();
   };
@@ -1296,6 +1303,8 @@ JoinTable Allocator::State::BuildJoin(const std::vector<uint8_t>& line_observed)
     Row& row = row_of(line.resource, has_currency ? line.currency : -1);
     const Resource& res = resources[line.resource];
     ++row.lines;
+    row.primary_overlap += line_primary_overlap[k];
+    row.oversubscribed += line_oversubscribed[k];
     row.cost += line.cost;
     if (res.devices == 0) {
       row.unattributed += line.cost;
@@ -1333,6 +1342,8 @@ JoinTable Allocator::State::BuildJoin(const std::vector<uint8_t>& line_observed)
     join.in_inventory.push_back(resources[row.resource].devices > 0 ? 1 : 0);
     join.lines.push_back(row.lines);
     join.primary_lines.push_back(row.primary_lines);
+    join.lines_primary_overlap.push_back(row.primary_overlap);
+    join.lines_oversubscribed.push_back(row.oversubscribed);
     join.cost.push_back(row.cost);
     join.cost_observed.push_back(row.observed);
     join.cost_unobserved.push_back(row.unobserved);
@@ -1458,6 +1469,7 @@ absl::StatusOr<Allocation> Allocator::State::Prorate() {
   }
   for (const Slot& slot : all_slots) seg_observed[slot.segment] = 1;
   std::vector<uint8_t> line_observed(lines.size(), 0);
+  std::vector<uint8_t> line_oversubscribed(lines.size(), 0);
 
   std::vector<ConsumerSum> sums;
   std::vector<double> phi;
@@ -1522,7 +1534,10 @@ absl::StatusOr<Allocation> Allocator::State::Prorate() {
       for (double& p : phi) p /= phi_sum;
       // Shares like 3/7 + 2/7 + 1/7 + 1/7 exceed 1 by rounding alone; only a
       // real excess is reported.
-      if (phi_sum > 1.0 + kOversubscribedTolerance) ++diagnostics.lines_oversubscribed;
+      if (phi_sum > 1.0 + kOversubscribedTolerance) {
+        ++diagnostics.lines_oversubscribed;
+        line_oversubscribed[line_index] = 1;
+      }
     }
     const double taken = std::min(phi_sum, 1.0);
     const double idle = phi_sum >= 1.0 ? 0.0 : line.cost * (1.0 - phi_sum);
@@ -1558,7 +1573,7 @@ absl::StatusOr<Allocation> Allocator::State::Prorate() {
   if (saw_no_duration) diagnostics.interval_seconds = static_cast<double>(interval_ns) / 1e9;
   out.diagnostics = diagnostics;
   out.has_list_cost = has_list_cost;
-  out.join = BuildJoin(line_observed);
+  out.join = BuildJoin(line_observed, line_oversubscribed);
   const size_t rows = totals.size();
   auto sorted_dictionary = [](std::vector<std::string> names, std::vector<int32_t>& rank) {
     std::vector<int32_t> order(names.size());

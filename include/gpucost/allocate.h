@@ -100,6 +100,8 @@ struct JoinTable {
   std::vector<std::string> currency;
   std::vector<uint8_t> in_inventory;
   std::vector<int64_t> lines, primary_lines;
+  // Its lines counted in lines_primary_overlap and lines_oversubscribed.
+  std::vector<int64_t> lines_primary_overlap, lines_oversubscribed;
   std::vector<double> cost, cost_observed, cost_unobserved, cost_unattributed;
   std::vector<double> billed_gpu_hours;  // C / 3600 over primary lines
   std::vector<int64_t> samples;  // non-duplicate samples naming the resource

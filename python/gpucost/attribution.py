@@ -22,6 +22,7 @@ the cost lines; tags are parsed once per distinct tag set, never per line.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Callable, Mapping, Sequence
@@ -41,6 +42,39 @@ _REL = 1e-9
 _ABS = 1e-6  # currency units: float sums of thousands of lines
 
 
+def _per_currency(function: Callable) -> Callable:
+    """Runs `function` once per currency of the allocation (its rows and the
+    cost lines of that currency), so that two currencies are never added, and
+    puts the ``currency`` key back after the group column."""
+
+    @functools.wraps(function)
+    def run(allocation: pd.DataFrame, costs: pd.DataFrame, *args: Any, **kwargs: Any) -> pd.DataFrame:
+        if "currency" not in allocation.columns:
+            return function(allocation, costs, *args, **kwargs)
+        line_currency = (costs["currency"].astype("string").fillna("").to_numpy() if "currency" in costs.columns
+                         else None)
+        parts = []
+        for currency, rows in allocation.groupby("currency", sort=True):
+            mine = (line_currency == currency) if line_currency is not None else np.ones(len(costs), dtype=bool)
+            args_here = [_subset(a, mine, len(costs)) for a in args]
+            kwargs_here = {k: _subset(v, mine, len(costs)) for k, v in kwargs.items()}
+            out = function(rows.drop(columns="currency").reset_index(drop=True),
+                           costs[mine].reset_index(drop=True), *args_here, **kwargs_here)
+            out.insert(1, "currency", currency)
+            parts.append(out)
+        return pd.concat(parts, ignore_index=True)
+
+    return run
+
+
+def _subset(value: Any, mask: np.ndarray, rows: int) -> Any:
+    """A per-line argument (a boolean mask over the cost lines) cut to `mask`."""
+    if isinstance(value, (pd.Series, np.ndarray, list)) and len(value) == rows and not isinstance(value, str):
+        return np.asarray(value)[mask]
+    return value
+
+
+@_per_currency
 def attribute_tagged(allocation: pd.DataFrame, costs: pd.DataFrame, tag: str | Sequence[str] = "project-id", *,
                      by: str | None = None, inventory: Any = None,
                      tag_map: Mapping[str, str] | Callable[[str], str] | None = None) -> pd.DataFrame:
@@ -110,6 +144,7 @@ def attribute_tagged(allocation: pd.DataFrame, costs: pd.DataFrame, tag: str | S
     return out.sort_values(group, kind="stable").reset_index(drop=True)
 
 
+@_per_currency
 def share_costs(allocation: pd.DataFrame, costs: pd.DataFrame, selector: Any, by: str = "team",
                 split: str = "weighted", *, inventory: Any = None) -> pd.DataFrame:
     """Distribute shared cost lines over the groups.

@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 
 from gpucost.errors import InvalidInputError, conversion_hint
 
-__all__ = ["Table", "allocation_frame", "join_frame", "usage_frame", "workloads_frame", "nodes_frame"]
+__all__ = ["Table", "allocation_frame", "JoinFrame", "join_frame", "usage_frame", "workloads_frame", "nodes_frame"]
 
 _INT32_MAX = np.iinfo(np.int32).max
 _UNITS = {"ns", "us", "ms", "s"}
@@ -240,6 +240,20 @@ def for_export(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+class JoinFrame(pd.DataFrame):
+    """The join table as it rides in ``result.attrs["join"]``: a DataFrame that
+    compares by identity. pandas compares the attrs of frames it concatenates
+    (``attrs == attrs``), and a plain DataFrame there has no truth value."""
+
+    __eq__ = object.__eq__  # type: ignore[assignment]
+    __ne__ = object.__ne__  # type: ignore[assignment]
+    __hash__ = object.__hash__  # type: ignore[assignment]
+
+    @property
+    def _constructor(self):
+        return JoinFrame
+
+
 def join_frame(raw: dict) -> pd.DataFrame:
     """The engine's join table (one row per resource and currency) as a
     DataFrame; times ``datetime64[ns, UTC]``, NaT where there is none."""
@@ -256,7 +270,7 @@ def join_frame(raw: dict) -> pd.DataFrame:
     frame = pd.DataFrame(columns, copy=False)
     for name in ("resource_id", "currency"):
         frame[name] = frame[name].astype("str")
-    return frame
+    return JoinFrame(frame)
 
 
 # ---- telemetry results (C++ parsers) -> DataFrames ---------------------------

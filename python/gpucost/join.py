@@ -18,6 +18,8 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import sys
 import warnings
 from collections.abc import Iterable, Sequence
@@ -29,7 +31,7 @@ import pandas as pd
 
 from gpucost.errors import InvalidInputError
 
-__all__ = ["JoinWarning", "JoinError", "Problem", "JoinReport", "join_report", "check_join", "format_money"]
+__all__ = ["JoinWarning", "JoinError", "Problem", "JoinReport", "join_report", "check_join", "checks", "format_money"]
 
 RESERVED = ("__idle__", "__unattributed__", "__unobserved__", "__unlabelled__")
 _SHOWN_IDS = 3  # resource ids named in one message
@@ -280,15 +282,17 @@ def _problems(report: JoinReport, costs: Any, fix: dict) -> list[Problem]:
                 "no_inventory", f"{no_inventory['resource_id'].nunique()} billed resource(s) with GPU telemetry have "
                 f"no GPUs in the inventory ({_ids(no_inventory['resource_id'])}): {money} stays __unattributed__. "
                 f"Fix: {fix['catalog']}", amount, cur))
-        unbilled = unknown[unknown["lines"] == 0]
-        if len(unbilled):
-            uh = float(unbilled["unjoined_gpu_hours"].sum())
-            out.append(Problem(
-                "telemetry_not_billed", f"telemetry of {unbilled['resource_id'].nunique()} resource(s) that the bill "
-                f"does not name ({_ids(unbilled['resource_id'])}; {uh:,.1f} GPU-hours held) joined nothing. "
-                f"Fix: {fix['nodes']}"))
+    # Telemetry of a resource no bill line names (unknown to the inventory, or in it with no line).
+    unbilled = j[(j["lines"] == 0) & ((j["samples_unknown_resource"] > 0) | (j["samples_outside_lines"] > 0))]
+    if len(unbilled):
+        uh = float(unbilled["unjoined_gpu_hours"].sum())
+        out.append(Problem(
+            "telemetry_not_billed", f"telemetry of {unbilled['resource_id'].nunique()} resource(s) that the bill "
+            f"does not name ({_ids(unbilled['resource_id'])}; {uh:,.1f} GPU-hours held) joined nothing. "
+            f"Fix: {fix['nodes']}, or give the bill that names them (a spot instance interrupted in its first hour "
+            "is billed nothing: then this is expected)"))
 
-    outside = j[(j["samples_outside_lines"] > 0)]
+    outside = j[(j["samples_outside_lines"] > 0) & (j["lines"] > 0)]
     if len(outside):
         hours = float(outside["unjoined_gpu_hours"].sum())
         out.append(Problem(
@@ -300,27 +304,37 @@ def _problems(report: JoinReport, costs: Any, fix: dict) -> list[Problem]:
     gpu_column = getattr(costs, "columns", ())
     if "gpu" in gpu_column and "resource_id" in gpu_column:
         ids = costs["resource_id"].astype("string").fillna("")
-        no_id = costs[costs["gpu"].fillna(False).astype(bool).to_numpy() & (ids == "").to_numpy()]
+        usage_line = np.ones(len(costs), dtype=bool)  # fees, purchases and unused commitments name no resource
+        if "charge_category" in gpu_column:
+            usage_line &= (costs["charge_category"].astype("string").fillna("") == "Usage").to_numpy()
+        if "commitment_status" in gpu_column:
+            usage_line &= (costs["commitment_status"].astype("string").fillna("") != "Unused").to_numpy()
+        no_id = costs[costs["gpu"].fillna(False).astype(bool).to_numpy() & (ids == "").to_numpy() & usage_line]
         if len(no_id):
             frame = pd.DataFrame({"currency": no_id["currency"].astype(str) if "currency" in no_id.columns else "",
                                   "cost": no_id["cost"].astype(float)})
             money, amount, cur = _money_by_currency(frame, "cost")
-            out.append(Problem("no_resource_ids", f"{len(no_id):,} GPU bill lines carry no resource id: {money} "
+            out.append(Problem("no_resource_ids", f"{len(no_id):,} GPU usage lines carry no resource id: {money} "
                                f"stays __unattributed__. Fix: {fix['ids']}", amount, cur))
     elif len(j) and len(billed) and (billed["resource_id"].astype(str) == "").all() and len(telemetry):
         money, amount, cur = _money_by_currency(billed, "cost")
         out.append(Problem("no_resource_ids", f"no bill line carries a resource id: {money} stays __unattributed__. "
                            f"Fix: {fix['ids']}", amount, cur))
 
-    over = int(d.get("lines_oversubscribed", 0))
-    if over:
+    over = j[j["lines_oversubscribed"] > 0] if "lines_oversubscribed" in j.columns else j.iloc[:0]
+    if len(over):
         cause = _oversubscription_cause(report.telemetry)
-        out.append(Problem("oversubscribed", f"{over:,} bill lines were held beyond their GPUs' capacity and scaled "
-                           f"down, so their idle cost is hidden; {cause}"))
-    overlap = int(d.get("lines_primary_overlap", 0))
-    if overlap:
-        out.append(Problem("primary_overlap", f"{overlap:,} bill lines bill the same resource's time as another "
-                           "line: GPU-hours counted twice (a bill read twice, or export parts that overlap)"))
+        out.append(Problem("oversubscribed", f"{int(over['lines_oversubscribed'].sum()):,} bill lines of "
+                           f"{over['resource_id'].nunique()} resource(s) ({_ids(over['resource_id'])}) were held beyond "
+                           f"their GPUs' capacity and scaled down, so their idle cost is hidden; {cause}"))
+    # Overlapping primary lines count hours twice only where hours are counted: on GPU resources.
+    overlap = gpu[gpu["lines_primary_overlap"] > 0] if "lines_primary_overlap" in gpu.columns else gpu.iloc[:0]
+    if len(overlap):
+        out.append(Problem("primary_overlap", f"{int(overlap['lines_primary_overlap'].sum()):,} bill lines of "
+                           f"{overlap['resource_id'].nunique()} GPU resource(s) ({_ids(overlap['resource_id'])}) bill "
+                           "the same time as another line of their resource: GPU-hours counted twice. Cause: a bill "
+                           "read twice, export parts that overlap, or several lines per resource-hour without a "
+                           "`primary` column saying which one bills the time"))
     dropped = int(report.billing.get("duplicates_dropped", 0) or 0)
     if dropped:
         out.append(Problem("bill_duplicates", f"{dropped:,} bill rows were read twice and dropped (repeated "
@@ -333,6 +347,10 @@ def _problems(report: JoinReport, costs: Any, fix: dict) -> list[Problem]:
 
 
 def _oversubscription_cause(telemetry: dict) -> str:
+    """The cause as the telemetry reader saw it, or the usual suspects."""
+    cause = telemetry.get("duplicate_cause")
+    if cause:
+        return str(cause)
     replicas = telemetry.get("replica_labels")
     if replicas:
         names = replicas if isinstance(replicas, str) else ", ".join(map(str, replicas))
@@ -372,6 +390,27 @@ def problem_lines(problems: Sequence[Problem], command: str) -> list[str]:
 
 
 
+_CHECKS = contextvars.ContextVar("gpucost_join_checks", default=True)
+
+
+@contextlib.contextmanager
+def checks(enabled: bool):
+    """Turns the rule at gpucost.allocate's entry on or off inside a ``with``
+    block (this thread and context only): for property tests and for notebooks
+    that explore inputs known not to line up. The join table and diagnostics
+    are still on every result; :func:`check_join` still works.
+
+    Example:
+        >>> with gpucost.join.checks(False):
+        ...     partial = gpucost.allocate(costs, usage, inventory)
+    """
+    token = _CHECKS.set(bool(enabled))
+    try:
+        yield
+    finally:
+        _CHECKS.reset(token)
+
+
 def called_from_gpucost(depth: int) -> bool:
     """Whether the function `depth` frames up was called from gpucost's own code
     (an analysis, the report, the command): those check the join once at their
@@ -384,6 +423,6 @@ def called_from_gpucost(depth: int) -> bool:
 def check_public_call(result: pd.DataFrame, costs: Any, usage: Any, *, strict: bool) -> None:
     """The rule at a public entry point (gpucost.allocate and the runners):
     applied when the user called it, skipped for gpucost's own inner calls."""
-    if called_from_gpucost(2):
+    if not _CHECKS.get() or called_from_gpucost(2):
         return
     check_join(result, costs, usage, strict=strict, stacklevel=4)

@@ -35,7 +35,7 @@ INTERVAL = "_gpucost_interval"
 JOIN = "_gpucost_join_"  # prefix of the join table's columns
 JOIN_STRINGS = ("resource_id", "currency")
 JOIN_TIMES = ("lines_start", "lines_end", "samples_start", "samples_end")
-JOIN_COUNTS = ("lines", "primary_lines", "samples", "samples_no_consumer", "samples_outside_lines",
+JOIN_COUNTS = ("lines", "primary_lines", "lines_primary_overlap", "lines_oversubscribed", "samples", "samples_no_consumer", "samples_outside_lines",
                "samples_unknown_resource")
 INSTANTS = {"costs": ("start", "end"), "usage": ("timestamp",)}
 

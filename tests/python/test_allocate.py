@@ -12,6 +12,14 @@ import gpucost
 from gpucost.simulate import simulate_fleet
 from reference import assert_frames_close, reference_allocate
 
+
+@pytest.fixture(scope="module", autouse=True)
+def _engine_numbers_only():
+    """These tests check the engine's numbers on any input (unobserved lines,
+    unknown resources, random joins); the join rule is tested in test_join.py."""
+    with gpucost.join.checks(False):
+        yield
+
 GIB = 2**30
 T0 = pd.Timestamp("2026-03-01 10:00", tz="UTC")
 
@@ -471,7 +479,8 @@ def test_join_table(example):
     result = gpucost.allocate(bill, pd.concat([usage, ghost], ignore_index=True), inventory)
     join = result.attrs["join"]
     assert list(join.columns) == [
-        "resource_id", "currency", "in_inventory", "lines", "primary_lines", "cost", "cost_observed",
+        "resource_id", "currency", "in_inventory", "lines", "primary_lines", "lines_primary_overlap",
+        "lines_oversubscribed", "cost", "cost_observed",
         "cost_unobserved", "cost_unattributed", "billed_gpu_hours", "samples", "samples_no_consumer",
         "samples_outside_lines", "samples_unknown_resource", "unjoined_gpu_hours", "lines_start", "lines_end",
         "samples_start", "samples_end"]

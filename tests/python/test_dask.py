@@ -13,6 +13,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import gpucost
+
 distributed = pytest.importorskip("distributed")
 dd = pytest.importorskip("dask.dataframe")
 
@@ -20,6 +22,14 @@ import gpucost  # noqa: E402
 import gpucost.dask  # noqa: E402
 from gpucost.simulate import simulate_fleet  # noqa: E402
 from reference import assert_frames_close  # noqa: E402
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _engine_numbers_only():
+    """These tests check the engine's numbers on any input (unobserved lines,
+    unknown resources, random joins); the join rule is tested in test_join.py."""
+    with gpucost.join.checks(False):
+        yield
 
 POLICIES = [{}, {"basis": "used", "idle": "share"}, {"basis": "blended", "alpha": 0.3, "by": ["resource_id"]},
             {"by": ["team", "period"], "freq": "h"}]

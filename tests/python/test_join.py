@@ -165,8 +165,8 @@ def test_oversubscription_names_the_replica_label(fleet):
     with pytest.warns(gpucost.JoinWarning) as record:
         gpucost.allocate(costs, both, inventory)
     messages = join_warnings(record)
-    assert any("2 bill lines were held beyond their GPUs' capacity" in m and "prometheus_replica" in m
-               for m in messages), messages
+    assert any("2 bill lines of 1 resource(s) (i-2) were held beyond their GPUs' capacity" in m
+               and "prometheus_replica" in m for m in messages), messages
 
 
 def test_gpu_lines_without_resource_ids(fleet):
@@ -175,7 +175,7 @@ def test_gpu_lines_without_resource_ids(fleet):
     costs.loc[costs["resource_id"] == "i-2", "resource_id"] = ""
     inventory = inventory[inventory["resource_id"] != "i-2"]
     usage = usage[usage["resource_id"] != "i-2"]
-    with pytest.warns(gpucost.JoinWarning, match=r"2 GPU bill lines carry no resource id: \$8\.00 stays "
+    with pytest.warns(gpucost.JoinWarning, match=r"2 GPU usage lines carry no resource id: \$8\.00 stays "
                                                  r"__unattributed__"):
         gpucost.allocate(costs, usage, inventory)
 

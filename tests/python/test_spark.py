@@ -20,6 +20,15 @@ from gpucost.simulate import simulate_fleet  # noqa: E402
 from reference import assert_frames_close  # noqa: E402
 from pyspark.sql import SparkSession  # noqa: E402
 
+
+@pytest.fixture(scope="module", autouse=True)
+def _engine_numbers_only():
+    """These tests check the engine's numbers on any input (unobserved lines,
+    unknown resources, random joins); the join rule is tested in test_join.py."""
+    with gpucost.join.checks(False):
+        yield
+
+
 # PySpark 4 warns that pandas 3 is not fully supported; the results are
 # checked against the engine here.
 pytestmark = pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning")

@@ -20,6 +20,14 @@ import gpucost.chunks
 from gpucost.simulate import simulate_fleet
 from reference import assert_frames_close
 
+
+@pytest.fixture(scope="module", autouse=True)
+def _engine_numbers_only():
+    """These tests check the engine's numbers on any input (unobserved lines,
+    unknown resources, random joins); the join rule is tested in test_join.py."""
+    with gpucost.join.checks(False):
+        yield
+
 POLICY = dict(by=["team", "period"], freq="D", basis="used", idle="share")
 
 

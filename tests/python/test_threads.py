@@ -14,6 +14,14 @@ from gpucost.simulate import simulate_fleet
 from reference import assert_frames_close
 from test_properties import POLICIES, scenarios
 
+
+@pytest.fixture(scope="module", autouse=True)
+def _engine_numbers_only():
+    """These tests check the engine's numbers on any input (unobserved lines,
+    unknown resources, random joins); the join rule is tested in test_join.py."""
+    with gpucost.join.checks(False):
+        yield
+
 # The engine gives each thread at least 2**18 samples: two threads need twice that.
 SPLIT_ROWS = 2 * 2**18 + 1000
 
