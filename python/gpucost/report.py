@@ -482,13 +482,20 @@ def _section_advice(advise_commitments, ctx) -> tuple[Section, dict] | str:
     advice = advise_commitments(ctx["costs"], ctx["usage"], ctx["inventory"], ctx["workloads"], rates=ctx["rates"],
                                 interval=ctx["policy"].get("interval", 60))
     advice = _table_of(advice, "advice")
-    shown = _pick(advice, ["instance_type", "class", "option", "level", "monthly_today", "monthly_recommended",
-                           "savings_vs_today", "break_even_utilization", "expected_utilization"])
+    shown = _pick(advice, ["instance_type", "class", "action", "option", "existing_coverage", "monthly_if_unchanged",
+                           "monthly_recommended", "savings_vs_today", "break_even_utilization",
+                           "expected_utilization"])
+    if isinstance(shown, pd.DataFrame) and "recommended" in advice.columns and "savings_vs_today" in shown.columns:
+        # The total saving adds up only the changes recommended (never a loss).
+        shown = shown.assign(savings_vs_today=shown["savings_vs_today"].where(
+            advice["recommended"].to_numpy(bool), 0.0))
     built = _generic_section("advice", "Commitments: advice", "What to buy for each instance type and workload "
-                            "class, and why: training is never advised capacity sized to its peaks "
+                            "class, net of the commitments already bought, and why: only changes that save money "
+                            "against today are recommended, in the unit they are sold in (whole instances, or $ "
+                            "an hour for savings plans); training is never advised capacity sized to its peaks "
                             "(gpucost.advise_commitments).", shown, "commitment_advice", full=advice,
-                            pct=["break_even_utilization", "expected_utilization"],
-                            total=["monthly_today", "monthly_recommended", "savings_vs_today"])
+                            pct=["break_even_utilization", "expected_utilization", "existing_coverage"],
+                            total=["monthly_if_unchanged", "monthly_recommended", "savings_vs_today"])
     if not isinstance(built, str) and isinstance(advice, pd.DataFrame) and "reason" in advice.columns:
         built[0].body.append('<ul class="reasons">' + "".join(f"<li>{html.escape(str(r))}</li>"
                                                                for r in advice["reason"]) + "</ul>")
@@ -517,7 +524,8 @@ _HEADERS = {"resource_id": "Resource", "dollars_wasted": "Wasted $", "list_dolla
             "forecast_crossed": "Forecast to cross", "crossed": "Crossed", "utilization": "Utilisation",
             "monthly_today": "Monthly today", "monthly_recommended": "Monthly if bought",
             "savings_vs_today": "Saving / month", "break_even_utilization": "Break-even use",
-            "expected_utilization": "Expected use", "instance_type": "Instance type", "option": "Buy"}
+            "expected_utilization": "Expected use", "instance_type": "Instance type", "option": "Buy",
+            "monthly_if_unchanged": "Monthly if unchanged", "action": "Action", "existing_coverage": "Already covered"}
 
 
 def _header(column: str) -> str:
