@@ -219,6 +219,8 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--interruptions", metavar="PATH", help="EventBridge spot interruption events (JSON lines)")
         if name == "advise":
             p.add_argument("--rates", metavar="PATH", help="purchase options: instance_type, kind, hourly, term_years")
+            p.add_argument("--existing", metavar="PATH", help="commitments already bought (instance_type, kind, "
+                           "count or hourly, rate, start, end) instead of the bill's commitment lines")
         p.set_defaults(func=cmd_analysis, analysis=function)
 
     p = sub.add_parser("catalog", parents=[common], help="instance types and MIG profiles gpucost knows",
@@ -251,8 +253,9 @@ def configure(args: argparse.Namespace) -> Config:
     src = {"demo": "demo", "bill": "bill", "bill_format": "bill_format", "costs": "costs", "telemetry": "telemetry",
            "prometheus": "prometheus", "start": "start", "end": "end", "step": "step", "usage": "usage",
            "pods": "pods", "nodes": "nodes", "workloads": "workloads", "inventory": "inventory",
-           "interruptions": "interruptions", "rates": "rates"}
-    paths = {"bill", "costs", "usage", "pods", "nodes", "workloads", "inventory", "interruptions", "rates"}
+           "interruptions": "interruptions", "rates": "rates", "existing": "existing"}
+    paths = {"bill", "costs", "usage", "pods", "nodes", "workloads", "inventory", "interruptions", "rates",
+             "existing"}
     for attr, key in src.items():
         value = getattr(args, attr, None)
         if value is not None and getattr(args, "config", None) and attr in paths | {"telemetry"}:
@@ -392,7 +395,8 @@ def cmd_analysis(args: argparse.Namespace) -> int:
         raise UsageError("gpucost advise needs purchase options: --rates FILE or rates in [sources]")
     result = analysis(key, tables.costs, tables.usage, tables.inventory, tables.workloads, bill=tables.bill,
                       budgets=tables.budgets, interruptions=tables.interruptions, rates=tables.rates,
-                      today=config.budgets.get("today"), by=_by(config, ["team", "project"]), **_policy(config))
+                      existing=tables.existing, today=config.budgets.get("today"),
+                      by=_by(config, ["team", "project"]), **_policy(config))
     write_frame(result, _format(args), args.output)
     return EXIT_OK
 

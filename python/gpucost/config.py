@@ -57,7 +57,7 @@ SECTIONS: dict[str, dict[str, type | tuple]] = {
     "sources": {"demo": bool, "bill": str, "bill_format": str, "costs": str, "usage": str, "inventory": str,
                 "workloads": str, "telemetry": (str, list), "prometheus": str, "start": str, "end": str,
                 "step": (int, float), "pods": str, "nodes": str, "interruptions": str, "rates": str,
-                "bearer_token": str},
+                "existing": str, "bearer_token": str},
     "labels": {},  # any key: str
     "policy": {"basis": str, "idle": str, "interval": (int, float), "alpha": (int, float), "by": (str, list)},
     "budgets": {"file": str, "today": str},
@@ -161,6 +161,7 @@ class Tables:
     interruptions: Any = None
     rates: pd.DataFrame | None = None
     interval: float = 60
+    existing: pd.DataFrame | None = None  # commitments already bought (advise_commitments' existing=)
 
 
 _NUMERIC = ("cost", "list_cost", "share", "util", "mem_used", "duration", "device", "mem_capacity", "amount",
@@ -296,7 +297,8 @@ def load_tables(config: Config, *, progress: bool = False) -> Tables:
         config.budgets.setdefault("today", "2026-03-20")  # the demo's budgets, looked at mid-month
         return Tables(fleet.costs, fleet.usage, fleet.inventory, fleet.workloads, bill=fleet.bill,
                       budgets=budgets if budgets is not None else fleet.budgets,
-                      interruptions=fleet.interruptions, rates=fleet.rates, interval=fleet.interval)
+                      interruptions=fleet.interruptions, rates=fleet.rates, interval=fleet.interval,
+                      existing=_read_table(config.path(s["existing"]), "existing") if "existing" in s else None)
     bill = None
     if "bill" in s:
         bill = instance_ids(_read_bill(config, progress))
@@ -345,8 +347,9 @@ def load_tables(config: Config, *, progress: bool = False) -> Tables:
             raise InvalidInputError(f"{path}: no such file (interruptions)")
         interruptions = path
     rates = _read_table(config.path(s["rates"]), "rates") if "rates" in s else None
+    existing = _read_table(config.path(s["existing"]), "existing") if "existing" in s else None
     return Tables(costs, usage, inventory, workloads, bill=bill, budgets=budgets, interruptions=interruptions,
-                  rates=rates, interval=step)
+                  rates=rates, interval=step, existing=existing)
 
 
 def _budgets(config: Config) -> pd.DataFrame | None:

@@ -480,7 +480,7 @@ def _section_advice(advise_commitments, ctx) -> tuple[Section, dict] | str:
     if ctx["rates"] is None:
         return "no rates table (purchase options) given"
     advice = advise_commitments(ctx["costs"], ctx["usage"], ctx["inventory"], ctx["workloads"], rates=ctx["rates"],
-                                interval=ctx["policy"].get("interval", 60))
+                                interval=ctx["policy"].get("interval", 60), existing=ctx.get("existing"))
     advice = _table_of(advice, "advice")
     shown = _pick(advice, ["instance_type", "class", "action", "option", "existing_coverage", "monthly_if_unchanged",
                            "monthly_recommended", "savings_vs_today", "break_even_utilization",
@@ -552,7 +552,7 @@ def _generic_section(key: str, title: str, intro: str, frame: Any, data_key: str
 
 def analysis(key: str, costs: Any, usage: Any, inventory: Any, workloads: Any = None, *, bill: Any = None,
              budgets: Any = None, interruptions: Any = None, rates: Any = None, today: Any = None,
-             by: Sequence[str] = ("team", "project"), **policy: Any) -> pd.DataFrame:
+             by: Sequence[str] = ("team", "project"), existing: Any = None, **policy: Any) -> pd.DataFrame:
     """The full table behind one of the report's analysis sections (``idle``,
     ``spot``, ``commitments``, ``advice``, ``budgets``), as the ``gpucost``
     command prints it. Raises :class:`gpucost.Error` when this build lacks the
@@ -568,7 +568,8 @@ def analysis(key: str, costs: Any, usage: Any, inventory: Any, workloads: Any = 
     by_day = gpucost.allocate(costs, usage, inventory, workloads, by=[by[0], "period"], freq="D", **policy) \
         if key == "budgets" else None
     ctx = dict(costs=costs, usage=usage, inventory=inventory, workloads=workloads, bill=bill, budgets=budgets,
-               interruptions=interruptions, rates=rates, today=today, by=by, policy=policy, by_day=by_day)
+               interruptions=interruptions, rates=rates, today=today, by=by, policy=policy, by_day=by_day,
+               existing=existing)
     built = _OPTIONAL[key](function, ctx)
     if isinstance(built, str):
         raise InvalidInputError(f"gpucost.{_ANALYSES[key]}: {built}")

@@ -214,3 +214,18 @@ def test_bad_existing_rows_name_row_and_column(change, message):
     with pytest.raises(gpucost.InvalidInputError, match=message):
         gpucost.advise_commitments(f.costs, f.usage, f.inventory, rates=RATES_G5, classes=classes_of(f),
                                    existing=existing, interval=3600)
+
+
+def test_advise_command_takes_the_existing_commitments(capsys, tmp_path):
+    from gpucost import cli
+    # The demo's 8 g5.xlarge serving around the clock, 8 of them already reserved.
+    existing = pd.DataFrame({"instance_type": ["g5.xlarge"], "kind": ["reserved"], "count": [8], "rate": [0.62]})
+    existing.to_csv(tmp_path / "existing.csv", index=False)
+    code = cli.main(["advise", "--demo", "--format", "csv", "--existing", str(tmp_path / "existing.csv")])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    import io
+    advice = pd.read_csv(io.StringIO(out)).set_index(["instance_type", "class"])
+    row = advice.loc[("g5.xlarge", "inference")]
+    assert row["existing_level"] == pytest.approx(8.0) and row["existing_coverage"] == pytest.approx(1.0)
+    assert row["action"] == "keep" and row["savings_vs_today"] == 0
