@@ -201,6 +201,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", "-o", metavar="PATH", help="the HTML file (default gpucost-report.html)")
     p.add_argument("--title", help="report title")
     p.add_argument("--budgets", metavar="PATH", help=_BUDGETS_HELP)
+    p.add_argument("--today", help="the day budgets are checked on (default: the end of the data)")
     p.set_defaults(func=cmd_report)
 
     for name, function, help_text in (

@@ -508,7 +508,13 @@ def _section_budgets(budget_status, ctx) -> tuple[Section, dict] | str:
     today = ctx["today"]
     if today is None:
         today = (pd.to_datetime(ctx["costs"]["start"], utc=True).max()).normalize()
-    status = budget_status(ctx["by_day"], ctx["budgets"], today)
+    from gpucost.analyses.budget import spread_over_days  # noqa: PLC0415
+    by_day = ctx["by_day"]
+    spread = spread_over_days(ctx["costs"])  # a bill coarser than daily: its days, with a warning
+    if spread is not ctx["costs"]:
+        by_day = gpucost.allocate(spread, ctx["usage"], ctx["inventory"], ctx["workloads"],
+                                  by=[ctx["by"][0], "period"], freq="D", **ctx["policy"])
+    status = budget_status(by_day, ctx["budgets"], today)
     shown = _pick(status, ["value", "amount", "month_to_date", "mtd_share", "forecast", "forecast_low",
                            "forecast_high", "crossed", "forecast_crossed", "status"])
     return _generic_section("budgets", "Budgets and forecast", f"Month to date on {pd.Timestamp(today):%b %d} and the "
