@@ -76,6 +76,9 @@ def read_slurm_sacct(path: str | PathLike, tz: str, *, now: Any = None, util: fl
     ``diagnostics["gpus_assigned_in_order"]``). Job steps are skipped, jobs
     that never started give workloads only, running jobs are charged until
     ``now``. ``nodes`` (node, resource_id) maps node names to bill ids.
+    The workloads carry ``utilization_source="assumed"``: :func:`gpucost.kpis`
+    keeps their GPU time out of measured utilisation (set it to
+    ``"measured"`` when you allocate DCGM telemetry with these labels).
     """
     raw = _core.sacct(_read(path), str(path), str(tz), None if now is None else to_ns(now, "now"), float(util),
                       gpus_per_node)
@@ -87,4 +90,8 @@ def read_slurm_sacct(path: str | PathLike, tz: str, *, now: Any = None, util: fl
         names = pd.Series(usage["resource_id"].cat.categories, dtype=object)
         renamed = names.map(mapping).fillna(names).to_numpy(dtype=object)
         usage["resource_id"] = pd.Categorical(renamed[usage["resource_id"].cat.codes.to_numpy()])
-    return SlurmAccounting(usage, workloads_frame(raw["workloads"]), dict(raw["diagnostics"]))
+    workloads = workloads_frame(raw["workloads"])
+    # sacct measures nothing: the utilisation of these samples is `util`, an
+    # assumption, and every figure built on it must say so (docs/analyses.md).
+    workloads["utilization_source"] = "assumed"
+    return SlurmAccounting(usage, workloads, dict(raw["diagnostics"]))
