@@ -440,7 +440,8 @@ def cmd_export_metrics(args: argparse.Namespace) -> int:
         allocation = gpucost.allocate(tables.costs, tables.usage, tables.inventory, tables.workloads, by=by,
                                       **_policy(config))
         start = pd.to_datetime(tables.costs["start"], utc=True).min()
-        end = pd.to_datetime(tables.costs["end"], utc=True).max()
+        # Both days included: the last day is the one the bill's last instant falls in.
+        end = pd.to_datetime(tables.costs["end"], utc=True).max() - pd.Timedelta(1, "ns")
         return metrics.exposition(allocation, by, prefix=prefix, window=f"{start:%Y-%m-%d}/{end:%Y-%m-%d}")
 
     textfile = args.textfile or (None if args.listen or args.stdout else config.metrics.get("textfile"))

@@ -430,8 +430,12 @@ def _section_idle(find_idle, ctx) -> tuple[Section, dict] | str:
 
 
 def _section_spot(spot_runs, ctx) -> tuple[Section, dict] | str:
-    if ctx["workloads"] is None or "job" not in getattr(ctx["workloads"], "columns", ()):
-        return "no job labels in the workloads table"
+    if ctx["workloads"] is None:
+        return "no workloads table: spot runs group attempts by its 'job' label"
+    if "job" not in getattr(ctx["workloads"], "columns", ()):
+        labels = [str(c) for c in ctx["workloads"].columns if c != "consumer"]
+        return ("no 'job' label in the workloads table (spot runs group attempts by it; labels there: "
+                f"{', '.join(labels) or 'none'}): map your job label to 'job' ([labels] job = ...)")
     events = ctx["interruptions"]
     reader = getattr(gpucost, "spot_interruptions", None)
     if events is not None and reader is not None and not isinstance(events, pd.DataFrame):

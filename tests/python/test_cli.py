@@ -210,7 +210,7 @@ def test_export_metrics_stdout_and_textfile(tmp_path, capsys, fleet):
             samples[labels] = float(value)
     assert len(samples) == len(expected)
     for team, project, cost in zip(expected["team"], expected["project"], expected["cost"]):
-        key = f'gpucost_cost_dollars{{team="{team}",project="{project}",window="2026-03-01/2026-04-01"}}'
+        key = f'gpucost_cost_dollars{{team="{team}",project="{project}",window="2026-03-01/2026-03-31"}}'
         assert samples[key] == pytest.approx(cost, rel=1e-15)
     prom = tmp_path / "gpucost.prom"
     code, _, err = run(capsys, "export-metrics", "--demo", "--textfile", str(prom))

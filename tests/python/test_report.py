@@ -289,3 +289,13 @@ def test_commitment_and_budget_sections_are_the_analyses_results(fleet, tmp_path
     pd.testing.assert_frame_equal(r.data["commitment_advice"], advice)
     training = advice[(advice["instance_type"] == "p4d.24xlarge") & (advice["class"] == "training")]
     assert set(training["purchase"]) <= {"spot", "on_demand", "savings_plan"}  # never a reservation for bursts
+
+
+def test_money_ticks_show_cents_where_the_amounts_are_small():
+    from gpucost.plot import _money_tick
+    # A cost-per-effective-GPU-hour axis read "$0 $0 $0 $1 $1 $1"; now the step decides the decimals.
+    ticks = [0.0, 0.25, 0.5, 0.75, 1.0, 1.25]
+    assert [_money_tick(v, ticks) for v in ticks] == ["$0.00", "$0.25", "$0.50", "$0.75", "$1.00", "$1.25"]
+    assert [_money_tick(v, [0, 0.2, 0.4]) for v in (0.2, 0.4)] == ["$0.20", "$0.40"]  # cents, not dimes
+    assert [_money_tick(v, [0, 500, 1000]) for v in (500, 1000)] == ["$500", "$1,000"]
+    assert [_money_tick(v, [0, 20_000, 40_000]) for v in (20_000, 40_000)] == ["$20k", "$40k"]
