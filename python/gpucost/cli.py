@@ -442,7 +442,10 @@ def cmd_export_metrics(args: argparse.Namespace) -> int:
         start = pd.to_datetime(tables.costs["start"], utc=True).min()
         # Both days included: the last day is the one the bill's last instant falls in.
         end = pd.to_datetime(tables.costs["end"], utc=True).max() - pd.Timedelta(1, "ns")
-        return metrics.exposition(allocation, by, prefix=prefix, window=f"{start:%Y-%m-%d}/{end:%Y-%m-%d}")
+        hourly = gpucost.allocate(tables.costs, tables.usage, tables.inventory, tables.workloads,
+                                  by=[*by, "period"], freq="h", **_policy(config))
+        return (metrics.exposition(allocation, by, prefix=prefix, window=f"{start:%Y-%m-%d}/{end:%Y-%m-%d}")
+                + metrics.rolling_exposition(hourly, by, prefix=prefix))
 
     textfile = args.textfile or (None if args.listen or args.stdout else config.metrics.get("textfile"))
     if args.stdout:
