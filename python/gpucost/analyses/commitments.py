@@ -255,7 +255,7 @@ def advise_commitments(costs: Any, usage: Any, inventory: Any, workloads: Any = 
     hourly, lines = _hourly_demand(costs, usage, inventory, workloads, by=["consumer"], interval=interval)
     cat = _catalog_columns(catalog)
     # The idle GPUs of an instance its workloads kept running are part of
-    # their demand: nobody can terminate half an instance (docs/advisor.md §1).
+    # their demand: nobody can terminate half an instance (docs/advisor.md §3.8).
     hourly = _fold_idle(hourly)
     covered_share, covered_money_share = _bill_coverage(lines, hourly)
 
@@ -315,7 +315,6 @@ def advise_commitments(costs: Any, usage: Any, inventory: Any, workloads: Any = 
     money_grid, covered, covered_money, idle_units = (money_grid[keep], covered[keep], covered_money[keep],
                                                       idle_units[keep])
     groups = pd.Index(curve_keys.get_level_values(0))
-    existing_info = None
     existing_util = pd.Series(np.nan, index=groups)
     expiring_on = pd.Series(pd.NaT, index=groups, dtype="datetime64[ns, UTC]")
     expiring_units = np.zeros_like(demand)
