@@ -229,3 +229,15 @@ def test_advise_command_takes_the_existing_commitments(capsys, tmp_path):
     row = advice.loc[("g5.xlarge", "inference")]
     assert row["existing_level"] == pytest.approx(8.0) and row["existing_coverage"] == pytest.approx(1.0)
     assert row["action"] == "keep" and row["savings_vs_today"] == 0
+
+
+def test_a_precomputed_hourly_demand_table_gives_the_same_advice():
+    f = half_used_g5_12xlarge()
+    direct = gpucost.advise_commitments(f.costs, f.usage, f.inventory, rates=RATES_G5_12, classes=CLASSES,
+                                        interval=3600)
+    hourly = gpucost.hourly_demand(f.costs, f.usage, f.inventory, interval=3600)
+    given = gpucost.advise_commitments(None, None, None, rates=RATES_G5_12, classes=CLASSES, demand=hourly)
+    pd.testing.assert_frame_equal(given, direct)
+    with pytest.raises(gpucost.InvalidInputError, match="demand: row 0, column 'instance_hours'"):
+        gpucost.advise_commitments(None, None, None, rates=RATES_G5_12, classes=CLASSES,
+                                   demand=hourly.assign(instance_hours=-1.0))

@@ -167,7 +167,7 @@ def advise_commitments(costs: Any, usage: Any, inventory: Any, workloads: Any = 
                        allowed: Mapping[str, Sequence[str]] | None = None, terms: Sequence[int] = (1, 3),
                        sensitivity: float = 0.20, catalog: Any = None, interval: float = 60,
                        hours_per_month: float = HOURS_PER_MONTH, detail: bool = False, existing: Any = None,
-                       horizon_days: float = 90) -> pd.DataFrame:
+                       horizon_days: float = 90, demand: Any = None) -> pd.DataFrame:
     """Purchasing advice per instance type (or family, or GPU model) and workload class.
 
     Args:
@@ -209,6 +209,11 @@ def advise_commitments(costs: Any, usage: Any, inventory: Any, workloads: Any = 
             Their coverage is subtracted hour by hour before the quantile rule.
         horizon_days: a commitment ending within this many days after the
             window is "expiring": the advice says whether to renew it.
+        demand: a precomputed :func:`gpucost.hourly_demand` table (by
+            ``consumer``) to advise on instead of ``costs, usage, inventory``
+            (pass None for those); the bill's coverage is then unknown, so
+            give ``existing=``, and on-demand rates come from ``rates`` or the
+            catalog.
 
     Returns:
         One row per (group, class) with the recommended purchase (``purchase``,
@@ -252,7 +257,10 @@ def advise_commitments(costs: Any, usage: Any, inventory: Any, workloads: Any = 
             raise InvalidInputError(f"parameter 'allowed': {cls}: {sorted(unknown) or 'unknown class'}")
         allowed_kinds[cls] = tuple(kinds)
 
-    hourly, lines = _hourly_demand(costs, usage, inventory, workloads, by=["consumer"], interval=interval)
+    if demand is None:
+        hourly, lines = _hourly_demand(costs, usage, inventory, workloads, by=["consumer"], interval=interval)
+    else:
+        hourly, lines = _given_demand(demand)
     cat = _catalog_columns(catalog)
     # The idle GPUs of an instance its workloads kept running are part of
     # their demand: nobody can terminate half an instance (docs/advisor.md §3.8).
@@ -496,6 +504,32 @@ def _finish(out, detail, candidates, chosen, group_by, sensitivity, per_month, f
     ).sort_values([group_by, "class", "monthly_cost"], ignore_index=True)
 
 
+def _given_demand(demand: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """A caller's hourly_demand table, checked, and the per-resource stub of
+    demand lines the rates need (no money, no coverage: not known)."""
+    name = "demand"
+    t = table(demand, name)
+    d = frame(t, name, ["consumer", "resource_id", "period", "instance_type", "instance_hours", "cost"],
+              ["gpus", "region"])
+    for column in ("consumer", "resource_id", "instance_type"):
+        d[column] = strings(t, name, column)
+        raise_first(name, column, pd.isna(d[column]).to_numpy(), lambda r: "missing value")
+    for column in ("instance_hours", "cost"):
+        values = t.floats(column)
+        raise_first(name, column, ~np.isfinite(values), lambda r, v=values: f"{v[r]} is not a number")
+        d[column] = values
+    raise_first(name, "instance_hours", d["instance_hours"].to_numpy() < 0, lambda r: "is negative")
+    d["period"] = to_utc(instants_ns(t, name, "period"))
+    d["gpus"] = t.floats("gpus") if t.has("gpus") else np.nan
+    per_resource = d.drop_duplicates("resource_id")
+    lines = pd.DataFrame({"resource_id": per_resource["resource_id"].to_numpy(object),
+                          "instance_type": per_resource["instance_type"].to_numpy(object),
+                          "hours": 0.0, "list_cost": np.nan, "cost": 0.0, "covered": 0.0, "covered_cost": 0.0,
+                          "start": np.zeros(len(per_resource), np.int64),
+                          "end": np.full(len(per_resource), NANOS_PER_HOUR, np.int64)})
+    return d, lines
+
+
 def _fold_idle(hourly: pd.DataFrame) -> pd.DataFrame:
     """The idle part of an instance-hour some workload held goes to the
     workloads that held it, pro rata (``folded_idle`` records how much); an
@@ -652,7 +686,8 @@ def _on_demand_rates(lines: pd.DataFrame, rates: pd.DataFrame, cat: pd.DataFrame
     lines = lines.copy()
     lines["group"] = _group_of(lines["instance_type"], group_by, cat).to_numpy(object)
     if unit == "GPU":
-        gpus = lines["resource_id"].map(gpus_per_resource(inventory)).astype(np.float64)
+        gpus = (lines["resource_id"].map(gpus_per_resource(inventory)).astype(np.float64) if inventory is not None
+                else pd.Series(np.nan, index=lines.index))
         if "gpus" in cat:
             gpus = gpus.fillna(pd.to_numeric(lines["instance_type"].map(cat["gpus"]), errors="coerce"))
         lines["units"] = lines["hours"] * gpus
