@@ -45,6 +45,7 @@ from gpucost.analyses import (
     spot_move_savings,
     spot_placement,
     spot_savings,
+    spread_over_days,
     workload_classes,
 )
 from gpucost.billing import read_azure_costs, read_cur, read_focus, read_gcp_billing
@@ -81,7 +82,7 @@ __all__ += ["IdleReport", "SpotRuns", "diagnose", "find_idle", "idle_policy", "k
 # Purchasing advice, what was bought, budgets and forecasts (docs/advisor.md).
 __all__ += ["advise_commitments", "amortize", "autoscaling_estimate", "budget_status", "commitment_coverage",
             "commitment_utilization", "forecast_spend", "hourly_demand", "read_spot_prices", "spend_anomalies",
-            "spot_move_savings", "spot_placement", "spot_savings", "workload_classes"]
+            "spot_move_savings", "spot_placement", "spot_savings", "spread_over_days", "workload_classes"]
 __all__ += ["read_azure_costs", "read_cur", "read_focus", "read_gcp_billing"]
 __all__ += ["attribute_tagged", "share_costs"]
 __all__ += ["plot", "report"]

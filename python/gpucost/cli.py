@@ -317,6 +317,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--title", help="report title")
     p.add_argument("--xlsx", metavar="PATH", help="also write the report's tables, one sheet each, to PATH (.xlsx)")
     p.add_argument("--budgets", metavar="PATH", help=_BUDGETS_HELP)
+    p.add_argument("--today", help="the day budgets are checked on (default: the end of the data)")
     p.set_defaults(func=cmd_report)
 
     for name, function, help_text in (
@@ -335,6 +336,8 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--interruptions", metavar="PATH", help="EventBridge spot interruption events (JSON lines)")
         if name == "advise":
             p.add_argument("--rates", metavar="PATH", help="purchase options: instance_type, kind, hourly, term_years")
+            p.add_argument("--existing", metavar="PATH", help="commitments already bought (instance_type, kind, "
+                           "count or hourly, rate, start, end) instead of the bill's commitment lines")
         p.set_defaults(func=cmd_analysis, analysis=function)
 
     p = sub.add_parser("catalog", parents=[common], help="instance types and MIG profiles gpucost knows",
@@ -368,11 +371,12 @@ def build_parser() -> argparse.ArgumentParser:
 # ---- configuration from file + flags -------------------------------------------------
 
 _SOURCE_FLAGS = ("demo", "bill", "bill_format", "bill_dataset", "bill_tz", "costs", "telemetry", "prometheus",
-                 "start", "end", "step", "usage", "pods", "pod_labels", "nodes", "workloads", "inventory", "interruptions", "rates",
-                 "dcgm_text", "nvidia_smi", "nvidia_smi_apps", "pid_jobs", "sacct", "hosts", "timezone",
-                 "keep_unknown_nodes")
+                 "start", "end", "step", "usage", "pods", "pod_labels", "nodes", "workloads", "inventory",
+                 "interruptions", "rates", "existing", "dcgm_text", "nvidia_smi", "nvidia_smi_apps", "pid_jobs",
+                 "sacct", "hosts", "timezone", "keep_unknown_nodes")
 _PATH_FLAGS = {"bill", "costs", "usage", "pods", "pod_labels", "nodes", "workloads", "inventory", "interruptions",
-               "rates", "telemetry", "dcgm_text", "nvidia_smi", "nvidia_smi_apps", "pid_jobs", "sacct", "hosts"}
+               "rates", "existing", "telemetry", "dcgm_text", "nvidia_smi", "nvidia_smi_apps", "pid_jobs", "sacct",
+               "hosts"}
 _DATA_FLAGS = ("bill", "costs", "telemetry", "prometheus", "usage", "dcgm_text", "nvidia_smi", "sacct")
 
 
@@ -643,7 +647,8 @@ def cmd_analysis(args: argparse.Namespace) -> int:
     _check_join(None, tables, config, args)
     result = analysis(key, tables.costs, tables.usage, tables.inventory, tables.workloads, bill=tables.bill,
                       budgets=tables.budgets, interruptions=tables.interruptions, rates=tables.rates,
-                      today=config.budgets.get("today"), by=_by(config, ["team", "project"]), **_policy(config))
+                      existing=tables.existing, today=config.budgets.get("today"),
+                      by=_by(config, ["team", "project"]), **_policy(config))
     _write(args, result, tables)
     return EXIT_OK
 
@@ -688,8 +693,12 @@ def cmd_export_metrics(args: argparse.Namespace) -> int:
                                       **_policy(config))
         _check_join(allocation, tables, config, args)
         start = pd.to_datetime(tables.costs["start"], utc=True).min()
-        end = pd.to_datetime(tables.costs["end"], utc=True).max()
-        return metrics.exposition(allocation, by, prefix=prefix, window=f"{start:%Y-%m-%d}/{end:%Y-%m-%d}")
+        # Both days included: the last day is the one the bill's last instant falls in.
+        end = pd.to_datetime(tables.costs["end"], utc=True).max() - pd.Timedelta(1, "ns")
+        hourly = gpucost.allocate(tables.costs, tables.usage, tables.inventory, tables.workloads,
+                                  by=[*by, "period"], freq="h", **_policy(config))
+        return (metrics.exposition(allocation, by, prefix=prefix, window=f"{start:%Y-%m-%d}/{end:%Y-%m-%d}")
+                + metrics.rolling_exposition(hourly, by, prefix=prefix))
 
     textfile = args.textfile or (None if args.listen or args.stdout else config.metrics.get("textfile"))
     if args.stdout:

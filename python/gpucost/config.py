@@ -83,7 +83,7 @@ SECTIONS: dict[str, dict[str, type | tuple]] = {
                 "pod_labels": (str, list), "dcgm_text": (str, list), "nvidia_smi": (str, list),
                 "nvidia_smi_apps": (str, list), "sacct": (str, list), "hosts": str, "pid_jobs": str,
                 "timezone": str, "keep_unknown_nodes": bool, "interruptions": str, "rates": str,
-                "bearer_token": str, "exporter_names": (str, list)},
+                "existing": str, "bearer_token": str, "exporter_names": (str, list)},
     "labels": {},  # any key: str; "namespaces": a table of namespace -> {column: value}
     "policy": {"basis": str, "idle": str, "interval": (int, float), "alpha": (int, float), "by": (str, list),
                "strict": bool},
@@ -196,6 +196,7 @@ class Tables:
     interruptions: Any = None
     rates: pd.DataFrame | None = None
     interval: float = 60
+    existing: pd.DataFrame | None = None  # commitments already bought (advise_commitments' existing=)
 
 
 _NUMERIC = ("cost", "list_cost", "share", "util", "mem_used", "duration", "device", "mem_capacity", "amount",
@@ -348,7 +349,8 @@ def load_tables(config: Config, *, progress: bool = False) -> Tables:
         config.budgets.setdefault("today", "2026-03-20")  # the demo's budgets, looked at mid-month
         return Tables(fleet.costs, fleet.usage, fleet.inventory, fleet.workloads, bill=fleet.bill,
                       budgets=budgets if budgets is not None else fleet.budgets,
-                      interruptions=fleet.interruptions, rates=fleet.rates, interval=fleet.interval)
+                      interruptions=fleet.interruptions, rates=fleet.rates, interval=fleet.interval,
+                      existing=_read_table(config.path(s["existing"]), "existing") if "existing" in s else None)
     bill = None
     if "bill" in s:
         bill = instance_ids(_read_bill(config, progress))
@@ -387,8 +389,9 @@ def load_tables(config: Config, *, progress: bool = False) -> Tables:
             raise InvalidInputError(f"{path}: no such file (interruptions)")
         interruptions = path
     rates = _read_table(config.path(s["rates"]), "rates") if "rates" in s else None
+    existing = _read_table(config.path(s["existing"]), "existing") if "existing" in s else None
     return Tables(costs, usage, inventory, workloads, bill=bill, budgets=budgets, interruptions=interruptions,
-                  rates=rates, interval=step)
+                  rates=rates, interval=step, existing=existing)
 
 
 def attribute(config: Config, tables: Tables, allocation: pd.DataFrame, by: list[str]) -> pd.DataFrame:

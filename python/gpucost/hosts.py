@@ -114,6 +114,10 @@ def read_slurm_sacct(path: str | PathLike, tz: str, *, now: Any = None, util: fl
     becomes empty-consumer samples, so it is idle, not unobserved
     (``diagnostics["free_samples"]``). Without them only held GPU time is
     known.
+
+    The workloads carry ``utilization_source="assumed"``: :func:`gpucost.kpis`
+    keeps their GPU time out of measured utilisation (set it to
+    ``"measured"`` when you allocate DCGM telemetry with these labels).
     """
     ranged = start is not None or end is not None
     if ranged and (start is None or end is None):
@@ -130,4 +134,8 @@ def read_slurm_sacct(path: str | PathLike, tz: str, *, now: Any = None, util: fl
         names = pd.Series(usage["resource_id"].cat.categories, dtype=object)
         renamed = names.map(mapping).fillna(names).to_numpy(dtype=object)
         usage["resource_id"] = pd.Categorical(renamed[usage["resource_id"].cat.codes.to_numpy()])
-    return SlurmAccounting(usage, workloads_frame(raw["workloads"]), dict(raw["diagnostics"]))
+    workloads = workloads_frame(raw["workloads"])
+    # sacct measures nothing: the utilisation of these samples is `util`, an
+    # assumption, and every figure built on it must say so (docs/analyses.md).
+    workloads["utilization_source"] = "assumed"
+    return SlurmAccounting(usage, workloads, dict(raw["diagnostics"]))

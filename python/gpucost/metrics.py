@@ -24,7 +24,8 @@ import pandas as pd
 
 from gpucost.errors import InvalidInputError
 
-__all__ = ["exposition", "write_textfile", "MetricsServer", "METRICS", "CONTENT_TYPE"]
+__all__ = ["exposition", "rolling_exposition", "write_textfile", "MetricsServer", "METRICS", "CONTENT_TYPE",
+           "ROLLING_WINDOWS"]
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 _HEAD_LIMIT = 16 * 1024  # a scrape's request head is a few hundred bytes
@@ -96,6 +97,50 @@ def exposition(allocation: pd.DataFrame, by: Sequence[str] = ("team", "project")
     lines += [f"# HELP {name} When gpucost computed these metrics (Unix time).", f"# TYPE {name} gauge",
               f"{name} {_number(time.time() if generated_at is None else generated_at)}"]
     return "\n".join(lines) + "\n"
+
+
+#: the trailing windows of rolling_exposition, as Prometheus range labels
+ROLLING_WINDOWS = ("1h", "24h", "7d")
+_RANGE_HOURS = {"1h": 1, "24h": 24, "7d": 168}
+
+
+def rolling_exposition(hourly: pd.DataFrame, by: Sequence[str] = ("team", "project"), *, prefix: str = "gpucost",
+                       end: object = None, windows: Sequence[str] = ROLLING_WINDOWS) -> str:
+    """Cost and idle cost per group over trailing windows ending at ``end``
+    (default: the end of the data's last hour), so a Grafana panel shows
+    trends without recomputing: ``<prefix>_cost_last_dollars`` and
+    ``<prefix>_idle_cost_last_dollars``, labelled by the ``by`` columns and
+    ``range`` (``1h``, ``24h``, ``7d``). ``hourly`` is an allocation by
+    ``[*by, "period"]`` with ``freq="h"``; an hour counts in a window when it
+    starts in [end - range, end). Every group appears in every window (0 when
+    it spent nothing there)."""
+    by = list(by)
+    for c in [*by, "period", "cost"]:
+        if c not in hourly.columns:
+            raise InvalidInputError(f"allocation: missing required column '{c}' (allocate by [*by, 'period'], "
+                                    "freq='h')")
+    period = pd.to_datetime(hourly["period"], utc=True)
+    stop = period.max() + pd.Timedelta(hours=1) if end is None else pd.Timestamp(end)
+    stop = stop.tz_localize("UTC") if stop.tzinfo is None else stop.tz_convert("UTC")
+    groups = hourly[by].astype(str).drop_duplicates().sort_values(by).reset_index(drop=True)
+    metrics = [("cost_last_dollars", "cost", "Cost allocated to the group over the trailing range (USD)."),
+               ("idle_cost_last_dollars", "idle_cost", "Part of it that paid for idle GPU capacity (USD).")]
+    lines: list[str] = []
+    for suffix, column, help_text in metrics:
+        if column not in hourly.columns:
+            continue
+        name = f"{prefix}_{suffix}"
+        lines += [f"# HELP {name} {help_text}", f"# TYPE {name} gauge"]
+        for window in windows:
+            length = pd.Timedelta(_RANGE_HOURS[window], unit="h") if window in _RANGE_HOURS else \
+                pd.Timedelta(window)
+            inside = ((period >= stop - length) & (period < stop)).to_numpy()
+            sums = hourly[inside].astype({c: str for c in by}).groupby(by)[column].sum()
+            values = groups.join(sums, on=by)[column].fillna(0.0).to_numpy(np.float64)
+            for row, v in zip(groups.itertuples(index=False), values):
+                labels = ",".join(f'{k}="{_escape(str(x))}"' for k, x in zip(by, row))
+                lines.append(f'{name}{{{labels},range="{window}"}} {_number(v)}')
+    return "\n".join(lines) + "\n" if lines else ""
 
 
 def write_textfile(text: str, path: str | Path) -> Path:

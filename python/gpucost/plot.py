@@ -79,8 +79,22 @@ def _figure(width: float = 8.0, height: float = 3.6):
 
 def _money_axis(ax, axis: str = "y") -> None:
     from matplotlib.ticker import FuncFormatter
-    fmt = FuncFormatter(lambda v, _: f"${v / 1000:,.0f}k" if abs(v) >= 10_000 else f"${v:,.0f}")
-    (ax.yaxis if axis == "y" else ax.xaxis).set_major_formatter(fmt)
+    target = ax.yaxis if axis == "y" else ax.xaxis
+    target.set_major_formatter(FuncFormatter(lambda v, _: _money_tick(v, target.get_majorticklocs())))
+
+
+def _money_tick(value: float, ticks) -> str:
+    """A money tick with as many decimals as the tick step needs: cents on
+    an axis of small amounts ($0.25 $0.50 ...), none on dollars, $k above
+    $10,000."""
+    ticks = np.asarray(ticks, dtype=np.float64)
+    steps = np.diff(np.sort(ticks))
+    step = float(steps[steps > 0].min()) if (steps > 0).any() else abs(value)
+    if np.abs(ticks).max(initial=abs(value)) >= 10_000 and step >= 1_000:
+        return f"${value / 1000:,.0f}k"
+    decimals = 0 if step >= 1 or step == 0 else min(4, int(np.ceil(-np.log10(step) - 1e-9)))
+    decimals = 2 if decimals == 1 else decimals  # cents, not dimes
+    return f"${value:,.{decimals}f}"
 
 
 def _date_axis(ax) -> None:

@@ -163,6 +163,7 @@ def _p(text: str) -> str:
 # ---- the report -----------------------------------------------------------------
 
 _ANALYSES = {  # section -> the function of the library it needs (other parts of gpucost build them)
+    "invoice": "attribute_tagged",
     "idle": "find_idle",
     "spot": "spot_runs",
     "commitments": "commitment_utilization",
@@ -179,7 +180,8 @@ def report(costs: Any, usage: Any, inventory: Any, workloads: Any = None, *, pat
            title: str = "GPU showback", by: Sequence[str] = ("team", "project"), basis: str = "allocated",
            idle: str = "keep", interval: float = 60, bill: Any = None, budgets: Any = None,
            interruptions: Any = None, rates: Any = None, today: Any = None, currency: str | None = None,
-           analyses: Sequence[str] | None = None, exchange_rates: Any = None, strict: bool = False) -> Report:
+           analyses: Sequence[str] | None = None, exchange_rates: Any = None, strict: bool = False,
+           tag: str | Sequence[str] | None = None, shared: Any = None, share_split: str = "weighted") -> Report:
     """Builds the showback report and writes it to ``path`` when given.
 
     Args:
@@ -203,7 +205,13 @@ def report(costs: Any, usage: Any, inventory: Any, workloads: Any = None, *, pat
             without it such a bill is refused, never added up.
         strict: turn every join warning into an error.
         analyses: which optional sections to try (default: all of
-            ``idle, spot, commitments, advice, budgets``).
+            ``invoice, idle, spot, commitments, advice, budgets``).
+        tag, shared, share_split: the invoice section: the tag key(s) whose
+            values attribute non-GPU lines (storage, networking of a job) to
+            a team (:func:`gpucost.attribute_tagged`), and the lines shared
+            over the teams (:func:`gpucost.share_costs` selector, split
+            ``weighted`` or ``even``). ``costs`` is then the whole bill, its
+            non-GPU lines included.
 
     Returns:
         A :class:`Report`; ``report.data`` holds every table shown.
@@ -320,7 +328,7 @@ def report(costs: Any, usage: Any, inventory: Any, workloads: Any = None, *, pat
     wanted = list(analyses) if analyses is not None else list(_ANALYSES)
     context = dict(costs=costs, usage=usage, inventory=inventory, workloads=workloads, bill=bill, budgets=budgets,
                    interruptions=interruptions, rates=rates, today=today, by=by, policy=policy, by_team=by_team,
-                   by_day=by_day, colors=colors)
+                   by_day=by_day, colors=colors, tag=tag, shared=shared, share_split=share_split, total=total)
     for key in wanted:
         if key not in _ANALYSES:
             raise InvalidInputError(f"parameter 'analyses': unknown section {key!r} "
@@ -506,8 +514,12 @@ def _section_idle(find_idle, ctx) -> tuple[Section, dict] | str:
 
 
 def _section_spot(spot_runs, ctx) -> tuple[Section, dict] | str:
-    if ctx["workloads"] is None or "job" not in getattr(ctx["workloads"], "columns", ()):
-        return "no job labels in the workloads table"
+    if ctx["workloads"] is None:
+        return "no workloads table: spot runs group attempts by its 'job' label"
+    if "job" not in getattr(ctx["workloads"], "columns", ()):
+        labels = [str(c) for c in ctx["workloads"].columns if c != "consumer"]
+        return ("no 'job' label in the workloads table (spot runs group attempts by it; labels there: "
+                f"{', '.join(labels) or 'none'}): map your job label to 'job' ([labels] job = ...)")
     events = ctx["interruptions"]
     reader = getattr(gpucost, "spot_interruptions", None)
     if events is not None and reader is not None and not isinstance(events, pd.DataFrame):
@@ -556,15 +568,22 @@ def _section_advice(advise_commitments, ctx) -> tuple[Section, dict] | str:
     if ctx["rates"] is None:
         return "no rates table (purchase options) given"
     advice = advise_commitments(ctx["costs"], ctx["usage"], ctx["inventory"], ctx["workloads"], rates=ctx["rates"],
-                                interval=ctx["policy"].get("interval", 60))
+                                interval=ctx["policy"].get("interval", 60), existing=ctx.get("existing"))
     advice = _table_of(advice, "advice")
-    shown = _pick(advice, ["instance_type", "class", "option", "level", "monthly_today", "monthly_recommended",
-                           "savings_vs_today", "break_even_utilization", "expected_utilization"])
+    shown = _pick(advice, ["instance_type", "class", "action", "option", "existing_coverage", "monthly_if_unchanged",
+                           "monthly_recommended", "savings_vs_today", "break_even_utilization",
+                           "expected_utilization"])
+    if isinstance(shown, pd.DataFrame) and "recommended" in advice.columns and "savings_vs_today" in shown.columns:
+        # The total saving adds up only the changes recommended (never a loss).
+        shown = shown.assign(savings_vs_today=shown["savings_vs_today"].where(
+            advice["recommended"].to_numpy(bool), 0.0))
     built = _generic_section("advice", "Commitments: advice", "What to buy for each instance type and workload "
-                            "class, and why: training is never advised capacity sized to its peaks "
+                            "class, net of the commitments already bought, and why: only changes that save money "
+                            "against today are recommended, in the unit they are sold in (whole instances, or $ "
+                            "an hour for savings plans); training is never advised capacity sized to its peaks "
                             "(gpucost.advise_commitments).", shown, "commitment_advice", full=advice,
-                            pct=["break_even_utilization", "expected_utilization"],
-                            total=["monthly_today", "monthly_recommended", "savings_vs_today"])
+                            pct=["break_even_utilization", "expected_utilization", "existing_coverage"],
+                            total=["monthly_if_unchanged", "monthly_recommended", "savings_vs_today"])
     if not isinstance(built, str) and isinstance(advice, pd.DataFrame) and "reason" in advice.columns:
         built[0].body.append('<ul class="reasons">' + "".join(f"<li>{html.escape(str(r))}</li>"
                                                                for r in advice["reason"]) + "</ul>")
@@ -577,7 +596,13 @@ def _section_budgets(budget_status, ctx) -> tuple[Section, dict] | str:
     today = ctx["today"]
     if today is None:
         today = (pd.to_datetime(ctx["costs"]["start"], utc=True).max()).normalize()
-    status = budget_status(ctx["by_day"], ctx["budgets"], today)
+    from gpucost.analyses.budget import spread_over_days  # noqa: PLC0415
+    by_day = ctx["by_day"]
+    spread = spread_over_days(ctx["costs"])  # a bill coarser than daily: its days, with a warning
+    if spread is not ctx["costs"]:
+        by_day = gpucost.allocate(spread, ctx["usage"], ctx["inventory"], ctx["workloads"],
+                                  by=[ctx["by"][0], "period"], freq="D", **ctx["policy"])
+    status = budget_status(by_day, ctx["budgets"], today)
     shown = _pick(status, ["value", "amount", "month_to_date", "mtd_share", "forecast", "forecast_low",
                            "forecast_high", "crossed", "forecast_crossed", "status"])
     return _generic_section("budgets", "Budgets and forecast", f"Month to date on {pd.Timestamp(today):%b %d} and the "
@@ -593,7 +618,8 @@ _HEADERS = {"resource_id": "Resource", "dollars_wasted": "Wasted $", "list_dolla
             "forecast_crossed": "Forecast to cross", "crossed": "Crossed", "utilization": "Utilisation",
             "monthly_today": "Monthly today", "monthly_recommended": "Monthly if bought",
             "savings_vs_today": "Saving / month", "break_even_utilization": "Break-even use",
-            "expected_utilization": "Expected use", "instance_type": "Instance type", "option": "Buy"}
+            "expected_utilization": "Expected use", "instance_type": "Instance type", "option": "Buy",
+            "monthly_if_unchanged": "Monthly if unchanged", "action": "Action", "existing_coverage": "Already covered"}
 
 
 def _header(column: str) -> str:
@@ -620,7 +646,7 @@ def _generic_section(key: str, title: str, intro: str, frame: Any, data_key: str
 
 def analysis(key: str, costs: Any, usage: Any, inventory: Any, workloads: Any = None, *, bill: Any = None,
              budgets: Any = None, interruptions: Any = None, rates: Any = None, today: Any = None,
-             by: Sequence[str] = ("team", "project"), **policy: Any) -> pd.DataFrame:
+             by: Sequence[str] = ("team", "project"), existing: Any = None, **policy: Any) -> pd.DataFrame:
     """The full table behind one of the report's analysis sections (``idle``,
     ``spot``, ``commitments``, ``advice``, ``budgets``), as the ``gpucost``
     command prints it. Raises :class:`gpucost.Error` when this build lacks the
@@ -635,8 +661,10 @@ def analysis(key: str, costs: Any, usage: Any, inventory: Any, workloads: Any = 
     policy = {k: v for k, v in policy.items() if v is not None}
     by_day = gpucost.allocate(costs, usage, inventory, workloads, by=[by[0], "period"], freq="D", **policy) \
         if key == "budgets" else None
+    by_team = gpucost.allocate(costs, usage, inventory, workloads, by=[by[0]], **policy) if key == "invoice" else None
     ctx = dict(costs=costs, usage=usage, inventory=inventory, workloads=workloads, bill=bill, budgets=budgets,
-               interruptions=interruptions, rates=rates, today=today, by=by, policy=policy, by_day=by_day)
+               interruptions=interruptions, rates=rates, today=today, by=by, policy=policy, by_day=by_day,
+               existing=existing, by_team=by_team)
     built = _OPTIONAL[key](function, ctx)
     if isinstance(built, str):
         raise InvalidInputError(f"gpucost.{_ANALYSES[key]}: {built}")
@@ -644,7 +672,70 @@ def analysis(key: str, costs: Any, usage: Any, inventory: Any, workloads: Any = 
     return next(iter(frames.values()))
 
 
-_OPTIONAL = {"idle": _section_idle, "spot": _section_spot, "commitments": _section_commitments,
+_SPECIAL_ROWS = ("__idle__", "__unattributed__", "__unobserved__")
+
+
+def invoice_reconciliation(by_team: pd.DataFrame, costs: Any, inventory: Any, team: str, *,
+                           tag: str | Sequence[str] | None = None, shared: Any = None,
+                           split: str = "weighted") -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The bill split into what each part of gpucost did with it, and the
+    by-team table with tagged and shared costs as columns. The parts add up
+    to the bill total: GPU lines allocated to teams, idle GPU capacity,
+    tagged lines attributed, shared costs distributed, unattributed, and
+    (when the allocation has one) unobserved."""
+    final = by_team
+    if tag is not None:
+        final = gpucost.attribute_tagged(final, costs, tag, by=team, inventory=inventory)
+    if shared is not None:
+        final = gpucost.share_costs(final, costs, shared, by=team, split=split, inventory=inventory)
+    final = final.groupby(team, as_index=False, sort=True).sum(numeric_only=True)
+    zero = pd.Series(0.0, index=final.index)
+    tagged = final["tagged_cost"] if "tagged_cost" in final else zero
+    shared_cost = final["shared_cost"] if "shared_cost" in final else zero
+    special = final[team].astype(str).isin(_SPECIAL_ROWS).to_numpy()
+    gpu = (final["cost"] - tagged - shared_cost).where(~special, 0.0)
+    teams = pd.DataFrame({team: final[team], "gpu_cost": gpu, "tagged_cost": tagged.where(~special, 0.0),
+                          "shared_cost": shared_cost.where(~special, 0.0), "cost": final["cost"]})
+    teams = teams[~special | (final["cost"] != 0).to_numpy()].reset_index(drop=True)
+
+    def row_cost(name: str) -> float:
+        return float(final.loc[final[team].astype(str) == name, "cost"].sum())
+
+    parts = [("GPU lines allocated to teams", float(gpu.sum()), f"by-{team} table: GPU cost"),
+             ("Idle GPU capacity", row_cost("__idle__"), "__idle__ row; idle section"),
+             ("Tagged lines attributed", float(tagged.where(~special, 0.0).sum()),
+              f"by-{team} table: tagged cost ({'tag ' + repr(tag) if tag is not None else 'no tag given'})"),
+             ("Shared costs distributed", float(shared_cost.where(~special, 0.0).sum()),
+              f"by-{team} table: shared cost ({split})" if shared is not None else "no shared lines given"),
+             ("Unattributed", row_cost("__unattributed__"), "__unattributed__ row: lines outside the inventory, "
+              "untagged and unshared"),
+             ("Unobserved", row_cost("__unobserved__"), "__unobserved__ row: GPU lines without telemetry")]
+    top = pd.DataFrame(parts, columns=["part", "amount", "drill_down"])
+    return top, teams
+
+
+def _section_invoice(attribute_tagged, ctx) -> tuple[Section, dict] | str:
+    team = ctx["by"][0]
+    try:
+        top, teams = invoice_reconciliation(ctx["by_team"], ctx["costs"], ctx["inventory"], team, tag=ctx.get("tag"),
+                                            shared=ctx.get("shared"), split=ctx.get("share_split", "weighted"))
+    except InvalidInputError as exc:
+        return f"the bill does not reconcile with the allocation: {exc}"
+    bill = ctx.get("total", float(np.sum(np.asarray(ctx["costs"]["cost"], dtype=np.float64))))
+    s = Section("invoice", "The invoice, reconciled", f"The bill total {_fmt_money(bill)} split into what was "
+                f"done with each dollar; the parts add up to it. Per {team}: GPU lines, tagged lines (storage and "
+                "networking of their jobs) and their share of shared costs (gpucost.attribute_tagged, "
+                "gpucost.share_costs).")
+    s.body.append(html_table(top, key="invoice", money=["amount"], total=["amount"],
+                             names={"part": "Part of the bill", "amount": "Amount", "drill_down": "Where to look"}))
+    s.body.append(html_table(teams, key="invoice_by_team", money=["gpu_cost", "tagged_cost", "shared_cost", "cost"],
+                             total=["gpu_cost", "tagged_cost", "shared_cost", "cost"],
+                             names={team: team.capitalize(), "gpu_cost": "GPU lines", "tagged_cost": "Tagged",
+                                    "shared_cost": "Shared", "cost": "Total"}))
+    return s, {"invoice": top, "invoice_by_team": teams}
+
+
+_OPTIONAL = {"invoice": _section_invoice, "idle": _section_idle, "spot": _section_spot, "commitments": _section_commitments,
              "advice": _section_advice, "budgets": _section_budgets}
 
 

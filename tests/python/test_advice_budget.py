@@ -123,3 +123,50 @@ def test_bad_input_names_row_and_column():
         gpucost.budget_status(data, budgets(), today="not a day")
     with pytest.raises(gpucost.InvalidInputError, match="allocation_by_day: missing required column 'period'"):
         gpucost.spend_anomalies(data.drop(columns="period"))
+
+
+# Budgets that check something (issue 23, item 5).
+
+def test_a_budget_value_that_matches_nothing_is_an_error_offering_the_case_insensitive_match():
+    b = pd.DataFrame({"key": ["team"], "value": ["NLP"], "amount": [30_000.0]})
+    with pytest.raises(gpucost.InvalidInputError,
+                       match=r"budgets: row 0, column 'value': 'NLP' matches no team .*did you mean 'nlp'\?"
+                             r".*there are: 'nlp', 'vision'"):
+        gpucost.budget_status(daily(), b, today="2026-03-15")
+
+
+def test_a_budget_key_that_is_no_column_lists_the_label_columns_nearest_first():
+    b = pd.DataFrame({"key": ["teams"], "value": ["nlp"], "amount": [30_000.0]})
+    with pytest.raises(gpucost.InvalidInputError, match=r"budgets: row 0, column 'key': 'teams' matches no column"
+                                                        r".*there are: 'team'$"):
+        gpucost.budget_status(daily(), b, today="2026-03-15")
+
+
+@pytest.mark.parametrize("today", ["2026-03-21", "2026-04-30", "2025-12-31"])
+def test_today_outside_the_data_is_an_error(today):
+    # The data runs 2026-01-05 to 2026-03-20: a budget checked after it would count 0 and say "ok".
+    with pytest.raises(gpucost.InvalidInputError, match=r"parameter 'today': .* is outside the data, which runs "
+                                                        r"from 2026-01-05 to 2026-03-20"):
+        gpucost.budget_status(daily(), budgets(), today=today)
+
+
+def test_a_monthly_bill_is_spread_over_its_days_with_a_warning():
+    # A monthly-granularity CUR line: March, $3,100 -> $100 a day, not $3,100 on the 1st.
+    costs = pd.DataFrame({"resource_id": ["i-1", "i-2"], "team": ["nlp", "vision"],
+                          "start": pd.to_datetime(["2026-03-01 00:00", "2026-03-01 05:00"], utc=True),
+                          "end": pd.to_datetime(["2026-04-01 00:00", "2026-03-01 06:00"], utc=True),
+                          "cost": [3100.0, 7.0]})
+    with pytest.warns(UserWarning, match="1 lines span more than one day"):
+        spread = gpucost.spread_over_days(costs)
+    assert len(spread) == 32 and spread["cost"].sum() == pytest.approx(3107.0, rel=1e-15)
+    per_day = spread.groupby(spread["start"].dt.floor("D"))["cost"].sum()
+    assert per_day.iloc[0] == pytest.approx(107.0) and np.allclose(per_day.iloc[1:], 100.0, rtol=1e-12)
+    by_day = spread.assign(period=spread["start"].dt.floor("D")).groupby(["team", "period"], as_index=False)["cost"].sum()
+    row = gpucost.budget_status(by_day, pd.DataFrame({"key": ["team"], "value": ["nlp"], "amount": [5000.0]}),
+                                today="2026-03-15").iloc[0]
+    # Month to date 15 * 100 = 1,500; the forecast 100 a day to the 31st: 3,100 (not 3,100 on the 1st
+    # and a mean of 3,100 / 15 a day after it).
+    assert row["month_to_date"] == pytest.approx(1500.0)
+    assert row["forecast"] == pytest.approx(3100.0)
+    hourly = costs.iloc[[1]]
+    assert gpucost.spread_over_days(hourly) is hourly  # nothing to spread: no copy, no warning

@@ -217,7 +217,7 @@ def test_export_metrics_stdout_and_textfile(tmp_path, capsys, fleet):
             samples[labels] = float(value)
     assert len(samples) == len(expected)
     for team, project, cost in zip(expected["team"], expected["project"], expected["cost"]):
-        key = f'gpucost_cost_dollars{{team="{team}",project="{project}",window="2026-03-01/2026-04-01"}}'
+        key = f'gpucost_cost_dollars{{team="{team}",project="{project}",window="2026-03-01/2026-03-31"}}'
         assert samples[key] == pytest.approx(cost, rel=1e-15)
     prom = tmp_path / "gpucost.prom"
     code, _, err = run(capsys, "export-metrics", "--demo", "--textfile", str(prom))
@@ -270,3 +270,31 @@ def test_allocate_from_a_prometheus_url(tmp_path, capsys):
     assert list(got["consumer"]) == list(want["consumer"])
     np.testing.assert_allclose(got["cost"], want["cost"], rtol=1e-9)
     assert got["cost"].sum() == pytest.approx(costs["cost"].sum(), rel=1e-12)
+
+
+def test_rolling_windows_of_cost_and_idle_cost():
+    from gpucost import metrics
+    t = pd.to_datetime(["2026-03-10 23:00", "2026-03-10 00:00", "2026-03-05 12:00", "2026-03-01 00:00"], utc=True)
+    hourly = pd.DataFrame({"team": ["a", "a", "b", "b"], "project": ["x", "x", "y", "y"], "period": t,
+                           "cost": [5.0, 7.0, 11.0, 13.0], "idle_cost": [1.0, 0.0, 2.0, 0.0]})
+    text = metrics.rolling_exposition(hourly, ["team", "project"])
+    got = {line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+           if not line.startswith("#")}
+    # The data ends at 2026-03-11 00:00: the last hour holds a's 5; the last 24 h a's 5 + 7; the last
+    # 7 days (from 03-04 00:00) also b's 11 but not its 13 of 03-01. Every group in every range.
+    expected = {("a", "1h"): (5, 1), ("b", "1h"): (0, 0), ("a", "24h"): (12, 1), ("b", "24h"): (0, 0),
+                ("a", "7d"): (12, 1), ("b", "7d"): (11, 2)}
+    for (team, rng), (cost, idle) in expected.items():
+        project = "x" if team == "a" else "y"
+        labels = f'{{team="{team}",project="{project}",range="{rng}"}}'
+        assert got[f"gpucost_cost_last_dollars{labels}"] == cost
+        assert got[f"gpucost_idle_cost_last_dollars{labels}"] == idle
+    assert len(got) == 12 and "# TYPE gpucost_cost_last_dollars gauge" in text
+
+
+def test_export_metrics_has_the_rolling_windows(capsys):
+    code, out, err = run(capsys, "export-metrics", "--demo", "--stdout")
+    assert code == 0, err
+    ranges = {line.split('range="')[1].split('"')[0] for line in out.splitlines()
+              if line.startswith("gpucost_cost_last_dollars{")}
+    assert ranges == {"1h", "24h", "7d"}

@@ -289,3 +289,45 @@ def test_commitment_and_budget_sections_are_the_analyses_results(fleet, tmp_path
     pd.testing.assert_frame_equal(r.data["commitment_advice"], advice)
     training = advice[(advice["instance_type"] == "p4d.24xlarge") & (advice["class"] == "training")]
     assert set(training["purchase"]) <= {"spot", "on_demand", "savings_plan"}  # never a reservation for bursts
+
+
+def test_money_ticks_show_cents_where_the_amounts_are_small():
+    from gpucost.plot import _money_tick
+    # A cost-per-effective-GPU-hour axis read "$0 $0 $0 $1 $1 $1"; now the step decides the decimals.
+    ticks = [0.0, 0.25, 0.5, 0.75, 1.0, 1.25]
+    assert [_money_tick(v, ticks) for v in ticks] == ["$0.00", "$0.25", "$0.50", "$0.75", "$1.00", "$1.25"]
+    assert [_money_tick(v, [0, 0.2, 0.4]) for v in (0.2, 0.4)] == ["$0.20", "$0.40"]  # cents, not dimes
+    assert [_money_tick(v, [0, 500, 1000]) for v in (500, 1000)] == ["$500", "$1,000"]
+    assert [_money_tick(v, [0, 20_000, 40_000]) for v in (20_000, 40_000)] == ["$20k", "$40k"]
+
+
+def test_the_report_reconciles_to_the_invoice_with_tagged_and_shared_costs(fleet):
+    """The demo month plus its non-GPU lines: a volume tagged team=llm
+    ($123.45), a shared VPC ($678.90) and an untagged bucket ($10.01)."""
+    start, end = fleet.costs["start"].min(), fleet.costs["end"].max()
+    extra = pd.DataFrame({"resource_id": ["vol-llm", "vpc-shared", "s3-misc"], "start": start, "end": end,
+                          "cost": [123.45, 678.90, 10.01], "list_cost": [123.45, 678.90, 10.01],
+                          "tags": ['{"team": "llm"}', None, None]})
+    costs = pd.concat([fleet.costs.assign(tags=None), extra], ignore_index=True)
+    r = gpucost.report(costs, fleet.usage, fleet.inventory, fleet.workloads, interval=fleet.interval,
+                       analyses=["invoice"], tag="team", shared={"resource_id": "vpc-shared"})
+    assert "invoice" not in r.omitted, r.omitted
+    top = r.data["invoice"].set_index("part")["amount"]
+    bill = costs["cost"].sum()
+    assert round(top.sum(), 2) == round(bill, 2)  # the invoice, to the cent
+    assert top.sum() == pytest.approx(bill, rel=1e-12)
+    assert top["Tagged lines attributed"] == pytest.approx(123.45)
+    assert top["Shared costs distributed"] == pytest.approx(678.90)
+    # Unattributed: the demo's GPU lines outside the inventory, plus the untagged bucket.
+    before = gpucost.allocate(fleet.costs, fleet.usage, fleet.inventory, fleet.workloads, by=["team"],
+                              interval=fleet.interval).set_index("team")["cost"]
+    assert top["Unattributed"] == pytest.approx(before["__unattributed__"] + 10.01)
+    assert top["Idle GPU capacity"] == pytest.approx(before["__idle__"])
+    teams = r.data["invoice_by_team"].set_index("team")
+    assert teams.loc["llm", "tagged_cost"] == pytest.approx(123.45)
+    assert teams.loc["llm", "gpu_cost"] == pytest.approx(before["llm"])
+    assert teams["shared_cost"].sum() == pytest.approx(678.90)
+    assert teams["cost"].sum() == pytest.approx(bill, rel=1e-12)
+    # The page shows both tables, each with a total row equal to the bill.
+    cells = parse(r.html).tables
+    assert pd.DataFrame(cells["invoice"])["amount"].sum() == pytest.approx(bill, rel=1e-12)

@@ -192,3 +192,69 @@ def test_bad_input(job):
     with pytest.raises(gpucost.InvalidInputError, match="interruptions: row 0, column 'kind'"):
         gpucost.spot_runs(allocation, workloads, pd.DataFrame({"resource_id": [A], "time": [ts("2026-03-02")],
                                                                 "kind": ["asteroid"]}))
+
+
+# Spot runs and interruptions as users have them (issue 23, item 8).
+
+def test_replicas_running_side_by_side_are_not_retries():
+    """Two replicas of one service under one job id, 00:00-04:00 and
+    01:00-03:00 ($4/h each): neither is a retry of the other; a third pod
+    starting at 05:00 after both ended is."""
+    costs = concat(lines("i-1", "2026-03-02 00:00", 4, 4.0), lines("i-2", "2026-03-02 01:00", 2, 4.0),
+                   lines("i-3", "2026-03-02 05:00", 1, 4.0))
+    usage = concat(series("i-1", 0, "r0", "2026-03-02 00:00", "2026-03-02 04:00", 1.0),
+                   series("i-2", 0, "r1", "2026-03-02 01:00", "2026-03-02 03:00", 1.0),
+                   series("i-3", 0, "r2", "2026-03-02 05:00", "2026-03-02 06:00", 1.0))
+    inv = concat(inventory("i-1", 1), inventory("i-2", 1), inventory("i-3", 1))
+    workloads = pd.DataFrame({"consumer": ["r0", "r1"], "job": "svc"})
+    alloc = gpucost.allocate(costs, usage, inv, workloads, by=["consumer", "resource_id"])
+    runs = gpucost.spot_runs(alloc, workloads, usage=usage, inventory=inv)
+    assert runs.attempts[["consumers", "outcome", "source"]].values.tolist() == \
+        [["r0", "completed", "presumed"], ["r1", "completed", "presumed"]]
+    assert runs.jobs["failed_attempts"].iloc[0] == 0 and runs.jobs["wasted_cost"].iloc[0] == 0
+    # A pod that starts after both ended is a retry: both replicas before it failed (restart).
+    workloads = pd.DataFrame({"consumer": ["r0", "r1", "r2"], "job": "svc"})
+    alloc = gpucost.allocate(costs, usage, inv, workloads, by=["consumer", "resource_id"])
+    runs = gpucost.spot_runs(alloc, workloads, usage=usage, inventory=inv)
+    assert runs.attempts[["consumers", "outcome", "source"]].values.tolist() == \
+        [["r0", "failed", "restart"], ["r1", "failed", "restart"], ["r2", "completed", "presumed"]]
+
+
+def test_spot_interruptions_takes_the_documented_table():
+    table = pd.DataFrame({"resource_id": [B, A], "time": [ts("2026-03-02 13:29"), ts("2026-03-02 10:38")],
+                          "kind": ["interruption", "rebalance"]})
+    out = gpucost.spot_interruptions(table)
+    assert out[["resource_id", "kind"]].values.tolist() == [[A, "rebalance"], [B, "interruption"]]
+    assert out["time"].tolist() == [ts("2026-03-02 10:38"), ts("2026-03-02 13:29")]
+    assert list(out.columns) == ["resource_id", "time", "kind", "action", "region", "account", "id"]
+    with pytest.raises(gpucost.InvalidInputError, match="interruptions: row 1, column 'time'"):
+        gpucost.spot_interruptions(table.assign(time=[ts("2026-03-02"), pd.NaT]))
+
+
+def test_gcp_preemptions_and_azure_evictions_are_interruptions():
+    gcp = {"protoPayload": {"@type": "type.googleapis.com/google.cloud.audit.AuditLog",
+                            "methodName": "compute.instances.preempted",
+                            "resourceName": "projects/ml-prod/zones/us-central1-a/instances/trainer-7"},
+           "resource": {"type": "gce_instance", "labels": {"project_id": "ml-prod", "zone": "us-central1-a",
+                                                           "instance_id": "4513378271832361234"}},
+           "timestamp": "2026-03-02T11:05:00.123Z", "insertId": "abc"}
+    arm = "/subscriptions/s-1/resourceGroups/ml/providers/Microsoft.Compute/virtualMachines/trainer-8"
+    azure = {"operationName": {"value": "Microsoft.Compute/virtualMachines/evictSpotVM/action"},
+             "resourceId": arm, "eventTimestamp": "2026-03-02T12:00:00Z", "subscriptionId": "s-1"}
+    scheduled = {"DocumentIncarnation": 3, "Events": [
+        {"EventId": "e-1", "EventType": "Preempt", "ResourceType": "VirtualMachine", "Resources": ["trainer-9"],
+         "EventStatus": "Scheduled", "NotBefore": "Mon, 02 Mar 2026 12:30:00 GMT"},
+        {"EventId": "e-2", "EventType": "Reboot", "Resources": ["web-1"], "NotBefore": "Mon, 02 Mar 2026 13:00:00 GMT"}]}
+    other = {"protoPayload": {"methodName": "v1.compute.instances.insert"}, "timestamp": "2026-03-02T10:00:00Z"}
+    out = gpucost.spot_interruptions([gcp, azure, scheduled, other])
+    assert out[["resource_id", "kind", "action"]].values.tolist() == [
+        ["//compute.googleapis.com/projects/ml-prod/zones/us-central1-a/instances/4513378271832361234",
+         "interruption", "terminate"],
+        [arm, "interruption", "evict"],
+        ["trainer-9", "interruption", "evict"]]
+    assert out["time"].tolist() == [ts("2026-03-02 11:05:00.123"), ts("2026-03-02 12:00"), ts("2026-03-02 12:30")]
+    assert out.attrs["events_ignored"] == 1
+    assert gpucost.spot_interruptions(gcp)["resource_id"].tolist() == [out["resource_id"].iat[0]]  # one event
+    bad = {**gcp, "resource": {"labels": {"project_id": "ml-prod", "zone": "us-central1-a"}}}
+    with pytest.raises(gpucost.InvalidInputError, match=r"event 0, field 'resource.labels.instance_id': missing"):
+        gpucost.spot_interruptions([bad])

@@ -152,7 +152,7 @@ def test_slurm_sacct():
     s = gpucost.read_slurm_sacct(DATA / "sacct.txt", tz="UTC")
     assert s.diagnostics == {"steps_skipped": 2, "jobs_without_gpus": 1, "jobs_not_started": 1,
                              "gpus_assigned_in_order": 11, "free_samples": 0, "nodes_without_gpu_count": 0}
-    assert s.workloads.set_index("consumer").loc["1002"].tolist() == ["1002", "bo", "vision"]
+    assert s.workloads.set_index("consumer").loc["1002"].tolist() == ["1002", "bo", "vision", "assumed"]
     u = s.usage
     assert len(u[u.consumer == "1001"]) == 8 and set(u[u.consumer == "1001"].resource_id) == {"gpu01", "gpu02"}
     # 1002 (10:30-10:45) holds gpu03 device 0; 1003 starts 10:40 and gets devices 1 and 2.
@@ -167,6 +167,35 @@ def test_slurm_sacct():
     by_project = gpucost.allocate(costs, u, inventory, s.workloads, by=["project"]).set_index("project")
     assert by_project.loc["llm", "cost"] == pytest.approx(64.0)
     assert by_project.loc["vision", "cost"] == pytest.approx(8.0 * (0.25 + 2 * 20 / 60) / 4)
+
+
+def test_slurm_jobs_without_telemetry_are_assumed_and_kept_out_of_measured_kpis():
+    s = gpucost.read_slurm_sacct(DATA / "sacct.txt", tz="UTC")
+    assert set(s.workloads["utilization_source"]) == {"assumed"}
+    # Job 1001 (project llm) holds 8 GPUs of gpu01-02 for 10:00-11:00 with util 1 assumed; one GPU of
+    # gpu04 is measured by DCGM at 25 % for the same hour (project nlp).
+    measured = pd.DataFrame({"timestamp": pd.to_datetime(["2026-03-01T10:00Z"]), "resource_id": ["gpu04"],
+                             "device": [0], "consumer": ["m1"], "share": [1.0], "util": [0.25], "mem_used": [0.0],
+                             "duration": [3600.0]})
+    usage = pd.concat([s.usage[s.usage["consumer"] == "1001"], measured], ignore_index=True)
+    usage["resource_id"] = usage["resource_id"].astype(str)
+    usage["consumer"] = usage["consumer"].astype(str)
+    workloads = pd.concat([s.workloads, pd.DataFrame({"consumer": ["m1"], "project": ["nlp"]})], ignore_index=True)
+    costs = pd.DataFrame({"resource_id": ["gpu01", "gpu02", "gpu04"],
+                          "start": pd.to_datetime(["2026-03-01T10:00Z"] * 3),
+                          "end": pd.to_datetime(["2026-03-01T11:00Z"] * 3), "cost": [32.0, 32.0, 8.0]})
+    inventory = pd.DataFrame({"resource_id": [*np.repeat(["gpu01", "gpu02"], 4), "gpu04"],
+                              "device": [0, 1, 2, 3, 0, 1, 2, 3, 0], "mem_capacity": 40 * 2.0**30})
+    k = gpucost.kpis(usage, costs, inventory, workloads, by=["project"], interval=3600).set_index("project")
+    llm, nlp = k.loc["llm"], k.loc["nlp"]
+    # llm: 8 GPU-hours, all assumed: no measured utilisation, no cost per effective GPU-hour.
+    assert (llm["gpu_hours"], llm["assumed_gpu_hours"], llm["measured_gpu_hours"]) == pytest.approx((8.0, 8.0, 0.0))
+    assert llm["utilization_source"] == "assumed"
+    assert np.isnan(llm["avg_util"]) and np.isnan(llm["cost_per_effective_gpu_hour"])
+    assert llm["cost"] == pytest.approx(64.0)  # money is still charged
+    # nlp: 1 measured GPU-hour at 25 %: 8 / 0.25 = 32 per effective GPU-hour.
+    assert nlp["utilization_source"] == "measured" and nlp["avg_util"] == pytest.approx(0.25)
+    assert nlp["cost_per_effective_gpu_hour"] == pytest.approx(32.0)
 
 
 class _Flaky(http.server.BaseHTTPRequestHandler):

@@ -35,7 +35,7 @@ from gpucost.analyses.rightsizing import rightsize
 from gpucost.analyses.spot import SpotRuns, spot_interruptions, spot_runs
 from gpucost.analyses.units import token_costs, unit_costs, vllm_tokens
 from gpucost.analyses.autoscaling import autoscaling_estimate
-from gpucost.analyses.budget import budget_status, forecast_spend, spend_anomalies
+from gpucost.analyses.budget import budget_status, forecast_spend, spend_anomalies, spread_over_days
 from gpucost.analyses.classes import workload_classes
 from gpucost.analyses.commitments import advise_commitments, amortize
 from gpucost.analyses.demand import hourly_demand
@@ -46,4 +46,4 @@ __all__ = ["IdleReport", "SpotRuns", "diagnose", "find_idle", "idle_policy", "kp
            "spot_interruptions", "spot_runs", "token_costs", "unit_costs", "usage_profile", "vllm_tokens"]
 __all__ += ["advise_commitments", "amortize", "autoscaling_estimate", "budget_status", "commitment_coverage",
             "commitment_utilization", "forecast_spend", "hourly_demand", "read_spot_prices", "spend_anomalies",
-            "spot_move_savings", "spot_placement", "spot_savings", "workload_classes"]
+            "spot_move_savings", "spot_placement", "spot_savings", "spread_over_days", "workload_classes"]

@@ -11,6 +11,8 @@ before them (``gpucost::DailyBands``).
 
 from __future__ import annotations
 
+import difflib
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -32,7 +34,7 @@ from gpucost.analyses._tables import (
 )
 from gpucost.errors import InvalidInputError
 
-__all__ = ["budget_status", "forecast_spend", "spend_anomalies", "DEFAULT_THRESHOLDS"]
+__all__ = ["budget_status", "forecast_spend", "spend_anomalies", "spread_over_days", "DEFAULT_THRESHOLDS"]
 
 DEFAULT_THRESHOLDS = (0.5, 0.8, 1.0)
 _MODELS = {0: "none", 1: "mean", 2: "trend", 3: "trend+weekday"}
@@ -93,6 +95,53 @@ def _thresholds(value: Any, row: int) -> tuple[float, ...]:
     return tuple(sorted(out))
 
 
+def _no_match(row: int, column: str, given: str, existing: Sequence[str], what: str) -> InvalidInputError:
+    """A budget key or value that matches nothing: the ones that exist,
+    nearest first, and a case-insensitive match offered."""
+    existing = sorted({str(x) for x in existing})
+    ranked = sorted(existing, key=lambda x: (-difflib.SequenceMatcher(None, given.lower(), x.lower()).ratio(), x))
+    same_case = [x for x in existing if x.lower() == given.lower()]
+    hint = f" (did you mean '{same_case[0]}'? values match case-sensitively)" if same_case else ""
+    shown = ", ".join(f"'{x}'" for x in ranked[:10]) + (f" and {len(ranked) - 10} more" if len(ranked) > 10 else "")
+    return row_error("budgets", row, column, f"'{given}' matches no {what}{hint}; there are: {shown or 'none'}")
+
+
+def spread_over_days(costs: Any) -> Any:
+    """Cost lines longer than a UTC day (a monthly-granularity CUR) cut at day
+    boundaries, their money spread over the days in proportion to time, so a
+    daily allocation and forecast see each day's share and not the whole
+    month on its first day. Returns ``costs`` itself when no line crosses a
+    day; otherwise the cut lines as a DataFrame, with a ``UserWarning``."""
+    name = "costs"
+    t = table(costs, name)
+    start = instants_ns(t, name, "start")
+    end = instants_ns(t, name, "end")
+    first = start // NANOS_PER_DAY
+    last = (np.maximum(end, start + 1) - 1) // NANOS_PER_DAY
+    count = (last - first + 1).astype(np.int64)
+    if len(start) == 0 or count.max() <= 1:
+        return costs
+    frame_in = costs.to_pandas() if hasattr(costs, "to_pandas") else pd.DataFrame(costs)
+    long_lines = int((count > 1).sum())
+    warnings.warn(f"costs: {long_lines} lines span more than one day (a bill coarser than daily): their cost is "
+                  "spread over their days in proportion to time for daily budgets and forecasts", UserWarning,
+                  stacklevel=2)
+    line = np.repeat(np.arange(len(start)), count)
+    k = np.arange(line.size) - np.repeat(np.cumsum(count) - count, count)
+    day_start = (first[line] + k) * NANOS_PER_DAY
+    piece_start = np.maximum(start[line], day_start)
+    piece_end = np.minimum(end[line], day_start + NANOS_PER_DAY)
+    span = (end - start)[line]
+    fraction = np.where(span > 0, (piece_end - piece_start) / np.where(span > 0, span, 1), 1.0)
+    out = frame_in.iloc[line].reset_index(drop=True)
+    out["start"] = to_utc(piece_start)
+    out["end"] = to_utc(piece_end)
+    for column in out.columns:
+        if "cost" in str(column) and pd.api.types.is_float_dtype(out[column]):
+            out[column] = out[column].to_numpy(np.float64) * fraction
+    return out
+
+
 def _pct_list(values: list[float]) -> str:
     return ", ".join(f"{v:.0%}" for v in values)
 
@@ -141,6 +190,13 @@ def budget_status(allocation_by_day: Any, budgets: Any, today: Any, *, level: fl
         raise InvalidInputError(f"parameter 'history_days': {history_days} is not a whole number >= 1")
     data, t = _daily(allocation_by_day)
     today_day = _day_of(today, "today")
+    if len(data) == 0:
+        raise InvalidInputError(f"{_NAME}: no rows (no spend to check budgets against)")
+    data_first, data_last = int(data["day"].min()), int(data["day"].max())
+    if not data_first <= today_day <= data_last:
+        days = to_utc([data_first * NANOS_PER_DAY, data_last * NANOS_PER_DAY, today_day * NANOS_PER_DAY])
+        raise InvalidInputError(f"parameter 'today': {days[2].date()} is outside the data, which runs from "
+                                f"{days[0].date()} to {days[1].date()} (a budget checked there would count nothing)")
     month_first, month_last = _month_bounds(today_day)
     ignored = int((data["day"] > today_day).sum())
 
@@ -166,8 +222,13 @@ def budget_status(allocation_by_day: Any, budgets: Any, today: Any, *, level: fl
             mask = np.ones(len(data), dtype=bool)
         else:
             if not t.has(key):
-                raise row_error(name, row, "key", f"'{key}' is not a column of {_NAME}")
-            mask = (strings(t, _NAME, key) == value)
+                labels = [c for c in t.columns if c not in (*RESULT_METRICS, "period")]
+                raise _no_match(row, "key", key, labels, f"column of {_NAME}")
+            column_values = strings(t, _NAME, key)
+            mask = column_values == value
+            if not mask.any():
+                present = pd.unique(column_values[pd.notna(column_values)])
+                raise _no_match(row, "value", value, present, f"{key} in {_NAME}")
         group_days = days[mask & (days <= today_day)]
         first = max(int(group_days.min()), today_day - int(history_days) + 1) if group_days.size else today_day + 1
         series.append(_series(group_days, spend[mask & (days <= today_day)], first, today_day))

@@ -21,7 +21,8 @@ import pandas as pd
 
 from gpucost import _core
 from gpucost.catalog import instance_types
-from gpucost.analyses._tables import NANOS_PER_HOUR, frame, instant_ns, instants_ns, row_error, strings, table, to_utc
+from gpucost.analyses._tables import (NANOS_PER_HOUR, frame, instant_ns, instants_ns, raise_first, row_error,
+                                      split_at_hours, strings, table, to_utc)
 from gpucost.analyses.classes import workload_classes
 from gpucost.analyses.demand import _hourly_demand, instance_family
 from gpucost.errors import InvalidInputError
@@ -165,7 +166,8 @@ def advise_commitments(costs: Any, usage: Any, inventory: Any, workloads: Any = 
                        interruption_overhead: float = 0.10, interruptible: Sequence[str] = ("training",),
                        allowed: Mapping[str, Sequence[str]] | None = None, terms: Sequence[int] = (1, 3),
                        sensitivity: float = 0.20, catalog: Any = None, interval: float = 60,
-                       hours_per_month: float = HOURS_PER_MONTH, detail: bool = False) -> pd.DataFrame:
+                       hours_per_month: float = HOURS_PER_MONTH, detail: bool = False, existing: Any = None,
+                       horizon_days: float = 90, demand: Any = None) -> pd.DataFrame:
     """Purchasing advice per instance type (or family, or GPU model) and workload class.
 
     Args:
@@ -198,6 +200,20 @@ def advise_commitments(costs: Any, usage: Any, inventory: Any, workloads: Any = 
             GPUs per instance and on-demand prices.
         hours_per_month: hours of a month in monthly figures (730).
         detail: every option evaluated, not only the advice.
+        existing: the commitments already bought, instead of the bill's own
+            (lines with a ``commitment_id``): one row per commitment with the
+            ``group_by`` column, ``kind`` (``reserved``, ``savings_plan``,
+            ``cud``), ``count`` (units, for reservations and CUDs) or
+            ``hourly`` ($ an hour, for savings plans) and ``rate`` (the $ per
+            unit-hour the savings plan charges), optional ``start``, ``end``.
+            Their coverage is subtracted hour by hour before the quantile rule.
+        horizon_days: a commitment ending within this many days after the
+            window is "expiring": the advice says whether to renew it.
+        demand: a precomputed :func:`gpucost.hourly_demand` table (by
+            ``consumer``) to advise on instead of ``costs, usage, inventory``
+            (pass None for those); the bill's coverage is then unknown, so
+            give ``existing=``, and on-demand rates come from ``rates`` or the
+            catalog.
 
     Returns:
         One row per (group, class) with the recommended purchase (``purchase``,
@@ -210,6 +226,17 @@ def advise_commitments(costs: Any, usage: Any, inventory: Any, workloads: Any = 
         ``risk_worst_week_unused_cost``), the same level under demand down and
         up by ``sensitivity`` (``savings_if_demand_down/up``, and the levels
         one would buy then, ``level_if_demand_down/up``) and a ``reason``.
+        ``mean_demand``/``peak_demand`` count the idle GPUs of running
+        instances (``idle_share`` of it; ``mean_demand_if_rightsized`` without
+        them); ``net_mean_demand``/``net_peak_demand`` are what is left to buy
+        for after existing commitments (``existing_level``, ``existing_coverage``,
+        ``existing_utilization``, ``expiring_level``, ``expiring_on``).
+        ``buy`` says what to buy in its unit (whole instances or GPUs, or $ an
+        hour for savings plans), ``action`` is ``keep``, ``add ...``,
+        ``let expire`` or ``move to spot``; ``recommended`` is true only for a
+        change that saves money against ``monthly_if_unchanged`` (today's
+        bill carried forward); a change that would lose money is
+        ``purchase="keep"`` with its loss in ``savings_if_changed``.
 
     Example:
         >>> advice = gpucost.advise_commitments(costs, usage, inventory, workloads, rates=rates)
@@ -230,8 +257,15 @@ def advise_commitments(costs: Any, usage: Any, inventory: Any, workloads: Any = 
             raise InvalidInputError(f"parameter 'allowed': {cls}: {sorted(unknown) or 'unknown class'}")
         allowed_kinds[cls] = tuple(kinds)
 
-    hourly, lines = _hourly_demand(costs, usage, inventory, workloads, by=["consumer"], interval=interval)
+    if demand is None:
+        hourly, lines = _hourly_demand(costs, usage, inventory, workloads, by=["consumer"], interval=interval)
+    else:
+        hourly, lines = _given_demand(demand)
     cat = _catalog_columns(catalog)
+    # The idle GPUs of an instance its workloads kept running are part of
+    # their demand: nobody can terminate half an instance (docs/advisor.md §3.8).
+    hourly = _fold_idle(hourly)
+    covered_share, covered_money_share = _bill_coverage(lines, hourly)
 
     # The class of every row.
     consumers = hourly["consumer"]
@@ -256,9 +290,12 @@ def advise_commitments(costs: Any, usage: Any, inventory: Any, workloads: Any = 
                                     f"(instance type {hourly['instance_type'].iat[i]}): add it to the inventory "
                                     "or pass catalog= with its gpus")
     group = _group_of(hourly["instance_type"], group_by, cat)
-    units = hourly["instance_hours"] * (gpus if unit == "GPU" else 1.0)
+    per_unit = (gpus if unit == "GPU" else 1.0)
+    units = hourly["instance_hours"] * per_unit
+    folded = hourly["folded_idle"] * per_unit
 
-    # Demand curves on one hourly grid.
+    # Demand curves on one hourly grid: gross, and what commitments already
+    # bought cover (from the bill), with the money of each.
     period = instants_ns(hourly, "hourly", "period")
     if len(period) == 0:
         raise InvalidInputError("costs: no usage line of a GPU instance type (nothing to advise on)")
@@ -266,14 +303,48 @@ def advise_commitments(costs: Any, usage: Any, inventory: Any, workloads: Any = 
     hours = int((period.max() - first) // NANOS_PER_HOUR + 1)
     keys = pd.MultiIndex.from_arrays([group.to_numpy(object), cls.to_numpy(object)], names=[group_by, "class"])
     curve_of, curve_keys = pd.factorize(keys, sort=True)
-    demand = np.zeros((len(curve_keys), hours))
-    np.add.at(demand, (curve_of, (period - first) // NANOS_PER_HOUR), units.to_numpy(np.float64))
-    demand = np.maximum(demand, 0.0)
-    money = np.bincount(curve_of, weights=hourly["cost"].to_numpy(np.float64), minlength=len(curve_keys))
+    hour_of = (period - first) // NANOS_PER_HOUR
+
+    def grid(values) -> np.ndarray:
+        out = np.zeros((len(curve_keys), hours))
+        np.add.at(out, (curve_of, hour_of), np.asarray(values, dtype=np.float64))
+        return out
+
+    demand = np.maximum(grid(units), 0.0)
+    money_grid = grid(hourly["cost"])
+    covered = np.clip(grid(units * covered_share), 0.0, demand)
+    covered_money = grid(hourly["cost"] * covered_money_share)
+    money = money_grid.sum(axis=1)
+    idle_units = grid(folded).sum(axis=1)
     # A class with neither instance-hours nor money (the __idle__ rows of a
     # fleet nobody left idle) has nothing to advise on.
     keep = (demand.max(axis=1) > 0) | (money != 0)
     demand, money, curve_keys = demand[keep], money[keep], curve_keys[keep]
+    money_grid, covered, covered_money, idle_units = (money_grid[keep], covered[keep], covered_money[keep],
+                                                      idle_units[keep])
+    groups = pd.Index(curve_keys.get_level_values(0))
+    existing_util = pd.Series(np.nan, index=groups)
+    expiring_on = pd.Series(pd.NaT, index=groups, dtype="datetime64[ns, UTC]")
+    expiring_units = np.zeros_like(demand)
+    expiring_money = np.zeros_like(demand)
+    existing_level = covered.mean(axis=1)
+    if existing is not None:
+        # The caller's table of what is bought replaces the bill's coverage.
+        window_end = first + hours * NANOS_PER_HOUR
+        capacity, expiring_capacity, expiring_on = _existing_capacity(
+            existing, group_by, pd.Index(groups.unique()), first, hours, window_end + int(horizon_days * 24) *
+            NANOS_PER_HOUR)
+        (covered, covered_money, expiring_units, expiring_money, existing_util,
+         level_by_group) = _apply_capacity(demand, money_grid, groups, capacity, expiring_capacity)
+        existing_level = groups.map(level_by_group).to_numpy(np.float64)
+        existing_util = groups.map(existing_util).to_numpy(np.float64)
+        expiring_on = groups.map(expiring_on)
+    gross = demand
+    # What the advice buys for: demand that no commitment kept beyond the
+    # horizon covers (expiring ones lapse unless the advice renews them).
+    demand = np.maximum(gross - covered + expiring_units, 0.0)
+    kept_money = (covered_money - expiring_money).sum(axis=1)
+    uncovered_money = money - covered_money.sum(axis=1)
 
     on_demand = _on_demand_rates(lines, option_rates, cat, group_by, unit, inventory)
     spot = option_rates[option_rates["kind"] == "spot"].set_index(group_by)["rate"]
@@ -348,23 +419,39 @@ def advise_commitments(costs: Any, usage: Any, inventory: Any, workloads: Any = 
 
     t = float(hours)
     out = pd.DataFrame({group_by: curves[group_by], "class": curves["class"], "unit": unit, "hours": t,
-                        "mean_demand": demand.mean(axis=1), "peak_demand": demand.max(axis=1)})
-    out["purchase"] = chosen["kind"].to_numpy(object)
-    out["option"] = chosen["option"].to_numpy(object)
-    out["term_years"] = chosen["term_years"].to_numpy(np.float64)
-    out["payment"] = chosen["payment"].to_numpy(object)
-    out["level"] = chosen["level"].to_numpy(np.float64)
-    committed = ~chosen["is_baseline"].to_numpy()
+                        "mean_demand": gross.mean(axis=1), "peak_demand": gross.max(axis=1),
+                        "net_mean_demand": demand.mean(axis=1), "net_peak_demand": demand.max(axis=1)})
+    # Today carried forward: commitments kept, the rest as billed, what
+    # expires at the price it would then pay (on demand, or spot).
+    kept = kept_money / t * per_month
+    unchanged = kept + uncovered_money / t * per_month + expiring_units.mean(axis=1) * curves["r_x"] * per_month
+    change = kept + chosen["monthly"].to_numpy(np.float64)
+    saving = unchanged - change
+    # No recommendation that loses money (docs/advisor.md §3): keep as is.
+    # A commitment that saves nothing (usage already billed at its rate) is
+    # no change either.
+    loses = (saving.to_numpy() < -0.005) | (~chosen["is_baseline"].to_numpy() & (saving.to_numpy() <= 0.005))
+    committed = ~chosen["is_baseline"].to_numpy() & ~loses
+    out["purchase"] = np.where(loses, "keep", chosen["kind"].to_numpy(object))
+    out["option"] = np.where(loses, "keep as is", chosen["option"].to_numpy(object))
+    out["term_years"] = np.where(committed, chosen["term_years"].to_numpy(np.float64), np.nan)
+    out["payment"] = np.where(committed, chosen["payment"].to_numpy(object), None)
+    out["level"] = np.where(committed, chosen["level"].to_numpy(np.float64), 0.0)
     out["rate"] = np.where(committed, chosen["rate"], np.nan)
     out["excess_rate"] = curves["r_x"]
     out["excess_on"] = curves["excess_on"]
     out["on_demand_rate"] = curves["r_o"]
     out["commitment_per_hour"] = np.where(committed, chosen["rate"] * chosen["level"], 0.0)
     out["upfront_total"] = np.where(committed, chosen["upfront"] * chosen["level"], 0.0)
+    out["buy"] = [_buy(p, lv, ph, unit) if c else "" for p, lv, ph, c in
+                  zip(out["purchase"], out["level"], out["commitment_per_hour"], committed)]
     out["monthly_today"] = money / t * per_month
+    out["monthly_if_unchanged"] = unchanged.to_numpy(np.float64)
     out["monthly_on_demand"] = out["mean_demand"] * curves["r_o"] * per_month
-    out["monthly_recommended"] = chosen["monthly"].to_numpy(np.float64)
-    out["savings_vs_today"] = out["monthly_today"] - out["monthly_recommended"]
+    out["monthly_recommended"] = np.where(loses, unchanged, change)
+    out["savings_vs_today"] = np.where(loses, 0.0, saving)
+    out["savings_if_changed"] = saving.to_numpy(np.float64)  # negative where the row says keep
+    out["recommended"] = ~loses & (out["savings_vs_today"] > 0.005)
     out["savings_vs_on_demand"] = out["monthly_on_demand"] - out["monthly_recommended"]
     out["savings_pct"] = (out["savings_vs_today"] / out["monthly_today"]).where(out["monthly_today"] > 0)
     out["break_even_utilization"] = np.where(committed, chosen["rate"] / curves["r_x"], np.nan)
@@ -372,11 +459,32 @@ def advise_commitments(costs: Any, usage: Any, inventory: Any, workloads: Any = 
     out["coverage"] = np.where(committed, chosen["coverage"], 0.0)
     out["risk_worst_week_unused_share"] = np.where(committed, chosen["risk_share"], 0.0)
     out["risk_worst_week_unused_cost"] = np.where(committed, chosen["risk_cost"], 0.0)
-    out["savings_if_demand_down"] = (chosen["baseline_down"] - chosen["monthly_down"]).to_numpy(np.float64)
-    out["savings_if_demand_up"] = (chosen["baseline_up"] - chosen["monthly_up"]).to_numpy(np.float64)
+    out["savings_if_demand_down"] = np.where(
+        loses, 0.0, (chosen["baseline_down"] - chosen["monthly_down"]).to_numpy(np.float64))
+    out["savings_if_demand_up"] = np.where(loses, 0.0, (chosen["baseline_up"] - chosen["monthly_up"]).to_numpy(np.float64))
     out["level_if_demand_down"] = np.where(committed, chosen["level_down"], 0.0)
     out["level_if_demand_up"] = np.where(committed, chosen["level_up"], 0.0)
+    # What is already bought, and what expires within the horizon.
+    gross_total = gross.sum(axis=1)
+    out["existing_level"] = np.asarray(existing_level, dtype=np.float64)
+    out["existing_coverage"] = np.divide(covered.sum(axis=1), gross_total, out=np.zeros(len(out)),
+                                         where=gross_total > 0)
+    out["existing_utilization"] = np.asarray(existing_util, dtype=np.float64)
+    out["expiring_level"] = expiring_units.mean(axis=1)
+    out["expiring_on"] = np.asarray(expiring_on)
+    out["action"] = [_action(r) for r in out[["purchase", "recommended", "buy", "expiring_level", "level"]]
+                     .to_dict("records")]
+    # The rightsizing alternative: the idle GPUs of running instances.
+    out["idle_share"] = np.divide(idle_units, gross_total, out=np.zeros(len(out)), where=gross_total > 0)
+    out["mean_demand_if_rightsized"] = out["mean_demand"] * (1 - out["idle_share"])
+    # Nothing worth changing where commitments already cover the demand.
+    stays = ~out["recommended"].to_numpy() & (out["existing_coverage"].to_numpy() > 0)
+    out.loc[stays, ["purchase", "option"]] = ["keep", "keep as is"]
     out["reason"] = [_reason(row, group_by, interruption_overhead, sensitivity) for row in out.to_dict("records")]
+    return _finish(out, detail, candidates, chosen, group_by, sensitivity, per_month, first, hours)
+
+
+def _finish(out, detail, candidates, chosen, group_by, sensitivity, per_month, first, hours):
     out.attrs = {"sensitivity": sensitivity, "hours_per_month": per_month, "window_start": str(to_utc([first])[0]),
                  "window_hours": hours}
     if not detail:
@@ -386,7 +494,7 @@ def advise_commitments(costs: Any, usage: Any, inventory: Any, workloads: Any = 
     key = options_out["curve"].astype(str) + "|" + options_out["option"].astype(str) + "|" + \
         options_out["rate"].astype(str)
     chosen_key = chosen.index.astype(str) + "|" + chosen["option"].astype(str) + "|" + chosen["rate"].astype(str)
-    options_out["recommended"] = key.isin(chosen_key)
+    options_out["recommended"] = key.isin(chosen_key[out["recommended"].to_numpy()])
     options_out["savings_vs_baseline"] = options_out["baseline_monthly"] - options_out["monthly"]
     return options_out[[group_by, "class", "option", "purchase", "term_years", "payment", "rate", "upfront",
                         "excess_on", "r_x", "level", "monthly", "baseline_monthly", "savings_vs_baseline",
@@ -394,6 +502,160 @@ def advise_commitments(costs: Any, usage: Any, inventory: Any, workloads: Any = 
         columns={"r_x": "excess_rate", "monthly": "monthly_cost", "baseline_monthly": "monthly_baseline",
                  "risk_share": "risk_worst_week_unused_share", "risk_cost": "risk_worst_week_unused_cost"}
     ).sort_values([group_by, "class", "monthly_cost"], ignore_index=True)
+
+
+def _given_demand(demand: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """A caller's hourly_demand table, checked, and the per-resource stub of
+    demand lines the rates need (no money, no coverage: not known)."""
+    name = "demand"
+    t = table(demand, name)
+    d = frame(t, name, ["consumer", "resource_id", "period", "instance_type", "instance_hours", "cost"],
+              ["gpus", "region"])
+    for column in ("consumer", "resource_id", "instance_type"):
+        d[column] = strings(t, name, column)
+        raise_first(name, column, pd.isna(d[column]).to_numpy(), lambda r: "missing value")
+    for column in ("instance_hours", "cost"):
+        values = t.floats(column)
+        raise_first(name, column, ~np.isfinite(values), lambda r, v=values: f"{v[r]} is not a number")
+        d[column] = values
+    raise_first(name, "instance_hours", d["instance_hours"].to_numpy() < 0, lambda r: "is negative")
+    d["period"] = to_utc(instants_ns(t, name, "period"))
+    d["gpus"] = t.floats("gpus") if t.has("gpus") else np.nan
+    per_resource = d.drop_duplicates("resource_id")
+    lines = pd.DataFrame({"resource_id": per_resource["resource_id"].to_numpy(object),
+                          "instance_type": per_resource["instance_type"].to_numpy(object),
+                          "hours": 0.0, "list_cost": np.nan, "cost": 0.0, "covered": 0.0, "covered_cost": 0.0,
+                          "start": np.zeros(len(per_resource), np.int64),
+                          "end": np.full(len(per_resource), NANOS_PER_HOUR, np.int64)})
+    return d, lines
+
+
+def _fold_idle(hourly: pd.DataFrame) -> pd.DataFrame:
+    """The idle part of an instance-hour some workload held goes to the
+    workloads that held it, pro rata (``folded_idle`` records how much); an
+    instance-hour nobody held stays ``__idle__``. Hours and money are kept."""
+    out = hourly.copy()
+    consumer = out["consumer"].astype(object).to_numpy()
+    idle = consumer == "__idle__"
+    held = ~idle & (consumer != "__unattributed__")
+    cell = out.groupby(["resource_id", "period"], sort=False, observed=True).ngroup().to_numpy()
+    ih = out["instance_hours"].to_numpy(np.float64)
+    cost = out["cost"].to_numpy(np.float64)
+    held_sum = np.bincount(cell, weights=np.where(held, ih, 0.0))
+    idle_sum = np.bincount(cell, weights=np.where(idle, ih, 0.0))
+    idle_cost = np.bincount(cell, weights=np.where(idle, cost, 0.0))
+    partial = held_sum[cell] > 1e-12
+    share = np.divide(ih, held_sum[cell], out=np.zeros_like(ih), where=held & partial)
+    folded = idle_sum[cell] * share
+    out["instance_hours"] = np.where(idle & partial, 0.0, ih + folded)
+    out["cost"] = np.where(idle & partial, 0.0, cost + idle_cost[cell] * share)
+    out["folded_idle"] = folded
+    return out
+
+
+def _bill_coverage(lines: pd.DataFrame, hourly: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Per hourly row, the share of its instance-hours and of its money that
+    a commitment already bought covered (demand_lines' ``covered``)."""
+    start = lines["start"].to_numpy(np.int64)
+    end = lines["end"].to_numpy(np.int64)
+    line, hour, piece_start, piece_end = split_at_hours(start, end)
+    fraction = (piece_end - piece_start) / (end - start)[line]
+    pieces = pd.DataFrame({
+        "resource_id": lines["resource_id"].to_numpy(object)[line], "hour": hour,
+        "hours": (piece_end - piece_start) / NANOS_PER_HOUR * 1.0,
+        "covered_hours": (piece_end - piece_start) / NANOS_PER_HOUR * lines["covered"].to_numpy(np.float64)[line],
+        "money": lines["cost"].to_numpy(np.float64)[line] * fraction,
+        "covered_money": lines["covered_cost"].to_numpy(np.float64)[line] * fraction,
+    })
+    sums = pieces.groupby(["resource_id", "hour"], sort=False).sum()
+    hour_share = (sums["covered_hours"] / sums["hours"]).where(sums["hours"] > 0, 0.0)
+    money_share = (sums["covered_money"] / sums["money"]).where(sums["money"].abs() > 1e-12, hour_share)
+    key = pd.MultiIndex.from_arrays([hourly["resource_id"].astype(object).to_numpy(),
+                                     instants_ns(hourly, "hourly", "period")])
+    return (hour_share.reindex(key).fillna(0.0).to_numpy(np.float64),
+            money_share.reindex(key).fillna(0.0).to_numpy(np.float64))
+
+
+def _existing_capacity(existing: Any, group_by: str, groups: pd.Index, first: int, hours: int,
+                       horizon_end: int) -> tuple[pd.DataFrame, pd.DataFrame, pd.Series]:
+    """Units each group has bought, per hour of the window (all, and those
+    ending before ``horizon_end``), and the first expiry per group."""
+    name = "existing"
+    t = table(existing, name)
+    e = frame(t, name, [group_by, "kind"], ["count", "hourly", "rate", "start", "end", "commitment_id"])
+    n = len(e)
+    e[group_by] = strings(t, name, group_by)
+    kind = pd.Series(strings(t, name, "kind"), dtype=object).str.strip().str.lower().to_numpy()
+    bad = ~np.isin(kind, COMMITMENT_KINDS)
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise row_error(name, row, "kind", f"'{kind[row]}' is not one of {', '.join(COMMITMENT_KINDS)}")
+    nan = np.full(n, np.nan)
+    count = t.floats("count") if t.has("count") else nan
+    hourly = t.floats("hourly") if t.has("hourly") else nan
+    rate = t.floats("rate") if t.has("rate") else nan
+    sp = kind == "savings_plan"
+    raise_first(name, "count", ~sp & ~(np.isfinite(count) & (count > 0)),
+                lambda r: f"a {kind[r]} needs its count of units > 0 (got {count[r]})")
+    raise_first(name, "hourly", sp & ~(np.isfinite(hourly) & (hourly > 0)),
+                lambda r: f"a savings plan needs its commitment in $ an hour > 0 (got {hourly[r]})")
+    raise_first(name, "rate", sp & ~(np.isfinite(rate) & (rate > 0)),
+                lambda r: f"a savings plan needs the $ per unit-hour it charges (got {rate[r]})")
+    units = np.where(sp, hourly / np.where(sp, rate, 1.0), count)
+    lo = instants_ns(t, name, "start") if t.has("start") else np.full(n, np.iinfo(np.int64).min)
+    hi = instants_ns(t, name, "end") if t.has("end") else np.full(n, np.iinfo(np.int64).max)
+    raise_first(name, "end", hi <= lo, lambda r: "end is not after start")
+    hour_start = first + np.arange(hours, dtype=np.int64) * NANOS_PER_HOUR
+    active = (hour_start[None, :] >= lo[:, None]) & (hour_start[None, :] < hi[:, None])
+    per_row = active * units[:, None]
+    expires = hi <= horizon_end
+    key = pd.Index(e[group_by].to_numpy(object))
+    all_units = pd.DataFrame(per_row).groupby(key).sum().reindex(groups, fill_value=0.0)
+    exp_units = pd.DataFrame(per_row * expires[:, None]).groupby(key).sum().reindex(groups, fill_value=0.0)
+    ends = pd.Series(to_utc(np.where(expires, hi, np.iinfo(np.int64).max)), index=key)
+    ends = ends.where(expires)
+    first_end = ends.groupby(level=0).min().reindex(groups) if expires.any() else pd.Series(pd.NaT, index=groups)
+    return all_units, exp_units, first_end
+
+
+def _apply_capacity(demand: np.ndarray, money: np.ndarray, groups: pd.Index, capacity: pd.DataFrame,
+                    expiring: pd.DataFrame):
+    """Commitments cover the demand of their group hour by hour, shared over
+    its classes pro rata; those that stay cover first."""
+    codes, uniq = pd.factorize(groups)
+    total = np.zeros((len(uniq), demand.shape[1]))
+    np.add.at(total, codes, demand)
+    cap = capacity.reindex(uniq).to_numpy(np.float64)
+    exp = expiring.reindex(uniq).to_numpy(np.float64)
+    stay = cap - exp
+    used_stay = np.minimum(total, stay)
+    used_exp = np.minimum(total - used_stay, exp)
+    share_all = np.divide(used_stay + used_exp, total, out=np.zeros_like(total), where=total > 0)
+    share_exp = np.divide(used_exp, total, out=np.zeros_like(total), where=total > 0)
+    cap_sum = cap.sum(axis=1)
+    util = pd.Series(np.divide((used_stay + used_exp).sum(axis=1), cap_sum, out=np.full(len(uniq), np.nan),
+                               where=cap_sum > 0), index=uniq)
+    level = pd.Series(cap.mean(axis=1), index=uniq)
+    return (demand * share_all[codes], money * share_all[codes], demand * share_exp[codes],
+            money * share_exp[codes], util, level)
+
+
+def _buy(purchase: str, level: float, per_hour: float, unit: str) -> str:
+    """What to buy, in the unit it is sold in."""
+    if purchase == "savings_plan":
+        return f"${per_hour:,.2f} an hour"
+    count = int(round(level))
+    return f"{count} {unit}{'' if count == 1 else 's'}"
+
+
+def _action(row: dict) -> str:
+    if row["recommended"] and row["buy"]:
+        return f"add {row['buy']}"
+    if row["recommended"] and row["purchase"] == "spot":
+        return "move to spot"
+    if row["expiring_level"] > 0:
+        return "let expire"
+    return "keep"
 
 
 def _solve(demand: np.ndarray, curve, commit_rate, excess_rate, whole, scale, level) -> dict:
@@ -424,7 +686,8 @@ def _on_demand_rates(lines: pd.DataFrame, rates: pd.DataFrame, cat: pd.DataFrame
     lines = lines.copy()
     lines["group"] = _group_of(lines["instance_type"], group_by, cat).to_numpy(object)
     if unit == "GPU":
-        gpus = lines["resource_id"].map(gpus_per_resource(inventory)).astype(np.float64)
+        gpus = (lines["resource_id"].map(gpus_per_resource(inventory)).astype(np.float64) if inventory is not None
+                else pd.Series(np.nan, index=lines.index))
         if "gpus" in cat:
             gpus = gpus.fillna(pd.to_numeric(lines["instance_type"].map(cat["gpus"]), errors="coerce"))
         lines["units"] = lines["hours"] * gpus
@@ -458,14 +721,45 @@ def _money(x: float) -> str:
 
 def _reason(row: dict, group_by: str, overhead: float, sensitivity: float) -> str:
     """The advice of one output row in words."""
+    text = _reason_core(row, group_by, overhead, sensitivity)
+    units = "instances" if row['unit'] == "instance" else "GPUs"
+    if row['existing_level'] > 0:
+        util = row['existing_utilization']
+        text += (f" Already bought: {row['existing_level']:.2f} {units}/h covering {row['existing_coverage']:.0%} of "
+                 f"this demand" + (f", used {util:.0%}" if np.isfinite(util) else "") + "; the advice is net of it.")
+    if row['expiring_level'] > 0:
+        on = pd.Timestamp(row['expiring_on'])
+        when = f" on {on:%Y-%m-%d}" if pd.notna(on) else ""
+        text += (f" {row['expiring_level']:.2f} {units}/h of it expire{when}: "
+                 + ("renew only what the advice adds." if row['recommended'] and row['buy'] else
+                    "let them expire: demand does not warrant renewing them."))
+    if row['idle_share'] >= 0.25 and row['class'] not in ("idle", "unattributed"):
+        text += (f" {row['idle_share']:.0%} of this demand is idle GPUs of instances it keeps running: rightsizing "
+                 f"to a type with fewer GPUs (gpucost.rightsize) would bring it to "
+                 f"{row['mean_demand_if_rightsized']:.2f} {units}/h; do that before buying more.")
+    return text
+
+
+def _reason_core(row: dict, group_by: str, overhead: float, sensitivity: float) -> str:
     group, cls, unit = row[group_by], row['class'], row['unit']
     units = "instances" if unit == "instance" else "GPUs"
     where = f"{cls} on {group}"
     demand = f"mean {row['mean_demand']:.2f} {units}/h, peak {row['peak_demand']:.2f}"
     if row['hours'] == 0 or row['peak_demand'] <= 0:
         return f"{where}: no demand in the window; nothing to buy."
+    if row['purchase'] == "keep" and row['savings_if_changed'] >= -0.005:
+        if row['existing_coverage'] > 0:
+            return (f"{where}: {demand}. Keep as is: commitments already bought cover {row['existing_coverage']:.0%} "
+                    f"of it and no purchase would save on the rest ({_money(row['monthly_if_unchanged'])}/month).")
+        return (f"{where}: {demand}. Keep as is: no purchase saves against today's "
+                f"{_money(row['monthly_if_unchanged'])}/month (the bill already prices this usage at or below the "
+                "options given).")
+    if row['purchase'] == "keep":
+        return (f"{where}: {demand}. Keep as is: the cheapest change would cost "
+                f"{_money(-row['savings_if_changed'])}/month more than today's {_money(row['monthly_if_unchanged'])} "
+                "(usage already covered by commitments, or billed below the rates given).")
     if cls == "idle":
-        return (f"{where}: capacity nobody used ({demand}). Terminate idle instances "
+        return (f"{where}: whole instances nobody used ({demand}). Terminate idle instances "
                 "(see find_idle) rather than commit to them.")
     if cls == "unattributed":
         return (f"{where}: instances billed without GPU telemetry ({demand}). Classify their workloads "
@@ -480,20 +774,21 @@ def _reason(row: dict, group_by: str, overhead: float, sensitivity: float) -> st
     if row['purchase'] in COMMITMENT_KINDS:
         term = f"{row['term_years']:g}-year {str(row['payment']).replace('_', '-')} {_KIND_WORDS[row['purchase']]}"
         peak_words = " (not sized to its peaks: training is bursty)" if cls == "training" else ""
-        count = f"{row['level']:g} {units[:-1] if row['level'] == 1 else units}"
-        per_hour = f" ({_money(row['commitment_per_hour'])} an hour)" if row['purchase'] == "savings_plan" else ""
-        return (f"{where}: {demand}. Commit to {count}{peak_words} with a {term}{per_hour} at "
-                f"{_rate(row['rate'])}/{unit}-hour against {_rate(row['excess_rate'])} for the rest: it pays off above "
+        what = (f"{row['buy']} (about {row['level']:.2f} {units} at {_rate(row['rate'])}/{unit}-hour)"
+                if row['purchase'] == "savings_plan" else f"{row['buy']} at {_rate(row['rate'])}/{unit}-hour")
+        return (f"{where}: {demand}. Buy {what}{peak_words} with a {term} "
+                f"against {_rate(row['excess_rate'])} for the rest: it pays off above "
                 f"{row['break_even_utilization']:.0%} use and would be used {row['expected_utilization']:.0%} of the time, "
-                f"covering {row['coverage']:.0%} of demand. Expected {_money(row['monthly_recommended'])}/month against "
-                f"{_money(row['monthly_today'])} today (saves {_money(row['savings_vs_today'])}). Risk: in the worst week "
+                f"covering {row['coverage']:.0%} of the demand left to buy for. Expected "
+                f"{_money(row['monthly_recommended'])}/month against {_money(row['monthly_if_unchanged'])} today "
+                f"(saves {_money(row['savings_vs_today'])}). Risk: in the worst week "
                 f"{row['risk_worst_week_unused_share']:.0%} of it ({_money(row['risk_worst_week_unused_cost'])}) sits "
                 f"unused; with demand -{sensitivity:.0%} it saves {_money(row['savings_if_demand_down'])}/month, "
                 f"+{sensitivity:.0%} {_money(row['savings_if_demand_up'])}.{spot_words}")
     if cls == "training":
         return (f"{where}: bursty training ({demand}): no reserved capacity; no flexible commitment beats "
                 f"{'spot' if row['excess_on'] == 'spot' else 'on demand'} here.{spot_words} Expected "
-                f"{_money(row['monthly_recommended'])}/month against {_money(row['monthly_today'])} today.")
-    return (f"{where}: {demand}; no commitment option beats on demand for this curve (too variable, or no rates "
-            f"for it). Expected {_money(row['monthly_recommended'])}/month against {_money(row['monthly_today'])} today."
-            f"{spot_words}")
+                f"{_money(row['monthly_recommended'])}/month against {_money(row['monthly_if_unchanged'])} today.")
+    return (f"{where}: {demand}; no commitment option beats on demand for this curve (too variable, already "
+            f"covered, or no rates for it). Expected {_money(row['monthly_recommended'])}/month against "
+            f"{_money(row['monthly_if_unchanged'])} today.{spot_words}")

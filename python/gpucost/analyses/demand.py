@@ -68,7 +68,10 @@ def demand_lines(costs: Any) -> pd.DataFrame:
     adds up, their hours count once.
 
     Columns: ``resource_id, instance_type, region, pricing, start, end`` (int64
-    ns), ``hours, cost, list_cost`` and ``row`` (the first source row)."""
+    ns), ``hours, cost, list_cost``, ``row`` (the first source row), and what
+    an existing commitment covered (lines with a ``commitment_id``):
+    ``covered`` (the share of the line's hours, by list cost where the lines
+    have one) and ``covered_cost`` (their money)."""
     name = "costs"
     t = table(costs, name)
     n = len(t)
@@ -91,11 +94,20 @@ def demand_lines(costs: Any) -> pd.DataFrame:
     region = strings(t, name, "region") if t.has("region") else np.full(n, None, dtype=object)
     pricing = strings(t, name, "pricing") if t.has("pricing") else np.full(n, None, dtype=object)
 
+    # Covered by a commitment already bought (a CUR reservation or savings
+    # plan ARN, FOCUS CommitmentDiscountId): used, not the Unused rows above.
+    if t.has("commitment_id"):
+        commitment = strings(t, name, "commitment_id")
+        covered = pd.notna(commitment) & (pd.Series(commitment, dtype=object).fillna("") != "").to_numpy()
+    else:
+        covered = np.zeros(n, dtype=bool)
+
     rows = np.flatnonzero(keep)
     lines = pd.DataFrame({
         "row": rows, "resource_id": resource[rows], "instance_type": itype[rows], "region": region[rows],
         "pricing": pricing[rows], "start": start[rows], "end": end[rows], "cost": cost[rows],
-        "list_cost": list_cost[rows],
+        "list_cost": list_cost[rows], "covered_list": np.where(covered[rows], list_cost[rows], 0.0),
+        "covered_cost": np.where(covered[rows], cost[rows], 0.0), "covered_any": covered[rows].astype(np.float64),
     })
     first_type = lines.groupby("resource_id", sort=False)["instance_type"].transform("first")
     conflict = (lines["instance_type"] != first_type).to_numpy()
@@ -106,9 +118,15 @@ def demand_lines(costs: Any) -> pd.DataFrame:
                         "hourly demand needs one instance type per resource")
     merged = lines.groupby(["resource_id", "start", "end"], sort=False, as_index=False).agg(
         row=("row", "first"), instance_type=("instance_type", "first"), region=("region", "first"),
-        pricing=("pricing", "first"), cost=("cost", "sum"), list_cost=("list_cost", "sum"))
+        pricing=("pricing", "first"), cost=("cost", "sum"), list_cost=("list_cost", "sum"),
+        covered_list=("covered_list", "sum"), covered_cost=("covered_cost", "sum"), covered_any=("covered_any", "max"))
     merged["hours"] = (merged["end"] - merged["start"]) / NANOS_PER_HOUR
-    return merged
+    # A line split into a covered and an on-demand part (a savings plan that
+    # ran out within the hour) is covered in the ratio of their list costs.
+    listed = np.isfinite(merged["list_cost"]) & (merged["list_cost"] > 0)
+    by_list = (merged["covered_list"] / merged["list_cost"].where(listed, 1.0)).clip(0.0, 1.0)
+    merged["covered"] = np.where(listed, by_list.fillna(merged["covered_any"]), merged["covered_any"])
+    return merged.drop(columns=["covered_list", "covered_any"])
 
 
 def _hour_pieces(lines: pd.DataFrame) -> pd.DataFrame:

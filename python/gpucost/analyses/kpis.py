@@ -30,6 +30,8 @@ from gpucost.frames import Table
 
 __all__ = ["kpis", "queue_waits"]
 
+_SOURCE = "utilization_source"
+
 _MIN = np.iinfo(np.int64).min
 
 
@@ -109,14 +111,28 @@ def kpis(usage: Any, costs: Any, inventory: Any, workloads: Any = None, *, by: S
     check_freq(freq)
     by = [b for b in by if b != "period"]
     keys = ["period", *by]
-    daily = allocate(costs, usage, inventory, workloads, by=[*by, "period"], freq=freq, interval=interval)
+    # GPU time whose utilisation is assumed (workloads with
+    # utilization_source "assumed": Slurm jobs without telemetry) is counted
+    # apart and kept out of avg_util and cost per effective GPU-hour.
+    has_source = workloads is not None and _SOURCE not in by and Table(workloads, "workloads").has(_SOURCE)
+    source = _SOURCE if has_source else None
+    split = [source] if source else []
+    daily = allocate(costs, usage, inventory, workloads, by=[*by, "period", *split], freq=freq, interval=interval)
+    daily, assumed = _measured_and_assumed(daily, keys, source)
     out = daily[[*keys, "gpu_hours", "effective_gpu_hours", "cost"]].copy()
+    out["assumed_gpu_hours"] = assumed["gpu_hours"].to_numpy()
+    out["measured_gpu_hours"] = out["gpu_hours"] - out["assumed_gpu_hours"]
+    m_eff = out["effective_gpu_hours"] - assumed["effective_gpu_hours"].to_numpy()
+    m_cost = out["cost"] - assumed["cost"].to_numpy()
     with np.errstate(divide="ignore", invalid="ignore"):
-        out["cost_per_effective_gpu_hour"] = np.where(out["effective_gpu_hours"] > 0,
-                                                      out["cost"] / out["effective_gpu_hours"], np.nan)
-        out["avg_util"] = np.where(out["gpu_hours"] > 0, out["effective_gpu_hours"] / out["gpu_hours"], np.nan)
-
-    hourly = allocate(costs, usage, inventory, workloads, by=[*by, "period"], freq="h", interval=interval)
+        out["cost_per_effective_gpu_hour"] = np.where(m_eff > 0, m_cost / m_eff, np.nan)
+        out["avg_util"] = np.where(out["measured_gpu_hours"] > 1e-12, m_eff / out["measured_gpu_hours"], np.nan)
+    out["utilization_source"] = np.where(out["assumed_gpu_hours"] <= 1e-12, "measured",
+                                         np.where(out["measured_gpu_hours"] <= 1e-12, "assumed", "mixed"))
+    hourly = allocate(costs, usage, inventory, workloads, by=[*by, "period", *split], freq="h", interval=interval)
+    if source:
+        hourly = hourly[hourly[source].astype(str) != "assumed"]
+        hourly = hourly.groupby(keys, sort=True, dropna=False)[["gpu_hours", "effective_gpu_hours"]].sum().reset_index()
     hourly = hourly[hourly["gpu_hours"] > 0]
     hourly = hourly.assign(util=hourly["effective_gpu_hours"] / hourly["gpu_hours"],
                            period=to_datetime(floor_ns(datetime_ns(hourly["period"]), freq)))
@@ -153,14 +169,30 @@ def kpis(usage: Any, costs: Any, inventory: Any, workloads: Any = None, *, by: S
     if queue is not None:
         waits = queue_waits(queue, workloads, by=by, freq=freq)
         out = out.merge(waits, on=keys, how="outer")
-        for c in ("gpu_hours", "effective_gpu_hours", "cost", "idle_gpu_hours", "memory_pressure_hours"):
+        for c in ("gpu_hours", "effective_gpu_hours", "cost", "idle_gpu_hours", "memory_pressure_hours",
+                  "measured_gpu_hours", "assumed_gpu_hours"):
             out[c] = out[c].fillna(0.0)
+        out["utilization_source"] = out["utilization_source"].fillna("measured")
         out["jobs_started"] = out["jobs_started"].fillna(0).astype(np.int64)
     columns = [*keys, "gpu_hours", "effective_gpu_hours", "avg_util", "avg_util_1h_min", "avg_util_1h_max",
-               "idle_gpu_hours", "cost", "cost_per_effective_gpu_hour", "memory_pressure_hours"]
+               "idle_gpu_hours", "cost", "cost_per_effective_gpu_hour", "memory_pressure_hours",
+               "measured_gpu_hours", "assumed_gpu_hours", "utilization_source"]
     if queue is not None:
         columns += ["jobs_started", "queue_wait_p50_min", "queue_wait_p90_min", "queue_wait_max_min"]
     return out[columns].sort_values(keys, kind="stable").reset_index(drop=True)
+
+
+def _measured_and_assumed(daily: pd.DataFrame, keys: list[str], source: str | None
+                          ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The allocation summed over ``keys``, and the part of it whose
+    utilisation is assumed, aligned row for row."""
+    metrics = ["gpu_hours", "effective_gpu_hours", "cost"]
+    if source is None:
+        return daily, pd.DataFrame(0.0, index=daily.index, columns=metrics)
+    total = daily.groupby(keys, sort=True, dropna=False)[metrics].sum()
+    is_assumed = daily[source].astype(str).to_numpy() == "assumed"
+    assumed = daily[is_assumed].groupby(keys, sort=True, dropna=False)[metrics].sum()
+    return total.reset_index(), assumed.reindex(total.index, fill_value=0.0).reset_index(drop=True)
 
 
 def _group_by_holder(frame: pd.DataFrame, holder: str, by: list[str], labels: pd.DataFrame) -> pd.DataFrame:

@@ -1,8 +1,9 @@
 """The true cost of a training run on spot: every attempt of a job, the
 interrupted ones included (docs/analyses.md, "Spot runs").
 
-:func:`spot_interruptions` reads AWS EventBridge events (``EC2 Spot Instance
-Interruption Warning`` and rebalance recommendations); :func:`spot_runs`
+:func:`spot_interruptions` reads an interruptions table, AWS EventBridge events
+(``EC2 Spot Instance Interruption Warning`` and rebalance recommendations),
+GCP preemption audit-log entries and Azure Spot evictions; :func:`spot_runs`
 groups the allocation's rows into attempts and jobs through the ``job`` label.
 """
 
@@ -81,56 +82,134 @@ def _events_from(source: Any) -> list:
     return out
 
 
+GCP_PREEMPTED = "compute.instances.preempted"
+AZURE_EVICTION = "microsoft.compute/virtualmachines/evictspotvm/action"
+_COLUMNS = ["resource_id", "time", "kind", "action", "region", "account", "id"]
+
+
+def _instant(value: Any, k: int, field: str) -> pd.Timestamp:
+    if not value:
+        raise InvalidInputError(f"interruptions: event {k}, field '{field}': missing")
+    try:
+        t = pd.Timestamp(value)
+    except (TypeError, ValueError):
+        raise InvalidInputError(f"interruptions: event {k}, field '{field}': {value!r} is not an instant") from None
+    return t.tz_localize("UTC") if t.tzinfo is None else t.tz_convert("UTC")
+
+
+def _event_rows(e: dict, k: int) -> list[tuple] | None:
+    """The interruption rows of one event (AWS EventBridge, a GCP audit-log
+    preemption, an Azure Activity Log Spot eviction or a Scheduled Events
+    document with Preempt events); None for events of other kinds."""
+    kind = e.get("detail-type")
+    if kind == INTERRUPTION_WARNING or kind in REBALANCE:
+        kind = "interruption" if kind == INTERRUPTION_WARNING else "rebalance"
+        detail = e.get("detail")
+        if not isinstance(detail, dict) or not detail.get("instance-id"):
+            raise InvalidInputError(f"interruptions: event {k}, field 'detail.instance-id': missing")
+        t = _instant(e.get("time"), k, "time")
+        return [(str(detail["instance-id"]), t, kind,
+                 str(detail.get("instance-action", "")) if kind == "interruption" else "",
+                 str(e.get("region", "")), str(e.get("account", "")), str(e.get("id", "")))]
+    payload = e.get("protoPayload")
+    if isinstance(payload, dict) and payload.get("methodName") == GCP_PREEMPTED:
+        # The billing export's resource.global_name for the instance.
+        labels = (e.get("resource") or {}).get("labels") or {}
+        missing = [f for f in ("project_id", "zone", "instance_id") if not labels.get(f)]
+        if missing:
+            raise InvalidInputError(f"interruptions: event {k}, field 'resource.labels.{missing[0]}': missing")
+        rid = (f"//compute.googleapis.com/projects/{labels['project_id']}/zones/{labels['zone']}/instances/"
+               f"{labels['instance_id']}")
+        return [(rid, _instant(e.get("timestamp"), k, "timestamp"), "interruption", "terminate", str(labels["zone"]),
+                 str(labels["project_id"]), str(e.get("insertId", "")))]
+    operation = e.get("operationName")
+    operation = operation.get("value") if isinstance(operation, dict) else operation
+    if isinstance(operation, str) and operation.lower() == AZURE_EVICTION:
+        if not e.get("resourceId"):
+            raise InvalidInputError(f"interruptions: event {k}, field 'resourceId': missing")
+        return [(str(e["resourceId"]), _instant(e.get("eventTimestamp") or e.get("time"), k, "eventTimestamp"),
+                 "interruption", "evict", "", str(e.get("subscriptionId", "")), str(e.get("eventDataId", "")))]
+    if isinstance(e.get("Events"), list):  # Azure Scheduled Events (IMDS)
+        rows = []
+        for j, item in enumerate(e["Events"]):
+            if isinstance(item, dict) and item.get("EventType") == "Preempt":
+                t = _instant(item.get("NotBefore"), k, f"Events[{j}].NotBefore")
+                for vm in item.get("Resources") or []:
+                    rows.append((str(vm), t, "interruption", "evict", "", "", str(item.get("EventId", ""))))
+        return rows or None
+    return None
+
+
+def _interruptions_from_table(data: Any) -> pd.DataFrame:
+    """A table of interruptions (resource_id, time, optional kind, action)."""
+    t = Table(data, "interruptions")
+    n = len(t)
+    kind = strings(t, "kind") if t.has("kind") else np.full(n, "interruption", dtype=object)
+    bad = ~np.isin(kind, ["interruption", "rebalance"])
+    if bad.any():
+        raise t._first_bad_row("kind", bad, f"{kind[bad][0]!r} is not 'interruption' or 'rebalance'")
+    times = optional_instants_ns(t, "time")
+    if (times == _MIN).any():
+        raise t._first_bad_row("time", times == _MIN, "missing instant")
+    rid = strings(t, "resource_id")
+    if pd.isna(rid).any() or (rid == "").any():
+        raise t._first_bad_row("resource_id", pd.isna(rid) | (rid == ""), "missing value")
+    out = pd.DataFrame({"resource_id": rid, "time": to_datetime(times), "kind": kind})
+    for c in _COLUMNS[3:]:
+        out[c] = strings(t, c) if t.has(c) else ""
+    out = out.sort_values(["time", "resource_id"], kind="stable").reset_index(drop=True)
+    out.attrs["events_ignored"] = 0
+    return out
+
+
 def spot_interruptions(events: Any) -> pd.DataFrame:
-    """AWS EventBridge events as an interruptions table.
+    """Spot interruptions as a table, from the table itself or the events
+    each cloud records.
 
     Args:
-        events: event dicts, JSON strings, a JSON array or JSON-lines text,
-            or the path of such a file (an EventBridge archive, a log of the
-            rule's target). Events of other types (EC2 state changes, ...)
-            are counted in ``attrs["events_ignored"]`` and left out.
+        events: a table (DataFrame or Arrow) with ``resource_id``, ``time``
+            and optionally ``kind`` (``interruption``, the default, or
+            ``rebalance``) and ``action``; or events as dicts, JSON strings,
+            a JSON array or JSON-lines text, or the path of such a file:
+            AWS EventBridge events (``EC2 Spot Instance Interruption
+            Warning``, rebalance recommendations), GCP Cloud Audit Log
+            entries with ``protoPayload.methodName``
+            ``compute.instances.preempted`` (resource id as the billing
+            export's ``resource.global_name``), Azure Activity Log entries
+            of ``Microsoft.Compute/virtualMachines/evictSpotVM/action``
+            (the ARM ``resourceId``) and Azure Scheduled Events documents
+            (``Preempt`` events; the VM names). Events of other types are
+            counted in ``attrs["events_ignored"]`` and left out.
 
     Returns:
-        ``resource_id`` (the instance id), ``time`` (UTC), ``kind``
-        (``interruption`` or ``rebalance``), ``action`` (``terminate``,
-        ``stop`` or ``hibernate`` for interruptions; "" for rebalance),
+        ``resource_id``, ``time`` (UTC), ``kind`` (``interruption`` or
+        ``rebalance``), ``action`` (``terminate``, ``stop`` or ``hibernate``
+        for AWS interruptions, ``evict`` for Azure; "" for rebalance),
         ``region``, ``account``, ``id``, sorted by time.
 
     Raises:
-        gpucost.InvalidInputError: malformed JSON, or a spot event without its
-        ``time`` or ``detail.instance-id``, naming the event (0-based).
+        gpucost.InvalidInputError: malformed JSON, or an interruption event
+        without its time or instance, naming the event (0-based); a table
+        row without ``resource_id`` or ``time``, naming row and column.
 
     Example:
         >>> gpucost.spot_interruptions("eventbridge-spot.jsonl")
     """
+    if isinstance(events, dict) and {"detail-type", "protoPayload", "operationName", "Events"} & set(events):
+        events = [events]  # one event, not a table of columns
+    if isinstance(events, (pd.DataFrame, dict)) or hasattr(events, "column_names"):
+        return _interruptions_from_table(events)
     rows = []
     ignored = 0
     for k, e in enumerate(_events_from(events)):
         if not isinstance(e, dict):
             raise InvalidInputError(f"interruptions: event {k}: expected a JSON object, got {type(e).__name__}")
-        kind = e.get("detail-type")
-        if kind == INTERRUPTION_WARNING:
-            kind = "interruption"
-        elif kind in REBALANCE:
-            kind = "rebalance"
-        else:
+        found = _event_rows(e, k)
+        if found is None:
             ignored += 1
-            continue
-        detail = e.get("detail")
-        if not isinstance(detail, dict) or not detail.get("instance-id"):
-            raise InvalidInputError(f"interruptions: event {k}, field 'detail.instance-id': missing")
-        if not e.get("time"):
-            raise InvalidInputError(f"interruptions: event {k}, field 'time': missing")
-        try:
-            t = pd.Timestamp(e["time"])
-        except (TypeError, ValueError):
-            raise InvalidInputError(f"interruptions: event {k}, field 'time': {e['time']!r} is not an instant") \
-                from None
-        t = t.tz_localize("UTC") if t.tzinfo is None else t.tz_convert("UTC")
-        rows.append((str(detail["instance-id"]), t, kind,
-                     str(detail.get("instance-action", "")) if kind == "interruption" else "",
-                     str(e.get("region", "")), str(e.get("account", "")), str(e.get("id", ""))))
-    frame = pd.DataFrame(rows, columns=["resource_id", "time", "kind", "action", "region", "account", "id"])
+        else:
+            rows.extend(found)
+    frame = pd.DataFrame(rows, columns=_COLUMNS)
     frame["time"] = pd.to_datetime(frame["time"], utc=True).astype("datetime64[ns, UTC]")
     frame = frame.sort_values(["time", "resource_id"], kind="stable").reset_index(drop=True)
     frame.attrs["events_ignored"] = ignored
@@ -224,7 +303,9 @@ def spot_runs(allocation: pd.DataFrame, workloads: Any, interruptions: Any = Non
        interrupted, failed or running;
     2. an ``interruption`` event on one of its instances between its start
        and ``slack`` after its end: interrupted (source ``event``);
-    3. a later attempt of the same job exists: interrupted when its
+    3. a later attempt of the same job exists (one that starts after this
+       one ended, within ``slack``: replicas running side by side are not
+       retries): interrupted when its
        instances' lines are ``pricing == "spot"`` in ``costs`` (source
        ``billing``: the lines stopped while the job had not finished), or
        when a ``rebalance`` recommendation hit one of its instances (source
@@ -324,7 +405,20 @@ def spot_runs(allocation: pd.DataFrame, workloads: Any, interruptions: Any = Non
     rank[key_rank.to_numpy()] = np.arange(len(att))
     att = att.assign(_order=np.where(known, att["start_ns"].to_numpy(), rank))
     att = att.sort_values(["job", "_order", "key"], kind="stable").reset_index(drop=True)
-    att["later_exists"] = att.groupby("job").cumcount(ascending=False).to_numpy() > 0
+    # A later attempt is a retry only when it starts after this one ended
+    # (within the slack): replicas of one service running side by side under
+    # one job id are not retries of each other. Without times: by order.
+    later_by_order = att.groupby("job").cumcount(ascending=False).to_numpy() > 0
+    start = att["start_ns"].to_numpy(np.int64)
+    end = np.where(att["end_ns"].to_numpy(np.int64) == _MIN, start, att["end_ns"].to_numpy(np.int64))
+    first_max = att.groupby("job")["start_ns"].transform("max").to_numpy(np.int64)
+    ties = (att["start_ns"] == first_max).groupby(att["job"]).transform("sum").to_numpy()
+    second = att["start_ns"].where(att["start_ns"] != first_max).groupby(att["job"]).transform("max")
+    second = second.fillna(_MIN).to_numpy(np.int64)
+    others_max = np.where((start == first_max) & (ties == 1), second, first_max)
+    others = att.groupby("job")["key"].transform("size").to_numpy() > 1
+    later_by_time = others & (others_max != _MIN) & (others_max >= end - slack_ns)
+    att["later_exists"] = np.where(known, later_by_time, later_by_order)
 
     events = _interruptions_table(interruptions)
     hit_interruption, hit_rebalance = _event_hits(att, pairs, events, slack_ns)

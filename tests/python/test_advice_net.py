@@ -1,0 +1,243 @@
+"""Advice a buyer can act on (issue 23): demand in the unit that is sold
+(whole instances, idle GPUs of a running instance included, with the
+rightsizing alternative), net of what is already bought (from the bill or a
+table), and never a recommendation that loses money. Every expected number is
+worked out in the comments."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import gpucost
+from advice_data import T0, Fleet
+
+WEEK = 168
+
+
+def half_used_g5_12xlarge() -> Fleet:
+    """One g5.12xlarge (4 GPUs) for two weeks; an inference service holds
+    GPUs 0 and 1, GPUs 2 and 3 sit idle."""
+    f = Fleet()
+    f.run("i-g5-12", "g5.12xlarge", range(2 * WEEK), "api", 0.6, gpus=4, price=5.672)
+    usage = f.usage
+    idle = usage["device"] >= 2
+    usage.loc[idle, "consumer"] = ""
+    usage.loc[idle, "util"] = 0.0
+    f.samples = [usage]
+    return f
+
+
+RATES_G5_12 = pd.DataFrame({
+    "instance_type": ["g5.12xlarge"] * 3, "kind": ["on_demand", "reserved", "savings_plan"],
+    "term_years": [None, 1, 1], "hourly": [5.672, 3.50, 4.20]})
+CLASSES = pd.DataFrame({"consumer": ["api"], "class": ["inference"]})
+
+
+def test_a_half_used_instance_is_bought_whole_with_the_rightsizing_alternative():
+    f = half_used_g5_12xlarge()
+    advice = gpucost.advise_commitments(f.costs, f.usage, f.inventory, rates=RATES_G5_12, classes=CLASSES,
+                                        interval=3600)
+    # The idle half is part of the instance the service keeps running: no
+    # "idle" row advising to terminate half an instance.
+    assert list(advice["class"]) == ["inference"]
+    row = advice.iloc[0]
+    # Demand: 1 instance every hour. A reservation at 3.50 beats the savings
+    # plan at 4.20: buy 1 whole instance; 5.672 * 730 = 4,140.56 today,
+    # 3.50 * 730 = 2,555.00 reserved, saving 1,585.56 a month.
+    assert row["mean_demand"] == pytest.approx(1.0)
+    assert row["purchase"] == "reserved" and row["level"] == 1
+    assert row["buy"] == "1 instance" and row["action"] == "add 1 instance"
+    assert row["monthly_today"] == pytest.approx(4140.56)
+    assert row["monthly_recommended"] == pytest.approx(2555.00)
+    assert row["savings_vs_today"] == pytest.approx(1585.56)
+    assert bool(row["recommended"])
+    # The alternative: half of it is idle GPUs; a 2-GPU type would halve it.
+    assert row["idle_share"] == pytest.approx(0.5)
+    assert row["mean_demand_if_rightsized"] == pytest.approx(0.5)
+    assert "rightsiz" in row["reason"] and "50%" in row["reason"]
+
+
+def test_savings_plans_are_advised_in_dollars_an_hour():
+    f = half_used_g5_12xlarge()
+    rates = RATES_G5_12[RATES_G5_12["kind"] != "reserved"]
+    row = gpucost.advise_commitments(f.costs, f.usage, f.inventory, rates=rates, classes=CLASSES,
+                                     interval=3600).iloc[0]
+    # 1 instance at 4.20 an hour: a $4.20/h commitment, (5.672 - 4.20) * 730 = 1,074.56 saved.
+    assert row["purchase"] == "savings_plan"
+    assert row["buy"] == "$4.20 an hour"
+    assert row["savings_vs_today"] == pytest.approx(1074.56)
+    assert "$4.20 an hour" in row["reason"]
+
+
+def covered_fleet() -> Fleet:
+    """A p5.48xlarge under a savings plan and a g5.2xlarge under a reserved
+    instance, as the bill shows them: amortised cost, list cost at on demand,
+    the commitment's id on each line."""
+    f = Fleet()
+    f.run("i-p5", "p5.48xlarge", range(WEEK), "trainer", 0.4, gpus=8, price=60.0, list_price=98.32)
+    f.run("i-g5", "g5.2xlarge", range(WEEK), "api", 0.5, price=0.75, list_price=1.212)
+    return f
+
+
+def covered_costs(f: Fleet) -> pd.DataFrame:
+    costs = f.costs
+    costs["commitment_id"] = np.where(costs["resource_id"] == "i-p5", "arn:sp-1", "arn:ri-1")
+    costs["commitment_status"] = "Used"
+    return costs
+
+
+RATES_COVERED = pd.DataFrame({
+    "instance_type": ["p5.48xlarge", "p5.48xlarge", "g5.2xlarge", "g5.2xlarge"],
+    "kind": ["on_demand", "savings_plan", "on_demand", "reserved"],
+    "term_years": [None, 1, None, 1], "hourly": [98.32, 70.0, 1.212, 0.80]})
+CLASSES_COVERED = pd.DataFrame({"consumer": ["trainer", "api"], "class": ["inference", "inference"]})
+
+
+def test_a_fleet_fully_covered_is_kept_never_a_negative_saving():
+    f = covered_fleet()
+    advice = gpucost.advise_commitments(covered_costs(f), f.usage, f.inventory, rates=RATES_COVERED,
+                                        classes=CLASSES_COVERED, interval=3600)
+    advice = advice.set_index("instance_type")
+    # Both instances are covered every hour: nothing left to buy for. Today
+    # (and unchanged): 60 * 730 = 43,800 and 0.75 * 730 = 547.50 a month.
+    for it, today in (("p5.48xlarge", 43800.0), ("g5.2xlarge", 547.50)):
+        row = advice.loc[it]
+        assert row["purchase"] == "keep" and row["action"] == "keep"
+        assert row["existing_coverage"] == pytest.approx(1.0) and row["existing_level"] == pytest.approx(1.0)
+        assert row["net_mean_demand"] == pytest.approx(0.0)
+        assert row["monthly_today"] == pytest.approx(today)
+        assert row["monthly_recommended"] == pytest.approx(today)
+        assert row["savings_vs_today"] == 0 and not row["recommended"]
+    assert (advice["savings_vs_today"] >= 0).all()
+
+
+def test_usage_billed_below_every_option_says_keep_as_is_with_the_loss():
+    # The g5.2xlarge billed at 0.60/h (a negotiated rate, no commitment id):
+    # on demand 1.212 and a reservation at 0.80 both cost more.
+    f = Fleet()
+    f.run("i-g5", "g5.2xlarge", range(WEEK), "api", 0.5, price=0.60, list_price=1.212)
+    rates = RATES_COVERED[RATES_COVERED["instance_type"] == "g5.2xlarge"]
+    row = gpucost.advise_commitments(f.costs, f.usage, f.inventory, rates=rates, classes=CLASSES_COVERED.iloc[1:],
+                                     interval=3600).iloc[0]
+    # Today 0.60 * 730 = 438; the best change, 1 reserved at 0.80, 584: -146.
+    assert row["purchase"] == "keep" and row["option"] == "keep as is" and row["level"] == 0
+    assert row["savings_vs_today"] == 0 and not row["recommended"]
+    assert row["savings_if_changed"] == pytest.approx(-146.0)
+    assert row["monthly_recommended"] == pytest.approx(438.0)
+    assert "Keep as is" in row["reason"] and "$146" in row["reason"]
+
+
+def test_half_covered_by_the_bill_buys_only_the_rest():
+    # Two g5.2xlarge all week; one of them under a reservation (bill: 0.75/h).
+    f = Fleet()
+    f.run("i-a", "g5.2xlarge", range(WEEK), "api", 0.5, price=0.75, list_price=1.212)
+    f.run("i-b", "g5.2xlarge", range(WEEK), "api", 0.5, price=1.212, list_price=1.212)
+    costs = f.costs
+    costs["commitment_id"] = np.where(costs["resource_id"] == "i-a", "arn:ri-1", None)
+    rates = RATES_COVERED[RATES_COVERED["instance_type"] == "g5.2xlarge"]
+    row = gpucost.advise_commitments(costs, f.usage, f.inventory, rates=rates, classes=CLASSES_COVERED.iloc[1:],
+                                     interval=3600).iloc[0]
+    # Net demand 1: add 1 reservation at 0.80. Kept 0.75 * 730 = 547.50;
+    # unchanged 547.50 + 1.212 * 730 = 1,432.26; recommended 547.50 + 584 =
+    # 1,131.50; saving (1.212 - 0.80) * 730 = 300.76.
+    assert row["mean_demand"] == pytest.approx(2.0) and row["net_mean_demand"] == pytest.approx(1.0)
+    assert row["existing_coverage"] == pytest.approx(0.5)
+    assert row["action"] == "add 1 instance"
+    assert row["monthly_if_unchanged"] == pytest.approx(1432.26)
+    assert row["monthly_recommended"] == pytest.approx(1131.50)
+    assert row["savings_vs_today"] == pytest.approx(300.76)
+
+
+def steady(n: int, weeks: int = 2, every: int = 1) -> Fleet:
+    """`n` g5.xlarge serving; the last one only every `every`-th hour."""
+    f = Fleet()
+    for k in range(n):
+        hours = range(0, weeks * WEEK, every if k == n - 1 else 1)
+        f.run(f"i-{k}", "g5.xlarge", hours, f"api-{k}", 0.5, price=1.006)
+    return f
+
+
+RATES_G5 = pd.DataFrame({"instance_type": ["g5.xlarge"] * 2, "kind": ["on_demand", "reserved"],
+                         "term_years": [None, 1], "hourly": [1.006, 0.62]})
+
+
+def classes_of(f: Fleet) -> pd.DataFrame:
+    consumers = sorted(f.usage["consumer"].unique())
+    return pd.DataFrame({"consumer": consumers, "class": "inference"})
+
+
+def test_a_table_of_existing_commitments_is_subtracted_hour_by_hour():
+    f = steady(2)
+    existing = pd.DataFrame({"instance_type": ["g5.xlarge"], "kind": ["reserved"], "count": [1], "rate": [0.62],
+                             "end": [T0 + pd.Timedelta(days=800)]})
+    row = gpucost.advise_commitments(f.costs, f.usage, f.inventory, rates=RATES_G5, classes=classes_of(f),
+                                     existing=existing, interval=3600).iloc[0]
+    # 2 instances, 1 reserved beyond the horizon: buy 1 more; saving (1.006 - 0.62) * 730 = 281.78.
+    assert row["existing_level"] == pytest.approx(1.0) and row["existing_utilization"] == pytest.approx(1.0)
+    assert row["existing_coverage"] == pytest.approx(0.5) and row["expiring_level"] == 0
+    assert row["action"] == "add 1 instance"
+    assert row["savings_vs_today"] == pytest.approx(281.78)
+
+
+def test_an_expiring_reservation_is_renewed_only_if_demand_warrants():
+    ends = T0 + pd.Timedelta(days=2 * 7 + 30)  # 30 days after the window: within the 90-day horizon
+    existing = pd.DataFrame({"instance_type": ["g5.xlarge"], "kind": ["reserved"], "count": [2], "rate": [0.62],
+                             "end": [ends]})
+    f = steady(2)
+    row = gpucost.advise_commitments(f.costs, f.usage, f.inventory, rates=RATES_G5, classes=classes_of(f),
+                                     existing=existing, interval=3600).iloc[0]
+    # Steady demand of 2: renew both. Unchanged, they lapse to on demand:
+    # 2 * 1.006 * 730 = 1,468.76; renewed 2 * 0.62 * 730 = 905.20; saves 563.56.
+    assert row["expiring_level"] == pytest.approx(2.0) and row["expiring_on"] == ends
+    assert row["action"] == "add 2 instances"
+    assert row["monthly_if_unchanged"] == pytest.approx(1468.76)
+    assert row["savings_vs_today"] == pytest.approx(563.56)
+    # One instance busy 20% of the hours: below the 0.62/1.006 = 62% break-even,
+    # so the reservation is let expire and nothing is bought.
+    f = steady(1, every=5)  # hours 0, 5, ..., 335
+    row = gpucost.advise_commitments(f.costs, f.usage, f.inventory, rates=RATES_G5, classes=classes_of(f),
+                                     existing=existing.assign(count=1), interval=3600).iloc[0]
+    assert row["action"] == "let expire" and row["level"] == 0 and not row["recommended"]
+    assert "let them expire" in row["reason"]
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"kind": "spot"}, "existing: row 0, column 'kind'"),
+    ({"count": 0}, "existing: row 0, column 'count'"),
+    ({"kind": "savings_plan", "count": np.nan}, "existing: row 0, column 'hourly'"),
+])
+def test_bad_existing_rows_name_row_and_column(change, message):
+    f = steady(1)
+    existing = pd.DataFrame({"instance_type": ["g5.xlarge"], "kind": ["reserved"], "count": [1.0]}).assign(**change)
+    with pytest.raises(gpucost.InvalidInputError, match=message):
+        gpucost.advise_commitments(f.costs, f.usage, f.inventory, rates=RATES_G5, classes=classes_of(f),
+                                   existing=existing, interval=3600)
+
+
+def test_advise_command_takes_the_existing_commitments(capsys, tmp_path):
+    from gpucost import cli
+    # The demo's 8 g5.xlarge serving around the clock, 8 of them already reserved.
+    existing = pd.DataFrame({"instance_type": ["g5.xlarge"], "kind": ["reserved"], "count": [8], "rate": [0.62]})
+    existing.to_csv(tmp_path / "existing.csv", index=False)
+    code = cli.main(["advise", "--demo", "--format", "csv", "--existing", str(tmp_path / "existing.csv")])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    import io
+    advice = pd.read_csv(io.StringIO(out)).set_index(["instance_type", "class"])
+    row = advice.loc[("g5.xlarge", "inference")]
+    assert row["existing_level"] == pytest.approx(8.0) and row["existing_coverage"] == pytest.approx(1.0)
+    assert row["action"] == "keep" and row["savings_vs_today"] == 0
+
+
+def test_a_precomputed_hourly_demand_table_gives_the_same_advice():
+    f = half_used_g5_12xlarge()
+    direct = gpucost.advise_commitments(f.costs, f.usage, f.inventory, rates=RATES_G5_12, classes=CLASSES,
+                                        interval=3600)
+    hourly = gpucost.hourly_demand(f.costs, f.usage, f.inventory, interval=3600)
+    given = gpucost.advise_commitments(None, None, None, rates=RATES_G5_12, classes=CLASSES, demand=hourly)
+    pd.testing.assert_frame_equal(given, direct)
+    with pytest.raises(gpucost.InvalidInputError, match="demand: row 0, column 'instance_hours'"):
+        gpucost.advise_commitments(None, None, None, rates=RATES_G5_12, classes=CLASSES,
+                                   demand=hourly.assign(instance_hours=-1.0))
