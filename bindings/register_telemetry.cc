@@ -276,7 +276,8 @@ void RegisterTelemetry(py::module_& m) {
     diag["nodes_without_gpu_count"] = r.nodes_without_gpu_count;
     out["diagnostics"] = diag;
     return out;
-  });
+  }, py::arg("text"), py::arg("source"), py::arg("tz"), py::arg("now_ns"), py::arg("util"), py::arg("gpus_per_node"),
+     py::arg("range_start_ns"), py::arg("range_end_ns"), py::arg("node_gpus"));
 }
 
 }  // namespace gpucost::python

@@ -73,16 +73,16 @@ TEST(GcpCommitments, ResourceBasedAcrossADayBoundary) {
   EXPECT_NEAR(Sum(lines.cost), (3.60 + 0.432) * 2 + 0.70, 1e-12);
   EXPECT_NEAR(Sum(lines.billed_cost), Sum(lines.cost), 1e-12);
 
-  for (const char* vm : {"instances/5001", "instances/5002"}) {
+  for (const char* vm : {"instances/serve-1", "instances/serve-2"}) {
     EXPECT_NEAR(lines.cost[Find(lines, vm, kA100, 0)], 1.80, 1e-12) << vm;
     EXPECT_NEAR(lines.cost[Find(lines, vm, kCore, 0)], 0.216, 1e-12) << vm;
     EXPECT_EQ(At(lines.commitment_status, Find(lines, vm, kA100, 0)), "Used");
     EXPECT_NEAR(lines.billed_cost[Find(lines, vm, kA100, 0)], 0.0, 1e-12);  // the invoice: covered at 0
   }
-  EXPECT_NEAR(lines.cost[Find(lines, "instances/5001", kA100, 1)], 1.80, 1e-12);
-  EXPECT_NEAR(lines.cost[Find(lines, "instances/5001", kCore, 1)], 0.216, 1e-12);
-  EXPECT_EQ(At(lines.commitment_id, Find(lines, "instances/5001", kA100, 1)), "gcp-cud:us-central1/gpu:a100");
-  EXPECT_EQ(At(lines.commitment_id, Find(lines, "instances/5001", kCore, 1)), "gcp-cud:us-central1/cpu:a2");
+  EXPECT_NEAR(lines.cost[Find(lines, "instances/serve-1", kA100, 1)], 1.80, 1e-12);
+  EXPECT_NEAR(lines.cost[Find(lines, "instances/serve-1", kCore, 1)], 0.216, 1e-12);
+  EXPECT_EQ(At(lines.commitment_id, Find(lines, "instances/serve-1", kA100, 1)), "gcp-cud:us-central1/gpu:a100");
+  EXPECT_EQ(At(lines.commitment_id, Find(lines, "instances/serve-1", kCore, 1)), "gcp-cud:us-central1/cpu:a2");
 
   // The fees: billed as invoiced, nothing left to allocate on them.
   for (int hour : {0, 1}) {
@@ -108,7 +108,7 @@ TEST(GcpCommitments, ResourceBasedAcrossADayBoundary) {
   EXPECT_TRUE(lines.gpu[Find(lines, "", kFeeCpu, 0, "<null>")]);
   EXPECT_EQ(lines.gpu[Find(lines, "", kFeeCpu, 0, "<null>")], lines.gpu[Find(lines, "", kFeeA100, 0, "<null>")]);
 
-  EXPECT_NEAR(lines.cost[Find(lines, "instances/5003", "SKU-L4", 1)], 0.70, 1e-12);
+  EXPECT_NEAR(lines.cost[Find(lines, "instances/l4-1", "SKU-L4", 1)], 0.70, 1e-12);
 }
 
 TEST(GcpCommitments, OnlyTheEffectiveAmountIsAmortized) {
@@ -116,7 +116,7 @@ TEST(GcpCommitments, OnlyTheEffectiveAmountIsAmortized) {
   billed.amount = CostAmount::kBilled;
   GPUCOST_ASSERT_OK_AND_ASSIGN(CostLines lines, ReadGcpBillingCsv(Fixture("gcp_cud.csv"), billed));
   ASSERT_EQ(lines.size(), 11u);
-  EXPECT_NEAR(lines.cost[Find(lines, "instances/5001", kA100, 0)], 0.0, 1e-12);
+  EXPECT_NEAR(lines.cost[Find(lines, "instances/serve-1", kA100, 0)], 0.0, 1e-12);
   EXPECT_DOUBLE_EQ(lines.cost[Find(lines, "", kFeeA100, 0)], 3.60);
   EXPECT_NEAR(Sum(lines.cost), (3.60 + 0.432) * 2 + 0.70, 1e-12);
 }
@@ -131,8 +131,8 @@ TEST(GcpCommitments, SpendBased) {
   GPUCOST_ASSERT_OK_AND_ASSIGN(CostLines lines, ReadGcpBillingCsv(Fixture("gcp_cud_spend.csv")));
   ASSERT_EQ(lines.size(), 4u);
   EXPECT_NEAR(Sum(lines.cost), 37.50, 1e-12);
-  EXPECT_NEAR(lines.cost[Find(lines, "instances/6001", "SKU-N2-CORE", 0)], 22.50, 1e-12);
-  EXPECT_NEAR(lines.cost[Find(lines, "instances/6002", "SKU-N2-CORE", 0)], 7.50, 1e-12);
+  EXPECT_NEAR(lines.cost[Find(lines, "instances/web-1", "SKU-N2-CORE", 0)], 22.50, 1e-12);
+  EXPECT_NEAR(lines.cost[Find(lines, "instances/batch-1", "SKU-N2-CORE", 0)], 7.50, 1e-12);
   const size_t unused = Find(lines, "", "SKU-FLEX-1Y", 0, "Unused");
   EXPECT_NEAR(lines.cost[unused], 7.50, 1e-12);
   EXPECT_EQ(At(lines.commitment_id, unused), "gcp-cud:spend-based");
