@@ -50,7 +50,7 @@ def _range(values: Any) -> str:
     return f"{times.min():%Y-%m-%d %H:%M} .. {times.max():%Y-%m-%d %H:%M} UTC"
 
 
-def _source_lines(tables: Any, names: dict, interval: Any) -> list[str]:
+def _source_lines(tables: Any, names: dict, interval: Any, stated: bool) -> list[str]:
     costs, usage = tables.costs, tables.usage
     lines = ["sources"]
     cur = currencies(costs)
@@ -63,7 +63,8 @@ def _source_lines(tables: Any, names: dict, interval: Any) -> list[str]:
                  f"currency {', '.join(cur) if cur else 'not stated (taken as one)'}, total {total}")
     series = usage.groupby(["resource_id", "device", "consumer"], sort=False).ngroups if len(usage) else 0
     spacing = ("per-sample durations" if "duration" in usage.columns else
-               f"interval {float(interval):g} s" if interval is not None else "interval inferred by the engine")
+               f"interval {float(interval):g} s{'' if stated else ' (from the data)'}" if interval is not None
+               else "interval inferred by the engine")
     lines.append(f"  telemetry  {names.get('telemetry', 'usage')}: {len(usage):,} samples in {series:,} series, "
                  f"{_range(usage['timestamp']) if len(usage) else 'no samples'}, {spacing}")
     inv = tables.inventory
@@ -124,11 +125,12 @@ def _label_lines(per_consumer: pd.DataFrame, workloads: pd.DataFrame | None) -> 
     return lines
 
 
-def check_tables(tables: Any, *, names: dict | None = None, interval: Any = None, caller: str = "cli",
-                 command: str = "check") -> CheckResult:
-    """Everything ``gpucost check`` prints, from tables already read."""
+def check_tables(tables: Any, *, names: dict | None = None, interval: Any = None, stated: bool = True,
+                 caller: str = "cli", command: str = "check") -> CheckResult:
+    """Everything ``gpucost check`` prints, from tables already read. `stated`:
+    whether the interval was given by the user (else it came from the data)."""
     out = CheckResult()
-    out.lines += _source_lines(tables, names or {}, interval)
+    out.lines += _source_lines(tables, names or {}, interval, stated)
     per_consumer = gpucost.allocate(tables.costs, tables.usage, tables.inventory, by=["consumer"],
                                     **({"interval": interval} if interval is not None else {}))
     out.report = join_report(per_consumer, tables.costs, tables.usage, caller=caller)

@@ -533,8 +533,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_check(args: argparse.Namespace) -> int:
     from gpucost.check import check_tables
     config = configure(args)
+    stated = "interval" in config.policy or "step" in config.sources
     tables = _tables(config, args)
-    result = check_tables(tables, names=_source_names(config), interval=config.policy.get("interval"))
+    result = check_tables(tables, names=_source_names(config), interval=config.policy.get("interval"),
+                          stated=stated)
     print("\n".join(result.lines))
     return result.exit_code
 
@@ -550,11 +552,12 @@ def _source_names(config: Config) -> dict:
 
 def cmd_allocate(args: argparse.Namespace) -> int:
     config = configure(args)
+    stated = "interval" in config.policy or "step" in config.sources
     tables = _tables(config, args)
     if args.check:
         from gpucost.check import check_tables
         checked = check_tables(tables, names=_source_names(config), interval=config.policy.get("interval"),
-                               command="allocate")
+                               stated=stated, command="allocate")
         print("\n".join(checked.lines), file=sys.stderr)
     by = _by(config, ["team"] if tables.workloads is not None else ["consumer"])
     policy = _policy(config)

@@ -747,7 +747,9 @@ void LineBuilder::ResolvePrimary(CostLines& out) {
       beyond.insert(std::get<0>(key));
       hours = period;
     }
-    out.quantity_hours[i] = std::min(hours, period);
+    // Within the rounding of the export's amounts (0.333333 h of a 20-minute
+    // line) the line bills its whole period, not a hair less.
+    out.quantity_hours[i] = hours >= period * (1 - 1e-6) - 1e-6 ? period : hours;
   }
   for (size_t i = 0; i < n; ++i) report_.primary_lines += out.primary[i];
   for (int32_t r : beyond) report_.hours_beyond_period.emplace_back(out.resource_id.values[r]);
