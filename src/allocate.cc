@@ -269,8 +269,12 @@ struct SeriesKey {
 // time order (the telemetry order) nothing is moved and it costs one pass.
 struct SeriesIndex {
   std::vector<int64_t> runs;    // row boundaries of the runs in chunk order, then n
+  // Per run: its step when its instants are valid, increasing and evenly
+  // spaced (found in the same pass as the run), else 0.
+  std::vector<int64_t> run_step;
   bool grouped = true;          // rows in chunk order: Row(p) == p
   std::vector<int64_t> rows;    // otherwise: row numbers, series after series
+  std::vector<int64_t> times;   // and their instants
   std::vector<int64_t> begin;   // series k is positions [begin[k], begin[k + 1])
 
   [[nodiscard]] int64_t Row(int64_t p) const { return grouped ? p : rows[p]; }
@@ -284,9 +288,9 @@ int64_t RunEnd(const int32_t* rc, const int32_t* dv, const int32_t* cc, int64_t 
   int64_t j = i + 1;
   constexpr int64_t kBlock = 16;
   for (; j + kBlock <= n; j += kBlock) {
-    bool differ = false;
-    for (int64_t k = 0; k < kBlock; ++k) differ |= (rc[j + k] != r) | (dv[j + k] != d) | (cc[j + k] != c);
-    if (differ) break;
+    int32_t differ = 0;  // XOR-OR: a reduction the compiler vectorises
+    for (int64_t k = 0; k < kBlock; ++k) differ |= (rc[j + k] ^ r) | (dv[j + k] ^ d) | (cc[j + k] ^ c);
+    if (differ != 0) break;
   }
   while (j < n && rc[j] == r && dv[j] == d && cc[j] == c) ++j;
   return j;
@@ -298,31 +302,81 @@ SeriesIndex IndexSeries(const SampleColumns& s) {
   const int32_t* dv = s.device.data();
   const int32_t* cc = s.consumer.codes.data();
   const int64_t* ts = s.timestamp.data();
+  // Series ids: a dense table over the chunk's codes when it is small (no
+  // hashing, which shuffled rows would pay per row), else a hash map.
   absl::flat_hash_map<SeriesKey, int32_t> ids;
+  int32_t num_ids = 0;
+  const auto num_res = static_cast<int64_t>(s.resource_id.dictionary.size());
+  const auto num_con = static_cast<int64_t>(s.consumer.dictionary.size()) + 1;  // + null
+  int64_t num_dev = 0;
+  constexpr int64_t kMaxDense = int64_t{1} << 22;
+  constexpr size_t kRunsBeforeDense = 4096;  // rows in long runs never pay for the table
+  std::vector<int32_t> dense;
+  auto try_dense = [&] {
+    for (int64_t i = 0; i < n; ++i) num_dev = std::max<int64_t>(num_dev, dv[i]);
+    num_dev += 1;
+    if (num_res * num_dev > kMaxDense / num_con) return;
+    dense.assign(static_cast<size_t>(num_res * num_dev * num_con), -1);
+    for (const auto& [key, id] : ids) {
+      if (key.resource >= 0 && key.resource < num_res && key.device >= 0 && key.device < num_dev &&
+          key.consumer >= kNullCode && key.consumer + 1 < num_con) {
+        dense[static_cast<size_t>((key.resource * num_dev + key.device) * num_con + key.consumer + 1)] = id;
+      }
+    }
+  };
+  auto series_of = [&](int64_t i) -> std::pair<int32_t, bool> {
+    if (!dense.empty() && rc[i] >= 0 && rc[i] < num_res && dv[i] >= 0 && dv[i] < num_dev && cc[i] >= kNullCode &&
+        cc[i] + 1 < num_con) {
+      int32_t& id = dense[static_cast<size_t>((rc[i] * num_dev + dv[i]) * num_con + cc[i] + 1)];
+      if (id >= 0) return {id, false};
+      id = num_ids++;
+      return {id, true};
+    }
+    auto [it, inserted] = ids.try_emplace(SeriesKey{rc[i], dv[i], cc[i]}, num_ids);
+    if (inserted) ++num_ids;
+    return {it->second, inserted};
+  };
   std::vector<int32_t> run_series;
   SeriesIndex index;
+  // Reserved for one run per row (shuffled rows): pages never written are
+  // never touched, so grouped rows do not pay for it.
+  run_series.reserve(n);
+  index.runs.reserve(n + 1);
+  index.run_step.reserve(n);
+  const RawBounds bounds = BoundsOf(s.time_unit);
   for (int64_t i = 0; i < n;) {
     const int64_t j = RunEnd(rc, dv, cc, i, n);
-    bool in_order = true;
-    for (int64_t k = i + 1; k < j; ++k) in_order &= ts[k] >= ts[k - 1];
-    auto [it, inserted] = ids.try_emplace(SeriesKey{rc[i], dv[i], cc[i]}, static_cast<int32_t>(ids.size()));
+    // One pass over the run's instants: in order? evenly spaced?
+    const int64_t step = j - i >= 2 ? ts[i + 1] - ts[i] : 0;
+    int64_t backwards = 0, uneven = 0;
+    for (int64_t k = i + 1; k < j; ++k) {
+      const int64_t d = ts[k] - ts[k - 1];
+      backwards |= static_cast<int64_t>(d < 0);
+      uneven |= d ^ step;
+    }
+    const bool in_order = backwards == 0;
+    index.run_step.push_back(uneven == 0 && step > 0 && ts[i] >= bounds.ts_lo && ts[j - 1] < bounds.ts_hi ? step : 0);
+    if (run_series.size() == kRunsBeforeDense && 64 * kRunsBeforeDense > static_cast<size_t>(i)) try_dense();
+    const auto [id, inserted] = series_of(i);
     index.grouped &= inserted && in_order;
-    index.begin.push_back(i);
-    run_series.push_back(it->second);
+    index.runs.push_back(i);
+    run_series.push_back(id);
     i = j;
   }
-  index.begin.push_back(n);
-  index.runs = index.begin;
-  if (index.grouped) return index;
+  index.runs.push_back(n);
+  if (index.grouped) {
+    index.begin = index.runs;  // one run per series
+    return index;
+  }
 
   // Counting sort of (instant, row) by series, then each series by instant
   // (then row): contiguous pairs sort without chasing row numbers.
-  const std::vector<int64_t> run_begin = std::move(index.begin);
-  const auto num_series = static_cast<int64_t>(ids.size());
+  const std::vector<int64_t>& run_begin = index.runs;
+  const auto num_series = static_cast<int64_t>(num_ids);
   index.begin.assign(num_series + 1, 0);
   for (size_t r = 0; r < run_series.size(); ++r) index.begin[run_series[r] + 1] += run_begin[r + 1] - run_begin[r];
   std::partial_sum(index.begin.begin(), index.begin.end(), index.begin.begin());
-  std::vector<std::pair<int64_t, int64_t>> pairs(n);
+  std::vector<std::pair<int64_t, int64_t>> pairs(static_cast<size_t>(n));
   std::vector<int64_t> next(index.begin.begin(), index.begin.end() - 1);
   for (size_t r = 0; r < run_series.size(); ++r) {
     int64_t& at = next[run_series[r]];
@@ -333,7 +387,11 @@ SeriesIndex IndexSeries(const SampleColumns& s) {
     if (!std::is_sorted(b, e)) std::sort(b, e);
   }
   index.rows.resize(n);
-  for (int64_t p = 0; p < n; ++p) index.rows[p] = pairs[p].second;
+  index.times.resize(n);
+  for (int64_t p = 0; p < n; ++p) {
+    index.times[p] = pairs[p].first;
+    index.rows[p] = pairs[p].second;
+  }
   return index;
 }
 
@@ -364,24 +422,19 @@ void ScanSeriesImpl(const SampleColumns& s, const SeriesIndex& index, SeriesScan
   for (int64_t k = 0; k < index.size(); ++k) {
     const int64_t b = index.begin[k], e = index.begin[k + 1];
     if constexpr (kGrouped) {
-      // The common case, in one vectorised pass: evenly spaced, increasing,
-      // valid instants (so no ties, no copies).
-      if (e - b >= 2) {
-        const int64_t step = ts[b + 1] - ts[b];
-        bool even = step > 0 && ts[b] >= bounds.ts_lo && ts[e - 1] < bounds.ts_hi;
-        for (int64_t p = b + 2; p < e; ++p) even &= ts[p] - ts[p - 1] == step;
-        if (even) {
-          out.spacing[k] = static_cast<double>(step) * ticks;
-          continue;
-        }
+      // The common case, seen by IndexSeries: evenly spaced, increasing,
+      // valid instants (so no ties, no copies). Grouped: series k is run k.
+      if (index.run_step[k] > 0) {
+        out.spacing[k] = static_cast<double>(index.run_step[k]) * ticks;
+        continue;
       }
     }
     bool any = false, regular = true;
     int64_t prev = 0, first_diff = 0, tie_begin = b;
     for (int64_t p = b; p < e; ++p) {
-      const int64_t row = row_of(p);
-      const int64_t t = ts[row];
+      const int64_t t = kGrouped ? ts[p] : index.times[p];
       if (t < bounds.ts_lo || t >= bounds.ts_hi) [[unlikely]] continue;
+      const int64_t row = row_of(p);
       if (any && t == prev) [[unlikely]] {  // a tie: compare with the instant's earlier rows
         for (int64_t q = tie_begin; q < p; ++q) {
           const int64_t earlier = row_of(q);
@@ -412,7 +465,7 @@ void ScanSeriesImpl(const SampleColumns& s, const SeriesIndex& index, SeriesScan
     diffs.clear();
     prev = std::numeric_limits<int64_t>::min();
     for (int64_t p = b; p < e; ++p) {
-      const int64_t t = ts[row_of(p)];
+      const int64_t t = kGrouped ? ts[p] : index.times[p];
       if (t < bounds.ts_lo || t >= bounds.ts_hi) continue;
       if (prev != std::numeric_limits<int64_t>::min() && t > prev) diffs.push_back(static_cast<double>(t - prev));
       prev = t;
