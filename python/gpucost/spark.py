@@ -86,7 +86,7 @@ def _partition_function(inventory: pd.DataFrame, workloads: pd.DataFrame | None,
         join = result.attrs["join"]
         joined = pd.DataFrame({JOIN + name: join[name] for name in JOIN_STRINGS + ("in_inventory",) + JOIN_SUMMED})
         for name in JOIN_TIMES:
-            joined[JOIN + name] = join[name].to_numpy().view("int64")
+            joined[JOIN + name] = np.asarray(join[name].array.asi8)  # NaT: -2**63
         for name in metrics:
             joined[name] = 0.0
         for name in DIAGNOSTICS:
