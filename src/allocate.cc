@@ -1195,8 +1195,8 @@ absl::Status Allocator::State::CheckStreamIntervals() const {
     const double spacing = Median(diffs);
     if (spacing <= 2 * interval && spacing >= 0.5 * interval) continue;
     return TableError("usage", SpacingMessage(resource_names[key.resource], key.device,
-                                              key.consumer == kNoConsumer ? std::string_view()
-                                                                          : std::string_view(consumer_names[key.consumer]),
+                                              key.consumer < 0 ? std::string_view()
+                                                               : std::string_view(consumer_names[key.consumer]),
                                               spacing));
   }
   return absl::OkStatus();
@@ -1217,9 +1217,11 @@ int64_t Allocator::State::FindDuplicates(const SampleColumns& s, const SeriesInd
   const int32_t* rc = s.resource_id.codes.data();
   const int32_t* cc = s.consumer.codes.data();
   const auto unit = static_cast<int64_t>(s.time_unit);
+  // Values as == sees them: -0.0 and 0.0 alike (x + 0.0 is +0.0 for both).
+  auto bits = [](double x) { return std::bit_cast<uint64_t>(x + 0.0); };
   auto fingerprint = [&](int64_t i) {
-    return absl::HashOf(std::bit_cast<uint64_t>(s.share[i]), std::bit_cast<uint64_t>(s.util[i]),
-                        std::bit_cast<uint64_t>(s.mem_used[i]), s.duration ? (*s.duration)[i] * unit : -1);
+    return absl::HashOf(bits(s.share[i]), bits(s.util[i]), bits(s.mem_used[i]),
+                        s.duration ? (*s.duration)[i] * unit : -1);
   };
   std::vector<std::pair<int64_t, uint64_t>> fresh;
   for (int64_t k = 0; k < index.size(); ++k) {
@@ -1228,7 +1230,10 @@ int64_t Allocator::State::FindDuplicates(const SampleColumns& s, const SeriesInd
         cc[first] >= static_cast<int32_t>(con_map.size())) {
       continue;  // refused with its row later
     }
-    const SeriesKey key{res_map[rc[first]], s.device[first], cc[first] == kNullCode ? kNoConsumer : con_map[cc[first]]};
+    // A null consumer and "" are different values: a row of one never copies the other.
+    constexpr int32_t kNullConsumer = kNoConsumer - 1;
+    const SeriesKey key{res_map[rc[first]], s.device[first],
+                        cc[first] == kNullCode ? kNullConsumer : con_map[cc[first]]};
     std::vector<std::pair<int64_t, uint64_t>>& seen = history[key];
     fresh.clear();
     for (int64_t p = index.begin[k]; p < index.begin[k + 1]; ++p) {
