@@ -26,7 +26,8 @@ using gpucost::AllocationPolicy;
 using gpucost::kNullCode;
 
 constexpr const char* kIds[] = {"", "r0", "r1", "r2", "__idle__", "__unattributed__", "__unlabelled__"};
-constexpr const char* kConsumers[] = {"", "a", "b", "c", "__idle__", "__unlabelled__"};
+constexpr const char* kConsumers[] = {"", "a", "b", "c", "__idle__", "__unlabelled__", "__unobserved__"};
+constexpr const char* kCurrencies[] = {"", "USD", "EUR"};
 constexpr int64_t kHour = 3'600'000'000'000;
 constexpr int64_t kT0 = 1'772'323'200'000'000'000;  // 2026-03-01T00:00Z
 
@@ -67,11 +68,13 @@ struct Strings {
 };
 
 struct Tables {
-  Strings cost_ids, inv_ids, sample_ids, consumers, wl_consumers, teams;
+  Strings cost_ids, inv_ids, sample_ids, consumers, wl_consumers, teams, currencies;
   std::vector<int64_t> start, end, timestamp, duration;
-  std::vector<double> cost, list_cost, mem_capacity, share, util, mem_used;
+  std::vector<double> cost, list_cost, quantity_hours, mem_capacity, share, util, mem_used;
+  std::vector<uint8_t> primary;
   std::vector<int32_t> inv_device, device;
   bool has_list_cost = false, has_duration = false, has_workloads = false;
+  bool has_currency = false, has_primary = false, has_quantity = false;
   gpucost::TimeUnit cost_unit = gpucost::TimeUnit::kNanosecond, sample_unit = gpucost::TimeUnit::kNanosecond;
 };
 
@@ -90,6 +93,10 @@ void Build(FuzzedDataProvider& in, Tables& t) {
   t.wl_consumers.Init(kConsumers, std::size(kConsumers));
   constexpr const char* kTeams[] = {"x", "y", "__idle__"};
   t.teams.Init(kTeams, std::size(kTeams));
+  t.currencies.Init(kCurrencies, std::size(kCurrencies));
+  t.has_currency = in.ConsumeBool();
+  t.has_primary = in.ConsumeBool();
+  t.has_quantity = in.ConsumeBool();
   t.has_list_cost = in.ConsumeBool();
   t.has_duration = in.ConsumeBool();
   t.has_workloads = in.ConsumeBool();
@@ -104,6 +111,9 @@ void Build(FuzzedDataProvider& in, Tables& t) {
     t.end.push_back(in.ConsumeBool() ? static_cast<int64_t>(static_cast<uint64_t>(s) + kHour) : Instant(in));
     t.cost.push_back(Amount(in, -10, 100));
     t.list_cost.push_back(Amount(in, 0, 150));
+    t.currencies.Add(in);
+    t.primary.push_back(in.ConsumeIntegral<uint8_t>() % 3);  // 0, 1 or another nonzero byte
+    t.quantity_hours.push_back(Amount(in, 0, 30));
   }
   const int devices = in.ConsumeIntegralInRange<int>(0, 6);
   for (int i = 0; i < devices; ++i) {
@@ -122,6 +132,19 @@ void Build(FuzzedDataProvider& in, Tables& t) {
     t.mem_used.push_back(Amount(in, 0, 40.0 * (1 << 30)));
     t.duration.push_back(in.ConsumeIntegralInRange<int>(0, 15) == 0 ? in.ConsumeIntegral<int64_t>()
                                                                     : in.ConsumeIntegralInRange<int64_t>(1, 4) * kHour / 8);
+  }
+  // Rows read twice (SEMANTICS 1.3): copies of some rows, anywhere after them.
+  const int copies = t.timestamp.empty() ? 0 : in.ConsumeIntegralInRange<int>(0, 4);
+  for (int c = 0; c < copies; ++c) {
+    const size_t k = in.ConsumeIntegralInRange<size_t>(0, t.timestamp.size() - 1);
+    t.timestamp.push_back(t.timestamp[k]);
+    t.sample_ids.codes.push_back(t.sample_ids.codes[k]);
+    t.device.push_back(t.device[k]);
+    t.consumers.codes.push_back(t.consumers.codes[k]);
+    t.share.push_back(t.share[k]);
+    t.util.push_back(t.util[k]);
+    t.mem_used.push_back(t.mem_used[k]);
+    t.duration.push_back(t.duration[k]);
   }
   const int workloads = in.ConsumeIntegralInRange<int>(0, 4);
   for (int i = 0; i < workloads; ++i) {
@@ -164,8 +187,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const AllocationPolicy policy = Policy(in);
   const size_t split = t.timestamp.empty() ? 0 : in.ConsumeIntegralInRange<size_t>(0, t.timestamp.size());
 
-  gpucost::CostColumns costs{t.cost_ids.view(), t.start, t.end, t.cost, std::nullopt, t.cost_unit};
+  gpucost::CostColumns costs{t.cost_ids.view(), t.start, t.end, t.cost, std::nullopt, t.cost_unit,
+                             std::nullopt, std::nullopt, std::nullopt};
   if (t.has_list_cost) costs.list_cost = std::span<const double>(t.list_cost);
+  if (t.has_currency) costs.currency = t.currencies.view();
+  if (t.has_primary) costs.primary = std::span<const uint8_t>(t.primary);
+  if (t.has_quantity) costs.quantity_hours = std::span<const double>(t.quantity_hours);
   const gpucost::InventoryColumns inventory{t.inv_ids.view(), t.inv_device, t.mem_capacity};
   gpucost::SampleColumns samples{t.timestamp, t.sample_ids.view(), t.device, t.consumers.view(),
                                  t.share,     t.util,               t.mem_used, std::nullopt, t.sample_unit};
@@ -203,9 +230,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const gpucost::Allocation& a = *one_shot;
   const gpucost::Diagnostics& d = a.diagnostics;
   Check(d.samples_total == static_cast<int64_t>(t.timestamp.size()), "samples_total");
-  Check(d.samples_no_consumer + d.samples_unknown_resource + d.samples_outside_lines + d.samples_used ==
+  Check(d.samples_duplicate + d.samples_no_consumer + d.samples_unknown_resource + d.samples_outside_lines +
+                d.samples_used ==
             d.samples_total,
         "sample counts add up");
+  Check(d.samples_duplicate == streamed->diagnostics.samples_duplicate, "streaming finds the same duplicates");
+  Check(d.lines_unattributed + d.lines_unobserved <= d.lines_total, "line counts");
   Check(d.lines_total == static_cast<int64_t>(t.start.size()), "lines_total");
   bool moderate = true;
   for (double c : t.cost) moderate = moderate && std::fabs(c) < 1e9;

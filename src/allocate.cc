@@ -223,20 +223,18 @@ size_t WorkersFor(int threads, size_t rows) {
   return std::max<size_t>(1, std::min(wanted, rows / kMinSamplesPerWorker));
 }
 
-// Row boundaries of `workers` nearly equal ranges, each moved forward to the
-// start of a series run so that no run is split.
-std::vector<int64_t> SplitAtRuns(const SampleColumns& s, size_t workers) {
-  const auto n = static_cast<int64_t>(s.size());
-  std::vector<int64_t> bounds = {0};
+// Run indices splitting `runs` (row boundaries of series runs, ending with
+// the row count) into `workers` ranges of nearly equal rows; no run is split.
+std::vector<size_t> SplitRuns(const std::vector<int64_t>& runs, size_t workers) {
+  const int64_t n = runs.back();
+  const size_t count = runs.size() - 1;
+  std::vector<size_t> bounds = {0};
   for (size_t w = 1; w < workers; ++w) {
-    int64_t b = std::max(bounds.back(), n * static_cast<int64_t>(w) / static_cast<int64_t>(workers));
-    while (b > 0 && b < n && s.resource_id.codes[b] == s.resource_id.codes[b - 1] &&
-           s.device[b] == s.device[b - 1] && s.consumer.codes[b] == s.consumer.codes[b - 1]) {
-      ++b;
-    }
-    bounds.push_back(b);
+    const int64_t row = n * static_cast<int64_t>(w) / static_cast<int64_t>(workers);
+    const auto r = static_cast<size_t>(std::lower_bound(runs.begin(), runs.end() - 1, row) - runs.begin());
+    bounds.push_back(std::max(bounds.back(), std::min(r, count)));
   }
-  bounds.push_back(n);
+  bounds.push_back(count);
   return bounds;
 }
 
@@ -270,13 +268,33 @@ struct SeriesKey {
 // are found with one hash per run of rows; when every series is one run in
 // time order (the telemetry order) nothing is moved and it costs one pass.
 struct SeriesIndex {
+  std::vector<int64_t> runs;    // row boundaries of the runs in chunk order, then n
+  // Per run: its step when its instants are valid, increasing and evenly
+  // spaced (found in the same pass as the run), else 0.
+  std::vector<int64_t> run_step;
   bool grouped = true;          // rows in chunk order: Row(p) == p
   std::vector<int64_t> rows;    // otherwise: row numbers, series after series
+  std::vector<int64_t> times;   // and their instants
   std::vector<int64_t> begin;   // series k is positions [begin[k], begin[k + 1])
 
   [[nodiscard]] int64_t Row(int64_t p) const { return grouped ? p : rows[p]; }
   [[nodiscard]] int64_t size() const { return static_cast<int64_t>(begin.size()) - 1; }
 };
+
+// End of the run of rows of row i's series (equal resource, device and
+// consumer codes): blocks of 16 rows compared without branches first.
+int64_t RunEnd(const int32_t* rc, const int32_t* dv, const int32_t* cc, int64_t i, int64_t n) {
+  const int32_t r = rc[i], d = dv[i], c = cc[i];
+  int64_t j = i + 1;
+  constexpr int64_t kBlock = 16;
+  for (; j + kBlock <= n; j += kBlock) {
+    int32_t differ = 0;  // XOR-OR: a reduction the compiler vectorises
+    for (int64_t k = 0; k < kBlock; ++k) differ |= (rc[j + k] ^ r) | (dv[j + k] ^ d) | (cc[j + k] ^ c);
+    if (differ != 0) break;
+  }
+  while (j < n && rc[j] == r && dv[j] == d && cc[j] == c) ++j;
+  return j;
+}
 
 SeriesIndex IndexSeries(const SampleColumns& s) {
   const auto n = static_cast<int64_t>(s.size());
@@ -284,80 +302,186 @@ SeriesIndex IndexSeries(const SampleColumns& s) {
   const int32_t* dv = s.device.data();
   const int32_t* cc = s.consumer.codes.data();
   const int64_t* ts = s.timestamp.data();
+  // Series ids: a dense table over the chunk's codes when it is small (no
+  // hashing, which shuffled rows would pay per row), else a hash map.
   absl::flat_hash_map<SeriesKey, int32_t> ids;
+  int32_t num_ids = 0;
+  const auto num_res = static_cast<int64_t>(s.resource_id.dictionary.size());
+  const auto num_con = static_cast<int64_t>(s.consumer.dictionary.size()) + 1;  // + null
+  int64_t num_dev = 0;
+  constexpr int64_t kMaxDense = int64_t{1} << 22;
+  constexpr size_t kRunsBeforeDense = 4096;  // rows in long runs never pay for the table
+  std::vector<int32_t> dense;
+  auto try_dense = [&] {
+    for (int64_t i = 0; i < n; ++i) num_dev = std::max<int64_t>(num_dev, dv[i]);
+    num_dev += 1;
+    if (num_res * num_dev > kMaxDense / num_con) return;
+    dense.assign(static_cast<size_t>(num_res * num_dev * num_con), -1);
+    for (const auto& [key, id] : ids) {
+      if (key.resource >= 0 && key.resource < num_res && key.device >= 0 && key.device < num_dev &&
+          key.consumer >= kNullCode && key.consumer + 1 < num_con) {
+        dense[static_cast<size_t>((key.resource * num_dev + key.device) * num_con + key.consumer + 1)] = id;
+      }
+    }
+  };
+  auto series_of = [&](int64_t i) -> std::pair<int32_t, bool> {
+    if (!dense.empty() && rc[i] >= 0 && rc[i] < num_res && dv[i] >= 0 && dv[i] < num_dev && cc[i] >= kNullCode &&
+        cc[i] + 1 < num_con) {
+      int32_t& id = dense[static_cast<size_t>((rc[i] * num_dev + dv[i]) * num_con + cc[i] + 1)];
+      if (id >= 0) return {id, false};
+      id = num_ids++;
+      return {id, true};
+    }
+    auto [it, inserted] = ids.try_emplace(SeriesKey{rc[i], dv[i], cc[i]}, num_ids);
+    if (inserted) ++num_ids;
+    return {it->second, inserted};
+  };
   std::vector<int32_t> run_series;
   SeriesIndex index;
+  // Reserved for one run per row (shuffled rows): pages never written are
+  // never touched, so grouped rows do not pay for it.
+  run_series.reserve(n);
+  index.runs.reserve(n + 1);
+  index.run_step.reserve(n);
+  const RawBounds bounds = BoundsOf(s.time_unit);
   for (int64_t i = 0; i < n;) {
-    int64_t j = i + 1;
-    bool in_order = true;
-    while (j < n && rc[j] == rc[i] && dv[j] == dv[i] && cc[j] == cc[i]) {
-      in_order &= ts[j] >= ts[j - 1];
-      ++j;
+    const int64_t j = RunEnd(rc, dv, cc, i, n);
+    // One pass over the run's instants: in order? evenly spaced?
+    const int64_t step = j - i >= 2 ? ts[i + 1] - ts[i] : 0;
+    int64_t backwards = 0, uneven = 0;
+    for (int64_t k = i + 1; k < j; ++k) {
+      const int64_t d = ts[k] - ts[k - 1];
+      backwards |= static_cast<int64_t>(d < 0);
+      uneven |= d ^ step;
     }
-    auto [it, inserted] = ids.try_emplace(SeriesKey{rc[i], dv[i], cc[i]}, static_cast<int32_t>(ids.size()));
+    const bool in_order = backwards == 0;
+    index.run_step.push_back(uneven == 0 && step > 0 && ts[i] >= bounds.ts_lo && ts[j - 1] < bounds.ts_hi ? step : 0);
+    if (run_series.size() == kRunsBeforeDense && 64 * kRunsBeforeDense > static_cast<size_t>(i)) try_dense();
+    const auto [id, inserted] = series_of(i);
     index.grouped &= inserted && in_order;
-    index.begin.push_back(i);
-    run_series.push_back(it->second);
+    index.runs.push_back(i);
+    run_series.push_back(id);
     i = j;
   }
-  index.begin.push_back(n);
-  if (index.grouped) return index;
+  index.runs.push_back(n);
+  if (index.grouped) {
+    index.begin = index.runs;  // one run per series
+    return index;
+  }
 
-  // Counting sort of the runs' rows by series, then each series by time.
-  const std::vector<int64_t> run_begin = std::move(index.begin);
-  const auto num_series = static_cast<int64_t>(ids.size());
+  // Counting sort of (instant, row) by series, then each series by instant
+  // (then row): contiguous pairs sort without chasing row numbers.
+  const std::vector<int64_t>& run_begin = index.runs;
+  const auto num_series = static_cast<int64_t>(num_ids);
   index.begin.assign(num_series + 1, 0);
   for (size_t r = 0; r < run_series.size(); ++r) index.begin[run_series[r] + 1] += run_begin[r + 1] - run_begin[r];
   std::partial_sum(index.begin.begin(), index.begin.end(), index.begin.begin());
-  index.rows.resize(n);
+  std::vector<std::pair<int64_t, int64_t>> pairs(static_cast<size_t>(n));
   std::vector<int64_t> next(index.begin.begin(), index.begin.end() - 1);
   for (size_t r = 0; r < run_series.size(); ++r) {
-    for (int64_t i = run_begin[r]; i < run_begin[r + 1]; ++i) index.rows[next[run_series[r]]++] = i;
+    int64_t& at = next[run_series[r]];
+    for (int64_t i = run_begin[r]; i < run_begin[r + 1]; ++i) pairs[at++] = {ts[i], i};
   }
-  auto by_time = [&](int64_t a, int64_t b) { return ts[a] < ts[b] || (ts[a] == ts[b] && a < b); };
   for (int64_t k = 0; k < num_series; ++k) {
-    auto b = index.rows.begin() + index.begin[k], e = index.rows.begin() + index.begin[k + 1];
-    if (!std::is_sorted(b, e, by_time)) std::sort(b, e, by_time);
+    auto b = pairs.begin() + index.begin[k], e = pairs.begin() + index.begin[k + 1];
+    if (!std::is_sorted(b, e)) std::sort(b, e);
+  }
+  index.rows.resize(n);
+  index.times.resize(n);
+  for (int64_t p = 0; p < n; ++p) {
+    index.times[p] = pairs[p].first;
+    index.rows[p] = pairs[p].second;
   }
   return index;
-}
-
-// Spacing (ns) of each series, NaN when it has one distinct timestamp.
-// Instants outside the valid range are skipped: they are refused later with
-// their row.
-std::vector<double> Spacings(const SampleColumns& s, const SeriesIndex& index) {
-  const int64_t* ts = s.timestamp.data();
-  const RawBounds bounds = BoundsOf(s.time_unit);
-  const auto ticks = static_cast<double>(static_cast<int64_t>(s.time_unit));
-  std::vector<double> spacing(index.size(), std::numeric_limits<double>::quiet_NaN());
-  std::vector<double> diffs;
-  for (int64_t k = 0; k < index.size(); ++k) {
-    bool any = false, regular = true;
-    int64_t prev = 0, first_diff = 0;
-    diffs.clear();
-    for (int64_t p = index.begin[k]; p < index.begin[k + 1]; ++p) {
-      const int64_t t = ts[index.Row(p)];
-      if (t < bounds.ts_lo || t >= bounds.ts_hi) continue;
-      if (any && t > prev) {
-        const int64_t d = t - prev;
-        if (first_diff == 0) first_diff = d;
-        regular &= d == first_diff;
-        diffs.push_back(static_cast<double>(d));
-      }
-      any = true;
-      prev = t;
-    }
-    if (diffs.empty()) continue;
-    // A regular series (the common case) needs no selection.
-    spacing[k] = (regular ? static_cast<double>(first_diff) : Median(diffs)) * ticks;
-  }
-  return spacing;
 }
 
 // The values a duplicate must repeat, besides its series and instant.
 bool SameValues(const SampleColumns& s, int64_t a, int64_t b) {
   return s.share[a] == s.share[b] && s.util[a] == s.util[b] && s.mem_used[a] == s.mem_used[b] &&
          (!s.duration.has_value() || (*s.duration)[a] == (*s.duration)[b]);
+}
+
+// One pass over each series in time order: its spacing (ns; NaN when it has
+// one distinct timestamp) and the rows equal in every column to an earlier
+// row of the same instant (`drop`, allocated on the first). Instants outside
+// the valid range are skipped: they are refused later with their row.
+struct SeriesScan {
+  std::vector<double> spacing;
+  std::vector<uint8_t> drop;
+  int64_t duplicates = 0;
+};
+
+template <bool kGrouped>
+void ScanSeriesImpl(const SampleColumns& s, const SeriesIndex& index, SeriesScan& out) {
+  const int64_t* ts = s.timestamp.data();
+  const RawBounds bounds = BoundsOf(s.time_unit);
+  const auto ticks = static_cast<double>(static_cast<int64_t>(s.time_unit));
+  auto row_of = [&](int64_t p) { return kGrouped ? p : index.rows[p]; };
+  out.spacing.assign(index.size(), std::numeric_limits<double>::quiet_NaN());
+  std::vector<double> diffs;
+  for (int64_t k = 0; k < index.size(); ++k) {
+    const int64_t b = index.begin[k], e = index.begin[k + 1];
+    if constexpr (kGrouped) {
+      // The common case, seen by IndexSeries: evenly spaced, increasing,
+      // valid instants (so no ties, no copies). Grouped: series k is run k.
+      if (index.run_step[k] > 0) {
+        out.spacing[k] = static_cast<double>(index.run_step[k]) * ticks;
+        continue;
+      }
+    }
+    bool any = false, regular = true;
+    int64_t prev = 0, first_diff = 0, tie_begin = b;
+    for (int64_t p = b; p < e; ++p) {
+      const int64_t t = kGrouped ? ts[p] : index.times[p];
+      if (t < bounds.ts_lo || t >= bounds.ts_hi) [[unlikely]] continue;
+      const int64_t row = row_of(p);
+      if (any && t == prev) [[unlikely]] {  // a tie: compare with the instant's earlier rows
+        for (int64_t q = tie_begin; q < p; ++q) {
+          const int64_t earlier = row_of(q);
+          if (ts[earlier] != t || (!out.drop.empty() && out.drop[earlier])) continue;
+          if (SameValues(s, earlier, row)) {
+            if (out.drop.empty()) out.drop.assign(s.size(), 0);
+            out.drop[row] = 1;
+            ++out.duplicates;
+            break;
+          }
+        }
+        continue;
+      }
+      if (any) {
+        const int64_t d = t - prev;
+        if (first_diff == 0) first_diff = d;
+        regular &= d == first_diff;
+      }
+      any = true;
+      prev = t;
+      tie_begin = p;
+    }
+    if (first_diff == 0) continue;
+    if (regular) {  // the common case: no selection
+      out.spacing[k] = static_cast<double>(first_diff) * ticks;
+      continue;
+    }
+    diffs.clear();
+    prev = std::numeric_limits<int64_t>::min();
+    for (int64_t p = b; p < e; ++p) {
+      const int64_t t = kGrouped ? ts[p] : index.times[p];
+      if (t < bounds.ts_lo || t >= bounds.ts_hi) continue;
+      if (prev != std::numeric_limits<int64_t>::min() && t > prev) diffs.push_back(static_cast<double>(t - prev));
+      prev = t;
+    }
+    out.spacing[k] = Median(diffs) * ticks;
+  }
+}
+
+SeriesScan ScanSeries(const SampleColumns& s, const SeriesIndex& index) {
+  SeriesScan out;
+  if (index.grouped) {
+    ScanSeriesImpl<true>(s, index, out);
+  } else {
+    ScanSeriesImpl<false>(s, index, out);
+  }
+  return out;
 }
 
 }  // namespace
@@ -450,7 +574,7 @@ struct Allocator::State {
   absl::Status ResolveKeys();
   void BuildSegments();
   void CountPrimaryOverlaps();
-  absl::Status CheckIntervals(const SampleColumns& s, const SeriesIndex& index);
+  absl::Status CheckIntervals(const SampleColumns& s, const SeriesIndex& index, const std::vector<double>& spacing);
   absl::Status CheckStreamIntervals() const;
   std::string SpacingMessage(std::string_view resource, int32_t device, std::string_view consumer,
                              double spacing_ns) const;
@@ -462,7 +586,8 @@ struct Allocator::State {
 
   // Adds rows [begin, end) of a chunk into `out`; reads the state only.
   template <bool kHasDuration>
-  absl::Status AddRuns(const SampleColumns& s, int64_t begin, int64_t end, const std::vector<int32_t>& res_map,
+  absl::Status AddRuns(const SampleColumns& s, const std::vector<int64_t>& runs, size_t run_begin, size_t run_end,
+                       const std::vector<int32_t>& res_map,
                        const std::vector<int32_t>& con_map, Partial& out) const;
   template <bool kHasDuration>
   absl::Status AddRun(const SampleColumns& s, int64_t begin, int64_t end, int32_t resource, int32_t consumer,
@@ -972,20 +1097,18 @@ absl::Status Allocator::State::AddRun(const SampleColumns& s, int64_t begin, int
 }
 
 template <bool kHasDuration>
-absl::Status Allocator::State::AddRuns(const SampleColumns& s, int64_t begin, int64_t end,
-                                       const std::vector<int32_t>& res_map, const std::vector<int32_t>& con_map,
-                                       Partial& out) const {
+absl::Status Allocator::State::AddRuns(const SampleColumns& s, const std::vector<int64_t>& runs, size_t run_begin,
+                                       size_t run_end, const std::vector<int32_t>& res_map,
+                                       const std::vector<int32_t>& con_map, Partial& out) const {
   constexpr std::string_view kTable = "usage";
-  const int64_t n = end;
   const int32_t* rc = s.resource_id.codes.data();
   const int32_t* dv = s.device.data();
   const int32_t* cc = s.consumer.codes.data();
   const auto res_dict = static_cast<int32_t>(s.resource_id.dictionary.size());
   const auto con_dict = static_cast<int32_t>(s.consumer.dictionary.size());
-  for (int64_t i = begin; i < n;) {
+  for (size_t r = run_begin; r < run_end; ++r) {
+    const int64_t i = runs[r], j = runs[r + 1];
     const int32_t r_code = rc[i], device = dv[i], c_code = cc[i];
-    int64_t j = i + 1;
-    while (j < n && rc[j] == r_code && dv[j] == device && cc[j] == c_code) ++j;
     if (r_code < 0 || r_code >= res_dict) {
       return RowError(kTable, RowNumber(i), "resource_id",
                       r_code == kNullCode ? std::string("missing resource id")
@@ -1003,16 +1126,15 @@ absl::Status Allocator::State::AddRuns(const SampleColumns& s, int64_t begin, in
     }
     const int32_t consumer = c_code == kNullCode ? kNoConsumer : con_map[c_code];
     GPUCOST_RETURN_IF_ERROR(AddRun<kHasDuration>(s, i, j, resource, consumer, out));
-    i = j;
   }
   return absl::OkStatus();
 }
 
 
 std::vector<double> SeriesSpacings(const SampleColumns& samples) {
-  const std::vector<double> spacing = Spacings(samples, IndexSeries(samples));
+  const SeriesScan scan = ScanSeries(samples, IndexSeries(samples));
   std::vector<double> out;
-  for (double v : spacing) {
+  for (double v : scan.spacing) {
     if (!std::isnan(v)) out.push_back(v / 1e9);
   }
   return out;
@@ -1024,9 +1146,9 @@ double InferInterval(std::vector<double> spacings) {
 
 // SEMANTICS 1.3: the interval inferred from the series' spacings when none
 // was given, and every series checked against it.
-absl::Status Allocator::State::CheckIntervals(const SampleColumns& s, const SeriesIndex& index) {
+absl::Status Allocator::State::CheckIntervals(const SampleColumns& s, const SeriesIndex& index,
+                                              const std::vector<double>& spacing) {
   constexpr std::string_view kTable = "usage";
-  const std::vector<double> spacing = Spacings(s, index);
   if (interval_ns == 0) {
     std::vector<double> known;
     for (double v : spacing) {
@@ -1079,46 +1201,33 @@ absl::Status Allocator::State::CheckStreamIntervals() const {
     const double spacing = Median(diffs);
     if (spacing <= 2 * interval && spacing >= 0.5 * interval) continue;
     return TableError("usage", SpacingMessage(resource_names[key.resource], key.device,
-                                              key.consumer == kNoConsumer ? std::string_view()
-                                                                          : std::string_view(consumer_names[key.consumer]),
+                                              key.consumer < 0 ? std::string_view()
+                                                               : std::string_view(consumer_names[key.consumer]),
                                               spacing));
   }
   return absl::OkStatus();
 }
 
 // SEMANTICS 1.3: rows equal in every column are one sample read twice. In a
-// chunk they are neighbours in their series' time order (ties compared
-// pairwise, first row kept). Across the chunks of a stream each series keeps
-// its rows' (instant, fingerprint of the values), sorted: a row of an
-// in-order stream is past the end and costs no search.
+// chunk they are neighbours in their series' time order (ScanSeries). Across
+// the chunks of a stream each series keeps its rows' (instant, fingerprint of
+// the values), sorted: a row of an in-order stream is past the end and costs
+// no search. Returns the rows found here, marked in `drop`.
 int64_t Allocator::State::FindDuplicates(const SampleColumns& s, const SeriesIndex& index,
                                          const std::vector<int32_t>& res_map, const std::vector<int32_t>& con_map,
                                          std::vector<uint8_t>& drop) {
+  if (single_chunk) return 0;
   const int64_t* ts = s.timestamp.data();
   int64_t found = 0;
-  for (int64_t k = 0; k < index.size(); ++k) {
-    const int64_t b = index.begin[k], e = index.begin[k + 1];
-    for (int64_t p = b + 1; p < e; ++p) {
-      const int64_t row = index.Row(p);
-      for (int64_t q = p - 1; q >= b && ts[index.Row(q)] == ts[row]; --q) {
-        const int64_t earlier = index.Row(q);
-        if ((drop.empty() || !drop[earlier]) && SameValues(s, earlier, row)) {
-          if (drop.empty()) drop.assign(s.size(), 0);
-          drop[row] = 1;
-          ++found;
-          break;
-        }
-      }
-    }
-  }
-  if (single_chunk) return found;
 
   const int32_t* rc = s.resource_id.codes.data();
   const int32_t* cc = s.consumer.codes.data();
   const auto unit = static_cast<int64_t>(s.time_unit);
+  // Values as == sees them: -0.0 and 0.0 alike (x + 0.0 is +0.0 for both).
+  auto bits = [](double x) { return std::bit_cast<uint64_t>(x + 0.0); };
   auto fingerprint = [&](int64_t i) {
-    return absl::HashOf(std::bit_cast<uint64_t>(s.share[i]), std::bit_cast<uint64_t>(s.util[i]),
-                        std::bit_cast<uint64_t>(s.mem_used[i]), s.duration ? (*s.duration)[i] * unit : -1);
+    return absl::HashOf(bits(s.share[i]), bits(s.util[i]), bits(s.mem_used[i]),
+                        s.duration ? (*s.duration)[i] * unit : -1);
   };
   std::vector<std::pair<int64_t, uint64_t>> fresh;
   for (int64_t k = 0; k < index.size(); ++k) {
@@ -1127,7 +1236,10 @@ int64_t Allocator::State::FindDuplicates(const SampleColumns& s, const SeriesInd
         cc[first] >= static_cast<int32_t>(con_map.size())) {
       continue;  // refused with its row later
     }
-    const SeriesKey key{res_map[rc[first]], s.device[first], cc[first] == kNullCode ? kNoConsumer : con_map[cc[first]]};
+    // A null consumer and "" are different values: a row of one never copies the other.
+    constexpr int32_t kNullConsumer = kNoConsumer - 1;
+    const SeriesKey key{res_map[rc[first]], s.device[first],
+                        cc[first] == kNullCode ? kNullConsumer : con_map[cc[first]]};
     std::vector<std::pair<int64_t, uint64_t>>& seen = history[key];
     fresh.clear();
     for (int64_t p = index.begin[k]; p < index.begin[k + 1]; ++p) {
@@ -1189,47 +1301,70 @@ absl::Status Allocator::AddSamples(const SampleColumns& s) {
   }
   // Series: the interval checked (or inferred), rows read twice dropped.
   const SeriesIndex index = IndexSeries(s);
+  SeriesScan scan = ScanSeries(s, index);
   if (s.duration.has_value()) {
     st.saw_duration = true;
   } else {
     st.saw_no_duration = true;
-    if (absl::Status status = st.CheckIntervals(s, index); !status.ok()) return fail(status);
+    if (absl::Status status = st.CheckIntervals(s, index, scan.spacing); !status.ok()) return fail(status);
   }
-  std::vector<uint8_t> drop;
-  const int64_t duplicates = st.FindDuplicates(s, index, res_map, con_map, drop);
-  // With duplicates (rare) the hot loop reads a copy without them; errors
-  // still name the rows as given.
+  const int64_t duplicates = scan.duplicates + st.FindDuplicates(s, index, res_map, con_map, scan.drop);
+  // Rows out of series order, or with rows dropped, are copied in series
+  // order: every series becomes one run, whose accumulator stays in
+  // registers in the hot loop. Errors still name the rows as given.
+  const bool gather = duplicates > 0;
   SampleColumns view = s;
+  // Uninitialised buffers: every element is written once below.
   struct Kept {
-    std::vector<int64_t> timestamp, duration, row;
-    std::vector<int32_t> resource, device, consumer;
-    std::vector<double> share, util, mem;
+    std::unique_ptr<int64_t[]> timestamp, duration, row;
+    std::unique_ptr<int32_t[]> resource, device, consumer;
+    std::unique_ptr<double[]> share, util, mem;
   } kept;
-  if (duplicates > 0) {
+  std::vector<int64_t> kept_runs;
+  if (gather) {
     const size_t rows = n - static_cast<size_t>(duplicates);
-    for (auto* v : {&kept.timestamp, &kept.row}) v->reserve(rows);
-    for (size_t i = 0; i < n; ++i) {
-      if (drop[i]) continue;
-      kept.row.push_back(static_cast<int64_t>(i));
-      kept.timestamp.push_back(s.timestamp[i]);
-      if (s.duration) kept.duration.push_back((*s.duration)[i]);
-      kept.resource.push_back(s.resource_id.codes[i]);
-      kept.device.push_back(s.device[i]);
-      kept.consumer.push_back(s.consumer.codes[i]);
-      kept.share.push_back(s.share[i]);
-      kept.util.push_back(s.util[i]);
-      kept.mem.push_back(s.mem_used[i]);
+    kept.timestamp = std::make_unique_for_overwrite<int64_t[]>(rows);
+    kept.row = std::make_unique_for_overwrite<int64_t[]>(rows);
+    if (s.duration) kept.duration = std::make_unique_for_overwrite<int64_t[]>(rows);
+    kept.resource = std::make_unique_for_overwrite<int32_t[]>(rows);
+    kept.device = std::make_unique_for_overwrite<int32_t[]>(rows);
+    kept.consumer = std::make_unique_for_overwrite<int32_t[]>(rows);
+    kept.share = std::make_unique_for_overwrite<double[]>(rows);
+    kept.util = std::make_unique_for_overwrite<double[]>(rows);
+    kept.mem = std::make_unique_for_overwrite<double[]>(rows);
+    size_t k = 0;
+    size_t series = 0;
+    for (int64_t p = 0; p < static_cast<int64_t>(n); ++p) {
+      while (series < static_cast<size_t>(index.size()) && index.begin[series] == p) {  // a series starts
+        if (kept_runs.empty() || kept_runs.back() != static_cast<int64_t>(k)) kept_runs.push_back(static_cast<int64_t>(k));
+        ++series;
+      }
+      const int64_t i = index.Row(p);
+      if (!scan.drop.empty() && scan.drop[i]) continue;
+      kept.row[k] = i;
+      kept.timestamp[k] = s.timestamp[i];
+      if (s.duration) kept.duration[k] = (*s.duration)[i];
+      kept.resource[k] = s.resource_id.codes[i];
+      kept.device[k] = s.device[i];
+      kept.consumer[k] = s.consumer.codes[i];
+      kept.share[k] = s.share[i];
+      kept.util[k] = s.util[i];
+      kept.mem[k] = s.mem_used[i];
+      ++k;
     }
-    view.timestamp = kept.timestamp;
-    view.resource_id.codes = kept.resource;
-    view.device = kept.device;
-    view.consumer.codes = kept.consumer;
-    view.share = kept.share;
-    view.util = kept.util;
-    view.mem_used = kept.mem;
-    if (s.duration) view.duration = std::span<const int64_t>(kept.duration);
-    st.row_map = kept.row.data();
+    view.timestamp = {kept.timestamp.get(), rows};
+    view.resource_id.codes = {kept.resource.get(), rows};
+    view.device = {kept.device.get(), rows};
+    view.consumer.codes = {kept.consumer.get(), rows};
+    view.share = {kept.share.get(), rows};
+    view.util = {kept.util.get(), rows};
+    view.mem_used = {kept.mem.get(), rows};
+    if (s.duration) view.duration = std::span<const int64_t>(kept.duration.get(), rows);
+    st.row_map = kept.row.get();
+    if (kept_runs.empty() || kept_runs.back() != static_cast<int64_t>(rows)) kept_runs.push_back(static_cast<int64_t>(rows));
   }
+  // The copy holds each series as one run; the rows as given, the runs found.
+  const std::vector<int64_t>& runs = gather ? kept_runs : index.runs;
   struct ClearRowMap {
     State& st;
     ~ClearRowMap() { st.row_map = nullptr; }
@@ -1237,7 +1372,7 @@ absl::Status Allocator::AddSamples(const SampleColumns& s) {
   // Rows split into contiguous ranges at series boundaries, one per worker;
   // each worker fills its own slot table. Sums differ from one thread's only
   // in the order of additions.
-  const std::vector<int64_t> bounds = SplitAtRuns(view, WorkersFor(st.policy.threads, view.size()));
+  const std::vector<size_t> bounds = SplitRuns(runs, WorkersFor(st.policy.threads, view.size()));
   const size_t workers = bounds.size() - 1;
   if (st.tables.size() < workers) st.tables.resize(workers);
   for (SlotTable& table : st.tables) {
@@ -1249,8 +1384,8 @@ absl::Status Allocator::AddSamples(const SampleColumns& s) {
   auto work = [&](size_t w) {
     Partial& part = parts[w];
     part.status = view.duration.has_value()
-                      ? st.AddRuns<true>(view, bounds[w], bounds[w + 1], res_map, con_map, part)
-                      : st.AddRuns<false>(view, bounds[w], bounds[w + 1], res_map, con_map, part);
+                      ? st.AddRuns<true>(view, runs, bounds[w], bounds[w + 1], res_map, con_map, part)
+                      : st.AddRuns<false>(view, runs, bounds[w], bounds[w + 1], res_map, con_map, part);
   };
   if (workers == 1) {
     work(0);
@@ -1260,9 +1395,24 @@ absl::Status Allocator::AddSamples(const SampleColumns& s) {
     work(0);
     for (std::thread& t : threads) t.join();
   }
-  // The first error in row order, whatever the number of workers.
+  // The first error in row order, whatever the number of workers. When the
+  // rows were reordered, the rows as given are read again for it (a scratch
+  // table: this allocator is failed either way).
   for (const Partial& part : parts) {
-    if (!part.status.ok()) return fail(part.status);
+    if (part.status.ok()) continue;
+    if (gather && !index.grouped) {
+      st.row_map = nullptr;
+      SlotTable scratch;
+      scratch.stats.resize(st.resources.size());
+      scratch.observed.resize(st.seg_start.size(), 0);
+      Partial first;
+      first.slots = &scratch;
+      const size_t all = index.runs.size() - 1;
+      absl::Status status = s.duration.has_value() ? st.AddRuns<true>(s, index.runs, 0, all, res_map, con_map, first)
+                                                   : st.AddRuns<false>(s, index.runs, 0, all, res_map, con_map, first);
+      if (!status.ok()) return fail(status);
+    }
+    return fail(part.status);
   }
   for (Partial& part : parts) {
     st.diagnostics.samples_no_consumer += part.no_consumer;

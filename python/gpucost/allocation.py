@@ -10,7 +10,7 @@ import pandas as pd
 
 from gpucost import _core
 from gpucost.errors import InvalidInputError, shift_rows
-from gpucost.frames import JoinFrame, Table, allocation_frame
+from gpucost.frames import JoinTable, Table, allocation_frame
 from gpucost.join import check_public_call
 
 __all__ = ["allocate", "Allocator", "get_num_threads", "set_num_threads", "series_spacings", "infer_interval"]
@@ -127,8 +127,8 @@ def infer_interval(spacings: Iterable[float]) -> float:
     return float(_core.infer_interval([float(v) for v in spacings]))
 
 
-JOIN_SUMMED = ("lines", "primary_lines", "lines_primary_overlap", "lines_oversubscribed", "cost", "cost_observed", "cost_unobserved", "cost_unattributed",
-               "billed_gpu_hours", "samples", "samples_no_consumer", "samples_outside_lines",
+JOIN_SUMMED = ("lines", "primary_lines", "lines_primary_overlap", "lines_oversubscribed", "cost", "cost_observed",
+               "cost_unobserved", "cost_unattributed", "billed_gpu_hours", "samples", "samples_no_consumer", "samples_outside_lines",
                "samples_unknown_resource", "unjoined_gpu_hours")
 
 
@@ -137,7 +137,7 @@ def combine_joins(joins: Sequence[pd.DataFrame]) -> pd.DataFrame:
     times min/max, per (resource_id, currency)."""
     frames = [pd.DataFrame(j) for j in joins if j is not None and len(j)]
     if not frames:
-        return JoinFrame(joins[0].iloc[:0].copy() if joins and joins[0] is not None else pd.DataFrame())
+        return JoinTable(joins[0].iloc[:0].copy()) if joins and joins[0] is not None else JoinTable()
     both = pd.concat(frames, ignore_index=True)
     grouped = both.groupby(["resource_id", "currency"], sort=True, as_index=False)
     out = grouped.agg(in_inventory=("in_inventory", "max"),
@@ -145,7 +145,7 @@ def combine_joins(joins: Sequence[pd.DataFrame]) -> pd.DataFrame:
                       lines_start=("lines_start", "min"), lines_end=("lines_end", "max"),
                       samples_start=("samples_start", "min"), samples_end=("samples_end", "max"))
     out["in_inventory"] = out["in_inventory"].astype(bool)
-    return JoinFrame(out[list(frames[0].columns)].reset_index(drop=True))
+    return JoinTable(out[list(frames[0].columns)].reset_index(drop=True))
 
 
 def combine_diagnostics(diagnostics: Iterable[dict]) -> dict:

@@ -222,8 +222,9 @@ def _frames(allocation: Any, costs: Any) -> None:
 
 
 def _group_column(allocation: pd.DataFrame, by: str | None) -> str:
+    # `currency` is the key allocate appends to every grouping, not a group.
     keys = [c for c in allocation.columns if c not in RESULT_METRICS and c not in
-            ("gpu_cost", "tagged_cost", "unattributed_cost", "own_cost", "shared_cost")]
+            ("gpu_cost", "tagged_cost", "unattributed_cost", "own_cost", "shared_cost", "currency")]
     if by is None:
         if len(keys) != 1:
             raise InvalidInputError(f"allocation: has key columns {keys}; say which one with by=")
@@ -238,6 +239,10 @@ def _collapse(allocation: pd.DataFrame, group: str) -> pd.DataFrame:
     numeric = [c for c in allocation.columns if c != group and pd.api.types.is_numeric_dtype(allocation[c])]
     if "cost" not in numeric:
         raise InvalidInputError("allocation: missing required column 'cost'")
+    if "currency" in allocation.columns and allocation["currency"].nunique() > 1:
+        raise InvalidInputError(f"allocation: amounts in {allocation['currency'].nunique()} currencies "
+                                f"({', '.join(sorted(map(str, allocation['currency'].unique())))}); "
+                                "they are never added: attribute one currency at a time")
     frame = allocation[[group, *numeric]].copy()
     frame[group] = frame[group].astype(str)
     if frame[group].is_unique:

@@ -20,7 +20,8 @@ import pyarrow.compute as pc
 
 from gpucost.errors import InvalidInputError, conversion_hint
 
-__all__ = ["Table", "allocation_frame", "JoinFrame", "join_frame", "usage_frame", "workloads_frame", "nodes_frame"]
+__all__ = ["Table", "JoinTable", "allocation_frame", "join_frame", "usage_frame", "workloads_frame",
+           "nodes_frame"]
 
 _INT32_MAX = np.iinfo(np.int32).max
 _UNITS = {"ns", "us", "ms", "s"}
@@ -230,6 +231,36 @@ def allocation_frame(raw: dict) -> pd.DataFrame:
 JOIN_TIMES = ("lines_start", "lines_end", "samples_start", "samples_end")
 
 
+class JoinTable(pd.DataFrame):
+    """``result.attrs["join"]``: a DataFrame that pandas can carry in attrs.
+
+    pandas deep-copies attrs on every operation and compares them when it
+    concatenates frames; a plain DataFrame there makes ``pd.concat`` of two
+    results fail ("truth value of a DataFrame is ambiguous"). This one is
+    shared instead of copied, and compares with another join table as a whole
+    (``equals``). Anything derived from it is a plain DataFrame.
+    """
+
+    @property
+    def _constructor(self):
+        return pd.DataFrame
+
+    def __deepcopy__(self, memo=None):
+        return self
+
+    def __eq__(self, other):
+        if isinstance(other, JoinTable):
+            return self.equals(other)
+        return super().__eq__(other)
+
+    def __ne__(self, other):
+        if isinstance(other, JoinTable):
+            return not self.equals(other)
+        return super().__ne__(other)
+
+    __hash__ = None
+
+
 def for_export(frame: pd.DataFrame) -> pd.DataFrame:
     """``frame`` (not copied) with only the attrs a file can hold: Parquet
     keeps attrs as JSON, and the join table is a DataFrame."""
@@ -238,20 +269,6 @@ def for_export(frame: pd.DataFrame) -> pd.DataFrame:
     out = frame.copy(deep=False)
     out.attrs = {k: v for k, v in frame.attrs.items() if k != "join"}
     return out
-
-
-class JoinFrame(pd.DataFrame):
-    """The join table as it rides in ``result.attrs["join"]``: a DataFrame that
-    compares by identity. pandas compares the attrs of frames it concatenates
-    (``attrs == attrs``), and a plain DataFrame there has no truth value."""
-
-    __eq__ = object.__eq__  # type: ignore[assignment]
-    __ne__ = object.__ne__  # type: ignore[assignment]
-    __hash__ = object.__hash__  # type: ignore[assignment]
-
-    @property
-    def _constructor(self):
-        return JoinFrame
 
 
 def join_frame(raw: dict) -> pd.DataFrame:
@@ -270,7 +287,7 @@ def join_frame(raw: dict) -> pd.DataFrame:
     frame = pd.DataFrame(columns, copy=False)
     for name in ("resource_id", "currency"):
         frame[name] = frame[name].astype("str")
-    return JoinFrame(frame)
+    return JoinTable(frame)
 
 
 # ---- telemetry results (C++ parsers) -> DataFrames ---------------------------

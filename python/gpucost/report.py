@@ -354,8 +354,8 @@ def report(costs: Any, usage: Any, inventory: Any, workloads: Any = None, *, pat
     s.body.append(_p(f"Policy: {_policy_words(basis, idle)}; samples stand for {interval:g} s unless they carry a "
                      "duration. Each cost line is prorated over the GPU time its workloads held in its own period "
                      "(docs/semantics.md)."))
-    diag = pd.DataFrame([{"what": k.replace("_", " "), "count": float(v)} for k, v in d.items()
-                         if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)])
+    # Counts only: the interval (seconds, or None with durations) is said above.
+    diag = pd.DataFrame([{"what": k.replace("_", " "), "count": int(v)} for k, v in d.items() if k != "interval"])
     if len(diag):
         s.body.append(html_table(diag, key="diagnostics", names={"what": "Diagnostic", "count": "Count"}))
     if not join.problems:

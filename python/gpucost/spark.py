@@ -35,8 +35,8 @@ INTERVAL = "_gpucost_interval"
 JOIN = "_gpucost_join_"  # prefix of the join table's columns
 JOIN_STRINGS = ("resource_id", "currency")
 JOIN_TIMES = ("lines_start", "lines_end", "samples_start", "samples_end")
-JOIN_COUNTS = ("lines", "primary_lines", "lines_primary_overlap", "lines_oversubscribed", "samples", "samples_no_consumer", "samples_outside_lines",
-               "samples_unknown_resource")
+JOIN_COUNTS = ("lines", "primary_lines", "lines_primary_overlap", "lines_oversubscribed", "samples",
+               "samples_no_consumer", "samples_outside_lines", "samples_unknown_resource")
 INSTANTS = {"costs": ("start", "end"), "usage": ("timestamp",)}
 
 
@@ -86,7 +86,7 @@ def _partition_function(inventory: pd.DataFrame, workloads: pd.DataFrame | None,
         join = result.attrs["join"]
         joined = pd.DataFrame({JOIN + name: join[name] for name in JOIN_STRINGS + ("in_inventory",) + JOIN_SUMMED})
         for name in JOIN_TIMES:
-            joined[JOIN + name] = join[name].to_numpy().view("int64")
+            joined[JOIN + name] = np.asarray(join[name].array.asi8)  # NaT: -2**63
         for name in metrics:
             joined[name] = 0.0
         for name in DIAGNOSTICS:
