@@ -40,7 +40,8 @@ class Fleet:
         for d in range(gpus):
             self.samples.append(pd.DataFrame({
                 "timestamp": start, "resource_id": resource, "device": d, "consumer": consumer, "share": 1.0,
-                "util": np.where(consumer == "", 0.0, util), "mem_used": 0.0}))
+                "util": np.where(consumer == "", 0.0, util), "mem_used": 0.0,
+                "duration": 3600.0}))  # each sample stands for its billed hour, however sparse the hours
         if label is not None:
             self.labels[consumer] = label
 

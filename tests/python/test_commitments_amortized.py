@@ -187,7 +187,9 @@ def test_azure_dataset_parameter_checked():
 
 
 def test_dataset_flag_and_config_key(tmp_path, capsys):
-    usage = pd.DataFrame({"timestamp": ["2025-03-01T10:00:00Z"], "resource_id": ["vm-elsewhere"], "device": [0],
+    vmss = ("/subscriptions/sub-7/resourcegroups/mc_aks_prod_eastus/providers/microsoft.compute/"
+            "virtualmachinescalesets/aks-a100-12345678-vmss")  # usage must join something (docs/semantics.md)
+    usage = pd.DataFrame({"timestamp": ["2025-03-01T10:00:00Z"], "resource_id": [vmss], "device": [0],
                           "consumer": ["pod-a"], "share": [1.0], "util": [0.5], "mem_used": [1e9]})
     usage.to_csv(tmp_path / "usage.csv", index=False)
     bill = str(DATA / "azure_ri_actual.csv")
