@@ -170,7 +170,7 @@ def test_the_command_line_reads_usage_labels_and_nodes_from_prometheus(prometheu
     code = cli.main(["allocate", "--costs", str(tmp_path / "costs.csv"), "--inventory", str(tmp_path / "inventory.csv"),
                      "--prometheus", prometheus_url, "--start", start.isoformat(), "--end", end.isoformat(),
                      "--step", "60", "--nodes", "prometheus", "--pod-labels", "prometheus", "--by", "team",
-                     "--format", "csv"])
+                     "--format", "csv", "--decimals", "raw"])
     out, err = capsys.readouterr()
     assert code == 0, err
     got = pd.read_csv(StringIO(out)).sort_values("team").reset_index(drop=True)
