@@ -84,7 +84,7 @@ absl::Status GcpFormat::Normalise(const Row& row, LineBuilder& out) {
   double credit_total = 0;
   bool commitment_credit = false;
   // The CUD credits by kind, for the amortization (amortize.cc).
-  double resource_cud = 0, spend_cud = 0, fee_offset = 0;
+  double resource_cud = 0, spend_cud = 0;
   bool has_resource_cud = false, has_spend_cud = false, has_fee_offset = false;
   auto add_credit = [&](double amount, std::string_view type, std::string_view) {
     credits.push_back({amount, std::string(type)});
@@ -97,8 +97,7 @@ absl::Status GcpFormat::Normalise(const Row& row, LineBuilder& out) {
       spend_cud += amount;
       has_spend_cud = true;
     } else if (type == "FEE_UTILIZATION_OFFSET") {
-      fee_offset += amount;
-      has_fee_offset = true;
+      has_fee_offset = true;  // the new spend-based model: the fee's net amount is what went unused
     }
   };
   const int credits_col = layout.col(kCredits);

@@ -741,7 +741,10 @@ absl::StatusOr<SacctResult> ParseSacct(std::string_view text, std::string_view s
       }
     }
     // Free stretches: the range minus the union of each GPU's jobs.
-    for (const auto& [node, count] : count_of) {
+    for (const auto& entry : count_of) {
+      // Not a structured binding: clang 14 cannot capture one in the lambda below.
+      const auto& node = entry.first;
+      const int32_t count = entry.second;
       for (int32_t d = 0; d < count; ++d) {
         std::vector<std::pair<int64_t, int64_t>>& spans = held[{node, d}];
         std::sort(spans.begin(), spans.end());
