@@ -55,6 +55,12 @@ bool IsReserved(std::string_view v) {
   return v == kIdle || v == kUnattributed || v == kUnobserved || v == kUnlabelled;
 }
 
+// a - b without undefined behaviour: raw instants are checked against their
+// bounds only after the series pass that compares them.
+int64_t WrappingDiff(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b));
+}
+
 int64_t ScaleInstant(int64_t raw, TimeUnit unit) {
   // Wrapping multiply: an absurd instant must not be undefined behaviour.
   return static_cast<int64_t>(static_cast<uint64_t>(raw) *
@@ -347,11 +353,11 @@ SeriesIndex IndexSeries(const SampleColumns& s) {
   for (int64_t i = 0; i < n;) {
     const int64_t j = RunEnd(rc, dv, cc, i, n);
     // One pass over the run's instants: in order? evenly spaced?
-    const int64_t step = j - i >= 2 ? ts[i + 1] - ts[i] : 0;
+    const int64_t step = j - i >= 2 ? WrappingDiff(ts[i + 1], ts[i]) : 0;
     int64_t backwards = 0, uneven = 0;
     for (int64_t k = i + 1; k < j; ++k) {
-      const int64_t d = ts[k] - ts[k - 1];
-      backwards |= static_cast<int64_t>(d < 0);
+      const int64_t d = WrappingDiff(ts[k], ts[k - 1]);
+      backwards |= static_cast<int64_t>(ts[k] < ts[k - 1]);
       uneven |= d ^ step;
     }
     const bool in_order = backwards == 0;
@@ -1222,12 +1228,13 @@ int64_t Allocator::State::FindDuplicates(const SampleColumns& s, const SeriesInd
 
   const int32_t* rc = s.resource_id.codes.data();
   const int32_t* cc = s.consumer.codes.data();
-  const auto unit = static_cast<int64_t>(s.time_unit);
   // Values as == sees them: -0.0 and 0.0 alike (x + 0.0 is +0.0 for both).
   auto bits = [](double x) { return std::bit_cast<uint64_t>(x + 0.0); };
   auto fingerprint = [&](int64_t i) {
+    // Raw values in the chunk's unit, scaled with a wrapping multiply: an absurd
+    // instant or duration is refused later, and must not overflow here.
     return absl::HashOf(bits(s.share[i]), bits(s.util[i]), bits(s.mem_used[i]),
-                        s.duration ? (*s.duration)[i] * unit : -1);
+                        s.duration ? ScaleInstant((*s.duration)[i], s.time_unit) : -1);
   };
   std::vector<std::pair<int64_t, uint64_t>> fresh;
   for (int64_t k = 0; k < index.size(); ++k) {
@@ -1245,7 +1252,7 @@ int64_t Allocator::State::FindDuplicates(const SampleColumns& s, const SeriesInd
     for (int64_t p = index.begin[k]; p < index.begin[k + 1]; ++p) {
       const int64_t row = index.Row(p);
       if (!drop.empty() && drop[row]) continue;
-      const std::pair<int64_t, uint64_t> item{ts[row] * unit, fingerprint(row)};
+      const std::pair<int64_t, uint64_t> item{ScaleInstant(ts[row], s.time_unit), fingerprint(row)};
       if (!seen.empty() && item.first <= seen.back().first && std::binary_search(seen.begin(), seen.end(), item)) {
         if (drop.empty()) drop.assign(s.size(), 0);
         drop[row] = 1;

@@ -96,7 +96,8 @@ absl::StatusOr<SeriesSpacing> DurationsFromSeries(std::span<const int32_t> serie
     // -l 60 prints 59-61 s apart); a longer one is missing samples: the
     // sample before it stands for the spacing only.
     for (size_t i = begin; i < end; ++i) {
-      const bool jitter = gap[i] > 0 && 4 * gap[i] <= 5 * spacing;
+      // In doubles: gaps of absurd instants must not overflow.
+      const bool jitter = gap[i] > 0 && static_cast<double>(gap[i]) <= 1.25 * static_cast<double>(spacing);
       if (gap[i] > 0 && !jitter) ++out.gaps;
       (*duration)[i] = jitter ? gap[i] : spacing;
     }
