@@ -605,6 +605,7 @@ absl::Status LineBuilder::Commit(const Line& line, absl::FunctionRef<absl::Statu
   lines_.gpu.push_back(line.gpu_sku || (!line.instance_type.empty() && Lookup(line.instance_type).gpu));
   tag_codes_.push_back(pending_code_ >= 0 ? pending_code_ : InternPendingTags());
   pending_.clear();
+  pending_owned_.clear();
   pending_code_ = -1;
   return absl::OkStatus();
 }

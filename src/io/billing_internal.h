@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <deque>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -332,6 +333,13 @@ class LineBuilder {
   void AddTag(std::string_view key, std::string_view value, ValueKind kind) {
     pending_.push_back({key, value, kind});
   }
+  // AddTag for views that die before Commit() (a JSON cell's parsed values):
+  // copies kept until the tags are interned.
+  void AddTagCopy(std::string_view key, std::string_view value, ValueKind kind) {
+    const std::string& k = pending_owned_.emplace_back(key);
+    const std::string& v = pending_owned_.emplace_back(value);
+    AddTag(k, v, kind);
+  }
   // The next line gets the tags of the line committed last (GCP credit lines).
   void RepeatLastTags() { pending_code_ = tag_codes_.empty() ? -1 : tag_codes_.back(); }
   // The value of `key` in a JSON object given as text ("" when absent),
@@ -405,6 +413,7 @@ class LineBuilder {
   std::vector<StringEncoder> tag_value_encoders_;
   // Tags: distinct JSON objects and, per object, the expanded key values.
   std::vector<Pair> pending_;
+  std::deque<std::string> pending_owned_;  // what AddTagCopy's pairs view
   int32_t pending_code_ = -1;  // a cached code instead of pending_
   absl::flat_hash_map<std::string, int32_t> tags_by_json_;
   absl::flat_hash_map<std::string, int32_t> tags_by_raw_text_;
@@ -423,6 +432,7 @@ class LineBuilder {
 template <typename Row>
 absl::Status LineBuilder::TagsFromCell(const Row& row, int col) {
   pending_.clear();
+  pending_owned_.clear();
   pending_code_ = -1;
   if (row.IsNull(col)) return absl::OkStatus();
   std::string_view text;
@@ -432,20 +442,22 @@ absl::Status LineBuilder::TagsFromCell(const Row& row, int col) {
       return absl::OkStatus();
     }
     absl::Status status = ParseTagsJson(text, [&](std::string_view k, std::string_view v, ValueKind kind) {
-      AddTag(k, v, kind);
+      AddTagCopy(k, v, kind);
     });
     if (!status.ok()) {
       return row.Error(row.layout().names[col], std::string(status.message()));
     }
     pending_code_ = InternPendingTags();
     pending_.clear();
+    pending_owned_.clear();
     tags_by_raw_text_.emplace(std::string(text), pending_code_);
     return absl::OkStatus();
   }
   GPUCOST_RETURN_IF_ERROR(
-      row.Pairs(col, [&](std::string_view k, std::string_view v, ValueKind kind) { AddTag(k, v, kind); }));
+      row.Pairs(col, [&](std::string_view k, std::string_view v, ValueKind kind) { AddTagCopy(k, v, kind); }));
   pending_code_ = InternPendingTags();
   pending_.clear();
+  pending_owned_.clear();
   return absl::OkStatus();
 }
 
