@@ -53,6 +53,21 @@ def fleets(draw):
     return usage, costs, inventory, exempt
 
 
+def true_runs(mask: np.ndarray, at_least: int):
+    """(begin, end) of every run of True in `mask` at least `at_least` long."""
+    b, n = 0, len(mask)
+    while b < n:
+        if not mask[b]:
+            b += 1
+            continue
+        e = b
+        while e < n and mask[e]:
+            e += 1
+        if e - b >= at_least:
+            yield b, e
+        b = e
+
+
 def reference_spans(usage, costs, inventory, exempt) -> set:
     """Per minute, per device: busy, held, exempt; windows; trims; kinds."""
     out = set()
@@ -105,32 +120,12 @@ def reference_spans(usage, costs, inventory, exempt) -> set:
                 b = e
         all_unheld = (idle & ~held).all(axis=0)
         terminate = np.zeros(bins, dtype=bool)
-        b = 0
-        while b < bins:
-            if not all_unheld[b]:
-                b += 1
-                continue
-            e = b
-            while e < bins and all_unheld[e]:
-                e += 1
-            if e - b >= w:
-                terminate[b:e] = True
-                for d in range(n):
-                    out.add((r, d, "terminate", b, e))
-            b = e
+        for b, e in true_runs(all_unheld, w):
+            terminate[b:e] = True
+            out.update((r, d, "terminate", b, e) for d in range(n))
         dark = billed & ~observed.any(axis=0)  # no telemetry from any device
-        b = 0
-        while b < bins:
-            if not dark[b]:
-                b += 1
-                continue
-            e = b
-            while e < bins and dark[e]:
-                e += 1
-            if e - b >= w:
-                for d in range(n):
-                    out.add((r, d, "no-telemetry", b, e))
-            b = e
+        for b, e in true_runs(dark, w):
+            out.update((r, d, "no-telemetry", b, e) for d in range(n))
         for d in range(n):
             kind = np.where(~idle[d], "", np.where(held[d], np.where(ex[d], "exempt", "release"),
                                                    np.where(terminate, "", "right-size")))
