@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "gpucost/status.h"
@@ -49,7 +50,13 @@ absl::StatusOr<SeriesSpacing> DurationsFromSeries(std::span<const int32_t> serie
         have_next = true;
         instant = timestamp[i];
       }
-      gap[i] = have_next ? next - timestamp[i] : 0;
+      // Instants far apart (a reader's out-of-range timestamps) saturate:
+      // such a gap is missing samples, never an overflow.
+      int64_t difference = 0;
+      if (have_next && __builtin_sub_overflow(next, timestamp[i], &difference)) {
+        difference = std::numeric_limits<int64_t>::max();
+      }
+      gap[i] = difference;
     }
     ++out.series;
     end = begin;
