@@ -19,11 +19,10 @@ import pandas as pd
 
 import gpucost
 from gpucost.currency import currencies
-from gpucost.join import JoinReport, format_money, join_report
+from gpucost.join import RESERVED, JoinReport, format_money, join_report
 
 __all__ = ["CheckResult", "check_tables"]
 
-RESERVED = {"__idle__", "__unattributed__", "__unobserved__", "__unlabelled__"}
 _TOP_UNLABELLED = 3
 
 
@@ -126,7 +125,7 @@ def _label_lines(per_consumer: pd.DataFrame, workloads: pd.DataFrame | None) -> 
 
 
 def check_tables(tables: Any, *, names: dict | None = None, interval: Any = None, stated: bool = True,
-                 caller: str = "cli", command: str = "check") -> CheckResult:
+                 caller: str = "cli") -> CheckResult:
     """Everything ``gpucost check`` prints, from tables already read. `stated`:
     whether the interval was given by the user (else it came from the data)."""
     out = CheckResult()

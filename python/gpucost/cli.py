@@ -557,7 +557,7 @@ def cmd_allocate(args: argparse.Namespace) -> int:
     if args.check:
         from gpucost.check import check_tables
         checked = check_tables(tables, names=_source_names(config), interval=config.policy.get("interval"),
-                               stated=stated, command="allocate")
+                               stated=stated)
         print("\n".join(checked.lines), file=sys.stderr)
     by = _by(config, ["team"] if tables.workloads is not None else ["consumer"])
     policy = _policy(config)

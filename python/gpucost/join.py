@@ -22,7 +22,7 @@ import contextlib
 import contextvars
 import sys
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +33,7 @@ from gpucost.errors import InvalidInputError
 
 __all__ = ["JoinWarning", "JoinError", "Problem", "JoinReport", "join_report", "check_join", "checks", "format_money"]
 
+#: The reserved consumer and label values of docs/semantics.md.
 RESERVED = ("__idle__", "__unattributed__", "__unobserved__", "__unlabelled__")
 _SHOWN_IDS = 3  # resource ids named in one message
 
@@ -201,7 +202,7 @@ def _label_coverage(result: pd.DataFrame) -> dict:
         if name in skip or "gpu_hours" not in result.columns:
             continue
         values = result[name].astype(str)
-        held = result["gpu_hours"].where(~values.isin(["__idle__", "__unattributed__", "__unobserved__"]), 0.0)
+        held = result["gpu_hours"].where(~values.isin([r for r in RESERVED if r != "__unlabelled__"]), 0.0)
         total = float(held.sum())
         if total > 0:
             out[name] = 1.0 - float(held[values == "__unlabelled__"].sum()) / total
@@ -382,11 +383,6 @@ def apply_rule(report: JoinReport, *, strict: bool = False, caller: str = "pytho
         raise JoinError(f"{errors[0].message}{suffix}{extra}")
     for p in report.problems:
         warnings.warn(p.message, JoinWarning, stacklevel=stacklevel)
-
-
-def problem_lines(problems: Sequence[Problem], command: str) -> list[str]:
-    """One stderr line per problem, as the command prints them."""
-    return [f"gpucost {command}: {'error' if p.error else 'warning'}: {p.message}" for p in problems]
 
 
 

@@ -1,9 +1,6 @@
 // GCP committed-use discounts amortized by the billing reader (src/io/amortize.cc).
 // Every expected number is worked out by hand in the comments.
 #include <cmath>
-#include <fstream>
-#include <numeric>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -13,25 +10,15 @@
 #include "gpucost/status.h"
 #include "gpucost/time.h"
 #include "gtest/gtest.h"
+#include "testing/billing_lines.h"
 #include "testing/status_matchers.h"
 
 namespace gpucost::io {
 namespace {
 
-std::string Fixture(const std::string& name) {
-  std::ifstream in(std::string(GPUCOST_TEST_DATA_DIR) + "/billing/" + name, std::ios::binary);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  EXPECT_FALSE(buffer.str().empty()) << name;
-  return buffer.str();
-}
-
-double Sum(const std::vector<double>& v) { return std::accumulate(v.begin(), v.end(), 0.0); }
-
-std::string At(const EncodedStrings& column, size_t i) {
-  const int32_t code = column.codes[i];
-  return code == kNullCode ? "<null>" : column.values[code];
-}
+using ::gpucost::testing::At;
+using ::gpucost::testing::Sum;
+using ::gpucost::testing::BillingFixture;
 
 // The line of `resource` ("" for resource-less) with SKU `sku` starting at
 // 2025-03-01 23:00 + `hour` hours, and with commitment status `status`.
@@ -67,7 +54,7 @@ constexpr const char* kFeeCpu = "SKU-CUD-A2-CPU";
 //     0.432 - 0.216 = 0.216 (cores) on lines of their own.
 //   The L4 in us-east4 has no commitment: 0.70 as billed.
 TEST(GcpCommitments, ResourceBasedAcrossADayBoundary) {
-  GPUCOST_ASSERT_OK_AND_ASSIGN(CostLines lines, ReadGcpBillingCsv(Fixture("gcp_cud.csv")));
+  GPUCOST_ASSERT_OK_AND_ASSIGN(CostLines lines, ReadGcpBillingCsv(BillingFixture("gcp_cud.csv")));
   ASSERT_EQ(lines.size(), 11u + 2u);  // the rows, and two unused-commitment lines
   // Money in = money out: the fees (3.60 + 0.432) * 2 and the L4's 0.70.
   EXPECT_NEAR(Sum(lines.cost), (3.60 + 0.432) * 2 + 0.70, 1e-12);
@@ -114,7 +101,7 @@ TEST(GcpCommitments, ResourceBasedAcrossADayBoundary) {
 TEST(GcpCommitments, OnlyTheEffectiveAmountIsAmortized) {
   BillingOptions billed;
   billed.amount = CostAmount::kBilled;
-  GPUCOST_ASSERT_OK_AND_ASSIGN(CostLines lines, ReadGcpBillingCsv(Fixture("gcp_cud.csv"), billed));
+  GPUCOST_ASSERT_OK_AND_ASSIGN(CostLines lines, ReadGcpBillingCsv(BillingFixture("gcp_cud.csv"), billed));
   ASSERT_EQ(lines.size(), 11u);
   EXPECT_NEAR(lines.cost[Find(lines, "instances/serve-1", kA100, 0)], 0.0, 1e-12);
   EXPECT_DOUBLE_EQ(lines.cost[Find(lines, "", kFeeA100, 0)], 3.60);
@@ -128,7 +115,7 @@ TEST(GcpCommitments, OnlyTheEffectiveAmountIsAmortized) {
 // u = 0.8, used = 37.50 * 0.8 = 30.00 spread 30:10 -> web-1 22.50,
 // batch-1 7.50; unused 37.50 - 30.00 = 7.50.
 TEST(GcpCommitments, SpendBased) {
-  GPUCOST_ASSERT_OK_AND_ASSIGN(CostLines lines, ReadGcpBillingCsv(Fixture("gcp_cud_spend.csv")));
+  GPUCOST_ASSERT_OK_AND_ASSIGN(CostLines lines, ReadGcpBillingCsv(BillingFixture("gcp_cud_spend.csv")));
   ASSERT_EQ(lines.size(), 4u);
   EXPECT_NEAR(Sum(lines.cost), 37.50, 1e-12);
   EXPECT_NEAR(lines.cost[Find(lines, "instances/web-1", "SKU-N2-CORE", 0)], 22.50, 1e-12);
@@ -143,7 +130,7 @@ TEST(GcpCommitments, SpendBased) {
 // Credits near the largest double: their sum is not finite, which is an
 // error, never an infinite cost.
 TEST(GcpCommitments, AmountsThatDoNotAddUpAreAnError) {
-  std::string csv = Fixture("gcp_cud_spend.csv");
+  std::string csv = BillingFixture("gcp_cud_spend.csv");
   for (auto [from, to] : {std::pair{",30.00,", ",1.7e308,"}, std::pair{",10.00,", ",1.7e308,"},
                           std::pair{"-30.0,", "-1.7e308,"}, std::pair{"-10.0,", "-1.7e308,"}}) {
     const size_t at = csv.find(from);

@@ -1,9 +1,6 @@
 #include "gpucost/io/billing.h"
 
 #include <cmath>
-#include <fstream>
-#include <numeric>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -15,30 +12,19 @@
 #include "gpucost/io/gcp.h"
 #include "gpucost/status.h"
 #include "gtest/gtest.h"
+#include "testing/billing_lines.h"
 #include "testing/status_matchers.h"
 
 namespace gpucost::io {
 namespace {
 
+using ::gpucost::testing::At;
+using ::gpucost::testing::Sum;
+using ::gpucost::testing::BillingFixture;
+
 using ::gpucost::testing::IsOk;
 using ::gpucost::testing::StatusIs;
 using ::testing::HasSubstr;
-
-std::string Fixture(const std::string& name) {
-  std::ifstream in(std::string(GPUCOST_TEST_DATA_DIR) + "/billing/" + name, std::ios::binary);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  EXPECT_FALSE(buffer.str().empty()) << name;
-  return buffer.str();
-}
-
-double Sum(const std::vector<double>& v) { return std::accumulate(v.begin(), v.end(), 0.0); }
-
-// The string of column `column` on line `i` ("<null>" for null).
-std::string At(const EncodedStrings& column, size_t i) {
-  const int32_t code = column.codes[i];
-  return code == kNullCode ? "<null>" : column.values[code];
-}
 
 // The index of the first line whose resource id contains `part`.
 size_t LineOf(const CostLines& lines, const std::string& part) {
@@ -56,7 +42,7 @@ BillingOptions Named(std::string source) {
 }
 
 TEST(ReadFocus, Focus12AllRowsBecomeLines) {
-  GPUCOST_ASSERT_OK_AND_ASSIGN(CostLines lines, ReadFocusCsv(Fixture("focus_1_2.csv"), Named("focus_1_2.csv")));
+  GPUCOST_ASSERT_OK_AND_ASSIGN(CostLines lines, ReadFocusCsv(BillingFixture("focus_1_2.csv"), Named("focus_1_2.csv")));
   ASSERT_EQ(lines.size(), 10u);
   // The export's own EffectiveCost total, purchases, unused commitment,
   // tax and credit included.
@@ -103,7 +89,7 @@ TEST(ReadFocus, Focus12AllRowsBecomeLines) {
 }
 
 TEST(ReadFocus, AmountsAndChunking) {
-  const std::string csv = Fixture("focus_1_2.csv");
+  const std::string csv = BillingFixture("focus_1_2.csv");
   BillingOptions billed = Named("f.csv");
   billed.amount = CostAmount::kBilled;
   GPUCOST_ASSERT_OK_AND_ASSIGN(CostLines b, ReadFocusCsv(csv, billed));
@@ -126,7 +112,7 @@ TEST(ReadFocus, AmountsAndChunking) {
 }
 
 TEST(ReadFocus, OtherVersions) {
-  GPUCOST_ASSERT_OK_AND_ASSIGN(CostLines azure, ReadFocusCsv(Fixture("focus_1_0_azure.csv")));
+  GPUCOST_ASSERT_OK_AND_ASSIGN(CostLines azure, ReadFocusCsv(BillingFixture("focus_1_0_azure.csv")));
   ASSERT_EQ(azure.size(), 3u);
   EXPECT_EQ(At(azure.provider, 0), "azure");
   EXPECT_EQ(At(azure.instance_type, 0), "Standard_ND96asr_v4");  // x_SkuDetails
@@ -137,7 +123,7 @@ TEST(ReadFocus, OtherVersions) {
   EXPECT_EQ(At(azure.commitment_status, 2), "Unused");
   EXPECT_NEAR(Sum(azure.cost), 652.728 + 374 + 34, 1e-9);
 
-  GPUCOST_ASSERT_OK_AND_ASSIGN(CostLines gcp, ReadFocusCsv(Fixture("focus_1_3_gcp.csv")));
+  GPUCOST_ASSERT_OK_AND_ASSIGN(CostLines gcp, ReadFocusCsv(BillingFixture("focus_1_3_gcp.csv")));
   ASSERT_EQ(gcp.size(), 2u);
   EXPECT_EQ(At(gcp.provider, 0), "gcp");  // 1.3 ServiceProviderName
   EXPECT_EQ(At(gcp.instance_type, 0), "a2-highgpu-1g");
@@ -189,7 +175,7 @@ TEST(BillingReader, StreamErrorsAreStickyAndPositioned) {
 }
 
 TEST(ReadCur, LegacyAmortizedAsAwsDefinesIt) {
-  GPUCOST_ASSERT_OK_AND_ASSIGN(CostLines lines, ReadCurCsv(Fixture("cur_legacy.csv"), Named("cur.csv")));
+  GPUCOST_ASSERT_OK_AND_ASSIGN(CostLines lines, ReadCurCsv(BillingFixture("cur_legacy.csv"), Named("cur.csv")));
   ASSERT_EQ(lines.size(), 12u);
   // Usage, DiscountedUsage -> RI effective, RIFee -> unused parts, Fee -> 0,
   // SP covered -> SP effective, negation -> 0, SP fee -> unused part, spot,
@@ -224,7 +210,7 @@ TEST(ReadCur, LegacyAmortizedAsAwsDefinesIt) {
 TEST(ReadCur, Cur2AndExpandedTags) {
   BillingOptions options = Named("cur2.csv");
   options.expand_tags = {"team", "project_id"};
-  GPUCOST_ASSERT_OK_AND_ASSIGN(CostLines lines, ReadCurCsv(Fixture("cur2.csv"), options));
+  GPUCOST_ASSERT_OK_AND_ASSIGN(CostLines lines, ReadCurCsv(BillingFixture("cur2.csv"), options));
   ASSERT_EQ(lines.size(), 11u);
   const double amortized = 55.04 + 1.1 + 3.3 + 38.5 + 0 + 1.5 + 0 + 0.1123 + 0.30 - 2.25 + 9.99;
   EXPECT_NEAR(Sum(lines.cost), amortized, 1e-9);
@@ -256,9 +242,9 @@ TEST(ReadCur, MissingCommitmentColumnIsNamed) {
 }
 
 TEST(ReadGcp, CsvAndJsonLinesAgree) {
-  GPUCOST_ASSERT_OK_AND_ASSIGN(CostLines csv, ReadGcpBillingCsv(Fixture("gcp_billing.csv"), Named("gcp.csv")));
+  GPUCOST_ASSERT_OK_AND_ASSIGN(CostLines csv, ReadGcpBillingCsv(BillingFixture("gcp_billing.csv"), Named("gcp.csv")));
   GPUCOST_ASSERT_OK_AND_ASSIGN(CostLines json,
-                               ReadGcpBillingJsonLines(Fixture("gcp_billing.jsonl"), Named("gcp.jsonl")));
+                               ReadGcpBillingJsonLines(BillingFixture("gcp_billing.jsonl"), Named("gcp.jsonl")));
   ASSERT_EQ(csv.size(), 11u);
   ASSERT_EQ(json.size(), csv.size());
   EXPECT_EQ(json.cost, csv.cost);
@@ -294,7 +280,7 @@ TEST(ReadGcp, CsvAndJsonLinesAgree) {
 TEST(ReadGcp, SeparateCredits) {
   BillingOptions options = Named("gcp.csv");
   options.gcp_credits = GcpCredits::kSeparate;
-  GPUCOST_ASSERT_OK_AND_ASSIGN(CostLines lines, ReadGcpBillingCsv(Fixture("gcp_billing.csv"), options));
+  GPUCOST_ASSERT_OK_AND_ASSIGN(CostLines lines, ReadGcpBillingCsv(BillingFixture("gcp_billing.csv"), options));
   ASSERT_EQ(lines.size(), 14u);  // three credits of their own
   int credits = 0;
   for (size_t i = 0; i < lines.size(); ++i) {
@@ -306,12 +292,12 @@ TEST(ReadGcp, SeparateCredits) {
     }
   }
   EXPECT_EQ(credits, 3);
-  GPUCOST_ASSERT_OK_AND_ASSIGN(CostLines net, ReadGcpBillingCsv(Fixture("gcp_billing.csv")));
+  GPUCOST_ASSERT_OK_AND_ASSIGN(CostLines net, ReadGcpBillingCsv(BillingFixture("gcp_billing.csv")));
   EXPECT_NEAR(Sum(lines.cost), Sum(net.cost), 1e-9);
 }
 
 TEST(ReadAzure, AmortizedDataset) {
-  GPUCOST_ASSERT_OK_AND_ASSIGN(CostLines lines, ReadAzureCostsCsv(Fixture("azure_amortized.csv"), Named("az.csv")));
+  GPUCOST_ASSERT_OK_AND_ASSIGN(CostLines lines, ReadAzureCostsCsv(BillingFixture("azure_amortized.csv"), Named("az.csv")));
   ASSERT_EQ(lines.size(), 8u);
   EXPECT_NEAR(Sum(lines.cost), 652.728 + 374 + 34 + 29.917 + 12.624 + 60 + 4 + 4.52, 1e-9);
   const size_t od = LineOf(lines, "nd-od-1");  // lower-cased from ND-OD-1
@@ -330,7 +316,7 @@ TEST(ReadAzure, AmortizedDataset) {
   EXPECT_EQ(unused, 2);
   BillingOptions billed;
   billed.amount = CostAmount::kBilled;
-  EXPECT_THAT(ReadAzureCostsCsv(Fixture("azure_amortized.csv"), billed),
+  EXPECT_THAT(ReadAzureCostsCsv(BillingFixture("azure_amortized.csv"), billed),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("parameter 'amount'")));
 }
 
@@ -338,7 +324,7 @@ TEST(ReadAzure, EaActualDataset) {
   BillingOptions options = Named("ea.csv");
   options.azure_dataset = AzureDataset::kActual;
   options.amount = CostAmount::kBilled;
-  GPUCOST_ASSERT_OK_AND_ASSIGN(CostLines lines, ReadAzureCostsCsv(Fixture("azure_ea_actual.csv"), options));
+  GPUCOST_ASSERT_OK_AND_ASSIGN(CostLines lines, ReadAzureCostsCsv(BillingFixture("azure_ea_actual.csv"), options));
   ASSERT_EQ(lines.size(), 3u);
   EXPECT_NEAR(Sum(lines.cost), 5.26 + 0 + 21000, 1e-9);
   EXPECT_EQ(At(lines.charge_category, 2), "Purchase");
@@ -348,7 +334,7 @@ TEST(ReadAzure, EaActualDataset) {
 }
 
 TEST(CostLines, FeedTheEngineDirectly) {
-  GPUCOST_ASSERT_OK_AND_ASSIGN(CostLines lines, ReadFocusCsv(Fixture("focus_1_2.csv")));
+  GPUCOST_ASSERT_OK_AND_ASSIGN(CostLines lines, ReadFocusCsv(BillingFixture("focus_1_2.csv")));
   Inventory inventory;  // no GPUs known: everything is unattributed
   SampleColumns samples;
   AllocationPolicy policy;
@@ -368,7 +354,7 @@ size_t LineWith(const CostLines& lines, const EncodedStrings& column, const std:
 }
 
 TEST(BillingPrimary, GcpVmHourBilledAsThreeSkusHasOnePrimaryLine) {
-  GPUCOST_ASSERT_OK_AND_ASSIGN(CostLines lines, ReadGcpBillingCsv(Fixture("gke_detailed.csv"), Named("gke.csv")));
+  GPUCOST_ASSERT_OK_AND_ASSIGN(CostLines lines, ReadGcpBillingCsv(BillingFixture("gke_detailed.csv"), Named("gke.csv")));
   ASSERT_EQ(lines.primary.size(), lines.size());
   ASSERT_EQ(lines.quantity_hours.size(), lines.size());
   const std::string a100 = "projects/ml-prod/zones/us-central1-a/instances/gke-ml-a100-pool-1f2e3d4c-abcd";
@@ -399,7 +385,7 @@ TEST(BillingPrimary, GcpVmHourBilledAsThreeSkusHasOnePrimaryLine) {
 }
 
 TEST(BillingPrimary, AzureQuantityAndLowerCaseIds) {
-  GPUCOST_ASSERT_OK_AND_ASSIGN(CostLines lines, ReadAzureCostsCsv(Fixture("aks_amortized.csv"), Named("aks.csv")));
+  GPUCOST_ASSERT_OK_AND_ASSIGN(CostLines lines, ReadAzureCostsCsv(BillingFixture("aks_amortized.csv"), Named("aks.csv")));
   const size_t spot = LineWith(lines, lines.pricing, "spot");
   EXPECT_TRUE(lines.primary[spot]);
   EXPECT_DOUBLE_EQ(lines.quantity_hours[spot], 12.0);
@@ -412,7 +398,7 @@ TEST(BillingPrimary, AzureQuantityAndLowerCaseIds) {
 }
 
 TEST(BillingDuplicates, CurLineItemsReadTwiceAreDroppedAndCounted) {
-  const std::string text = Fixture("eks_cur2.csv");
+  const std::string text = BillingFixture("eks_cur2.csv");
   const size_t newline = text.find('\n');
   const std::string twice = text + text.substr(newline + 1);
   GPUCOST_ASSERT_OK_AND_ASSIGN(CostLines once, ReadCurCsv(text, Named("cur.csv")));
@@ -431,7 +417,7 @@ TEST(BillingDuplicates, CurLineItemsReadTwiceAreDroppedAndCounted) {
 }
 
 TEST(BillingTimeZone, NaiveTimesAreLocal) {
-  std::string text = Fixture("gke_detailed.csv");
+  std::string text = BillingFixture("gke_detailed.csv");
   for (size_t at = text.find(" UTC,"); at != std::string::npos; at = text.find(" UTC,", at)) text.erase(at, 4);
   BillingOptions options = Named("naive.csv");
   GPUCOST_ASSERT_OK_AND_ASSIGN(CostLines utc, ReadGcpBillingCsv(text, options));
