@@ -168,6 +168,35 @@ AllocationPolicy Policy(FuzzedDataProvider& in) {
   return p;
 }
 
+// With GPUCOST_FUZZ_DUMP set, a replayed input prints its tables: the way to
+// read what a crash input means (`GPUCOST_FUZZ_DUMP=1 allocate_fuzzer FILE`).
+const char* Name(const Strings& s, size_t row) {
+  const int32_t c = s.codes[row];
+  return c < 0 ? "<null>" : s.dictionary[static_cast<size_t>(c)].data();
+}
+void Dump(const Tables& t, const AllocationPolicy& p, size_t split) {
+  if (std::getenv("GPUCOST_FUZZ_DUMP") == nullptr) return;
+  std::fprintf(stderr, "policy: basis %d idle %d alpha %g interval %g by", static_cast<int>(p.basis),
+               static_cast<int>(p.idle), p.alpha, p.interval_seconds.value_or(-1));
+  for (const std::string& k : p.by) std::fprintf(stderr, " %s", k.c_str());
+  std::fprintf(stderr, " freq %d; split %zu; units cost %d sample %d\n", p.freq ? static_cast<int>(*p.freq) : -1,
+               split, static_cast<int>(t.cost_unit), static_cast<int>(t.sample_unit));
+  std::fprintf(stderr, "has: currency %d primary %d quantity %d list %d duration %d workloads %d\n",
+               t.has_currency, t.has_primary, t.has_quantity, t.has_list_cost, t.has_duration, t.has_workloads);
+  for (size_t i = 0; i < t.start.size(); ++i)
+    std::fprintf(stderr, "line %zu: %s [%lld, %lld) cost %.17g list %g %s primary %d qh %g\n", i,
+                 Name(t.cost_ids, i), static_cast<long long>(t.start[i]), static_cast<long long>(t.end[i]),
+                 t.cost[i], t.list_cost[i], Name(t.currencies, i), t.primary[i], t.quantity_hours[i]);
+  for (size_t i = 0; i < t.inv_device.size(); ++i)
+    std::fprintf(stderr, "device %zu: %s/%d mem %g\n", i, Name(t.inv_ids, i), t.inv_device[i], t.mem_capacity[i]);
+  for (size_t i = 0; i < t.timestamp.size(); ++i)
+    std::fprintf(stderr, "sample %zu: t %lld %s/%d %s share %g util %g mem %g dur %lld\n", i,
+                 static_cast<long long>(t.timestamp[i]), Name(t.sample_ids, i), t.device[i], Name(t.consumers, i),
+                 t.share[i], t.util[i], t.mem_used[i], static_cast<long long>(t.duration[i]));
+  for (size_t i = 0; i < t.wl_consumers.codes.size(); ++i)
+    std::fprintf(stderr, "workload %zu: %s team %s\n", i, Name(t.wl_consumers, i), Name(t.teams, i));
+}
+
 double Sum(const std::vector<double>& v) {
   double s = 0;
   for (double x : v) s += x;
@@ -186,6 +215,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Build(in, t);
   const AllocationPolicy policy = Policy(in);
   const size_t split = t.timestamp.empty() ? 0 : in.ConsumeIntegralInRange<size_t>(0, t.timestamp.size());
+  Dump(t, policy, split);
 
   gpucost::CostColumns costs{t.cost_ids.view(), t.start, t.end, t.cost, std::nullopt, t.cost_unit,
                              std::nullopt, std::nullopt, std::nullopt};
@@ -228,6 +258,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!one_shot.ok()) return 0;
 
   const gpucost::Allocation& a = *one_shot;
+  if (std::getenv("GPUCOST_FUZZ_DUMP") != nullptr) {
+    for (size_t i = 0; i < a.cost.size(); ++i) std::fprintf(stderr, "result %zu: cost %.17g\n", i, a.cost[i]);
+  }
   const gpucost::Diagnostics& d = a.diagnostics;
   Check(d.samples_total == static_cast<int64_t>(t.timestamp.size()), "samples_total");
   Check(d.samples_duplicate + d.samples_no_consumer + d.samples_unknown_resource + d.samples_outside_lines +

@@ -39,6 +39,9 @@ std::string Quoted(std::string_view s) { return absl::StrCat("'", absl::string_v
 
 std::string Num(double v) { return absl::StrCat(v); }
 
+// No device has 2^64 bytes (16 EiB) of memory; the bound keeps byte-ns products
+// and their sums finite, so a fraction never becomes inf/inf.
+constexpr double kMaxDeviceBytes = 0x1p64;
 constexpr std::string_view kOutOfRange = "instant outside 1970-01-01..2200-01-01 UTC";
 
 // Raw bounds of valid sample instants and durations in one time unit, so the
@@ -692,8 +695,9 @@ absl::Status Allocator::State::IndexInventory(const InventoryColumns& inv) {
     row_resource[i] = r;
     if (inv.device[i] < 0) return RowError(kTable, row, "device", absl::StrCat("device ", inv.device[i], " is negative"));
     const double mem = inv.mem_capacity[i];
-    if (!(mem > 0) || !std::isfinite(mem)) {
-      return RowError(kTable, row, "mem_capacity", absl::StrCat(Num(mem), " is not a positive number of bytes"));
+    if (!(mem > 0 && mem <= kMaxDeviceBytes)) {
+      return RowError(kTable, row, "mem_capacity",
+                      absl::StrCat(Num(mem), " is not a device's memory: a positive number of bytes up to 2^64"));
     }
     auto [it, inserted] = seen.try_emplace({r, inv.device[i]}, row);
     if (!inserted) {
@@ -921,8 +925,9 @@ absl::Status Allocator::State::SampleValueError(const SampleColumns& s, int64_t 
   const double util = s.util[i];
   if (!(util >= 0.0 && util <= 1.0)) return RowError(kTable, row, "util", absl::StrCat(Num(util), " is outside [0, 1]"));
   const double mem = s.mem_used[i];
-  if (!(mem >= 0.0) || !std::isfinite(mem)) {
-    return RowError(kTable, row, "mem_used", absl::StrCat(Num(mem), " is not a non-negative number of bytes"));
+  if (!(mem >= 0.0 && mem <= kMaxDeviceBytes)) {
+    return RowError(kTable, row, "mem_used",
+                    absl::StrCat(Num(mem), " is not a device's memory: a non-negative number of bytes up to 2^64"));
   }
   if (s.duration.has_value() && (*s.duration)[i] <= 0) {
     return RowError(kTable, row, "duration", absl::StrCat((*s.duration)[i], " is not a positive duration"));
@@ -938,7 +943,7 @@ template <bool kHasDuration>
 inline bool SampleValuesOk(const RawBounds& b, int64_t raw_ts, double share, double util, double mem,
                            int64_t dur) {
   bool ok = (raw_ts >= b.ts_lo) & (raw_ts < b.ts_hi) & (share > 0.0) & (share <= 1.0) & (util >= 0.0) &
-            (util <= 1.0) & (mem >= 0.0) & (mem < std::numeric_limits<double>::infinity());
+            (util <= 1.0) & (mem >= 0.0) & (mem <= kMaxDeviceBytes);
   if constexpr (kHasDuration) ok &= (dur > 0) & (dur <= b.dur_hi);
   return ok;
 }

@@ -436,6 +436,16 @@ TEST_F(BadInput, NegativeOrNaNMemUsed) {
   EXPECT_THAT(RunStatus(), IsBad("usage", "row 100, column 'mem_used'"));
 }
 
+// Found by allocate_fuzzer: a finite 1.8e308 bytes times a half hour in ns is
+// inf, and the blended fraction inf/inf turned a line's cost into NaN.
+TEST_F(BadInput, MemoryBeyondAnyDevice) {
+  samples_.mem_used[100] = 1.7e308;
+  EXPECT_THAT(RunStatus(), IsBad("usage", "row 100, column 'mem_used'"));
+  samples_.mem_used[100] = 0x1p64;  // the largest accepted
+  inventory_.mem_capacity[0] = 0x1p65;
+  EXPECT_THAT(RunStatus(), IsBad("inventory", "row 0, column 'mem_capacity'"));
+}
+
 TEST_F(BadInput, NonPositiveDurationOrInterval) {
   samples_.duration = std::vector<int64_t>(samples_.timestamp.size(), 60 * kNanosPerSecond);
   (*samples_.duration)[3] = 0;
