@@ -282,11 +282,12 @@ struct SeriesIndex {
   // spaced (found in the same pass as the run), else 0.
   std::vector<int64_t> run_step;
   bool grouped = true;          // rows in chunk order: Row(p) == p
-  std::vector<int64_t> rows;    // otherwise: row numbers, series after series
-  std::vector<int64_t> times;   // and their instants
+  // Otherwise: (instant, row number) pairs, series after series.
+  std::vector<std::pair<int64_t, int64_t>> sorted;
   std::vector<int64_t> begin;   // series k is positions [begin[k], begin[k + 1])
 
-  [[nodiscard]] int64_t Row(int64_t p) const { return grouped ? p : rows[p]; }
+  [[nodiscard]] int64_t Row(int64_t p) const { return grouped ? p : sorted[p].second; }
+  [[nodiscard]] int64_t Time(int64_t p) const { return sorted[p].first; }
   [[nodiscard]] int64_t size() const { return static_cast<int64_t>(begin.size()) - 1; }
 };
 
@@ -303,6 +304,39 @@ int64_t RunEnd(const int32_t* rc, const int32_t* dv, const int32_t* cc, int64_t 
   }
   while (j < n && rc[j] == r && dv[j] == d && cc[j] == c) ++j;
   return j;
+}
+
+// Sorts [b, e) of (instant, row) pairs in O(n) when their instants are
+// distinct and evenly spaced (telemetry read out of order): each pair's slot
+// is (t - min) / step. Returns false, leaving the range as it was, otherwise.
+// The slot comes from a double division (exact below 2^53, and checked by an
+// integer multiply), as a 64-bit division per row would cost more than the
+// comparison sort it replaces.
+bool PlaceEvenlySpaced(std::vector<std::pair<int64_t, int64_t>>::iterator b,
+                       std::vector<std::pair<int64_t, int64_t>>::iterator e,
+                       std::vector<std::pair<int64_t, int64_t>>& scratch, std::vector<uint8_t>& filled) {
+  const auto count = static_cast<uint64_t>(e - b);
+  if (count < 3) return false;
+  int64_t lo = b->first, hi = b->first;
+  for (auto it = b; it != e; ++it) {
+    lo = std::min(lo, it->first);
+    hi = std::max(hi, it->first);
+  }
+  const uint64_t span = static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo);
+  if (span == 0 || span % (count - 1) != 0) return false;
+  const uint64_t step = span / (count - 1);
+  const double inverse = 1.0 / static_cast<double>(step);
+  scratch.resize(count);
+  filled.assign(count, 0);
+  for (auto it = b; it != e; ++it) {
+    const uint64_t offset = static_cast<uint64_t>(it->first) - static_cast<uint64_t>(lo);
+    const auto slot = static_cast<uint64_t>(static_cast<double>(offset) * inverse + 0.5);
+    if (slot >= count || slot * step != offset || filled[slot] != 0) return false;
+    filled[slot] = 1;
+    scratch[slot] = *it;
+  }
+  std::copy(scratch.begin(), scratch.end(), b);
+  return true;
 }
 
 SeriesIndex IndexSeries(const SampleColumns& s) {
@@ -391,16 +425,14 @@ SeriesIndex IndexSeries(const SampleColumns& s) {
     int64_t& at = next[run_series[r]];
     for (int64_t i = run_begin[r]; i < run_begin[r + 1]; ++i) pairs[at++] = {ts[i], i};
   }
+  std::vector<std::pair<int64_t, int64_t>> scratch;
+  std::vector<uint8_t> filled;
   for (int64_t k = 0; k < num_series; ++k) {
     auto b = pairs.begin() + index.begin[k], e = pairs.begin() + index.begin[k + 1];
-    if (!std::is_sorted(b, e)) std::sort(b, e);
+    if (std::is_sorted(b, e)) continue;
+    if (!PlaceEvenlySpaced(b, e, scratch, filled)) std::sort(b, e);
   }
-  index.rows.resize(n);
-  index.times.resize(n);
-  for (int64_t p = 0; p < n; ++p) {
-    index.times[p] = pairs[p].first;
-    index.rows[p] = pairs[p].second;
-  }
+  index.sorted = std::move(pairs);
   return index;
 }
 
@@ -425,7 +457,7 @@ void ScanSeriesImpl(const SampleColumns& s, const SeriesIndex& index, SeriesScan
   const int64_t* ts = s.timestamp.data();
   const RawBounds bounds = BoundsOf(s.time_unit);
   const auto ticks = static_cast<double>(static_cast<int64_t>(s.time_unit));
-  auto row_of = [&](int64_t p) { return kGrouped ? p : index.rows[p]; };
+  auto row_of = [&](int64_t p) { return kGrouped ? p : index.Row(p); };
   out.spacing.assign(index.size(), std::numeric_limits<double>::quiet_NaN());
   std::vector<double> diffs;
   for (int64_t k = 0; k < index.size(); ++k) {
@@ -441,7 +473,7 @@ void ScanSeriesImpl(const SampleColumns& s, const SeriesIndex& index, SeriesScan
     bool any = false, regular = true;
     int64_t prev = 0, first_diff = 0, tie_begin = b;
     for (int64_t p = b; p < e; ++p) {
-      const int64_t t = kGrouped ? ts[p] : index.times[p];
+      const int64_t t = kGrouped ? ts[p] : index.Time(p);
       if (t < bounds.ts_lo || t >= bounds.ts_hi) [[unlikely]] continue;
       const int64_t row = row_of(p);
       if (any && t == prev) [[unlikely]] {  // a tie: compare with the instant's earlier rows
@@ -474,7 +506,7 @@ void ScanSeriesImpl(const SampleColumns& s, const SeriesIndex& index, SeriesScan
     diffs.clear();
     prev = std::numeric_limits<int64_t>::min();
     for (int64_t p = b; p < e; ++p) {
-      const int64_t t = kGrouped ? ts[p] : index.times[p];
+      const int64_t t = kGrouped ? ts[p] : index.Time(p);
       if (t < bounds.ts_lo || t >= bounds.ts_hi) continue;
       if (prev != std::numeric_limits<int64_t>::min() && t > prev) diffs.push_back(static_cast<double>(t - prev));
       prev = t;

@@ -789,5 +789,49 @@ TEST_F(BadInput, UnobservedIsAReservedName) {
   EXPECT_THAT(RunStatus(), IsBad("usage", "row 0, column 'consumer'"));
 }
 
+// Rows in any order give the result of the rows in series order: evenly spaced
+// series are put in time order by their slot (no comparison sort); a series
+// with a gap, and one with a row read twice, take the sorting path.
+TEST(Allocate, ShuffledRowsEqualSeriesOrder) {
+  CostTable costs;
+  InventoryTable inventory;
+  SampleTable samples;
+  for (int r = 0; r < 6; ++r) {
+    const std::string id = "i-" + std::to_string(r);
+    inventory.AddResource(id, 2);
+    for (int h = 0; h < 6; ++h) costs.Add(id, At(h), At(h + 1), 3.0 + r);
+    for (int64_t t = At(0); t < At(6); t += kMinute) {
+      const bool in_gap = r == 1 && t >= At(2) && t < At(2) + 3 * kMinute;  // three minutes missing
+      if (!in_gap) samples.Add(t, id, 0, "pod-" + std::to_string(r % 4), 1.0, 0.5, kGiB);
+    }
+    samples.AddSeries(At(1), At(4), id, 1, r == 2 ? "" : "pod-9", 0.5, 0.25, 2 * kGiB);
+  }
+  samples.Add(samples.timestamp[500], samples.resource_id[500], samples.device[500], samples.consumer[500],
+              samples.share[500], samples.util[500], samples.mem_used[500]);  // a row read twice
+  GPUCOST_ASSERT_OK_AND_ASSIGN(Allocation ordered,
+                               Allocate(costs.columns(), samples.columns(), inventory.columns(), nullptr, {}));
+  std::vector<size_t> order(samples.timestamp.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin(), order.end(), std::mt19937(7));
+  SampleTable shuffled;
+  for (size_t i : order) {
+    shuffled.Add(samples.timestamp[i], samples.resource_id[i], samples.device[i], samples.consumer[i],
+                 samples.share[i], samples.util[i], samples.mem_used[i]);
+  }
+  GPUCOST_ASSERT_OK_AND_ASSIGN(Allocation a,
+                               Allocate(costs.columns(), shuffled.columns(), inventory.columns(), nullptr, {}));
+  EXPECT_EQ(a.diagnostics.samples_duplicate, 1);
+  EXPECT_EQ(a.diagnostics.samples_duplicate, ordered.diagnostics.samples_duplicate);
+  EXPECT_EQ(a.diagnostics.samples_used, ordered.diagnostics.samples_used);
+  ASSERT_TRUE(a.diagnostics.interval_seconds.has_value());
+  EXPECT_DOUBLE_EQ(*a.diagnostics.interval_seconds, 60.0);
+  ASSERT_EQ(a.size(), ordered.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a.keys[0].codes[i], ordered.keys[0].codes[i]);
+    EXPECT_NEAR(a.cost[i], ordered.cost[i], 1e-12 * std::abs(ordered.cost[i]) + 1e-12);
+    EXPECT_NEAR(a.gpu_hours[i], ordered.gpu_hours[i], 1e-12 * ordered.gpu_hours[i] + 1e-12);
+  }
+}
+
 }  // namespace
 }  // namespace gpucost
