@@ -5,8 +5,8 @@
 # 2. Fuzzes from the seed corpus fuzz/corpus/<name>/, writing new inputs to
 #    WORK_DIR only, so the repository stays clean. Two modes:
 #    - RUNS (ctest, `make test`): a fixed seed, a fresh work corpus and a fixed
-#      number of inputs, so a commit's result is the same on every machine and
-#      every run: the gate CI applies is reproducible (docs/decisions.md).
+#      number of inputs, so CI tries (nearly) the same inputs on every run,
+#      not a random draw (docs/decisions.md).
 #    - SECONDS (`make fuzz`): a random seed for that long, the work corpus kept
 #      between runs: exploration, which finds what the fixed runs cannot.
 # A failing input is left in WORK_DIR/<name>/crashes/: copy it into
