@@ -207,3 +207,63 @@ def test_sacct_unreadable_time_names_line_and_column(tmp_path, cell):
     path.write_text(f"JobID|User|Account|Start|End|NodeList|AllocTRES\n7|u|a|{cell}|Unknown|n1|gres/gpu=1\n")
     with pytest.raises(gpucost.InvalidInputError, match=r"sacct.txt: line 2, column 'Start'"):
         gpucost.read_slurm_sacct(path, tz="UTC", now=pd.Timestamp("2025-03-02T00:00:00Z"))
+
+
+# ---- Kubernetes: who holds how much of a GPU ------------------------------------------------
+
+
+def _pod_gpus(**kw) -> pd.DataFrame:
+    return gpucost.kubernetes.read_pod_gpus(REAL / "kubectl_get_pods_gpu_forms.json", **kw)
+
+
+def test_pod_gpus_device_plugin_mig_time_slicing_and_dra():
+    frame = _pod_gpus(nodes=REAL / "kubectl_get_nodes_gpu_operator.json", claims=REAL / "kubectl_get_resourceclaims.json")
+    assert frame.attrs["kubernetes"] == {"pods_without_gpus": 1, "node_labels": True, "claims": True}
+    by = {(c, d if isinstance(d, str) else ""): (k, n, s) for c, d, k, n, s in
+          zip(frame["consumer"], frame["device"], frame["kind"], frame["count"], frame["share"])}
+    # Init containers run before the app: max(8, 1); the sidecar holds none.
+    assert by[("ml/train-llm-0", "")] == ("device-plugin", 8.0, 1.0)
+    assert by[("ml/notebook-a", "")] == ("mig", 1.0, pytest.approx(1 / 7))
+    assert by[("ml/infer-3g", "")] == ("mig", 1.0, pytest.approx(3 / 7))
+    assert by[("ml/a30-slice", "")] == ("mig", 1.0, 0.5)  # an A30 has 4 slices of 6 GB
+    assert by[("serve/chat-0", "")] == ("time-slicing", 1.0, 0.25)  # gpu.shared, replicas 4
+    assert by[("serve/chat-1", "")] == ("time-slicing", 1.0, 0.5)  # plain name, node replicas 2
+    assert by[("serve/single-1g", "")] == ("mig", 2.0, pytest.approx(1 / 7))  # single strategy, 1g.5gb
+    # DRA: devices through the claim (the template's claim named in status),
+    # a claim reserved for two pods is half a GPU each.
+    assert by[("dra/sim-0", "gpu.nvidia.com/gpu-dra-0/gpu-0")] == ("dra", 1.0, 1.0)
+    assert by[("dra/sim-0", "gpu.nvidia.com/gpu-dra-0/gpu-1")] == ("dra", 1.0, 1.0)
+    assert by[("dra/shared-a", "gpu.nvidia.com/gpu-dra-0/gpu-2")] == ("dra", 1.0, 0.5)
+    assert by[("dra/shared-b", "gpu.nvidia.com/gpu-dra-0/gpu-2")] == ("dra", 1.0, 0.5)
+    # Not derivable: a MIG device through DRA, a claim with no status mapping.
+    assert np.isnan(by[("dra/mig-claim", "gpu.nvidia.com/gpu-dra-0/gpu-3-mig-1g10gb-0")][2])
+    assert np.isnan(by[("dra/unresolved", "")][2]) and np.isnan(by[("dra/unresolved", "")][1])
+    assert frame.loc[frame["consumer"] == "dra/sim-0", "claim"].tolist() == ["sim-0-gpus-x7k2p"] * 2
+    # GPU equivalents: 8 + 1/7 + 3/7 + 1/2 + 1/4 + 1/2 + 2/7 + 2 + 1/2 + 1/2 + pending 1
+    assert frame["gpus"].sum() == pytest.approx(8 + 6 / 7 + 0.5 + 0.25 + 0.5 + 2 + 1 + 1)
+    # Times: startTime, and the finished pod's last finishedAt; pending has none.
+    notebook = frame[frame["consumer"] == "ml/notebook-a"].iloc[0]
+    assert (notebook["start"], notebook["end"]) == (pd.Timestamp("2025-03-01T10:00:00Z"),
+                                                    pd.Timestamp("2025-03-01T10:45:00Z"))
+    pending = frame[frame["consumer"] == "ml/pending-0"].iloc[0]
+    assert pd.isna(pending["node"]) and pd.isna(pending["start"]) and pd.isna(pending["end"])
+
+
+def test_pod_gpus_without_node_labels_or_claims_never_guesses():
+    frame = _pod_gpus()
+    assert frame.attrs["kubernetes"]["node_labels"] is False
+    shared = frame[frame["resource"] == "nvidia.com/gpu.shared"]
+    assert shared["share"].isna().all()  # replicas unknown
+    dra = frame[frame["kind"] == "dra"]
+    assert dra["share"].isna().all() and dra["count"].isna().all()
+    # MIG profiles carry their own fraction.
+    assert frame.loc[frame["consumer"] == "ml/infer-3g", "share"].tolist() == [pytest.approx(3 / 7)]
+
+
+def test_pod_gpus_fractional_gpu_quantity_is_an_error(tmp_path):
+    text = (REAL / "kubectl_get_pods_gpu_forms.json").read_text().replace('"nvidia.com/gpu": "8"', '"nvidia.com/gpu": "500m"')
+    path = tmp_path / "pods.json"
+    path.write_text(text)
+    with pytest.raises(gpucost.InvalidInputError,
+                       match=r"pods.json: row 0, column 'spec.containers\[trainer\].resources.limits.nvidia.com/gpu'"):
+        gpucost.kubernetes.read_pod_gpus(path)
