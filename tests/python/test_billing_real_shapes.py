@@ -220,7 +220,8 @@ def _pod_gpus(**kw) -> pd.DataFrame:
 
 
 def test_pod_gpus_device_plugin_mig_time_slicing_and_dra():
-    frame = _pod_gpus(nodes=REAL / "kubectl_get_nodes_gpu_operator.json", claims=REAL / "kubectl_get_resourceclaims.json")
+    frame = _pod_gpus(nodes=REAL / "kubectl_get_nodes_gpu_operator.json",
+                      claims=REAL / "kubectl_get_resourceclaims.json")
     assert frame.attrs["kubernetes"] == {"pods_without_gpus": 1, "node_labels": True, "claims": True}
     by = {(c, d if isinstance(d, str) else ""): (k, n, s) for c, d, k, n, s in
           zip(frame["consumer"], frame["device"], frame["kind"], frame["count"], frame["share"])}
@@ -264,7 +265,8 @@ def test_pod_gpus_without_node_labels_or_claims_never_guesses():
 
 
 def test_pod_gpus_fractional_gpu_quantity_is_an_error(tmp_path):
-    text = (REAL / "kubectl_get_pods_gpu_forms.json").read_text().replace('"nvidia.com/gpu": "8"', '"nvidia.com/gpu": "500m"')
+    text = (REAL / "kubectl_get_pods_gpu_forms.json").read_text()
+    text = text.replace('"nvidia.com/gpu": "8"', '"nvidia.com/gpu": "500m"')
     path = tmp_path / "pods.json"
     path.write_text(text)
     with pytest.raises(gpucost.InvalidInputError,
