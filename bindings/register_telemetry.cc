@@ -215,6 +215,29 @@ void RegisterTelemetry(py::module_& m) {
     }
     return NodesToPython(ValueOrThrow(std::move(result)));
   });
+  m.def("kubectl_pod_gpus", [](const std::string& pods, const std::string& source, const std::string& nodes,
+                               const std::string& nodes_source, const std::string& claims,
+                               const std::string& claims_source) {
+    absl::StatusOr<PodGpuTable> result;
+    {
+      py::gil_scoped_release release;
+      result = ParseKubectlPodGpus(pods, source, nodes, nodes_source, claims, claims_source);
+    }
+    PodGpuTable t = ValueOrThrow(std::move(result));
+    py::dict out;
+    out["consumer"] = Strings(std::move(t.consumer));
+    out["node"] = Strings(std::move(t.node));
+    out["resource"] = Strings(std::move(t.resource));
+    out["kind"] = Strings(std::move(t.kind));
+    out["claim"] = Strings(std::move(t.claim));
+    out["device"] = Strings(std::move(t.device));
+    out["count"] = MoveToNumpy(std::move(t.count));
+    out["share"] = MoveToNumpy(std::move(t.share));
+    out["start"] = MoveToNumpy(std::move(t.start));
+    out["end"] = MoveToNumpy(std::move(t.end));
+    out["pods_without_gpus"] = t.pods_without_gpus;
+    return out;
+  });
   m.def("nvidia_smi",
         [](const std::string& gpu_text, const std::string& gpu_source, const std::optional<std::string>& apps_text,
            const std::string& apps_source, const std::string& tz, const std::string& resource_id,

@@ -1,4 +1,4 @@
-// libFuzzer target: kubectl JSON (pods, nodes) and provider ids
+// libFuzzer target: kubectl JSON (pods, their GPUs, nodes, resource claims) and provider ids
 // (io/kubernetes.h). Every input must give a status, never a crash.
 #include <cstddef>
 #include <cstdint>
@@ -15,6 +15,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case 0: {
       const std::vector<gpucost::LabelKey> keys = gpucost::DefaultLabelKeys();
       (void)gpucost::ParseKubectlPods(text, "pods.json", keys);
+      // The same text as pods, nodes and resource claims: one mode, so the
+      // existing seeds keep theirs.
+      (void)gpucost::ParseKubectlPodGpus(text, "pods.json", text, "nodes.json", text, "claims.json");
       break;
     }
     case 1:

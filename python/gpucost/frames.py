@@ -337,6 +337,24 @@ def workloads_frame(raw: dict) -> pd.DataFrame:
     return pd.DataFrame(columns, copy=False)
 
 
+def pod_gpus_frame(raw: dict) -> pd.DataFrame:
+    """consumer, node, resource, kind, claim, device, count, share, gpus
+    (count x share), start, end (UTC; NaT when not known)."""
+    columns: dict[str, Any] = {name: _codes_to_strings(raw[name], categorical=False)
+                               for name in ("consumer", "node", "resource", "kind", "claim", "device")}
+    columns["count"] = raw["count"]
+    columns["share"] = raw["share"]
+    columns["gpus"] = raw["count"] * raw["share"]
+    for name in ("start", "end"):
+        ns = raw[name].astype(np.int64)
+        times = ns.view("datetime64[ns]").copy()
+        times[ns == np.iinfo(np.int64).min] = np.datetime64("NaT")
+        columns[name] = pd.DatetimeIndex(times).tz_localize("UTC")
+    frame = pd.DataFrame(columns, copy=False)
+    frame.attrs["kubernetes"] = {"pods_without_gpus": int(raw["pods_without_gpus"])}
+    return frame
+
+
 def nodes_frame(raw: dict) -> pd.DataFrame:
     """node, resource_id, provider, zone, instance_type, instance_id."""
     return pd.DataFrame({name: _codes_to_strings(raw[name], categorical=False)

@@ -20,10 +20,10 @@ import pandas as pd
 
 from gpucost import _core
 from gpucost.errors import InvalidInputError
-from gpucost.frames import Table, nodes_frame, workloads_frame
+from gpucost.frames import Table, nodes_frame, pod_gpus_frame, workloads_frame
 from gpucost.prometheus import PrometheusClient, to_ns
 
-__all__ = ["DEFAULT_LABELS", "fetch_nodes", "fetch_workloads", "read_nodes", "read_pods", "unlabelled"]
+__all__ = ["DEFAULT_LABELS", "fetch_nodes", "fetch_workloads", "read_nodes", "read_pod_gpus", "read_pods", "unlabelled"]
 
 #: workloads column -> Kubernetes label key
 DEFAULT_LABELS: dict[str, str] = {"project": "project-id", "team": "team-id", "user": "user-id", "job": "job-id"}
@@ -51,6 +51,38 @@ def read_nodes(path: str | PathLike) -> pd.DataFrame:
     ``kubectl get nodes -o json``: the resource id is the instance id in
     ``spec.providerID`` (``aws:///us-east-1a/i-0abc`` -> ``i-0abc``)."""
     return nodes_frame(_core.kubectl_nodes(_read(path), str(path)))
+
+
+def read_pod_gpus(path: str | PathLike, nodes: str | PathLike | None = None,
+                  claims: str | PathLike | None = None) -> pd.DataFrame:
+    """The GPUs each pod holds (docs/telemetry.md, "GPU holdings"), from
+    ``kubectl get pods -A -o json``: one row per pod and GPU resource with
+    ``consumer`` ("namespace/pod"), ``node``, ``resource``
+    (``nvidia.com/gpu``, ``nvidia.com/mig-1g.10gb``, ``nvidia.com/gpu.shared``,
+    ``dra``), ``kind`` (``device-plugin``, ``mig``, ``time-slicing``, ``dra``),
+    ``claim`` and ``device`` (DRA), ``count`` (units the pod holds),
+    ``share`` (the fraction of one GPU a unit is: 1, ``g/7`` for a MIG slice,
+    ``1/R`` for a time-sliced replica, ``1/k`` for a DRA claim shared by k
+    pods), ``gpus`` (count x share) and ``start``/``end`` (NaT while running
+    or not started).
+
+    ``nodes`` (``kubectl get nodes -o json``) gives the GPU operator's node
+    labels that decide shares: ``nvidia.com/gpu.replicas`` (time-slicing) and
+    ``nvidia.com/mig.strategy=single`` with the ``nvidia.com/gpu.product``
+    profile. ``claims`` (``kubectl get resourceclaims -A -o json``) gives the
+    devices of DRA claims. Where the dumps do not say, ``share`` is NaN; it
+    is never guessed. ``frame.attrs["kubernetes"]["pods_without_gpus"]``
+    counts pods holding none; ``node_labels`` and ``claims`` say whether
+    those dumps were given (without node labels a time-sliced or single-
+    strategy MIG ``nvidia.com/gpu`` reads as a whole GPU)."""
+    nodes_text = _read(nodes) if nodes is not None else ""
+    claims_text = _read(claims) if claims is not None else ""
+    frame = pod_gpus_frame(_core.kubectl_pod_gpus(_read(path), str(path), nodes_text, str(nodes or ""), claims_text,
+                                                  str(claims or "")))
+    # Without the node labels, time-slicing under the plain resource name and
+    # MIG's single strategy look like whole GPUs: say what was known.
+    frame.attrs["kubernetes"].update(node_labels=nodes is not None, claims=claims is not None)
+    return frame
 
 
 def _client(url: Any, **http) -> PrometheusClient:

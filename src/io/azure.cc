@@ -95,20 +95,8 @@ absl::Status AzureFormat::Normalise(const Row& row, LineBuilder& out) {
   }
   line.resource_id = row.Text(layout.col(kResourceId));
   line.lowercase_resource = true;  // ARM ids are case-insensitive: one spelling, lower case
-  // A scale set's line names its instance in additionalInfo.VMName
-  // ("<scale set>_<N>"): the instance's own ARM id, as AKS's providerID has it.
-  const std::string lower_id = absl::AsciiStrToLower(ToAbsl(line.resource_id));
-  if (absl::StrContains(lower_id, "/virtualmachinescalesets/") && !absl::StrContains(lower_id, "/virtualmachines/")) {
-    std::string_view vm_name;
-    GPUCOST_RETURN_IF_ERROR(CellKeyValue(row, layout.col(kAdditionalInfo), "VMName", out, &vm_name));
-    const size_t underscore = vm_name.rfind('_');
-    const std::string_view scale_set = line.resource_id.substr(line.resource_id.rfind('/') + 1);
-    if (underscore != std::string_view::npos && underscore + 1 < vm_name.size() &&
-        absl::EqualsIgnoreCase(ToAbsl(vm_name.substr(0, underscore)), ToAbsl(scale_set))) {
-      line.resource_id = out.Stable(absl::StrCat(ToAbsl(line.resource_id), "/virtualMachines/",
-                                                 ToAbsl(vm_name.substr(underscore + 1))));
-    }
-  }
+  // A scale set's line names its instance in additionalInfo.VMName.
+  GPUCOST_RETURN_IF_ERROR(AzureScaleSetInstance(row, layout.col(kAdditionalInfo), out, &line.resource_id));
   line.resource_name = row.Text(layout.col(kResourceName));
   line.provider = "azure";
   line.account = row.Text(layout.col(kSubscription));

@@ -26,6 +26,7 @@
 #include "absl/container/node_hash_set.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "gpucost/catalog.h"
@@ -565,6 +566,35 @@ absl::Status CellKeyValue(const Row& row, int col, std::string_view key, LineBui
   return row.Pairs(col, [&](std::string_view k, std::string_view v, ValueKind) {
     if (k == key) *value = v;
   });
+}
+
+// An Azure scale set's line names its instance in the additional-info JSON
+// (cost details' AdditionalInfo, FOCUS's x_SkuDetails) as VMName
+// "<scale set>_<N>": *resource_id becomes the instance's own ARM id
+// (".../virtualMachines/<N>"), as AKS's providerID has it. Any other id or
+// VMName leaves it as it is.
+template <typename Row>
+absl::Status AzureScaleSetInstance(const Row& row, int info_col, LineBuilder& out, std::string_view* resource_id) {
+  constexpr std::string_view kScaleSets = "/virtualMachineScaleSets";  // then "/<scale set>", any case
+  const std::string_view id = *resource_id;
+  const size_t slash = id.rfind('/');
+  if (slash == std::string_view::npos || slash < kScaleSets.size()) return absl::OkStatus();
+  if (!absl::EqualsIgnoreCase(absl::string_view(id.data() + slash - kScaleSets.size(), kScaleSets.size()),
+                              absl::string_view(kScaleSets.data(), kScaleSets.size()))) {
+    return absl::OkStatus();
+  }
+  std::string_view vm_name;
+  GPUCOST_RETURN_IF_ERROR(CellKeyValue(row, info_col, "VMName", out, &vm_name));
+  const size_t underscore = vm_name.rfind('_');
+  const std::string_view scale_set = id.substr(slash + 1);
+  if (underscore != std::string_view::npos && underscore + 1 < vm_name.size() &&
+      absl::EqualsIgnoreCase(absl::string_view(vm_name.data(), underscore),
+                             absl::string_view(scale_set.data(), scale_set.size()))) {
+    *resource_id = out.Stable(absl::StrCat(absl::string_view(id.data(), id.size()), "/virtualMachines/",
+                                           absl::string_view(vm_name.data() + underscore + 1,
+                                                             vm_name.size() - underscore - 1)));
+  }
+  return absl::OkStatus();
 }
 
 // The instance type in an AWS usage type: "USW2-BoxUsage:p4d.24xlarge" ->

@@ -113,6 +113,11 @@ absl::Status FocusFormat::Normalise(const Row& row, LineBuilder& out) {
   // Azure's ARM ids are case-insensitive: lower case, as the cost-details
   // reader and read_nodes write them.
   line.lowercase_resource = line.provider == "azure" || absl::StartsWithIgnoreCase(ToAbsl(line.resource_id), "/subscriptions/");
+  // Azure's FOCUS export bills a scale set's VMs on the scale set; its
+  // x_SkuDetails (cost details' AdditionalInfo) names the instance.
+  if (line.lowercase_resource) {
+    GPUCOST_RETURN_IF_ERROR(AzureScaleSetInstance(row, layout.col(kSkuDetails), out, &line.resource_id));
+  }
   // GCP names a VM by its global name (the numeric id) and ResourceName.
   std::string canonical;
   if (GcpInstance(line.resource_id, line.resource_name, &canonical, &line.instance_id)) {

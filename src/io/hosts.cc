@@ -535,6 +535,55 @@ bool ParseIndexList(std::string_view s, std::vector<int32_t>* out) {
   return true;
 }
 
+// A sacct time. SLURM_TIME_FORMAT decides how sacct prints it: the default
+// "2025-03-01T10:00:00" is the controller's local time (`tz`); a format with
+// %z ("...T10:00:00+0100", "+01:00", "Z") states its own offset, which wins
+// over `tz` (and reads a daylight-saving change unambiguously); "%s" prints
+// Unix seconds.
+absl::StatusOr<int64_t> ParseSacctTime(std::string_view text, std::string_view tz) {
+  const std::string_view t = Trim(text);
+  int64_t epoch;
+  if (!t.empty() && t.size() <= 12 && ParseNumber(t, &epoch)) {
+    if (epoch < kMinInstant / 1000000000 || epoch >= kMaxInstant / 1000000000) {
+      return absl::InvalidArgumentError(absl::StrCat("'", A(t), "' is outside 1970-01-01..2200-01-01"));
+    }
+    return epoch * 1000000000;
+  }
+  if (t.size() > 19) {
+    std::string_view local = t, offset;
+    if (t.back() == 'Z') {
+      local = t.substr(0, t.size() - 1);
+      offset = "Z";
+    } else if (const size_t sign = t.find_last_of("+-"); sign != std::string_view::npos && sign >= 19) {
+      local = t.substr(0, sign);
+      offset = t.substr(sign);
+    }
+    if (!offset.empty()) {
+      int64_t seconds = 0;
+      if (offset != "Z") {
+        std::string digits;
+        for (char c : offset.substr(1)) {
+          if (c != ':') digits.push_back(c);
+        }
+        int64_t hh, mm;
+        if (digits.size() != 4 || !ParseNumber(std::string_view(digits).substr(0, 2), &hh) ||
+            !ParseNumber(std::string_view(digits).substr(2, 2), &mm) || hh > 14 || mm > 59) {
+          return absl::InvalidArgumentError(absl::StrCat("'", A(t), "': '", A(offset), "' is not a UTC offset"));
+        }
+        seconds = (offset[0] == '-' ? -1 : 1) * (hh * 3600 + mm * 60);
+      }
+      absl::StatusOr<int64_t> utc = ParseLocalTime(local, "UTC");
+      if (!utc.ok()) return utc;
+      const int64_t when = *utc - seconds * 1000000000;
+      if (when < kMinInstant || when >= kMaxInstant) {
+        return absl::InvalidArgumentError(absl::StrCat("'", A(t), "' is outside 1970-01-01..2200-01-01"));
+      }
+      return when;
+    }
+  }
+  return ParseLocalTime(t, tz);
+}
+
 struct SacctJob {
   int64_t line;
   std::string id, user, account;
@@ -624,7 +673,7 @@ absl::StatusOr<SacctResult> ParseSacct(std::string_view text, std::string_view s
     job.line = line_no;
     job.id = std::string(id);
     job.gpus = gpus;
-    absl::StatusOr<int64_t> start = ParseLocalTime(start_s, options.tz);
+    absl::StatusOr<int64_t> start = ParseSacctTime(start_s, options.tz);
     if (!start.ok()) {
       if (start.status().message().substr(0, 10) == "parameter ") return start.status();
       return LineError(source, line_no, "Start", std::string(start.status().message()));
@@ -636,7 +685,7 @@ absl::StatusOr<SacctResult> ParseSacct(std::string_view text, std::string_view s
       }
       job.end = options.now_ns;
     } else {
-      absl::StatusOr<int64_t> end = ParseLocalTime(end_s, options.tz);
+      absl::StatusOr<int64_t> end = ParseSacctTime(end_s, options.tz);
       if (!end.ok()) return LineError(source, line_no, "End", std::string(end.status().message()));
       job.end = *end;
     }

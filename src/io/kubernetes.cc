@@ -2,13 +2,18 @@
 #include "gpucost/io/kubernetes.h"
 
 #include <algorithm>
+#include <cmath>
+#include <optional>
 #include <string>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "gpucost/io/csv.h"
 #include "gpucost/status.h"
 #include "simdjson.h"
 
@@ -301,6 +306,279 @@ absl::StatusOr<NodeTable> NodesFromKubeNodeInfo(const PromSamples& s) {
   out.zone = zone.Finish();
   out.instance_type = type.Finish();
   out.instance_id = instance_id.Finish();
+  return out;
+}
+
+namespace {
+
+// What one unit of a GPU resource is, before node labels: kind and share.
+struct GpuResource {
+  std::string_view kind;
+  double share;
+  bool shared;  // a time-sliced replica (".shared"): share / replicas
+};
+
+// "1g.10gb", "3g.40gb+me", "1c.3g.40gb" -> g / 7 (g / 4 on an A30, whose
+// slices have 6 GB each); NaN when it is not a MIG profile.
+double MigShare(std::string_view profile) {
+  const size_t g = profile.find("g.");
+  if (g == std::string_view::npos || g == 0) return std::nan("");
+  size_t begin = g;
+  while (begin > 0 && profile[begin - 1] >= '0' && profile[begin - 1] <= '9') --begin;
+  size_t end = g + 2;
+  while (end < profile.size() && profile[end] >= '0' && profile[end] <= '9') ++end;
+  int slices = 0, memory = 0;
+  if (!absl::SimpleAtoi(A(profile.substr(begin, g - begin)), &slices) ||
+      !absl::SimpleAtoi(A(profile.substr(g + 2, end - g - 2)), &memory) || slices <= 0 ||
+      profile.substr(end, 2) != "gb") {
+    return std::nan("");
+  }
+  const int per_gpu = memory == 6 * slices ? 4 : 7;
+  if (slices > per_gpu) return std::nan("");
+  return static_cast<double>(slices) / per_gpu;
+}
+
+std::optional<GpuResource> ClassifyResource(std::string_view name) {
+  if (name == "nvidia.com/gpu" || name == "amd.com/gpu") return GpuResource{"device-plugin", 1.0, false};
+  if (name == "nvidia.com/gpu.shared") return GpuResource{"time-slicing", 1.0, true};
+  if (absl::StartsWith(A(name), "nvidia.com/mig-")) {
+    std::string_view profile = name.substr(15);
+    const bool shared = absl::EndsWith(A(profile), ".shared");
+    if (shared) profile.remove_suffix(7);
+    return GpuResource{shared ? "time-slicing" : "mig", MigShare(profile), shared};
+  }
+  return std::nullopt;
+}
+
+// A resource quantity of an extended resource: a whole number.
+bool ParseUnits(simdjson::dom::element value, double* out) {
+  std::string_view text;
+  int64_t n = 0;
+  if (value.get_string().get(text) == simdjson::SUCCESS) {
+    if (!absl::SimpleAtoi(A(text), &n) || n < 0) return false;
+  } else if (value.get_int64().get(n) != simdjson::SUCCESS || n < 0) {
+    return false;
+  }
+  *out = static_cast<double>(n);
+  return true;
+}
+
+struct NodeGpuLabels {
+  int replicas = 1;
+  bool mig_single = false;
+  double single_share = std::nan("");
+};
+
+}  // namespace
+
+absl::StatusOr<PodGpuTable> ParseKubectlPodGpus(std::string_view pods_json, std::string_view source,
+                                                std::string_view nodes_json, std::string_view nodes_source,
+                                                std::string_view claims_json, std::string_view claims_source) {
+  // Node labels of the NVIDIA GPU operator (GPU feature discovery).
+  absl::flat_hash_map<std::string, NodeGpuLabels> node_labels;
+  if (!nodes_json.empty()) {
+    simdjson::dom::parser parser;
+    GPUCOST_ASSIGN_OR_RETURN(simdjson::dom::array items, Items(parser, nodes_json, nodes_source, "nodes"));
+    size_t row = 0;
+    for (simdjson::dom::element item : items) {
+      const std::string_view name = StringAt(item["metadata"], "name");
+      if (name.empty()) return RowError(nodes_source, static_cast<long long>(row), "metadata.name", "missing");
+      auto labels = item["metadata"]["labels"];
+      NodeGpuLabels& out = node_labels[std::string(name)];
+      const std::string_view replicas = StringAt(labels, "nvidia.com/gpu.replicas");
+      if (!replicas.empty() && (!absl::SimpleAtoi(A(replicas), &out.replicas) || out.replicas < 1)) {
+        return RowError(nodes_source, static_cast<long long>(row), "metadata.labels.nvidia.com/gpu.replicas",
+                        absl::StrCat("'", A(replicas), "' is not a replica count"));
+      }
+      if (StringAt(labels, "nvidia.com/mig.strategy") == "single") {
+        out.mig_single = true;
+        const std::string_view product = StringAt(labels, "nvidia.com/gpu.product");
+        const size_t mig = product.rfind("-MIG-");
+        if (mig != std::string_view::npos) out.single_share = MigShare(product.substr(mig + 5));
+      }
+      ++row;
+    }
+  }
+  // ResourceClaims: namespace/name -> allocated devices and how many pods share them.
+  struct Claim {
+    std::vector<std::string> devices;
+    int consumers = 0;
+  };
+  absl::flat_hash_map<std::string, Claim> claims;
+  if (!claims_json.empty()) {
+    simdjson::dom::parser parser;
+    GPUCOST_ASSIGN_OR_RETURN(simdjson::dom::array items, Items(parser, claims_json, claims_source, "resourceclaims"));
+    for (simdjson::dom::element item : items) {
+      Claim claim;
+      simdjson::dom::array results, reserved;
+      if (item["status"]["allocation"]["devices"]["results"].get_array().get(results) == simdjson::SUCCESS) {
+        for (simdjson::dom::element r : results) {
+          claim.devices.push_back(absl::StrCat(A(StringAt(r, "driver")), "/", A(StringAt(r, "pool")), "/",
+                                               A(StringAt(r, "device"))));
+        }
+      }
+      if (item["status"]["reservedFor"].get_array().get(reserved) == simdjson::SUCCESS) {
+        claim.consumers = static_cast<int>(reserved.size());
+      }
+      claims[absl::StrCat(A(StringAt(item["metadata"], "namespace")), "/", A(StringAt(item["metadata"], "name")))] =
+          std::move(claim);
+    }
+  }
+
+  simdjson::dom::parser parser;
+  GPUCOST_ASSIGN_OR_RETURN(simdjson::dom::array items, Items(parser, pods_json, source, "pods"));
+  PodGpuTable out;
+  StringEncoder consumer, node_col, resource, kind, claim_col, device;
+  size_t row = 0;
+  for (simdjson::dom::element item : items) {
+    const long long r = static_cast<long long>(row++);
+    const std::string_view ns = StringAt(item["metadata"], "namespace"), name = StringAt(item["metadata"], "name");
+    if (ns.empty() || name.empty()) {
+      return RowError(source, r, ns.empty() ? "metadata.namespace" : "metadata.name", "missing");
+    }
+    const std::string pod = absl::StrCat(A(ns), "/", A(name));
+    const std::string_view node = StringAt(item["spec"], "nodeName");
+    const NodeGpuLabels* labels = nullptr;
+    if (auto it = node_labels.find(A(node)); it != node_labels.end()) labels = &it->second;
+
+    // Effective units per resource: max(app + restartable init, each init).
+    std::vector<std::pair<std::string, double>> running, init_max;
+    std::vector<std::string> claim_refs;  // pod-level claim names the containers use
+    auto add = [](std::vector<std::pair<std::string, double>>& v, std::string_view key, double n, bool sum) {
+      for (auto& [k, x] : v) {
+        if (k == key) {
+          x = sum ? x + n : std::max(x, n);
+          return;
+        }
+      }
+      v.emplace_back(std::string(key), n);
+    };
+    for (const char* list : {"containers", "initContainers"}) {
+      const bool init = std::string_view(list) == "initContainers";
+      simdjson::dom::array containers;
+      if (item["spec"][list].get_array().get(containers) != simdjson::SUCCESS) continue;
+      for (simdjson::dom::element c : containers) {
+        const bool sidecar = init && StringAt(c, "restartPolicy") == "Always";
+        // Extended resources have limits (requests, when given, equal them).
+        simdjson::dom::object limits;
+        const bool any = c["resources"]["limits"].get_object().get(limits) == simdjson::SUCCESS ||
+                         c["resources"]["requests"].get_object().get(limits) == simdjson::SUCCESS;
+        if (any) {
+          for (auto field : limits) {
+            if (!ClassifyResource(field.key).has_value()) continue;
+            double n = 0;
+            if (!ParseUnits(field.value, &n)) {
+              return RowError(source, r,
+                              absl::StrCat("spec.", list, "[", A(StringAt(c, "name")), "].resources.limits.",
+                                           A(field.key)),
+                              "not a whole number of devices");
+            }
+            if (init && !sidecar) add(init_max, field.key, n, false);
+            else add(running, field.key, n, true);
+          }
+        }
+        simdjson::dom::array refs;
+        if (c["resources"]["claims"].get_array().get(refs) == simdjson::SUCCESS) {
+          for (simdjson::dom::element ref : refs) {
+            const std::string_view claim_name = StringAt(ref, "name");
+            if (std::find(claim_refs.begin(), claim_refs.end(), claim_name) == claim_refs.end()) {
+              claim_refs.emplace_back(claim_name);
+            }
+          }
+        }
+      }
+    }
+    for (const auto& [k, n] : init_max) add(running, k, n, false);
+
+    // Times: start, and the end of a finished pod.
+    int64_t start = kUnknownInstant, end = kUnknownInstant;
+    const std::string_view started = StringAt(item["status"], "startTime");
+    if (!started.empty() && !io::ParseInstant(started, &start)) {
+      return RowError(source, r, "status.startTime", absl::StrCat("'", A(started), "' is not an RFC 3339 time"));
+    }
+    const std::string_view phase = StringAt(item["status"], "phase");
+    if (phase == "Succeeded" || phase == "Failed") {
+      for (const char* list : {"containerStatuses", "initContainerStatuses"}) {
+        simdjson::dom::array statuses;
+        if (item["status"][list].get_array().get(statuses) != simdjson::SUCCESS) continue;
+        for (simdjson::dom::element st : statuses) {
+          const std::string_view finished = StringAt(st["state"]["terminated"], "finishedAt");
+          int64_t t = 0;
+          if (finished.empty()) continue;
+          if (!io::ParseInstant(finished, &t)) {
+            return RowError(source, r, absl::StrCat("status.", list, ".state.terminated.finishedAt"),
+                            absl::StrCat("'", A(finished), "' is not an RFC 3339 time"));
+          }
+          end = std::max(end, t);
+        }
+      }
+    }
+
+    auto emit = [&](std::string_view res, std::string_view k, double count, double share, std::string_view claim,
+                    std::string_view dev) {
+      consumer.Add(pod);
+      if (node.empty()) node_col.AddNull(); else node_col.Add(node);
+      resource.Add(res);
+      kind.Add(k);
+      if (claim.empty()) claim_col.AddNull(); else claim_col.Add(claim);
+      if (dev.empty()) device.AddNull(); else device.Add(dev);
+      out.count.push_back(count);
+      out.share.push_back(share);
+      out.start.push_back(start);
+      out.end.push_back(end);
+    };
+    size_t rows_before = out.count.size();
+    for (const auto& [res, n] : running) {
+      if (n <= 0) continue;
+      GpuResource g = *ClassifyResource(res);
+      std::string_view k = g.kind;
+      double share = g.share;
+      if (labels != nullptr && labels->mig_single && res == "nvidia.com/gpu") {
+        k = "mig";  // the single strategy names MIG slices nvidia.com/gpu
+        share = labels->single_share;
+      }
+      if (g.shared || (res == "nvidia.com/gpu" && labels != nullptr && labels->replicas > 1)) {
+        k = "time-slicing";
+        share = labels != nullptr ? share / labels->replicas : std::nan("");
+      }
+      emit(res, k, n, share, {}, {});
+    }
+    // DRA: the pod's claims (spec.resourceClaims) its containers use, named
+    // by the ResourceClaim object (spec, or status for a template's claim).
+    simdjson::dom::array pod_claims;
+    if (!claim_refs.empty() && item["spec"]["resourceClaims"].get_array().get(pod_claims) == simdjson::SUCCESS) {
+      for (simdjson::dom::element pc : pod_claims) {
+        const std::string_view local = StringAt(pc, "name");
+        if (std::find(claim_refs.begin(), claim_refs.end(), local) == claim_refs.end()) continue;
+        std::string_view object = StringAt(pc, "resourceClaimName");
+        simdjson::dom::array statuses;
+        if (object.empty() && item["status"]["resourceClaimStatuses"].get_array().get(statuses) == simdjson::SUCCESS) {
+          for (simdjson::dom::element st : statuses) {
+            if (StringAt(st, "name") == local) object = StringAt(st, "resourceClaimName");
+          }
+        }
+        const std::string label = object.empty() ? std::string(local) : std::string(object);
+        auto it = object.empty() ? claims.end() : claims.find(absl::StrCat(A(ns), "/", A(object)));
+        if (it == claims.end() || it->second.devices.empty()) {
+          emit("dra", "dra", std::nan(""), std::nan(""), label, {});  // devices not known from the pod
+          continue;
+        }
+        const double share = 1.0 / std::max(1, it->second.consumers);
+        for (const std::string& dev : it->second.devices) {
+          // A MIG device through DRA: its fraction is not in the claim.
+          const bool mig = absl::StrContains(absl::AsciiStrToLower(dev), "mig");
+          emit("dra", "dra", 1.0, mig ? std::nan("") : share, label, dev);
+        }
+      }
+    }
+    if (out.count.size() == rows_before) ++out.pods_without_gpus;
+  }
+  out.consumer = consumer.Finish();
+  out.node = node_col.Finish();
+  out.resource = resource.Finish();
+  out.kind = kind.Finish();
+  out.claim = claim_col.Finish();
+  out.device = device.Finish();
   return out;
 }
 

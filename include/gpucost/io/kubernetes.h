@@ -16,6 +16,7 @@
 #ifndef GPUCOST_IO_KUBERNETES_H_
 #define GPUCOST_IO_KUBERNETES_H_
 
+#include <cstdint>
 #include <span>
 #include <string>
 #include <string_view>
@@ -62,6 +63,41 @@ struct ProviderId {
 
 [[nodiscard]] absl::StatusOr<WorkloadTable> ParseKubectlPods(std::string_view json, std::string_view source,
                                                              std::span<const LabelKey> keys);
+// The GPUs each pod holds, from `kubectl get pods -A -o json` (docs/telemetry.md,
+// "GPU holdings"): one row per pod and GPU resource, with the fraction of one
+// physical GPU a unit of it is (SEMANTICS 1.2 `share`):
+//   nvidia.com/gpu, amd.com/gpu        kind "device-plugin", share 1 (a node
+//                                      labelled nvidia.com/gpu.replicas=R > 1
+//                                      time-slices them: "time-slicing", 1/R;
+//                                      nvidia.com/mig.strategy=single: "mig",
+//                                      from the nvidia.com/gpu.product suffix)
+//   nvidia.com/mig-<g>g.<m>gb[...]     kind "mig", g/7 (g/4 on an A30: m = 6 g)
+//   nvidia.com/gpu.shared (and a MIG   kind "time-slicing", share / R with R
+//   resource ending ".shared")         from the node's nvidia.com/gpu.replicas
+//   a DRA claim (spec.resourceClaims)  kind "dra", one row per allocated device
+//                                      of the ResourceClaim (claims dump),
+//                                      share 1 / the pods it is reserved for
+// `count` is the pod's effective request (max of the app containers' and
+// restartable init containers' sum and any one init container's), `share`
+// NaN where the dumps do not say (no node labels for replicas, no claims dump,
+// a MIG device through DRA). start/end: status.startTime and, for a finished
+// pod, its last container's finishedAt; kUnknownInstant when not known.
+inline constexpr int64_t kUnknownInstant = INT64_MIN;
+struct PodGpuTable {
+  EncodedStrings consumer, node, resource, kind, claim, device;
+  std::vector<double> count, share;
+  std::vector<int64_t> start, end;
+  int64_t pods_without_gpus = 0;
+  [[nodiscard]] size_t size() const { return count.size(); }
+};
+// nodes_json / claims_json: `kubectl get nodes -o json` and `kubectl get
+// resourceclaims -A -o json`; empty when not given.
+[[nodiscard]] absl::StatusOr<PodGpuTable> ParseKubectlPodGpus(std::string_view pods_json, std::string_view source,
+                                                              std::string_view nodes_json,
+                                                              std::string_view nodes_source,
+                                                              std::string_view claims_json,
+                                                              std::string_view claims_source);
+
 // Two nodes naming one instance are an error naming both.
 [[nodiscard]] absl::StatusOr<NodeTable> ParseKubectlNodes(std::string_view json, std::string_view source);
 
