@@ -149,6 +149,23 @@ double UsageHours(double amount, std::string_view unit) {
   return kNaN;
 }
 
+std::string_view Ec2InstanceId(std::string_view arn) {
+  if (!absl::StartsWith(ToAbsl(arn), "arn:aws")) return {};
+  // partition, service, region, account, then "instance/<id>"
+  const std::vector<absl::string_view> fields = absl::StrSplit(ToAbsl(arn), absl::MaxSplits(':', 5));
+  if (fields.size() != 6 || fields[2] != "ec2") return {};
+  for (char c : fields[4]) {
+    if (!absl::ascii_isdigit(static_cast<unsigned char>(c))) return {};
+  }
+  absl::string_view resource = fields[5];
+  if (!absl::ConsumePrefix(&resource, "instance/i-") || resource.empty()) return {};
+  for (char c : resource) {
+    const auto u = static_cast<unsigned char>(c);
+    if (!absl::ascii_isdigit(u) && !(c >= 'a' && c <= 'f')) return {};
+  }
+  return arn.substr(arn.size() - resource.size() - 2);
+}
+
 bool GcpInstance(std::string_view global_name, std::string_view name, std::string* canonical,
                  std::string_view* numeric_id) {
   constexpr std::string_view kPrefix = "//compute.googleapis.com/";

@@ -282,6 +282,12 @@ double UsageHours(double amount, std::string_view unit);
 bool GcpInstance(std::string_view global_name, std::string_view name, std::string* canonical,
                  std::string_view* numeric_id);
 
+// The instance id `i-0abc` of an EC2 instance ARN
+// (`arn:aws[-cn|-us-gov]:ec2:<region>:<account>:instance/i-0abc`, as AWS's
+// FOCUS export writes ResourceId), the spelling the CUR, a node's providerID
+// and DCGM use; empty for any other id.
+std::string_view Ec2InstanceId(std::string_view arn);
+
 // A line that takes part in a GCP committed-use discount, noted while reading
 // so that amortize.cc can spread the fees once every line is known.
 struct CommitmentNote {

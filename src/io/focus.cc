@@ -118,6 +118,8 @@ absl::Status FocusFormat::Normalise(const Row& row, LineBuilder& out) {
   if (line.lowercase_resource) {
     GPUCOST_RETURN_IF_ERROR(AzureScaleSetInstance(row, layout.col(kSkuDetails), out, &line.resource_id));
   }
+  // AWS names an instance by ARN; the CUR, nodes and DCGM by its id.
+  if (const std::string_view id = Ec2InstanceId(line.resource_id); !id.empty()) line.resource_id = id;
   // GCP names a VM by its global name (the numeric id) and ResourceName.
   std::string canonical;
   if (GcpInstance(line.resource_id, line.resource_name, &canonical, &line.instance_id)) {

@@ -397,3 +397,17 @@ def test_edge_inputs():
     assert gpucost.read_focus(frame).tags.tolist() == ['{"team":"a"}', "{}"]
     with pytest.raises(gpucost.InvalidInputError, match="table: missing required column 'EffectiveCost'"):
         gpucost.read_focus(frame.iloc[:0].drop(columns="EffectiveCost"))
+
+
+def test_ec2_instance_arns_become_instance_ids():
+    """AWS's FOCUS export names instances by ARN; the reader writes the id the
+    CUR, a node's providerID and DCGM use. Other ARNs stay as written."""
+    ids = ["arn:aws:ec2:us-east-1:111122223333:instance/i-0abc12",
+           "arn:aws-cn:ec2:cn-north-1:111122223333:instance/i-0def34",
+           "arn:aws:ec2:us-east-1:111122223333:volume/vol-0abc",
+           "arn:aws:ec2:us-east-1:111122223333:instance/i-0ABC",
+           "arn:aws:sagemaker:us-east-1:111122223333:notebook-instance/nb"]
+    frame = pd.DataFrame({"ChargePeriodStart": pd.to_datetime(["2025-03-01T10:00Z"] * 5),
+                          "ChargePeriodEnd": pd.to_datetime(["2025-03-01T11:00Z"] * 5),
+                          "EffectiveCost": [1.0] * 5, "ResourceId": ids})
+    assert gpucost.read_focus(frame).resource_id.astype(str).tolist() == ["i-0abc12", "i-0def34"] + ids[2:]

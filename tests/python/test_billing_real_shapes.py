@@ -64,10 +64,9 @@ def test_aws_focus_data_export_rows_totals_and_join():
     assert effective["cost"].sum() == pytest.approx(60.1537, abs=0.005)
     # 55.04 + 0 + 4.00 + 0.0137 + 2.10 - 1.00
     assert billed["cost"].sum() == pytest.approx(60.1537, abs=0.005)
-    # ResourceId is the instance's ARN; config.instance_ids gives the id the
-    # EKS node's providerID has (the CLI applies it to every bill).
-    assert _primary_ids(effective) == {"arn:aws:ec2:us-west-2:444455556666:instance/" + i for i in _nodes("eks")}
-    assert _nodes("eks") == _primary_ids(gpucost.config.instance_ids(effective))
+    # ResourceId is the instance's ARN; the reader writes the id the EKS
+    # node's providerID, DCGM and the CUR have.
+    assert _primary_ids(effective) == _nodes("eks")
     # The instance type comes from x_UsageType ("USW2-BoxUsage:p5.48xlarge").
     assert list(effective["instance_type"].astype(object)[:2]) == ["p5.48xlarge", "g5.12xlarge"]
     assert list(effective["quantity_hours"][:2]) == [1.0, 1.0]  # ConsumedUnit "Hrs"
