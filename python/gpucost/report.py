@@ -182,7 +182,8 @@ def report(costs: Any, usage: Any, inventory: Any, workloads: Any = None, *, pat
            idle: str = "keep", interval: float = 60, bill: Any = None, budgets: Any = None,
            interruptions: Any = None, rates: Any = None, today: Any = None, currency: str | None = None,
            analyses: Sequence[str] | None = None, exchange_rates: Any = None, strict: bool = False,
-           tag: str | Sequence[str] | None = None, shared: Any = None, share_split: str = "weighted") -> Report:
+           tag: str | Sequence[str] | None = None, shared: Any = None, share_split: str = "weighted",
+           existing: Any = None) -> Report:
     """Builds the showback report and writes it to ``path`` when given.
 
     Args:
@@ -198,6 +199,8 @@ def report(costs: Any, usage: Any, inventory: Any, workloads: Any = None, *, pat
             spot section.
         rates: purchase options (``instance_type, kind, hourly, term_years``)
             for the commitment advice.
+        existing: the commitments already bought, for the advice (see
+            :func:`gpucost.advise_commitments`; default: the bill's own).
         today: "now" for budgets (default: the end of the data).
         currency: the currency of every figure (default: the bill's own, from
             its ``currency`` column; USD when it has none).
@@ -322,7 +325,7 @@ def report(costs: Any, usage: Any, inventory: Any, workloads: Any = None, *, pat
 
     # 4. Tagging gaps
     gap = _tagging_gaps(costs, usage, inventory, workloads, by, policy)
-    if gap is not None:
+    if gap is not None and len(gap):
         data["tagging_gaps"] = gap
         gap_total = float(gap["cost"].sum())
         s = Section("tagging", "Tagging gaps",
@@ -335,7 +338,7 @@ def report(costs: Any, usage: Any, inventory: Any, workloads: Any = None, *, pat
                                                      "gpu_hours": "GPU-hours held"}))
         sections.append(s)
     else:
-        omitted["tagging"] = "no workloads table"
+        omitted["tagging"] = "no workloads table" if gap is None else f"every workload has a {' and '.join(by)} label"
 
     sections.insert(0, _highlights(kpi, table, team, total, data.get("tagging_gaps"), by, currency))
     if join.problems:  # what did not line up comes first, before any number is read
@@ -344,7 +347,7 @@ def report(costs: Any, usage: Any, inventory: Any, workloads: Any = None, *, pat
     # 5-9. Sections from gpucost's analyses, when this build has them.
     wanted = list(analyses) if analyses is not None else list(_ANALYSES)
     context = dict(costs=costs, usage=usage, inventory=inventory, workloads=workloads, bill=bill, budgets=budgets,
-                   interruptions=interruptions, rates=rates, today=today, by=by, policy=policy, by_team=by_team,
+                   interruptions=interruptions, rates=rates, existing=existing, today=today, by=by, policy=policy, by_team=by_team,
                    by_day=by_day, colors=colors, tag=tag, shared=shared, share_split=share_split, total=total)
     for key in wanted:
         if key not in _ANALYSES:

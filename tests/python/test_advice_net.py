@@ -320,3 +320,34 @@ def test_unused_convertible_reservations_are_converted_to_the_type_demand_moved_
     with pytest.raises(gpucost.InvalidInputError, match="existing: row 0, column 'convertible'"):
         gpucost.advise_commitments(f.costs, f.usage, f.inventory, rates=rates, classes=classes_of(f),
                                    existing=existing.assign(kind="cud"), interval=3600)
+
+
+def test_a_table_of_reservations_leaves_the_bills_savings_plan_in_place():
+    """`existing=` names only the g5.2xlarge reservation (ending 30 days
+    after the window); the p5's savings plan stays as the bill shows it, so
+    nothing is bought again for the p5 (a reserved p5 at 57 < 60 would
+    otherwise look like a saving). The reservation is renewed at 0.80 against
+    1.212 once it lapses: (1.212 - 0.80) * 730 = 300.76."""
+    f = covered_fleet()
+    rates = pd.concat([RATES_COVERED, pd.DataFrame({"instance_type": ["p5.48xlarge"], "kind": ["reserved"],
+                                                    "term_years": [1], "hourly": [57.0]})], ignore_index=True)
+    existing = pd.DataFrame({"instance_type": ["g5.2xlarge"], "kind": ["reserved"], "count": [1], "rate": [0.75],
+                             "end": [T0 + pd.Timedelta(days=7 + 30)]})
+    advice = gpucost.advise_commitments(covered_costs(f), f.usage, f.inventory, rates=rates,
+                                        classes=CLASSES_COVERED, existing=existing,
+                                        interval=3600).set_index("instance_type")
+    p5, g5 = advice.loc["p5.48xlarge"], advice.loc["g5.2xlarge"]
+    assert p5["action"] == "keep" and p5["existing_coverage"] == pytest.approx(1.0)
+    assert p5["savings_vs_today"] == 0 and p5["monthly_recommended"] == pytest.approx(43800.0)
+    assert g5["expiring_level"] == pytest.approx(1.0) and g5["action"] == "add 1 instance"
+    assert g5["savings_vs_today"] == pytest.approx(300.76)
+
+
+def test_report_command_takes_rates_and_existing(tmp_path):
+    from gpucost import cli
+    existing = pd.DataFrame({"instance_type": ["g5.xlarge"], "kind": ["reserved"], "count": [8], "rate": [0.62]})
+    existing.to_csv(tmp_path / "existing.csv", index=False)
+    out = tmp_path / "r.html"
+    assert cli.main(["report", "--demo", "--no-progress", "--existing", str(tmp_path / "existing.csv"),
+                     "-o", str(out)]) == 0
+    assert "Already bought: 8.00 instances/h covering 100% of this demand" in out.read_text()

@@ -330,7 +330,11 @@ def advise_commitments(costs: Any, usage: Any, inventory: Any, workloads: Any = 
     existing_level = covered.mean(axis=1)
     spare, spare_rate = pd.Series(dtype=np.float64), pd.Series(dtype=np.float64)
     if existing is not None:
-        # The caller's table of what is bought replaces the bill's coverage.
+        # The caller's table of what is bought replaces the bill's coverage
+        # of the groups it names; the others keep the bill's (a table listing
+        # only reservations must not make a savings plan in the bill vanish,
+        # or the advice would buy again what is bought).
+        bill_covered, bill_money, bill_level = covered, covered_money, existing_level
         window_end = first + hours * NANOS_PER_HOUR
         capacity, expiring_capacity, expiring_on, conv_capacity, spare_rate = _existing_capacity(
             existing, group_by, pd.Index(groups.unique()), first, hours, window_end + int(horizon_days * 24) *
@@ -343,6 +347,10 @@ def advise_commitments(costs: Any, usage: Any, inventory: Any, workloads: Any = 
         if len(idle_types):
             spare = pd.concat([spare, np.floor(conv_capacity.loc[idle_types].min(axis=1) + 1e-9)])
         existing_level = groups.map(level_by_group).to_numpy(np.float64)
+        named = np.asarray(groups.isin(pd.Index(strings(table(existing, "existing"), "existing", group_by))))
+        covered = np.where(named[:, None], covered, bill_covered)
+        covered_money = np.where(named[:, None], covered_money, bill_money)
+        existing_level = np.where(named, existing_level, bill_level)
         existing_util = groups.map(existing_util).to_numpy(np.float64)
         expiring_on = groups.map(expiring_on)
     gross = demand
