@@ -384,3 +384,20 @@ def test_assumed_utilisation_is_shown_apart_and_out_of_the_headline():
     assert row["utilization_source"] == "assumed" and np.isnan(row["utilisation"])
     assert "its utilisation was not measured (4.0 GPU-hours of jobs without telemetry, assumed busy)" in only.html
     assert np.isnan(only.data["kpis"].iloc[0]["utilisation"])
+
+
+def test_report_command_takes_today_as_budget_does(tmp_path):
+    """Issue 23, item 9: `gpucost report --today` sets the budgets' day; a
+    day outside the data is refused as `gpucost budget` refuses it."""
+    from gpucost import cli
+    out = tmp_path / "r.html"
+    assert cli.main(["report", "--demo", "--no-progress", "--today", "2026-03-10", "-o", str(out)]) == 0
+    assert "Month to date on Mar 10" in out.read_text()
+    assert cli.main(["report", "--demo", "--no-progress", "--today", "2026-05-01", "-o", str(out)]) == 2
+
+
+def test_a_spot_section_without_a_job_label_says_which_label_it_looked_for(fleet):
+    r = gpucost.report(fleet.costs, fleet.usage, fleet.inventory, fleet.workloads.drop(columns="job"),
+                       interval=fleet.interval, analyses=["spot"])
+    assert "no 'job' label in the workloads table" in r.omitted["spot"]
+    assert "labels there: team" in r.omitted["spot"]
