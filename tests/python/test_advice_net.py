@@ -351,3 +351,21 @@ def test_report_command_takes_rates_and_existing(tmp_path):
     assert cli.main(["report", "--demo", "--no-progress", "--existing", str(tmp_path / "existing.csv"),
                      "-o", str(out)]) == 0
     assert "Already bought: 8.00 instances/h covering 100% of this demand" in out.read_text()
+
+
+def test_training_already_on_spot_is_kept_not_moved_at_a_loss():
+    """A p4d trains on spot (11.00 an hour, list 32.77) all week. The advice
+    prices spot with the 10 % interruption overhead (12.10), so "move to
+    spot" would cost (12.10 - 11.00) * 730 = 803.00 a month more than the
+    bill: the row says keep, with that loss in savings_if_changed."""
+    f = Fleet()
+    f.run("i-p4d", "p4d.24xlarge", range(WEEK), "train", 0.9, gpus=8, price=11.0, list_price=32.77, pricing="spot")
+    rates = pd.DataFrame({"instance_type": ["p4d.24xlarge"] * 3, "kind": ["on_demand", "savings_plan", "spot"],
+                          "term_years": [None, 1, None], "hourly": [32.77, 24.0, 11.0]})
+    row = gpucost.advise_commitments(f.costs, f.usage, f.inventory, rates=rates,
+                                     classes=pd.DataFrame({"consumer": ["train"], "class": ["training"]}),
+                                     interval=3600).iloc[0]
+    assert row["action"] == "keep" and row["savings_vs_today"] == 0 and not row["recommended"]
+    assert row["monthly_if_unchanged"] == pytest.approx(8030.0)
+    assert row["savings_if_changed"] == pytest.approx(-803.0)
+    assert "already on spot is billed without the 10% interruption overhead" in row["reason"]

@@ -905,7 +905,9 @@ def _reason_core(row: dict, group_by: str, overhead: float, sensitivity: float) 
     if row['purchase'] == "keep":
         return (f"{where}: {demand}. Keep as is: the cheapest change would cost "
                 f"{_money(-row['savings_if_changed'])}/month more than today's {_money(row['monthly_if_unchanged'])} "
-                "(usage already covered by commitments, or billed below the rates given).")
+                + ("(work already on spot is billed without the "
+                   f"{overhead:.0%} interruption overhead the advice adds to spot)." if row['excess_on'] == "spot"
+                   else "(usage already covered by commitments, or billed below the rates given)."))
     if cls == "idle":
         return (f"{where}: whole instances nobody used ({demand}). Terminate idle instances "
                 "(see find_idle) rather than commit to them.")
