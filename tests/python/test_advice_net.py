@@ -369,3 +369,38 @@ def test_training_already_on_spot_is_kept_not_moved_at_a_loss():
     assert row["monthly_if_unchanged"] == pytest.approx(8030.0)
     assert row["savings_if_changed"] == pytest.approx(-803.0)
     assert "already on spot is billed without the 10% interruption overhead" in row["reason"]
+
+
+def test_the_reports_advice_totals_only_recommended_changes():
+    """The issue's fleet in one report: a p5 under a savings plan (keep, 0),
+    a g5.12xlarge half used (add 1 instance, 1,585.56) and a p4d training on
+    spot (keep: a move would lose 803.00). The table's savings add up to
+    1,585.56 and none is negative."""
+    pytest.importorskip("matplotlib")
+    f = Fleet()
+    f.run("i-p5", "p5.48xlarge", range(WEEK), "serve", 0.4, gpus=8, price=60.0, list_price=98.32)
+    f.run("i-g5-12", "g5.12xlarge", range(WEEK), "api", 0.6, gpus=4, price=5.672)
+    f.run("i-p4d", "p4d.24xlarge", range(WEEK), "train", 0.9, gpus=8, price=11.0, list_price=32.77, pricing="spot")
+    usage = f.usage
+    idle = (usage["resource_id"] == "i-g5-12") & (usage["device"] >= 2)
+    usage.loc[idle, "consumer"] = ""
+    usage.loc[idle, "util"] = 0.0
+    f.samples = [usage]
+    costs = f.costs
+    costs["commitment_id"] = np.where(costs["resource_id"] == "i-p5", "arn:sp-1", None)
+    rates = pd.concat([RATES_G5_12, pd.DataFrame({
+        "instance_type": ["p5.48xlarge", "p5.48xlarge", "p4d.24xlarge", "p4d.24xlarge", "p4d.24xlarge"],
+        "kind": ["on_demand", "savings_plan", "on_demand", "savings_plan", "spot"],
+        "term_years": [None, 1, None, 1, None], "hourly": [98.32, 70.0, 32.77, 24.0, 11.0]})], ignore_index=True)
+    workloads = pd.DataFrame({"consumer": ["serve", "api", "train"], "team": ["a", "b", "c"],
+                              "workload-class": ["serving", "serving", "training"]})
+    r = gpucost.report(costs, f.usage, f.inventory, workloads, by=["team"], rates=rates, analyses=["advice"],
+                       interval=3600)
+    advice = r.data["commitment_advice"].set_index("instance_type")
+    assert advice.loc["g5.12xlarge", "savings_vs_today"] == pytest.approx(1585.56)
+    assert advice.loc["p5.48xlarge", "action"] == "keep" and advice.loc["p4d.24xlarge", "action"] == "keep"
+    assert advice.loc["p4d.24xlarge", "savings_if_changed"] == pytest.approx(-803.0)
+    from test_report import parse
+    shown = pd.DataFrame(parse(r.html).tables["advice"])
+    assert (shown["savings_vs_today"] >= 0).all()
+    assert shown["savings_vs_today"].sum() == pytest.approx(1585.56)
