@@ -318,6 +318,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--xlsx", metavar="PATH", help="also write the report's tables, one sheet each, to PATH (.xlsx)")
     p.add_argument("--budgets", metavar="PATH", help=_BUDGETS_HELP)
     p.add_argument("--today", help="the day budgets are checked on (default: the end of the data)")
+    p.add_argument("--rates", metavar="PATH", help="purchase options for the advice section: instance_type, kind, "
+                   "hourly, term_years")
+    p.add_argument("--existing", metavar="PATH", help="commitments already bought, for the advice section "
+                   "(instance_type, kind, count or hourly, rate, start, end[, convertible])")
     p.set_defaults(func=cmd_report)
 
     for name, function, help_text in (
@@ -337,7 +341,7 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "advise":
             p.add_argument("--rates", metavar="PATH", help="purchase options: instance_type, kind, hourly, term_years")
             p.add_argument("--existing", metavar="PATH", help="commitments already bought (instance_type, kind, "
-                           "count or hourly, rate, start, end) instead of the bill's commitment lines")
+                           "count or hourly, rate, start, end[, convertible]) instead of the bill's commitment lines")
         p.set_defaults(func=cmd_analysis, analysis=function)
 
     p = sub.add_parser("catalog", parents=[common], help="instance types and MIG profiles gpucost knows",
@@ -598,7 +602,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     report = gpucost.report(tables.costs, tables.usage, tables.inventory, tables.workloads,
                             path=None, title=title, by=by, bill=tables.bill,
                             budgets=tables.budgets, interruptions=tables.interruptions, rates=tables.rates,
-                            today=config.budgets.get("today"), **policy)
+                            existing=tables.existing, today=config.budgets.get("today"), **policy)
     _check_join(None, tables, config, args, report=report.join)
     if attributed:
         _attribution_section(report, config, tables, by, policy, title)

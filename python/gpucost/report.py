@@ -27,6 +27,7 @@ import gpucost
 from gpucost import plot
 from gpucost.currency import convert_currency, currencies
 from gpucost.errors import InvalidInputError
+from gpucost.frames import Table
 from gpucost.join import JoinReport, apply_rule, called_from_gpucost, join_report
 from gpucost.money import minor_unit, round_half_away, round_parts
 
@@ -181,7 +182,8 @@ def report(costs: Any, usage: Any, inventory: Any, workloads: Any = None, *, pat
            idle: str = "keep", interval: float = 60, bill: Any = None, budgets: Any = None,
            interruptions: Any = None, rates: Any = None, today: Any = None, currency: str | None = None,
            analyses: Sequence[str] | None = None, exchange_rates: Any = None, strict: bool = False,
-           tag: str | Sequence[str] | None = None, shared: Any = None, share_split: str = "weighted") -> Report:
+           tag: str | Sequence[str] | None = None, shared: Any = None, share_split: str = "weighted",
+           existing: Any = None) -> Report:
     """Builds the showback report and writes it to ``path`` when given.
 
     Args:
@@ -197,6 +199,8 @@ def report(costs: Any, usage: Any, inventory: Any, workloads: Any = None, *, pat
             spot section.
         rates: purchase options (``instance_type, kind, hourly, term_years``)
             for the commitment advice.
+        existing: the commitments already bought, for the advice (see
+            :func:`gpucost.advise_commitments`; default: the bill's own).
         today: "now" for budgets (default: the end of the data).
         currency: the currency of every figure (default: the bill's own, from
             its ``currency`` column; USD when it has none).
@@ -240,7 +244,10 @@ def report(costs: Any, usage: Any, inventory: Any, workloads: Any = None, *, pat
     cost_end = pd.to_datetime(costs["end"], utc=True)
     first, last = cost_start.min(), cost_end.max()
     total = float(np.sum(np.asarray(costs["cost"], dtype=np.float64)))
-    kpi = _kpis(by_team, team, total)
+    # GPU time whose utilisation is assumed (Slurm jobs without telemetry) is
+    # shown apart and kept out of every utilisation figure (issue 23, item 4).
+    assumed_by_team = _assumed_part(costs, usage, inventory, workloads, [team], policy)
+    kpi = _kpis(by_team, team, total, assumed_by_team)
     data["kpis"] = pd.DataFrame([kpi])
 
     # 1. Showback by team
@@ -248,12 +255,10 @@ def report(costs: Any, usage: Any, inventory: Any, workloads: Any = None, *, pat
                 f"Every dollar of the bill, split by the GPU time each {team}'s workloads held "
                 f"({_policy_words(basis, idle)}). Idle capacity and costs with no GPU are shown as their own rows, "
                 "not spread silently.")
-    table = by_team.copy()
-    table["utilisation"] = np.where(table["gpu_hours"] > 0, table["effective_gpu_hours"] /
-                                    table["gpu_hours"].where(table["gpu_hours"] > 0, 1.0), np.nan)
+    table = _measured_only(by_team, [team], assumed_by_team)
     table["share_of_bill"] = table["cost"] / total if total else np.nan
     cols = [team, "cost", "share_of_bill", "gpu_hours", "effective_gpu_hours", "utilisation",
-            "cost_per_effective_gpu_hour"]
+            "cost_per_effective_gpu_hour", "assumed_gpu_hours", "utilization_source"]
     if idle == "share":
         cols.insert(2, "idle_cost")
     table = table[cols].sort_values("cost", ascending=False, key=lambda c: c.where(
@@ -261,12 +266,17 @@ def report(costs: Any, usage: Any, inventory: Any, workloads: Any = None, *, pat
     data["showback_table"] = table
     s.body.append(html_table(table, key="showback", money=["cost", "idle_cost", "cost_per_effective_gpu_hour"],
                              decimals=minor_unit(currency),
-                             hours=["gpu_hours", "effective_gpu_hours"], pct=["utilisation", "share_of_bill"],
-                             total=["cost", "idle_cost", "gpu_hours", "effective_gpu_hours", "share_of_bill"],
+                             hours=["gpu_hours", "effective_gpu_hours", "assumed_gpu_hours"],
+                             pct=["utilisation", "share_of_bill"],
+                             total=["cost", "idle_cost", "gpu_hours", "effective_gpu_hours", "assumed_gpu_hours",
+                                    "share_of_bill"],
                              names={team: team.capitalize(), "cost": "Cost", "idle_cost": "of which idle share",
                                     "share_of_bill": "Share of bill", "gpu_hours": "GPU-hours held",
-                                    "effective_gpu_hours": "Effective GPU-hours", "utilisation": "Utilisation",
-                                    "cost_per_effective_gpu_hour": "$ per effective GPU-hour"}))
+                                    "effective_gpu_hours": "Effective GPU-hours (measured)",
+                                    "utilisation": "Utilisation (measured)",
+                                    "cost_per_effective_gpu_hour": "$ per effective GPU-hour (measured)",
+                                    "assumed_gpu_hours": "GPU-hours assumed busy (no telemetry)",
+                                    "utilization_source": "Utilisation from"}))
     s.body.append(_figure(plot.spend_over_time(by_day, team, colors=colors, title=f"Spend by {team} and day"),
                           f"Daily spend by {team}; idle capacity and non-GPU costs on top.", "spend_over_time"))
     s.body.append(_figure(plot.allocated_vs_idle(by_day, team), "What each day's bill paid for.",
@@ -277,35 +287,45 @@ def report(costs: Any, usage: Any, inventory: Any, workloads: Any = None, *, pat
     if len(by) > 1:
         s = Section("projects", f"Spend by {' and '.join(by[1:])}",
                     f"The same allocation grouped by {', '.join(by)}.")
-        grouped = by_group[[*by, "cost", "gpu_hours", "effective_gpu_hours", "cost_per_effective_gpu_hour"]]
+        assumed_by_group = _assumed_part(costs, usage, inventory, workloads, by, policy)
+        grouped = _measured_only(by_group, by, assumed_by_group)[
+            [*by, "cost", "gpu_hours", "effective_gpu_hours", "cost_per_effective_gpu_hour", "assumed_gpu_hours",
+             "utilization_source"]]
         grouped = grouped.sort_values("cost", ascending=False, ignore_index=True)
         data["projects_table"] = grouped
         s.body.append(_figure(plot.spend_by_group(grouped, by, colors=colors, title=f"Top {min(15, len(grouped))} "
                                                   f"{by[1]}s by spend"), f"Largest {by[1]}s.", "spend_by_group"))
         s.body.append(html_table(grouped, key="projects", money=["cost", "cost_per_effective_gpu_hour"],
                                  decimals=minor_unit(currency),
-                                 hours=["gpu_hours", "effective_gpu_hours"], total=["cost", "gpu_hours",
-                                                                                    "effective_gpu_hours"],
+                                 hours=["gpu_hours", "effective_gpu_hours", "assumed_gpu_hours"],
+                                 total=["cost", "gpu_hours", "effective_gpu_hours", "assumed_gpu_hours"],
                                  names={"cost": "Cost", "gpu_hours": "GPU-hours held",
-                                        "effective_gpu_hours": "Effective GPU-hours",
-                                        "cost_per_effective_gpu_hour": "$ per effective GPU-hour"}))
+                                        "effective_gpu_hours": "Effective GPU-hours (measured)",
+                                        "cost_per_effective_gpu_hour": "$ per effective GPU-hour (measured)",
+                                        "assumed_gpu_hours": "GPU-hours assumed busy (no telemetry)",
+                                        "utilization_source": "Utilisation from"}))
         sections.append(s)
 
     # 3. Efficiency
     s = Section("efficiency", "Cost per effective GPU-hour",
                 "What one fully busy GPU-hour cost each team: its cost divided by GPU-hours held times "
                 "utilisation. A team holding GPUs it barely uses pays several times the list price per useful "
-                "hour.")
-    s.body.append(_figure(plot.cost_per_effective_gpu_hour(by_team, team, colors=colors),
-                          f"Cost per effective GPU-hour by {team}.", "cost_per_effective_gpu_hour"))
-    s.body.append(_figure(plot.utilisation_distribution(usage, workloads, team, interval=interval, colors=colors),
-                          "GPU-hours held at each utilisation level (free GPUs excluded).",
-                          "utilisation_distribution"))
+                "hour." + (f" Measured time only: {kpi['assumed_gpu_hours']:,.1f} GPU-hours of jobs without "
+                           "telemetry (assumed busy) are left out of both charts." if kpi["assumed_gpu_hours"] else ""))
+    s.body.append(_figure(plot.cost_per_effective_gpu_hour(table, team, colors=colors,
+                                                           title="Cost per effective GPU-hour (measured)"),
+                          f"Cost per effective GPU-hour by {team}, measured time only.",
+                          "cost_per_effective_gpu_hour"))
+    s.body.append(_figure(plot.utilisation_distribution(_measured_usage(usage, workloads), workloads, team,
+                                                        interval=interval, colors=colors,
+                                                        title="GPU-hours held, by measured utilisation"),
+                          "GPU-hours held at each measured utilisation level (free GPUs and jobs without "
+                          "telemetry excluded).", "utilisation_distribution"))
     sections.append(s)
 
     # 4. Tagging gaps
     gap = _tagging_gaps(costs, usage, inventory, workloads, by, policy)
-    if gap is not None:
+    if gap is not None and len(gap):
         data["tagging_gaps"] = gap
         gap_total = float(gap["cost"].sum())
         s = Section("tagging", "Tagging gaps",
@@ -318,7 +338,7 @@ def report(costs: Any, usage: Any, inventory: Any, workloads: Any = None, *, pat
                                                      "gpu_hours": "GPU-hours held"}))
         sections.append(s)
     else:
-        omitted["tagging"] = "no workloads table"
+        omitted["tagging"] = "no workloads table" if gap is None else f"every workload has a {' and '.join(by)} label"
 
     sections.insert(0, _highlights(kpi, table, team, total, data.get("tagging_gaps"), by, currency))
     if join.problems:  # what did not line up comes first, before any number is read
@@ -327,7 +347,7 @@ def report(costs: Any, usage: Any, inventory: Any, workloads: Any = None, *, pat
     # 5-9. Sections from gpucost's analyses, when this build has them.
     wanted = list(analyses) if analyses is not None else list(_ANALYSES)
     context = dict(costs=costs, usage=usage, inventory=inventory, workloads=workloads, bill=bill, budgets=budgets,
-                   interruptions=interruptions, rates=rates, today=today, by=by, policy=policy, by_team=by_team,
+                   interruptions=interruptions, rates=rates, existing=existing, today=today, by=by, policy=policy, by_team=by_team,
                    by_day=by_day, colors=colors, tag=tag, shared=shared, share_split=share_split, total=total)
     for key in wanted:
         if key not in _ANALYSES:
@@ -421,9 +441,8 @@ def _highlights(kpi: dict, table: pd.DataFrame, team: str, total: float, gaps: p
     if len(teams):
         top = teams.iloc[0]
         items.append(f"The largest {team}, <strong>{html.escape(str(top[team]))}</strong>, cost "
-                     f"{_fmt_money(top['cost'], False)} ({_fmt_pct(top['share_of_bill'])} of the bill); its GPUs were "
-                     f"busy {_fmt_pct(top['utilisation'])} of the time they were held, "
-                     f"{_fmt_money(top['cost_per_effective_gpu_hour'])} per effective GPU-hour.")
+                     f"{_fmt_money(top['cost'], False)} ({_fmt_pct(top['share_of_bill'])} of the bill); "
+                     + _busy_words(top))
         material = teams[(teams["cost"] >= 0.01 * total) & np.isfinite(teams["cost_per_effective_gpu_hour"])]
         if len(material) > 1:
             worst = material.loc[material["cost_per_effective_gpu_hour"].idxmax()]
@@ -438,6 +457,11 @@ def _highlights(kpi: dict, table: pd.DataFrame, team: str, total: float, gaps: p
     if kpi["unattributed"]:
         items.append(f"{_fmt_money(kpi['unattributed'], False)} of the bill is not on a GPU (storage, networking, "
                      "unused commitments).")
+    if kpi["assumed_gpu_hours"]:
+        items.append(f"{kpi['assumed_gpu_hours']:,.1f} GPU-hours ({_fmt_money(kpi['assumed_cost'], False)}) were held "
+                     "by jobs without telemetry (Slurm accounting): their utilisation is <strong>assumed</strong>, "
+                     "not measured, so they are shown apart and left out of every utilisation and cost per "
+                     "effective GPU-hour figure.")
     if kpi["unobserved"]:
         items.append(f"{_fmt_money(kpi['unobserved'], False)} of GPU spend had no telemetry: neither used nor idle, "
                      "it is left out of utilisation and idle figures.")
@@ -455,21 +479,83 @@ def _policy_words(basis: str, idle: str) -> str:
     return f"{b}, {i}"
 
 
-def _kpis(by_team: pd.DataFrame, team: str, total: float) -> dict:
+def _busy_words(row: pd.Series) -> str:
+    """How busy a team's GPUs were, saying what was measured."""
+    if row["utilization_source"] == "assumed":
+        return (f"its utilisation was not measured ({row['assumed_gpu_hours']:,.1f} GPU-hours of jobs without "
+                "telemetry, assumed busy).")
+    words = (f"its GPUs were busy {_fmt_pct(row['utilisation'])} of the measured time they were held, "
+             f"{_fmt_money(row['cost_per_effective_gpu_hour'])} per effective GPU-hour")
+    if row["utilization_source"] == "mixed":
+        words += (f" ({row['assumed_gpu_hours']:,.1f} GPU-hours of jobs without telemetry, assumed busy, "
+                  "are left out)")
+    return words + "."
+
+
+def _assumed_part(costs, usage, inventory, workloads, keys: list[str], policy: dict) -> pd.DataFrame | None:
+    """The allocation of workloads whose utilisation is assumed
+    (``utilization_source="assumed"``, as read_slurm_sacct marks them), summed
+    by ``keys``; None when the workloads carry no such label."""
+    if workloads is None or "utilization_source" in keys or not Table(workloads, "workloads").has(
+            "utilization_source"):
+        return None
+    split = gpucost.allocate(costs, usage, inventory, workloads, by=[*keys, "utilization_source"], **policy)
+    part = split[split["utilization_source"].astype(str).to_numpy() == "assumed"]
+    return part.groupby(keys, sort=False, dropna=False)[["gpu_hours", "effective_gpu_hours", "cost"]].sum()
+
+
+def _measured_only(allocation: pd.DataFrame, keys: list[str], assumed: pd.DataFrame | None) -> pd.DataFrame:
+    """The allocation with utilisation figures from measured time only:
+    ``effective_gpu_hours``, ``utilisation`` and ``cost_per_effective_gpu_hour``
+    leave out the assumed part, which is ``assumed_gpu_hours``;
+    ``utilization_source`` says measured, assumed or mixed."""
+    out = allocation.copy()
+    zero = np.zeros(len(out))
+    a_gh, a_eff, a_cost = zero, zero, zero
+    if assumed is not None and len(assumed):
+        index = pd.MultiIndex.from_frame(out[keys]) if len(keys) > 1 else pd.Index(out[keys[0]])
+        part = assumed.reindex(index, fill_value=0.0)
+        a_gh, a_eff, a_cost = (part[c].to_numpy(dtype=np.float64) for c in ("gpu_hours", "effective_gpu_hours",
+                                                                             "cost"))
+    held = out["gpu_hours"].to_numpy(dtype=np.float64) - a_gh
+    effective = out["effective_gpu_hours"].to_numpy(dtype=np.float64) - a_eff
+    cost = out["cost"].to_numpy(dtype=np.float64) - a_cost
+    out["effective_gpu_hours"] = effective
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out["utilisation"] = np.where(held > 1e-12, effective / np.where(held > 1e-12, held, 1.0), np.nan)
+        out["cost_per_effective_gpu_hour"] = np.where(effective > 1e-12, cost / np.where(
+            effective > 1e-12, effective, 1.0), np.nan)
+    out["assumed_gpu_hours"] = a_gh
+    out["utilization_source"] = np.where(a_gh <= 1e-12, "measured", np.where(held <= 1e-12, "assumed", "mixed"))
+    return out
+
+
+def _measured_usage(usage: Any, workloads: Any) -> Any:
+    """Usage samples of workloads whose utilisation is measured."""
+    if workloads is None or not isinstance(usage, pd.DataFrame) or "utilization_source" not in getattr(
+            workloads, "columns", ()):
+        return usage
+    assumed = workloads.loc[workloads["utilization_source"].astype(str) == "assumed", "consumer"].astype(str)
+    return usage[~usage["consumer"].astype(str).isin(set(assumed)).to_numpy()]
+
+
+def _kpis(by_team: pd.DataFrame, team: str, total: float, assumed: pd.DataFrame | None = None) -> dict:
     rows = by_team.set_index(team)
     idle = float(rows["cost"].get("__idle__", 0.0))
     unattributed = float(rows["cost"].get("__unattributed__", 0.0))
     unobserved = float(rows["cost"].get("__unobserved__", 0.0))
     gpu_spend = total - unattributed
     measured_spend = gpu_spend - unobserved  # idle and utilisation are measured where telemetry was
-    effective = float(by_team["effective_gpu_hours"].sum())
+    a_gh, a_eff, a_cost = ((float(assumed[c].sum()) for c in ("gpu_hours", "effective_gpu_hours", "cost"))
+                           if assumed is not None else (0.0, 0.0, 0.0))
+    effective = float(by_team["effective_gpu_hours"].sum()) - a_eff
     measured = ~by_team[team].isin(["__unobserved__", "__unattributed__"])
-    capacity = float(by_team.loc[measured, "gpu_hours"].sum())
-    return {"total": total, "allocated": total - idle - unattributed - unobserved, "idle": idle,
+    capacity = float(by_team.loc[measured, "gpu_hours"].sum()) - a_gh
+    return {"assumed_gpu_hours": a_gh, "assumed_cost": a_cost, "total": total, "allocated": total - idle - unattributed - unobserved, "idle": idle,
             "unattributed": unattributed, "unobserved": unobserved,
             "gpu_spend": gpu_spend, "idle_share": idle / measured_spend if measured_spend else np.nan,
             "utilisation": effective / capacity if capacity else np.nan,
-            "cost_per_effective_gpu_hour": gpu_spend / effective if effective else np.nan,
+            "cost_per_effective_gpu_hour": (gpu_spend - a_cost) / effective if effective else np.nan,
             "effective_gpu_hours": effective, "gpu_hours": capacity}
 
 
@@ -791,8 +877,12 @@ def _page(title: str, first: pd.Timestamp, last: pd.Timestamp, kpi: dict, sectio
          _fmt_pct(kpi["idle_share"]) + " of measured GPU spend"),
         ("Not on a GPU", _fmt_money(kpi["unattributed"], cents=False), "storage, network, unused commitments"),
         ("GPU utilisation", _fmt_pct(kpi["utilisation"]), "effective / measured GPU-hours"),
-        ("Per effective GPU-hour", _fmt_money(kpi["cost_per_effective_gpu_hour"]), "GPU spend / effective hours"),
+        ("Per effective GPU-hour", _fmt_money(kpi["cost_per_effective_gpu_hour"]), "GPU spend / measured effective hours"),
     ]
+    if kpi.get("assumed_gpu_hours"):
+        cards.insert(5, ("Assumed busy, not measured", f"{kpi['assumed_gpu_hours']:,.0f} GPU-h",
+                         _fmt_money(kpi["assumed_cost"], cents=False) + " of jobs without telemetry; not in "
+                         "utilisation"))
     if kpi.get("unobserved"):
         cards.insert(4, ("No telemetry", _fmt_money(kpi["unobserved"], cents=False),
                          "billed GPU time nothing measured (not idle)"))

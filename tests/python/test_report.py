@@ -331,3 +331,73 @@ def test_the_report_reconciles_to_the_invoice_with_tagged_and_shared_costs(fleet
     # The page shows both tables, each with a total row equal to the bill.
     cells = parse(r.html).tables
     assert pd.DataFrame(cells["invoice"])["amount"].sum() == pytest.approx(bill, rel=1e-12)
+
+
+def test_assumed_utilisation_is_shown_apart_and_out_of_the_headline():
+    """Issue 23, item 4. A Slurm job without telemetry (team nlp) holds the 4
+    GPUs of gpu01 (32.00) for an hour, assumed 100 % busy; DCGM measures a pod
+    of nlp at 50 % on gpu05 (4.00) and one of vision at 25 % on gpu04 (8.00).
+    Measured: nlp 0.5 effective of 1 GPU-hour (50 %, 4.00 / 0.5 = 8.00 per
+    effective GPU-hour), vision 25 % (32.00); the fleet 0.75 / 2 = 37.5 % (with
+    the assumed hours it would read 4.75 / 6 = 79.2 %), (44 - 32) / 0.75 =
+    16.00 per effective GPU-hour. The 4 assumed GPU-hours (32.00) are shown
+    apart and labelled."""
+    hour = pd.Timestamp("2026-03-01T10:00Z")
+    usage = pd.DataFrame({"timestamp": [hour] * 6, "resource_id": ["gpu01"] * 4 + ["gpu05", "gpu04"],
+                          "device": [0, 1, 2, 3, 0, 0], "consumer": ["1001"] * 4 + ["m2", "m1"], "share": 1.0,
+                          "util": [1.0] * 4 + [0.5, 0.25], "mem_used": 0.0, "duration": 3600.0})
+    workloads = pd.DataFrame({"consumer": ["1001", "m2", "m1"], "team": ["nlp", "nlp", "vision"],
+                              "utilization_source": ["assumed", "measured", "measured"]})
+    costs = pd.DataFrame({"resource_id": ["gpu01", "gpu05", "gpu04"], "start": [hour] * 3,
+                          "end": [hour + pd.Timedelta(hours=1)] * 3, "cost": [32.0, 4.0, 8.0]})
+    inventory = pd.DataFrame({"resource_id": ["gpu01"] * 4 + ["gpu05", "gpu04"], "device": [0, 1, 2, 3, 0, 0],
+                              "mem_capacity": 40 * 2.0**30})
+    r = gpucost.report(costs, usage, inventory, workloads, by=["team"], analyses=[], interval=3600)
+    table = r.data["showback_table"].set_index("team")
+    nlp, vision = table.loc["nlp"], table.loc["vision"]
+    assert (nlp["cost"], nlp["gpu_hours"], nlp["assumed_gpu_hours"]) == pytest.approx((36.0, 5.0, 4.0))
+    assert (nlp["effective_gpu_hours"], nlp["utilisation"]) == pytest.approx((0.5, 0.5))
+    assert nlp["cost_per_effective_gpu_hour"] == pytest.approx(8.0)
+    assert nlp["utilization_source"] == "mixed"
+    assert (vision["utilisation"], vision["cost_per_effective_gpu_hour"]) == pytest.approx((0.25, 32.0))
+    assert vision["utilization_source"] == "measured" and vision["assumed_gpu_hours"] == 0.0
+    kpi = r.data["kpis"].iloc[0]
+    assert kpi["utilisation"] == pytest.approx(0.375)
+    assert kpi["cost_per_effective_gpu_hour"] == pytest.approx(16.0)
+    assert (kpi["assumed_gpu_hours"], kpi["assumed_cost"]) == pytest.approx((4.0, 32.0))
+    cells = parse(r.html)
+    assert cells.kpis["GPU utilisation"] == "37.5%"
+    assert cells.kpis["Assumed busy, not measured"] == "4 GPU-h"
+    assert "79.2%" not in r.html
+    text = re.sub(r"<[^>]+>", "", r.html)
+    assert "busy 50.0% of the measured time they were held, $8.00 per effective GPU-hour (4.0 GPU-hours of jobs " \
+           "without telemetry, assumed busy, are left out)" in text
+    assert "4.0 GPU-hours ($32) were held by jobs without telemetry (Slurm accounting): their utilisation is assumed" \
+        in text
+    shown = pd.DataFrame(parse(r.html).tables["showback"]).set_index(table.index)
+    assert shown.loc["nlp", "utilisation"] == pytest.approx(0.5)
+    assert shown.loc["nlp", "assumed_gpu_hours"] == pytest.approx(4.0)
+    # A team only on Slurm without telemetry has no measured utilisation at all.
+    only = gpucost.report(costs.iloc[:1], usage.iloc[:4], inventory.iloc[:4], workloads.iloc[:1], by=["team"],
+                          analyses=[], interval=3600)
+    row = only.data["showback_table"].set_index("team").loc["nlp"]
+    assert row["utilization_source"] == "assumed" and np.isnan(row["utilisation"])
+    assert "its utilisation was not measured (4.0 GPU-hours of jobs without telemetry, assumed busy)" in only.html
+    assert np.isnan(only.data["kpis"].iloc[0]["utilisation"])
+
+
+def test_report_command_takes_today_as_budget_does(tmp_path):
+    """Issue 23, item 9: `gpucost report --today` sets the budgets' day; a
+    day outside the data is refused as `gpucost budget` refuses it."""
+    from gpucost import cli
+    out = tmp_path / "r.html"
+    assert cli.main(["report", "--demo", "--no-progress", "--today", "2026-03-10", "-o", str(out)]) == 0
+    assert "Month to date on Mar 10" in out.read_text()
+    assert cli.main(["report", "--demo", "--no-progress", "--today", "2026-05-01", "-o", str(out)]) == 2
+
+
+def test_a_spot_section_without_a_job_label_says_which_label_it_looked_for(fleet):
+    r = gpucost.report(fleet.costs, fleet.usage, fleet.inventory, fleet.workloads.drop(columns="job"),
+                       interval=fleet.interval, analyses=["spot"])
+    assert "no 'job' label in the workloads table" in r.omitted["spot"]
+    assert "labels there: team" in r.omitted["spot"]

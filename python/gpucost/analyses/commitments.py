@@ -328,15 +328,29 @@ def advise_commitments(costs: Any, usage: Any, inventory: Any, workloads: Any = 
     expiring_units = np.zeros_like(demand)
     expiring_money = np.zeros_like(demand)
     existing_level = covered.mean(axis=1)
+    spare, spare_rate = pd.Series(dtype=np.float64), pd.Series(dtype=np.float64)
     if existing is not None:
-        # The caller's table of what is bought replaces the bill's coverage.
+        # The caller's table of what is bought replaces the bill's coverage
+        # of the groups it names; the others keep the bill's (a table listing
+        # only reservations must not make a savings plan in the bill vanish,
+        # or the advice would buy again what is bought).
+        bill_covered, bill_money, bill_level = covered, covered_money, existing_level
         window_end = first + hours * NANOS_PER_HOUR
-        capacity, expiring_capacity, expiring_on = _existing_capacity(
+        capacity, expiring_capacity, expiring_on, conv_capacity, spare_rate = _existing_capacity(
             existing, group_by, pd.Index(groups.unique()), first, hours, window_end + int(horizon_days * 24) *
             NANOS_PER_HOUR)
         (covered, covered_money, expiring_units, expiring_money, existing_util,
-         level_by_group) = _apply_capacity(demand, money_grid, groups, capacity, expiring_capacity)
+         level_by_group, spare) = _apply_capacity(demand, money_grid, groups, capacity, expiring_capacity,
+                                                  conv_capacity)
+        # Convertible units of a type nobody ran in the window are all spare.
+        idle_types = conv_capacity.index.difference(pd.Index(groups.unique()))
+        if len(idle_types):
+            spare = pd.concat([spare, np.floor(conv_capacity.loc[idle_types].min(axis=1) + 1e-9)])
         existing_level = groups.map(level_by_group).to_numpy(np.float64)
+        named = np.asarray(groups.isin(pd.Index(strings(table(existing, "existing"), "existing", group_by))))
+        covered = np.where(named[:, None], covered, bill_covered)
+        covered_money = np.where(named[:, None], covered_money, bill_money)
+        existing_level = np.where(named, existing_level, bill_level)
         existing_util = groups.map(existing_util).to_numpy(np.float64)
         expiring_on = groups.map(expiring_on)
     gross = demand
@@ -383,7 +397,10 @@ def advise_commitments(costs: Any, usage: Any, inventory: Any, workloads: Any = 
     excess_rate = np.tile(candidates["r_x"].to_numpy(np.float64), len(plan))
     # Reservations and CUDs come in whole instances (or GPUs); savings plans
     # are a dollar rate, any level.
-    whole = np.tile(candidates["kind"].isin(["reserved", "cud"]).to_numpy(np.uint8), len(plan))
+    # Spend-based (flexible) CUDs are a dollar rate like savings plans.
+    flexible = candidates["flexible"].astype(object).fillna(False).astype(bool).to_numpy()
+    whole_kind = (candidates["kind"] == "reserved").to_numpy() | ((candidates["kind"] == "cud").to_numpy() & ~flexible)
+    whole = np.tile(whole_kind.astype(np.uint8), len(plan))
     level = np.full(len(plan) * n, nan)
     base = candidates["is_baseline"].to_numpy()
     level[np.tile(base, len(plan))] = 0.0
@@ -443,8 +460,12 @@ def advise_commitments(costs: Any, usage: Any, inventory: Any, workloads: Any = 
     out["on_demand_rate"] = curves["r_o"]
     out["commitment_per_hour"] = np.where(committed, chosen["rate"] * chosen["level"], 0.0)
     out["upfront_total"] = np.where(committed, chosen["upfront"] * chosen["level"], 0.0)
-    out["buy"] = [_buy(p, lv, ph, unit) if c else "" for p, lv, ph, c in
-                  zip(out["purchase"], out["level"], out["commitment_per_hour"], committed)]
+    dollars = committed & ((out["purchase"] == "savings_plan").to_numpy() | (
+        (out["purchase"] == "cud").to_numpy() & chosen["flexible"].astype(object).fillna(False).astype(bool).to_numpy()))
+    out["sold_in"] = np.where(~committed, "", np.where(~dollars, unit + "s", np.where(
+        out["purchase"] == "cud", "$ an hour of on-demand spend", "$ an hour")))
+    out["buy"] = [_buy(s, lv, ph, lv * ro, unit) if c else "" for s, lv, ph, ro, c in
+                  zip(out["sold_in"], out["level"], out["commitment_per_hour"], curves["r_o"], committed)]
     out["monthly_today"] = money / t * per_month
     out["monthly_if_unchanged"] = unchanged.to_numpy(np.float64)
     out["monthly_on_demand"] = out["mean_demand"] * curves["r_o"] * per_month
@@ -481,6 +502,7 @@ def advise_commitments(costs: Any, usage: Any, inventory: Any, workloads: Any = 
     stays = ~out["recommended"].to_numpy() & (out["existing_coverage"].to_numpy() > 0)
     out.loc[stays, ["purchase", "option"]] = ["keep", "keep as is"]
     out["reason"] = [_reason(row, group_by, interruption_overhead, sensitivity) for row in out.to_dict("records")]
+    out = _convert(out, spare, spare_rate, group_by, unit, per_month)
     return _finish(out, detail, candidates, chosen, group_by, sensitivity, per_month, first, hours)
 
 
@@ -582,9 +604,13 @@ def _existing_capacity(existing: Any, group_by: str, groups: pd.Index, first: in
     ending before ``horizon_end``), and the first expiry per group."""
     name = "existing"
     t = table(existing, name)
-    e = frame(t, name, [group_by, "kind"], ["count", "hourly", "rate", "start", "end", "commitment_id"])
+    e = frame(t, name, [group_by, "kind"], ["count", "hourly", "rate", "start", "end", "commitment_id",
+                                             "convertible"])
     n = len(e)
     e[group_by] = strings(t, name, group_by)
+    # Groups with commitments but no demand stay too (their reservations may
+    # be converted, docs/advisor.md §3.11).
+    groups = groups.union(pd.Index(pd.unique(e[group_by].to_numpy(object))))
     kind = pd.Series(strings(t, name, "kind"), dtype=object).str.strip().str.lower().to_numpy()
     bad = ~np.isin(kind, COMMITMENT_KINDS)
     if bad.any():
@@ -594,14 +620,27 @@ def _existing_capacity(existing: Any, group_by: str, groups: pd.Index, first: in
     count = t.floats("count") if t.has("count") else nan
     hourly = t.floats("hourly") if t.has("hourly") else nan
     rate = t.floats("rate") if t.has("rate") else nan
-    sp = kind == "savings_plan"
+    # Savings plans and spend-based CUDs are bought in $ an hour (a CUD row
+    # with `hourly` and no `count`: $ of on-demand spend an hour, `rate` the
+    # on-demand $ per unit-hour); reservations and resource-based CUDs in units.
+    sp = (kind == "savings_plan") | ((kind == "cud") & ~np.isfinite(count) & np.isfinite(hourly))
     raise_first(name, "count", ~sp & ~(np.isfinite(count) & (count > 0)),
                 lambda r: f"a {kind[r]} needs its count of units > 0 (got {count[r]})")
     raise_first(name, "hourly", sp & ~(np.isfinite(hourly) & (hourly > 0)),
-                lambda r: f"a savings plan needs its commitment in $ an hour > 0 (got {hourly[r]})")
+                lambda r: f"a {_KIND_WORDS[kind[r]]} needs its commitment in $ an hour > 0 (got {hourly[r]})")
     raise_first(name, "rate", sp & ~(np.isfinite(rate) & (rate > 0)),
-                lambda r: f"a savings plan needs the $ per unit-hour it charges (got {rate[r]})")
+                lambda r: f"a {_KIND_WORDS[kind[r]]} in $ an hour needs the $ per unit-hour it charges "
+                          f"(got {rate[r]})")
     units = np.where(sp, hourly / np.where(sp, rate, 1.0), count)
+    convertible = np.zeros(n, dtype=bool)
+    if t.has("convertible"):
+        flag = pd.Series(e["convertible"], dtype=object).map(_truth).to_numpy()
+        raise_first(name, "convertible", pd.isna(flag), lambda r: f"'{e['convertible'].iat[r]}' is not true or false")
+        convertible = flag.astype(bool)
+    raise_first(name, "convertible", convertible & (kind != "reserved"),
+                lambda r: f"only reservations are convertible (a {kind[r]} is not)")
+    raise_first(name, "rate", convertible & ~(np.isfinite(rate) & (rate > 0)),
+                lambda r: f"a convertible reservation needs its $ per unit-hour (got {rate[r]})")
     lo = instants_ns(t, name, "start") if t.has("start") else np.full(n, np.iinfo(np.int64).min)
     hi = instants_ns(t, name, "end") if t.has("end") else np.full(n, np.iinfo(np.int64).max)
     raise_first(name, "end", hi <= lo, lambda r: "end is not after start")
@@ -615,13 +654,31 @@ def _existing_capacity(existing: Any, group_by: str, groups: pd.Index, first: in
     ends = pd.Series(to_utc(np.where(expires, hi, np.iinfo(np.int64).max)), index=key)
     ends = ends.where(expires)
     first_end = ends.groupby(level=0).min().reindex(groups) if expires.any() else pd.Series(pd.NaT, index=groups)
-    return all_units, exp_units, first_end
+    # Convertible units that stay beyond the horizon (expiring ones are let
+    # expire or renewed instead), and their $ per unit-hour (unit-weighted).
+    conv = convertible & ~expires
+    conv_units = pd.DataFrame(per_row * conv[:, None]).groupby(key).sum().reindex(groups, fill_value=0.0)
+    weight = pd.DataFrame({"u": np.where(conv, units, 0.0), "v": np.where(conv, units * np.nan_to_num(rate), 0.0)})
+    sums = weight.groupby(key).sum().reindex(groups, fill_value=0.0)
+    conv_rate = (sums["v"] / sums["u"]).where(sums["u"] > 0)
+    return all_units, exp_units, first_end, conv_units, conv_rate
+
+
+def _truth(v: Any) -> Any:
+    """A yes/no cell: True, False, or None when it is neither."""
+    if isinstance(v, (bool, np.bool_)):
+        return bool(v)
+    if v is None or (isinstance(v, float) and np.isnan(v)):
+        return False
+    return {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False, "": False}.get(
+        str(v).strip().lower())
 
 
 def _apply_capacity(demand: np.ndarray, money: np.ndarray, groups: pd.Index, capacity: pd.DataFrame,
-                    expiring: pd.DataFrame):
+                    expiring: pd.DataFrame, convertible: pd.DataFrame):
     """Commitments cover the demand of their group hour by hour, shared over
-    its classes pro rata; those that stay cover first."""
+    its classes pro rata; those that stay cover first. Also the whole
+    convertible units of each group that no hour of the window used."""
     codes, uniq = pd.factorize(groups)
     total = np.zeros((len(uniq), demand.shape[1]))
     np.add.at(total, codes, demand)
@@ -636,16 +693,107 @@ def _apply_capacity(demand: np.ndarray, money: np.ndarray, groups: pd.Index, cap
     util = pd.Series(np.divide((used_stay + used_exp).sum(axis=1), cap_sum, out=np.full(len(uniq), np.nan),
                                where=cap_sum > 0), index=uniq)
     level = pd.Series(cap.mean(axis=1), index=uniq)
+    unused = cap - used_stay - used_exp
+    conv = convertible.reindex(uniq).to_numpy(np.float64)
+    spare_units = np.minimum(conv, unused).min(axis=1) if unused.shape[1] else np.zeros(len(uniq))
+    spare = pd.Series(np.floor(np.maximum(spare_units, 0.0) + 1e-9), index=uniq)
     return (demand * share_all[codes], money * share_all[codes], demand * share_exp[codes],
-            money * share_exp[codes], util, level)
+            money * share_exp[codes], util, level, spare)
 
 
-def _buy(purchase: str, level: float, per_hour: float, unit: str) -> str:
-    """What to buy, in the unit it is sold in."""
-    if purchase == "savings_plan":
+def _buy(sold_in: str, level: float, per_hour: float, on_demand_per_hour: float, unit: str) -> str:
+    """What to buy, in the unit it is sold in: savings plans in $ an hour of
+    their own rate, spend-based CUDs in $ an hour of on-demand spend."""
+    if sold_in == "$ an hour":
         return f"${per_hour:,.2f} an hour"
+    if sold_in == "$ an hour of on-demand spend":
+        return f"${on_demand_per_hour:,.2f} an hour of on-demand spend"
     count = int(round(level))
     return f"{count} {unit}{'' if count == 1 else 's'}"
+
+
+def _convert(out: pd.DataFrame, spare: pd.Series, spare_rate: pd.Series, group_by: str, unit: str,
+             per_month: float) -> pd.DataFrame:
+    """Convertible reservations no hour used, exchanged for reservations
+    another type of the same family is advised to add (docs/advisor.md §3.11).
+
+    Exchanging k units at r_g for n units at r_h needs n * r_h >= k * r_g
+    (the new reservations worth at least the old), so n = ceil(k * r_g / r_h),
+    at most the level added; the k units' cost then buys demand instead of
+    nothing: the source row saves k * r_g a month-hour, the target's purchase
+    costs what it did. Families are few: the loop is over groups, not rows."""
+    out["convert_units"] = 0.0
+    out["convert_to"] = ""
+    out["converted_into"] = 0.0
+    if group_by != "instance_type" or not (spare > 0).any():
+        return out
+    family = instance_family(out[group_by]).to_numpy(object)
+    left = out["level"].to_numpy(np.float64).copy()
+    target = (out["recommended"] & (out["purchase"] == "reserved") & (out["level"] > 0)).to_numpy()
+    for g in spare[spare > 0].sort_values(ascending=False).index:
+        k_left, r_g = float(spare[g]), float(spare_rate[g])
+        fam = instance_family(pd.Series([g])).iat[0]
+        if not (target & (family == fam)).any():
+            continue
+        if not (out[group_by].to_numpy(object) == g).any():
+            out = _no_demand_row(out, g, group_by, unit)
+            out.at[out.index[-1], "existing_level"] = float(spare[g])
+            family = np.append(family, fam)
+            left = np.append(left, 0.0)
+            target = np.append(target, False)
+        src = int(np.flatnonzero(out[group_by].to_numpy(object) == g)[0])
+        for h in np.flatnonzero(target & (family == fam) & (out[group_by].to_numpy(object) != g)):
+            if k_left < 1 or left[h] < 1:
+                continue
+            r_h = float(out["rate"].iat[h])
+            k = min(k_left, np.floor(left[h] * r_h / r_g + 1e-9))
+            if k < 1:
+                continue
+            n = float(np.ceil(k * r_g / r_h - 1e-9))
+            left[h] -= n
+            k_left -= k
+            into = f"{out[group_by].iat[h]}"
+            row = out.index[src]
+            out.at[row, "convert_units"] += k
+            out.at[row, "converted_into"] += n
+            out.at[row, "convert_to"] = (out.at[row, "convert_to"] + ", " if out.at[row, "convert_to"] else "") + into
+            saving = k * r_g * per_month
+            out.at[row, "monthly_if_unchanged"] += saving
+            out.at[row, "monthly_today"] += saving
+            out.at[row, "savings_vs_today"] += saving
+            out.at[row, "savings_if_changed"] = out.at[row, "savings_vs_today"]
+            out.at[row, "recommended"] = True
+            out.at[row, "purchase"], out.at[row, "option"] = "convert", "convert reservations"
+            words = f"{_count(k, unit)} of {g} into {_count(n, unit)} of {into}"
+            out.at[row, "action"] = (f"{out.at[row, 'action']}; convert {words}" if out.at[row, "action"].startswith(
+                "convert") else f"convert {words}")
+            out.at[row, "buy"] = ""
+            out.at[row, "reason"] = (f"{g}: {_count(k, unit)} of its convertible reservations "
+                                     f"({_rate(r_g)}/{unit}-hour) were unused in every hour of the window while "
+                                     f"{into} is advised to add {_count(out['level'].iat[h], unit)}: exchange them "
+                                     f"for {_count(n, unit)} of {into} (worth at least as much at "
+                                     f"{_rate(r_h)}/{unit}-hour) and buy only the rest new. Saves "
+                                     f"{_money(saving)}/month, the cost of reservations that cover nothing today. "
+                                     + out.at[row, "reason"])
+            out.at[out.index[h], "reason"] += (f" {_count(n, unit)} of these can come from converting {int(k)} "
+                                               f"unused convertible {g} reservations (see that row).")
+    return out
+
+
+def _no_demand_row(out: pd.DataFrame, group: str, group_by: str, unit: str) -> pd.DataFrame:
+    """A row for a type that has commitments and no demand in the window."""
+    row = {c: ("" if out[c].dtype == object else 0.0) for c in out.columns}
+    row.update({group_by: group, "class": "none", "unit": unit, "hours": float(out["hours"].max()),
+                "purchase": "keep", "option": "keep as is", "payment": None, "term_years": np.nan,
+                "rate": np.nan, "break_even_utilization": np.nan, "expected_utilization": np.nan,
+                "existing_utilization": 0.0, "expiring_on": pd.NaT, "recommended": False, "action": "keep",
+                "reason": f"{group}: no demand in the window."})
+    return pd.concat([out, pd.DataFrame([row])], ignore_index=True)
+
+
+def _count(n: float, unit: str) -> str:
+    n = int(round(n))
+    return f"{n} {unit}{'' if n == 1 else 's'}"
 
 
 def _action(row: dict) -> str:
@@ -757,7 +905,9 @@ def _reason_core(row: dict, group_by: str, overhead: float, sensitivity: float) 
     if row['purchase'] == "keep":
         return (f"{where}: {demand}. Keep as is: the cheapest change would cost "
                 f"{_money(-row['savings_if_changed'])}/month more than today's {_money(row['monthly_if_unchanged'])} "
-                "(usage already covered by commitments, or billed below the rates given).")
+                + ("(work already on spot is billed without the "
+                   f"{overhead:.0%} interruption overhead the advice adds to spot)." if row['excess_on'] == "spot"
+                   else "(usage already covered by commitments, or billed below the rates given)."))
     if cls == "idle":
         return (f"{where}: whole instances nobody used ({demand}). Terminate idle instances "
                 "(see find_idle) rather than commit to them.")
@@ -775,7 +925,7 @@ def _reason_core(row: dict, group_by: str, overhead: float, sensitivity: float) 
         term = f"{row['term_years']:g}-year {str(row['payment']).replace('_', '-')} {_KIND_WORDS[row['purchase']]}"
         peak_words = " (not sized to its peaks: training is bursty)" if cls == "training" else ""
         what = (f"{row['buy']} (about {row['level']:.2f} {units} at {_rate(row['rate'])}/{unit}-hour)"
-                if row['purchase'] == "savings_plan" else f"{row['buy']} at {_rate(row['rate'])}/{unit}-hour")
+                if row['buy'].startswith("$") else f"{row['buy']} at {_rate(row['rate'])}/{unit}-hour")
         return (f"{where}: {demand}. Buy {what}{peak_words} with a {term} "
                 f"against {_rate(row['excess_rate'])} for the rest: it pays off above "
                 f"{row['break_even_utilization']:.0%} use and would be used {row['expected_utilization']:.0%} of the time, "
