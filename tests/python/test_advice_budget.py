@@ -170,3 +170,15 @@ def test_a_monthly_bill_is_spread_over_its_days_with_a_warning():
     assert row["forecast"] == pytest.approx(3100.0)
     hourly = costs.iloc[[1]]
     assert gpucost.spread_over_days(hourly) is hourly  # nothing to spread: no copy, no warning
+
+
+def test_a_week_of_history_forecasts_the_mean_not_its_trend():
+    """Six full days and a partial today: a trend fitted on them would bring
+    the month's forecast down; with under two weeks the forecast is the mean."""
+    days = pd.date_range("2026-03-01", periods=7, freq="D", tz="UTC")
+    data = pd.DataFrame({"team": "nlp", "period": days, "cost": [1000.0] * 6 + [400.0]})
+    budgets = pd.DataFrame({"key": ["team"], "value": ["nlp"], "amount": [30000.0]})
+    row = gpucost.budget_status(data, budgets, today="2026-03-07").iloc[0]
+    assert row["model"] == "mean"
+    assert row["month_to_date"] == pytest.approx(6400.0)
+    assert row["forecast"] == pytest.approx(6400.0 + 24 * 6400.0 / 7)

@@ -38,6 +38,13 @@ __all__ = ["budget_status", "forecast_spend", "spend_anomalies", "spread_over_da
 
 DEFAULT_THRESHOLDS = (0.5, 0.8, 1.0)
 _MODELS = {0: "none", 1: "mean", 2: "trend", 3: "trend+weekday"}
+# Days of history before a trend, and weekday terms, are fitted. A forecast
+# extrapolates weeks ahead: a trend fitted on one week (its last day often a
+# partial one) swings a month's forecast by more than the trend it measured,
+# so forecasts want two weeks. An anomaly band predicts one day ahead, where
+# a week's trend is fine.
+_FORECAST_MIN_DAYS = (14, 21)
+_BAND_MIN_DAYS = (7, 21)  # min_days_trend, min_days_weekday
 _NAME = "allocation_by_day"
 
 
@@ -237,7 +244,7 @@ def budget_status(allocation_by_day: Any, budgets: Any, today: Any, *, level: fl
     offsets, day, values = _csr(series)
     n = len(series)
     bands = _core.daily_bands(offsets, day, values, float(anomaly_level), int(min_history), int(history_days),
-                              float(min_relative_excess), 7, 21)
+                              float(min_relative_excess), *_BAND_MIN_DAYS)
     # The forecast is fitted on the normal days: a one-off spike counts in
     # the month to date, not in the trend.
     normal = bands["anomaly"] == 0
@@ -246,7 +253,7 @@ def budget_status(allocation_by_day: Any, budgets: Any, today: Any, *, level: fl
     horizon_first = np.full(n, today_day + 1, dtype=np.int64)
     horizon_last = np.full(n, month_last, dtype=np.int64)
     f = _core.forecast_daily(fit_offsets, day[normal], values[normal], horizon_first, horizon_last, float(level),
-                             7, 21)
+                             *_FORECAST_MIN_DAYS)
 
     in_month = (day >= month_first) & (day <= today_day)
     mtd = np.bincount(owner[in_month], weights=values[in_month], minlength=n)
@@ -334,7 +341,7 @@ def forecast_spend(allocation_by_day: Any, *, by: Sequence[str] | str = (), thro
     offsets, day, values = _csr(series)
     n = len(series)
     f = _core.forecast_daily(offsets, day, values, np.full(n, today_day + 1, np.int64),
-                             np.full(n, through_day, np.int64), float(level), 7, 21)
+                             np.full(n, through_day, np.int64), float(level), *_FORECAST_MIN_DAYS)
     counts = np.diff(f["horizon_offsets"])
     out = pd.DataFrame({c: np.repeat([k[i] for k in keys], counts) for i, c in enumerate(by_list)})
     out["day"] = to_utc(f["day"] * NANOS_PER_DAY)
@@ -413,7 +420,7 @@ def spend_anomalies(allocation_by_day: Any, *, by: Sequence[str] | str | None = 
         values = np.concatenate([values, g_values])
         series += [None] * (len(labels) - 1)
     bands = _core.daily_bands(offsets, day, values, float(level), int(min_history), int(max_history),
-                              float(min_relative_excess), 7, 21)
+                              float(min_relative_excess), *_BAND_MIN_DAYS)
     total = slice(offsets[0], offsets[1])
     out = pd.DataFrame({"day": to_utc(day[total] * NANOS_PER_DAY), "spend": values[total],
                         "expected": bands["expected"][total], "upper": bands["upper"][total],
