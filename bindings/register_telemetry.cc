@@ -123,6 +123,8 @@ py::dict DcgmResult(DcgmUsage&& u) {
   diag["exporter_series_freed"] = d.exporter_series_freed;
   diag["node_labels_exporter_pod"] = d.node_labels_exporter_pod;
   diag["samples_without_memory"] = d.samples_without_memory;
+  diag["samples_without_util"] = d.samples_without_util;
+  diag["samples_util_from_gr_engine"] = d.samples_util_from_gr_engine;
   diag["instants_joined"] = d.instants_joined;
   diag["duplicate_labels"] = d.duplicate_labels;
   diag["duplicate_series"] = d.duplicate_series;

@@ -233,6 +233,8 @@ def telemetry_report(frame: pd.DataFrame, source: str) -> pd.DataFrame:
         "exporter_series_freed": int(d.get("exporter_series_freed", 0)),
         "node_labels_exporter_pod": int(d.get("node_labels_exporter_pod", 0)),
         "samples_without_memory": int(d.get("samples_without_memory", 0)),
+        "samples_without_util": int(d.get("samples_without_util", 0)),
+        "samples_util_from_gr_engine": int(d.get("samples_util_from_gr_engine", 0)),
         "instants_joined": int(d.get("instants_joined", 0)),
         "replica_labels": replica,
         "duplicate_labels": duplicate_labels,

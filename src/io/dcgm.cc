@@ -223,6 +223,10 @@ absl::StatusOr<DcgmUsage> DcgmToUsage(const PromSamples& s, const DcgmOptions& o
 
   // 1. Series -> field metric and identity.
   bool legacy_seen = false, ratio_seen = false;
+  // Which utilisation fields the input has at all: a counters file without
+  // DCGM_FI_DEV_GPU_UTIL (DCP-only) reads whole GPUs from GR_ENGINE_ACTIVE;
+  // one with neither is holder-only (util 0, counted).
+  bool gpu_util_seen = false, gr_engine_seen = false;
   std::vector<const DcgmMetric*> metric_of(s.series.size(), nullptr);
   std::vector<int32_t> identity_of(s.series.size(), -1);
   std::vector<Identity> identities;
@@ -248,6 +252,8 @@ absl::StatusOr<DcgmUsage> DcgmToUsage(const PromSamples& s, const DcgmOptions& o
     }
     legacy_seen |= metric->units == DcgmUnits::kLegacy;
     ratio_seen |= metric->units == DcgmUnits::kRatioBytes;
+    gpu_util_seen |= metric->field == DcgmField::kGpuUtil;
+    gr_engine_seen |= metric->field == DcgmField::kGrEngineActive;
     metric_of[si] = metric;
 
     std::string_view node, exporter_pod_label, exporter_pod;
@@ -495,12 +501,17 @@ absl::StatusOr<DcgmUsage> DcgmToUsage(const PromSamples& s, const DcgmOptions& o
       ++diag.free_readings_shadowed;
       continue;
     }
-    const DcgmField util_field = id.mig ? DcgmField::kGrEngineActive : DcgmField::kGpuUtil;
+    // A field the input has is required at every instant (a missing one is
+    // a misaligned answer); a field the input never has is not.
+    const bool whole_from_gr = !id.mig && !gpu_util_seen && gr_engine_seen;
+    const DcgmField util_field = id.mig || whole_from_gr ? DcgmField::kGrEngineActive : DcgmField::kGpuUtil;
+    const bool util_expected = util_field == DcgmField::kGpuUtil ? gpu_util_seen : gr_engine_seen;
     const auto has = [&](DcgmField f) { return (o.present >> static_cast<int>(f)) & 1u; };
-    if (!has(util_field)) {
+    if (util_expected && !has(util_field)) {
       std::string what = absl::StrCat(
           "no ",
-          id.mig ? "DCGM_FI_PROF_GR_ENGINE_ACTIVE (the utilisation of a MIG instance)" : "DCGM_FI_DEV_GPU_UTIL",
+          id.mig ? "DCGM_FI_PROF_GR_ENGINE_ACTIVE (the utilisation of a MIG instance)"
+                 : (whole_from_gr ? "DCGM_FI_PROF_GR_ENGINE_ACTIVE" : "DCGM_FI_DEV_GPU_UTIL"),
           " for this GPU at this instant while other fields were reported");
       return PointError(s, static_cast<size_t>(o.first_point), what);
     }
@@ -508,12 +519,14 @@ absl::StatusOr<DcgmUsage> DcgmToUsage(const PromSamples& s, const DcgmOptions& o
     // not read memory, blended refuses such samples (see the diagnostics).
     const bool has_memory = has(DcgmField::kFbUsed);
     if (!has_memory) ++diag.samples_without_memory;
+    if (!util_expected) ++diag.samples_without_util;
+    if (whole_from_gr) ++diag.samples_util_from_gr_engine;
     const int32_t k = id.consumer.empty() ? 1 : std::max(d.pods, 1);
     u.timestamp.push_back(o.timestamp);
     u.device.push_back(id.gpu);
     consumers.Add(id.consumer);
     u.share.push_back(id.base_share / k);
-    u.util.push_back(o.fields[static_cast<int>(util_field)]);
+    u.util.push_back(util_expected ? o.fields[static_cast<int>(util_field)] : 0.0);
     u.mem_used.push_back(has_memory ? o.fields[static_cast<int>(DcgmField::kFbUsed)] : 0.0);
     emitted_identity.push_back(o.identity);
     u.resource_id.codes.push_back(id.resource);

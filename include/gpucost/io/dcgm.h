@@ -159,6 +159,13 @@ struct DcgmDiagnostics {
   // Samples of GPUs whose memory field was not in the input: mem_used 0.
   // Fine for the allocated and used bases; blended needs memory.
   int64_t samples_without_memory = 0;
+  // Samples of an input with no utilisation field at all (a counters file
+  // with memory or power only): util 0. Holder-only telemetry: fine for the
+  // allocated basis; used and blended need utilisation.
+  int64_t samples_without_util = 0;
+  // Whole-GPU samples whose util is DCGM_FI_PROF_GR_ENGINE_ACTIVE because
+  // the input has no DCGM_FI_DEV_GPU_UTIL (a DCP-only counters file).
+  int64_t samples_util_from_gr_engine = 0;
   // Instants of instant-query answers moved to their group's first instant.
   int64_t instants_joined = 0;
   // One GPU series seen in several series differing only in these labels
