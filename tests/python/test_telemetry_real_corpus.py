@@ -117,3 +117,126 @@ def test_nvidia_smi_550_nounits_cells():
     assert list(u.loc[u["device"] == 0, "mem_used"]) == [40122 * MIB] * 2
     assert (u.loc[u["device"] == 0, "util"] == 1.0).all() and (u.loc[u["device"] == 1, "util"] == 0).all()
     assert u["duration"].sum() == pytest.approx(4 * 5.0, abs=0.05)
+
+
+# Prometheus answers: partial responses, staleness gaps, NaN.
+
+def test_partial_answer_with_warnings_is_refused_unless_allowed():
+    path = REAL / "query_range_partial_warnings_gpu_util.json"
+    with pytest.raises(gpucost.InvalidInputError,
+                       match=r"partial_warnings_gpu_util\.json: Prometheus answered with warnings.*"
+                             r"'No StoreAPIs matched for this query' \(and 1 more\); pass allow_partial=True"):
+        gpucost.prometheus.read_query_range(path)
+    u = gpucost.prometheus.read_query_range(path, allow_partial=True)
+    report = u.attrs["telemetry"]
+    assert len(report["warnings"]) == 2 and report["warnings"][0].endswith(": No StoreAPIs matched for this query")
+    # GPU 1's series is stale 10:02-10:04: three points absent, a gap, not held.
+    assert report["gaps"] == 1 and len(u) == 9
+    held = u.groupby("device")["duration"].sum()
+    assert held[0] == 360 and held[1] == 180
+    assert report["samples_without_memory"] == 9
+
+
+def test_nan_power_points_are_kept_as_nan_and_nan_util_is_an_error(tmp_path):
+    u = gpucost.prometheus.read_query_range(REAL / "query_range_nan_power.json")
+    assert u.attrs["telemetry"]["samples_without_util"] == 9  # power only: holder-only telemetry
+    g0 = u[u["device"] == 0].reset_index(drop=True)
+    assert g0["power_w"].isna().sum() == 1 and g0["power_w"].sum() == pytest.approx(301.5 + 298.25 + 305 + 310.75 + 299)
+    bad = (REAL / "query_range_partial_warnings_gpu_util.json").read_text().replace('"warnings"', '"w"')
+    (tmp_path / "u.json").write_text(bad.replace('[1772445660,"73"]', '[1772445660,"NaN"]'))
+    with pytest.raises(gpucost.InvalidInputError, match=r"u\.json: series DCGM_FI_DEV_GPU_UTIL\{.*\} at "
+                                                        r"2026-03-02T10:01:00Z, column 'value': NaN utilisation"):
+        gpucost.prometheus.read_query_range(tmp_path / "u.json")
+
+
+# AMD Instinct: ROCm device-metrics-exporter.
+
+def test_amd_mi300x_spx_scrape_reads_like_dcgm():
+    u = gpucost.prometheus.read_dcgm_text(REAL / "amd_dme_mi300x_spx_k8s.prom", timestamp=T0)
+    u = u.sort_values("device").reset_index(drop=True)
+    assert list(u["device"]) == list(range(8)) and set(u["resource_id"]) == {"mi300x-node-01"}
+    assert list(u["consumer"]) == ["ml/llm-pretrain-0"] * 4 + ["serving/chat-7b9c-0", "research/nb-carol", "", ""]
+    assert list(u["util"]) == pytest.approx([0.93, 0.94, 0.92, 0.95, 0.41, 0.07, 0, 0])
+    assert u.loc[0, "mem_used"] == 150 * 1024 * MIB and u.loc[7, "mem_used"] == 283 * MIB
+    assert (u["share"] == 1).all() and (u["mig_profile"] == "").all()
+    assert set(u["gpu_model"]) == {"AMD Instinct MI300X OAM"}
+    assert u.loc[0, "gpu_uuid"] == "a1ff74a1-0000-1000-80e0-c6d49f5b0d80"
+    assert u["power_w"].sum() == pytest.approx(702 + 699 + 705 + 710 + 402 + 188 + 131 + 130)
+    assert u.attrs["telemetry"]["skipped_fields"] == {"gpu_junction_temperature": 8, "gpu_package_power": 8,
+                                                      "gpu_total_vram": 8}
+
+
+@pytest.mark.parametrize("basis", ["allocated", "used"])
+def test_mi300x_node_allocates_like_an_h100_node(basis):
+    amd = gpucost.prometheus.read_dcgm_text(REAL / "amd_dme_mi300x_spx_k8s.prom", timestamp=T0)
+    nv = gpucost.prometheus.read_dcgm_text(REAL / "dcgm_3x_h100_node_k8s.prom", timestamp=T0)
+    shares = {}
+    for name, u, node, mem in (("amd", amd, "mi300x-node-01", 192e9), ("nv", nv, "h100-node-01", 80e9)):
+        inventory = pd.DataFrame({"resource_id": [node] * 8, "device": range(8), "mem_capacity": [mem] * 8})
+        result = gpucost.allocate(_bill(node, 96.0), u, inventory, basis=basis)
+        assert result["cost"].sum() == pytest.approx(96.0)
+        shares[name] = result.groupby("consumer")["cost"].sum().sort_index()
+    pd.testing.assert_series_equal(shares["amd"], shares["nv"])
+    if basis == "allocated":  # 4, 1 and 1 of 8 GPUs held; the 2 free GPUs' cost kept as idle
+        assert shares["amd"]["ml/llm-pretrain-0"] == pytest.approx(96.0 * 4 / 8)
+        assert shares["amd"]["serving/chat-7b9c-0"] == pytest.approx(96.0 / 8)
+
+
+def test_amd_cpx_partitions_are_eighths_of_their_physical_gpu():
+    u = gpucost.prometheus.read_dcgm_text(REAL / "amd_dme_mi300x_cpx_nps4_k8s.prom", timestamp=T0)
+    # 64 logical GPUs (gpu_id 0-63) are 8 physical ones, grouped by serial_number; one holder's (or the free)
+    # partitions of a GPU are one sample: GPU 0 4 holders + free, GPU 1 one holder, GPUs 2-7 free.
+    assert len(u) == 5 + 1 + 6 and set(u["mig_profile"]) == {"CPX"}
+    assert u.attrs["telemetry"]["samples_merged"] == 3 + 7 + 6 * 7
+    assert sorted(u["device"].unique()) == list(range(8))
+    assert (u.groupby("device")["share"].sum() == 1).all()
+    g0 = u[u["device"] == 0].set_index("consumer")
+    assert sorted(c for c in g0.index if c) == [f"serving/embed-{p}" for p in range(4)]
+    assert list(g0.loc[[f"serving/embed-{p}" for p in range(4)], "util"]) == pytest.approx([0.60, 0.65, 0.70, 0.75])
+    assert (g0.loc[[f"serving/embed-{p}" for p in range(4)], "share"] == 0.125).all()
+    assert g0.loc["", "share"] == 0.5 and g0.loc["", "mem_used"] == 0
+    g1 = u[u["device"] == 1]
+    assert list(g1["consumer"]) == ["ml/sweep-cpx-0"] and g1["share"].iloc[0] == 1
+    assert g1["mem_used"].iloc[0] == 8 * 20480 * MIB and g1["util"].iloc[0] == pytest.approx(0.88)
+    inventory = pd.DataFrame({"resource_id": ["mi300x-node-02"] * 8, "device": range(8), "mem_capacity": [192e9] * 8})
+    result = gpucost.allocate(_bill("mi300x-node-02", 64.0), u, inventory).groupby("consumer")["cost"].sum()
+    assert result.sum() == pytest.approx(64.0)
+    # Held: all of GPU 1 and 4/8 of GPU 0, each of 8 GPUs; the rest kept as idle.
+    assert result["ml/sweep-cpx-0"] == pytest.approx(64.0 / 8)
+    assert result["serving/embed-0"] == pytest.approx(64.0 / 8 / 8)
+
+
+def test_amd_partition_mode_outside_the_known_ones_is_an_error(tmp_path):
+    text = (REAL / "amd_dme_mi300x_cpx_nps4_k8s.prom").read_text().replace('gpu_compute_partition_type="cpx"',
+                                                                           'gpu_compute_partition_type="xpx"', 1)
+    (tmp_path / "x.prom").write_text(text)
+    with pytest.raises(gpucost.InvalidInputError,
+                       match=r"x\.prom.*'gpu_compute_partition_type': 'xpx' is not an AMD compute partition mode"):
+        gpucost.prometheus.read_dcgm_text(tmp_path / "x.prom", timestamp=T0)
+
+
+def test_amd_query_range_holder_changes_to_free():
+    u = gpucost.prometheus.read_query_range([REAL / "amd_query_range_gfx_activity.json",
+                                             REAL / "amd_query_range_used_vram.json"])
+    assert len(u) == 6 and (u["duration"] == 60).all()
+    g1 = u[u["device"] == 1].sort_values("timestamp")
+    assert list(g1["consumer"]) == ["ml/llm-pretrain-0", "ml/llm-pretrain-0", ""]
+    assert list(g1["mem_used"]) == [153600 * MIB, 153600 * MIB, 283 * MIB]
+
+
+def test_catalog_knows_amd_instinct_instances():
+    from gpucost import catalog
+    assert catalog.canonical_gpu_model("AMD Instinct MI300X OAM") == "MI300X 192GB"
+    assert catalog.canonical_gpu_model("AMD Instinct MI250X") == "MI250X 64GB"  # one GCD
+    assert catalog.canonical_gpu_model("AMD Instinct MI325X") == "MI325X 256GB"
+    assert catalog.canonical_gpu_model("AMD Instinct MI210") == "MI210 64GB"
+    rows = catalog.instance_types().set_index("instance_type")
+    nd = rows.loc["Standard_ND96isr_MI300X_v5"]
+    assert (nd["provider"], nd["gpu_model"], nd["gpus"], nd["gpu_memory_gib"]) == ("azure", "MI300X 192GB", 8, 192)
+    assert rows.loc["amd-mi250x-oam-4", "gpus"] == 8  # four modules, eight GCDs
+    assert set(rows.loc[rows["provider"] == "onprem", "gpu_model"]) == {
+        "MI300X 192GB", "MI325X 256GB", "MI250X 64GB", "MI210 64GB"}
+    # The inventory of an MI300X node from its instance type.
+    inv = catalog.inventory(pd.DataFrame({"resource_id": ["mi300x-node-01"],
+                                          "instance_type": ["Standard_ND96isr_MI300X_v5"]}))
+    assert len(inv) == 8 and inv["mem_capacity"].iloc[0] == pytest.approx(192e9, rel=0.08)

@@ -166,6 +166,10 @@ struct DcgmDiagnostics {
   // Whole-GPU samples whose util is DCGM_FI_PROF_GR_ENGINE_ACTIVE because
   // the input has no DCGM_FI_DEV_GPU_UTIL (a DCP-only counters file).
   int64_t samples_util_from_gr_engine = 0;
+  // Samples of one consumer (or of the free part) on a further MIG instance
+  // or AMD partition of the same GPU at the same instant, merged into the
+  // first: shares and memory added, utilisation share-weighted.
+  int64_t samples_merged = 0;
   // Instants of instant-query answers moved to their group's first instant.
   int64_t instants_joined = 0;
   // One GPU series seen in several series differing only in these labels
