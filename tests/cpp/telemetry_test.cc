@@ -1,6 +1,7 @@
 // Prometheus/DCGM, Kubernetes, nvidia-smi and sacct parsers.
 #include <cmath>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -123,6 +124,40 @@ TEST(Dcgm, MigSharesComeFromTheCatalogByDefault) {
   options.mig_shares.push_back({"A100 80GB", "1g.10gb", 0.25});  // the caller's row wins
   GPUCOST_ASSERT_OK_AND_ASSIGN(DcgmUsage own, DcgmToUsage(s, options));
   EXPECT_DOUBLE_EQ(own.samples.share[0], 0.25);
+}
+
+TEST(Dcgm, AmdPartitionsAreSharesOfTheGpuTheirSerialNames) {
+  // Two MI300X in CPX (8 partitions each, gpu_id not derived from the GPU):
+  // GPU "S1" has partitions at gpu_id 9 and 3 held by one pod, GPU "S0" one
+  // partition at gpu_id 5 held by another.
+  auto amd = [](int gpu_id, int partition, const char* serial, const char* pod) {
+    return absl::StrCat(R"(card_series="AMD Instinct MI300X OAM",gpu_compute_partition_type="cpx",gpu_id=")", gpu_id,
+                        R"(",gpu_partition_id=")", partition, R"(",hostname="n1",namespace="ml",pod=")", pod,
+                        R"(",serial_number=")", serial, "\"");
+  };
+  std::string text;
+  for (auto [id, part, serial, pod, util] : {std::tuple{9, 1, "S1", "a", 40}, {3, 0, "S1", "a", 80}, {5, 0, "S0", "b", 10}}) {
+    text += Line("gpu_gfx_activity", amd(id, part, serial, pod), util);
+    text += Line("gpu_used_vram", amd(id, part, serial, pod), 1024);
+  }
+  GPUCOST_ASSERT_OK_AND_ASSIGN(PromSamples s, ParseExposition(text, "t", kT));
+  GPUCOST_ASSERT_OK_AND_ASSIGN(DcgmUsage u, DcgmToUsage(s, DcgmOptions{}));
+  ASSERT_EQ(u.size(), 2u);
+  EXPECT_EQ(u.diagnostics.samples_merged, 1);
+  for (size_t i = 0; i < u.size(); ++i) {
+    const std::string_view consumer = u.samples.consumer.values[u.samples.consumer.codes[i]];
+    // Physical GPUs numbered by their lowest gpu_id: S1 (3) is 0, S0 (5) is 1.
+    EXPECT_EQ(u.samples.device[i], consumer == "ml/a" ? 0 : 1);
+    EXPECT_DOUBLE_EQ(u.samples.share[i], consumer == "ml/a" ? 2.0 / 8 : 1.0 / 8);
+    EXPECT_DOUBLE_EQ(u.samples.util[i], consumer == "ml/a" ? 0.6 : 0.1);  // share-weighted
+    EXPECT_DOUBLE_EQ(u.samples.mem_used[i], (consumer == "ml/a" ? 2048.0 : 1024.0) * 1024 * 1024);
+  }
+  EXPECT_EQ(u.mig_profile.values[u.mig_profile.codes[0]], "CPX");
+  const std::string no_serial = Line("gpu_gfx_activity",
+      R"(gpu_compute_partition_type="dpx",gpu_id="0",gpu_partition_id="1",hostname="n1")", 5);
+  GPUCOST_ASSERT_OK_AND_ASSIGN(PromSamples bad, ParseExposition(no_serial, "t", kT));
+  EXPECT_THAT(DcgmToUsage(bad, DcgmOptions{}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("'serial_number'")));
 }
 
 TEST(Dcgm, BadValuesAreErrors) {
