@@ -249,6 +249,39 @@ void RegisterTelemetry(py::module_& m) {
           out["diagnostics"] = diag;
           return out;
         });
+  m.def("nvidia_smi_mon",
+        [](const std::string& text, const std::string& source, const std::optional<std::string>& pmon_text,
+           const std::string& pmon_source, const std::string& tz, const std::string& resource_id,
+           std::optional<double> interval, std::vector<int64_t> pids, std::vector<std::string> jobs) {
+          NvidiaSmiOptions options{resource_id, interval, std::move(pids), std::move(jobs)};
+          absl::StatusOr<NvidiaSmiUsage> result;
+          bool has_memory = false;
+          {
+            py::gil_scoped_release release;
+            result = [&]() -> absl::StatusOr<NvidiaSmiUsage> {
+              GPUCOST_ASSIGN_OR_RETURN(NvidiaSmiMon mon, ParseNvidiaSmiMon(text, source, tz));
+              has_memory = mon.has_memory;
+              if (!pmon_text.has_value()) return NvidiaSmiToUsage(mon.gpus, mon.pmon ? &mon.apps : nullptr, options);
+              if (mon.pmon) return TableError(source, "a pmon log was given as the GPU log beside another pmon log");
+              GPUCOST_ASSIGN_OR_RETURN(NvidiaSmiMon procs, ParseNvidiaSmiMon(*pmon_text, pmon_source, tz));
+              if (!procs.pmon) return TableError(pmon_source, "not a pmon log (no pid column)");
+              return NvidiaSmiToUsage(mon.gpus, &procs.apps, options);
+            }();
+          }
+          NvidiaSmiUsage u = ValueOrThrow(std::move(result));
+          py::dict out = SamplesToPython(std::move(u.samples));
+          py::dict diag;
+          diag["gpu_readings"] = u.diagnostics.gpu_readings;
+          diag["app_rows"] = u.diagnostics.app_rows;
+          diag["app_rows_without_gpu_reading"] = u.diagnostics.app_rows_without_gpu_reading;
+          diag["unknown_pids"] = u.diagnostics.unknown_pids;
+          diag["series"] = u.diagnostics.gpus;
+          diag["spacing_seconds"] = static_cast<double>(u.diagnostics.spacing_ns) / 1e9;
+          diag["gaps"] = u.diagnostics.gaps;
+          diag["has_memory"] = has_memory;
+          out["diagnostics"] = diag;
+          return out;
+        });
   m.def("sacct", [](const std::string& text, const std::string& source, const std::string& tz,
                     std::optional<int64_t> now_ns, double util, std::optional<int32_t> gpus_per_node,
                     std::optional<int64_t> range_start_ns, std::optional<int64_t> range_end_ns,

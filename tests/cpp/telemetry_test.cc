@@ -228,6 +228,28 @@ TEST(Hosts, LocalTimesAndDaylightSaving) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not a valid date")));
 }
 
+TEST(Hosts, PmonProcessesHoldTheirGpuAndDmonNeedsDateTime) {
+  const std::string pmon =
+      "# Date       Time        gpu         pid   type     fb   ccpm     sm    mem    command\n"
+      "# YYYYMMDD   HH:MM:SS    Idx           #    C/G     MB     MB      %      %    name\n"
+      " 20260301   10:00:00      0         11     C    100      0     60     10    python\n"
+      " 20260301   10:00:00      0         12     C     50      0     50      5    python\n"
+      " 20260301   10:00:00      1          -     -      -      -      -      -    -\n";
+  GPUCOST_ASSERT_OK_AND_ASSIGN(NvidiaSmiMon mon, ParseNvidiaSmiMon(pmon, "p.log", "UTC"));
+  EXPECT_TRUE(mon.pmon);
+  EXPECT_TRUE(mon.has_memory);
+  ASSERT_EQ(mon.gpus.size(), 2u);
+  EXPECT_DOUBLE_EQ(mon.gpus.util[0], 1.0);  // 60 % + 50 %, capped
+  EXPECT_DOUBLE_EQ(mon.gpus.mem_used[0], 150.0 * 1024 * 1024);
+  EXPECT_EQ(mon.gpus.timestamp[0], kT);
+  ASSERT_EQ(mon.apps.size(), 2u);
+  EXPECT_EQ(mon.apps.pid[1], 12);
+  EXPECT_THAT(ParseNvidiaSmiMon("# gpu sm mem\n# Idx % %\n 0 5 1\n", "d.log", "UTC"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("d.log: line 1, column 'Date'")));
+  EXPECT_THAT(ParseNvidiaSmiMon("# Date Time gpu sm\n 20260301 10:00:00 0 abc\n", "d.log", "UTC"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("line 2, column 'sm': 'abc' is not a number")));
+}
+
 TEST(Hosts, HostList) {
   GPUCOST_ASSERT_OK_AND_ASSIGN(std::vector<std::string> h, ExpandHostList("gpu[01-03,07],login1,r[1-2]n[1-2]"));
   EXPECT_THAT(h, ::testing::ElementsAre("gpu01", "gpu02", "gpu03", "gpu07", "login1", "r1n1", "r1n2", "r2n1",

@@ -240,3 +240,72 @@ def test_catalog_knows_amd_instinct_instances():
     inv = catalog.inventory(pd.DataFrame({"resource_id": ["mi300x-node-01"],
                                           "instance_type": ["Standard_ND96isr_MI300X_v5"]}))
     assert len(inv) == 8 and inv["mem_capacity"].iloc[0] == pytest.approx(192e9, rel=0.08)
+
+
+# nvidia-smi dmon / pmon.
+
+def test_pmon_each_pid_holds_its_gpu():
+    pid_jobs = pd.DataFrame({"pid": [7001, 7002], "job": ["train-a", "eval-b"]})
+    u = gpucost.read_nvidia_smi_mon(REAL / "nvidia_smi_pmon_535_um_dt.log", "i-0pm", "UTC", pid_jobs=pid_jobs)
+    assert u.attrs["telemetry"]["spacing_seconds"] == 5 and u.attrs["telemetry"]["samples_without_memory"] == 0
+    assert len(u) == 11 and (u["duration"] == 5).all()
+    g0 = u[u["device"] == 0]
+    # Two processes share GPU 0 for 3 readings (1/2 each), train-a alone in the 4th (after a repeated header).
+    assert g0.groupby("consumer")["share"].sum().to_dict() == {"eval-b": 1.5, "train-a": 2.5}
+    first = g0[g0["timestamp"] == pd.Timestamp(T0)].set_index("consumer")
+    assert first.loc["train-a", "util"] == pytest.approx(0.83)  # the GPU's sm: 71 % + 12 %
+    assert first.loc["train-a", "mem_used"] == 30211 * MIB and first.loc["eval-b", "mem_used"] == 8120 * MIB
+    g1 = u[u["device"] == 1].set_index("timestamp")["consumer"]
+    assert list(g1) == ["", "pid:7310", "pid:7310", ""]  # '-' rows are idle; a C+G process with '-' sm holds
+    assert u.attrs["diagnostics"]["unknown_pids"] == 2
+
+
+def test_dmon_470_without_fb_reads_util_and_counts_missing_memory():
+    u = gpucost.read_nvidia_smi_mon(REAL / "nvidia_smi_dmon_470_dt.log", "i-0dm", "UTC")
+    assert len(u) == 6 and (u["consumer"] == "").all() and (u["duration"] == 10).all()
+    assert list(u.loc[u["device"] == 1, "util"]) == pytest.approx([0.0, 0.14, 0.12])
+    assert u.attrs["telemetry"]["samples_without_memory"] == 6
+    inventory = pd.DataFrame({"resource_id": ["i-0dm"] * 2, "device": [0, 1], "mem_capacity": [16e9] * 2})
+    with pytest.raises(gpucost.InvalidInputError, match="6 samples have no memory field"):
+        gpucost.allocate(_bill("i-0dm"), u, inventory, basis="blended")
+
+
+def test_dmon_with_pmon_beside_it():
+    u = gpucost.read_nvidia_smi_mon(REAL / "nvidia_smi_dmon_550_um_dt.log", "i-0dm", "UTC",
+                                    pmon=REAL / "nvidia_smi_pmon_535_um_dt.log")
+    first = u[(u["timestamp"] == pd.Timestamp(T0)) & (u["device"] == 0)].set_index("consumer")
+    assert set(first.index) == {"pid:7001", "pid:7002"}
+    assert first.loc["pid:7001", "util"] == pytest.approx(0.83)  # dmon's sm
+    assert first.loc["pid:7001", "mem_used"] == 30211 * MIB  # the process's own fb
+    assert u.loc[u["device"] == 1, "mem_used"].max() == 1024 * MIB
+    with pytest.raises(gpucost.InvalidInputError, match=r"nvidia_smi_dmon_470_dt\.log: not a pmon log"):
+        gpucost.read_nvidia_smi_mon(REAL / "nvidia_smi_dmon_550_um_dt.log", "i", "UTC",
+                                    pmon=REAL / "nvidia_smi_dmon_470_dt.log")
+
+
+def test_mon_log_without_date_and_time_is_an_error(tmp_path):
+    lines = [x.split(None, 3)[-1] if not x.startswith("#") else "# " + x.split(None, 3)[-1]
+             for x in (REAL / "nvidia_smi_dmon_470_dt.log").read_text().splitlines()]
+    (tmp_path / "t.log").write_text("\n".join(lines) + "\n")
+    with pytest.raises(gpucost.InvalidInputError, match=r"t\.log: line 1, column 'Date': no Date and Time columns"):
+        gpucost.read_nvidia_smi_mon(tmp_path / "t.log", "i", "UTC")
+
+
+def test_cli_reads_dmon_and_pmon_logs_as_nvidia_smi_sources(tmp_path):
+    from gpucost.config import load_config, load_tables
+    smi = tmp_path / "smi"
+    smi.mkdir()
+    (smi / "gpu07.dmon.log").write_text((REAL / "nvidia_smi_dmon_550_um_dt.log").read_text())
+    (smi / "gpu07.pmon.log").write_text((REAL / "nvidia_smi_pmon_535_um_dt.log").read_text())
+    pd.DataFrame({"resource_id": ["gpu07"], "start": ["2026-03-02T10:00:00Z"], "end": ["2026-03-02T10:00:20Z"],
+                  "cost": [2.0]}).to_csv(tmp_path / "costs.csv", index=False)
+    pd.DataFrame({"resource_id": ["gpu07"] * 2, "device": [0, 1], "mem_capacity": [48e9] * 2}).to_csv(
+        tmp_path / "inventory.csv", index=False)
+    config = load_config(None)
+    config.sources.update({"nvidia_smi": [str(smi / "gpu07.dmon.log")], "nvidia_smi_apps": [str(smi / "gpu07.pmon.log")],
+                           "costs": str(tmp_path / "costs.csv"), "inventory": str(tmp_path / "inventory.csv")})
+    tables = load_tables(config)
+    result = gpucost.allocate(tables.costs, tables.usage, tables.inventory).set_index("consumer")["cost"]
+    assert result.sum() == pytest.approx(2.0)
+    # GPU 0: pid 7001 half of 15 s then all of 5 s; of 2 GPUs x 20 s.
+    assert result["pid:7001"] == pytest.approx(2.0 * (7.5 + 5) / 40)
