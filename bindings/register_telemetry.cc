@@ -179,6 +179,24 @@ void RegisterTelemetry(py::module_& m) {
           }
           return DcgmResult(ValueOrThrow(std::move(result)));
         });
+  m.def("amd_smi_usage",
+        [](const std::vector<std::tuple<std::string, std::string, int64_t, std::string>>& inputs,
+           const py::dict& options) {
+          DcgmArgs args(options);
+          absl::StatusOr<DcgmUsage> result;
+          {
+            py::gil_scoped_release release;
+            result = [&]() -> absl::StatusOr<DcgmUsage> {
+              PromSamples all;
+              for (const auto& [body, source, timestamp_ns, host] : inputs) {
+                GPUCOST_ASSIGN_OR_RETURN(PromSamples one, ParseAmdSmiMetric(body, source, timestamp_ns, host));
+                all.Append(std::move(one));
+              }
+              return DcgmToUsage(all, args.options);
+            }();
+          }
+          return DcgmResult(ValueOrThrow(std::move(result)));
+        });
   m.def("kube_pod_labels",
         [](const std::vector<std::tuple<std::string, std::string, std::string>>& bodies,
            const std::vector<std::pair<std::string, std::string>>& keys) {

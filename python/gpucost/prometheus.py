@@ -36,6 +36,7 @@ __all__ = [
     "PrometheusClient",
     "dcgm_metric_names",
     "fetch_usage",
+    "read_amd_smi_metric",
     "read_dcgm_text",
     "read_query_range",
 ]
@@ -393,6 +394,32 @@ def read_dcgm_text(paths: Any, *, timestamp: Any = None, interval: Any = None, n
                        interval=None if interval is None else _seconds(interval, "interval"),
                        exporter_names=exporter_names)
     return telemetry_report(usage_frame(_core.dcgm_usage(inputs, False, default_ts, options)), "dcgm-exporter text")
+
+
+def read_amd_smi_metric(paths: Any, host: str, *, timestamps: Any, interval: Any = None,
+                        nodes: Any = None, keep_unknown_nodes: bool = False) -> pd.DataFrame:
+    """Usage samples from ``amd-smi metric --json`` snapshots of one host
+    (files, one snapshot each; a list of GPUs or ``{"gpu_data": [...]}``).
+
+    amd-smi prints no time: ``timestamps`` gives each file's instant (one per
+    path, or one for a single path). ``usage.gfx_activity`` (%) is the
+    utilisation, ``mem_usage.used_vram`` (MB) the memory,
+    ``power.socket_power`` (W) the power; ``"N/A"`` is no value; other fields
+    are ignored. amd-smi metric names no workload: every sample is a free GPU
+    (consumer ""), i.e. idle time unless workloads are joined otherwise. The
+    host is the node (``nodes`` maps it to a bill id). Durations as in
+    :func:`read_dcgm_text`."""
+    files = _paths(paths)
+    stamps = [timestamps] if not isinstance(timestamps, (list, tuple, pd.Series, np.ndarray, pd.Index)) else \
+        list(timestamps)
+    if len(stamps) != len(files):
+        raise InvalidInputError(f"read_amd_smi_metric: {len(files)} files but {len(stamps)} timestamps")
+    inputs = [(_read(p), str(p), to_ns(t, "timestamps"), str(host)) for p, t in zip(files, stamps)]
+    options = _options(nodes=nodes, node_labels=("hostname",), keep_unknown_nodes=keep_unknown_nodes, units="auto",
+                       mig_shares=None, mig_basis="compute",
+                       interval=None if interval is None else _seconds(interval, "interval"),
+                       exporter_names=DEFAULT_EXPORTER_NAMES)
+    return telemetry_report(usage_frame(_core.amd_smi_usage(inputs, options)), f"amd-smi metric {host}")
 
 
 def parse_dcgm_text(texts: Iterable[str], *, timestamp: Any = None, interval: Any = None, **kwargs) -> pd.DataFrame:

@@ -119,6 +119,7 @@ struct Identity {
   int32_t first_series = 0;   // for error messages
   int amd_partitions = 0;     // k for an AMD partition (gpu is then its logical index)
   std::string serial;         // AMD serial_number: one per physical GPU
+  bool amd = false;           // named by gpu_id (AMD), for messages
 };
 
 // AMD partitions are listed as logical GPUs (gpu_id 0..63 on a CPX node of
@@ -404,6 +405,7 @@ absl::StatusOr<DcgmUsage> DcgmToUsage(const PromSamples& s, const DcgmOptions& o
       id.model = std::string(FirstLabel(series, {"modelName", "card_series", "card_model"}).value_or(""));
       id.uuid = std::string(FirstLabel(series, {"UUID", "gpu_uuid", "serial_number"}).value_or(""));
       id.amd_partitions = amd_parts;
+      id.amd = !series.Label("gpu").has_value();  // AMD's exporter and amd-smi name the GPU gpu_id
       id.serial = std::string(series.Label("serial_number").value_or(""));
       id.consumer = pod.empty() ? std::string() : absl::StrCat(A(ns), "/", A(pod));
       id.first_series = sid;
@@ -630,7 +632,7 @@ absl::StatusOr<DcgmUsage> DcgmToUsage(const PromSamples& s, const DcgmOptions& o
           "no ",
           nvidia_mig ? "DCGM_FI_PROF_GR_ENGINE_ACTIVE (the utilisation of a MIG instance)"
                  : (whole_from_gr ? "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
-                                  : (id.amd_partitions > 0 ? "gpu_gfx_activity" : "DCGM_FI_DEV_GPU_UTIL")),
+                                  : (id.amd ? "gpu_gfx_activity" : "DCGM_FI_DEV_GPU_UTIL")),
           " for this GPU at this instant while other fields were reported");
       return PointError(s, static_cast<size_t>(o.first_point), what);
     }

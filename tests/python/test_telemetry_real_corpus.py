@@ -309,3 +309,42 @@ def test_cli_reads_dmon_and_pmon_logs_as_nvidia_smi_sources(tmp_path):
     assert result.sum() == pytest.approx(2.0)
     # GPU 0: pid 7001 half of 15 s then all of 5 s; of 2 GPUs x 20 s.
     assert result["pid:7001"] == pytest.approx(2.0 * (7.5 + 5) / 40)
+
+
+# amd-smi metric --json.
+
+def test_amd_smi_metric_list_form_mi250x_gcds():
+    u = gpucost.prometheus.read_amd_smi_metric(REAL / "amd_smi_metric_rocm62_mi250x.json", "mi250x-01",
+                                               timestamps=T0)
+    u = u.sort_values("device").reset_index(drop=True)
+    assert list(u["util"]) == pytest.approx([0.96, 0.94, 0.0, 0.0])
+    assert list(u["mem_used"]) == [51200 * MIB, 51200 * MIB, 10 * MIB, 10 * MIB]
+    assert list(u["power_w"]) == [488, 0, 92, 0]  # one socket power per OAM module, on its first GCD
+    assert (u["consumer"] == "").all() and set(u["resource_id"]) == {"mi250x-01"}
+    assert (u["duration"] == 60).all()  # one snapshot: the default interval
+
+
+def test_amd_smi_metric_gpu_data_form_over_two_snapshots():
+    path = REAL / "amd_smi_metric_rocm64_gpu_data_mi300x.json"
+    nodes = pd.DataFrame({"node": ["mi300x-01"], "resource_id": ["Standard_ND96isr_MI300X_v5-vm3"]})
+    u = gpucost.prometheus.read_amd_smi_metric([path, path], "mi300x-01", nodes=nodes,
+                                               timestamps=[T0, "2026-03-02T10:05:00Z"])
+    assert len(u) == 4 and (u["duration"] == 300).all() and u.attrs["telemetry"]["spacing_seconds"] == 300
+    assert set(u["resource_id"]) == {"Standard_ND96isr_MI300X_v5-vm3"}
+    assert u.loc[u["device"] == 0, "mem_used"].iloc[0] == 120000 * MIB
+    with pytest.raises(gpucost.InvalidInputError, match="2 files but 1 timestamps"):
+        gpucost.prometheus.read_amd_smi_metric([path, path], "h", timestamps=T0)
+
+
+def test_amd_smi_metric_na_or_bad_values(tmp_path):
+    import json
+    doc = json.loads((REAL / "amd_smi_metric_rocm64_gpu_data_mi300x.json").read_text())
+    doc["gpu_data"][1]["usage"] = "N/A"  # a GPU that printed no usage while another did
+    (tmp_path / "na.json").write_text(json.dumps(doc))
+    with pytest.raises(gpucost.InvalidInputError, match=r"na\.json: series gpu_\w+\{gpu_id=\"1\".*no gpu_gfx_activity for this GPU"):
+        gpucost.prometheus.read_amd_smi_metric(tmp_path / "na.json", "h", timestamps=T0)
+    doc["gpu_data"][1]["usage"] = {"gfx_activity": {"value": "busy", "unit": "%"}}
+    (tmp_path / "bad.json").write_text(json.dumps(doc))
+    with pytest.raises(gpucost.InvalidInputError,
+                       match=r"bad\.json: gpu 1, column 'usage\.gfx_activity': 'busy' is not a number"):
+        gpucost.prometheus.read_amd_smi_metric(tmp_path / "bad.json", "h", timestamps=T0)
