@@ -16,6 +16,15 @@
 //                instance, divided by k when k pods are reported on the same
 //                GPU (or MIG instance) at the same instant (time-slicing)
 //
+// AMD Instinct (ROCm device-metrics-exporter, amd-smi via ParseAmdSmiMetric)
+// is read by the same rules under its own names: gpu_gfx_activity (%),
+// gpu_used_vram / gpu_free_vram (MB), gpu_power_usage (W); labels gpu_id,
+// card_series / card_model, gpu_uuid / serial_number. A compute partition
+// (gpu_compute_partition_type DPX/TPX/QPX/CPX) is an instance of share 1/k of
+// its physical GPU; partitioned nodes number their physical GPUs by serial
+// number in the order of their lowest gpu_id. A holder's (or the free)
+// instances of one GPU at one instant are merged into one sample.
+//
 // Units. Exporters up to 4.8 print utilisation in percent and memory in MiB
 // (DCGM_FI_DEV_GPU_UTIL, DCGM_FI_DEV_FB_USED, ...); 4.9 and later print
 // ratios and bytes under DCGM 4.7's names (DCGM_FI_DEV_GPU_UTIL_RATIO,
