@@ -309,7 +309,10 @@ absl::StatusOr<DcgmUsage> DcgmToUsage(const PromSamples& s, const DcgmOptions& o
     const PromSeries& series = s.series[si];
     const auto sid = static_cast<int32_t>(si);
     const DcgmMetric* metric = FindMetric(series.name);
-    if (metric == nullptr) {
+    // An AMD name without AMD's gpu_id label is another exporter's metric
+    // that happens to share the name (gpu_power_usage is a common one).
+    const bool foreign = metric != nullptr && metric->name.substr(0, 5) != "DCGM_" && !series.Label("gpu_id");
+    if (metric == nullptr || foreign) {
       ++diag.series_ignored;
       continue;
     }

@@ -348,3 +348,11 @@ def test_amd_smi_metric_na_or_bad_values(tmp_path):
     with pytest.raises(gpucost.InvalidInputError,
                        match=r"bad\.json: gpu 1, column 'usage\.gfx_activity': 'busy' is not a number"):
         gpucost.prometheus.read_amd_smi_metric(tmp_path / "bad.json", "h", timestamps=T0)
+
+
+def test_an_amd_name_without_gpu_id_is_another_exporters_metric():
+    text = (REAL / "dcgm_3x_h100_node_k8s.prom").read_text()
+    other = 'gpu_power_usage{index="0",name="NVIDIA H100 80GB HBM3",uuid="GPU-x"} 512\n'
+    u = gpucost.prometheus.parse_dcgm_text([text + other], timestamp=T0)
+    assert len(u) == 8 and u.attrs["diagnostics"]["series_ignored"] == 1
+
