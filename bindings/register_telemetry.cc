@@ -123,6 +123,9 @@ py::dict DcgmResult(DcgmUsage&& u) {
   diag["exporter_series_freed"] = d.exporter_series_freed;
   diag["node_labels_exporter_pod"] = d.node_labels_exporter_pod;
   diag["samples_without_memory"] = d.samples_without_memory;
+  diag["samples_without_util"] = d.samples_without_util;
+  diag["samples_util_from_gr_engine"] = d.samples_util_from_gr_engine;
+  diag["samples_merged"] = d.samples_merged;
   diag["instants_joined"] = d.instants_joined;
   diag["duplicate_labels"] = d.duplicate_labels;
   diag["duplicate_series"] = d.duplicate_series;
@@ -173,6 +176,24 @@ void RegisterTelemetry(py::module_& m) {
             py::gil_scoped_release release;
             absl::StatusOr<PromSamples> series = ParseAll(inputs, json, default_ts, /*dcgm_only=*/true);
             result = series.ok() ? DcgmToUsage(*series, args.options) : absl::StatusOr<DcgmUsage>(series.status());
+          }
+          return DcgmResult(ValueOrThrow(std::move(result)));
+        });
+  m.def("amd_smi_usage",
+        [](const std::vector<std::tuple<std::string, std::string, int64_t, std::string>>& inputs,
+           const py::dict& options) {
+          DcgmArgs args(options);
+          absl::StatusOr<DcgmUsage> result;
+          {
+            py::gil_scoped_release release;
+            result = [&]() -> absl::StatusOr<DcgmUsage> {
+              PromSamples all;
+              for (const auto& [body, source, timestamp_ns, host] : inputs) {
+                GPUCOST_ASSIGN_OR_RETURN(PromSamples one, ParseAmdSmiMetric(body, source, timestamp_ns, host));
+                all.Append(std::move(one));
+              }
+              return DcgmToUsage(all, args.options);
+            }();
           }
           return DcgmResult(ValueOrThrow(std::move(result)));
         });
@@ -266,6 +287,39 @@ void RegisterTelemetry(py::module_& m) {
           diag["series"] = u.diagnostics.gpus;
           diag["spacing_seconds"] = static_cast<double>(u.diagnostics.spacing_ns) / 1e9;
           diag["gaps"] = u.diagnostics.gaps;
+          out["diagnostics"] = diag;
+          return out;
+        });
+  m.def("nvidia_smi_mon",
+        [](const std::string& text, const std::string& source, const std::optional<std::string>& pmon_text,
+           const std::string& pmon_source, const std::string& tz, const std::string& resource_id,
+           std::optional<double> interval, std::vector<int64_t> pids, std::vector<std::string> jobs) {
+          NvidiaSmiOptions options{resource_id, interval, std::move(pids), std::move(jobs)};
+          absl::StatusOr<NvidiaSmiUsage> result;
+          bool has_memory = false;
+          {
+            py::gil_scoped_release release;
+            result = [&]() -> absl::StatusOr<NvidiaSmiUsage> {
+              GPUCOST_ASSIGN_OR_RETURN(NvidiaSmiMon mon, ParseNvidiaSmiMon(text, source, tz));
+              has_memory = mon.has_memory;
+              if (!pmon_text.has_value()) return NvidiaSmiToUsage(mon.gpus, mon.pmon ? &mon.apps : nullptr, options);
+              if (mon.pmon) return TableError(source, "a pmon log was given as the GPU log beside another pmon log");
+              GPUCOST_ASSIGN_OR_RETURN(NvidiaSmiMon procs, ParseNvidiaSmiMon(*pmon_text, pmon_source, tz));
+              if (!procs.pmon) return TableError(pmon_source, "not a pmon log (no pid column)");
+              return NvidiaSmiToUsage(mon.gpus, &procs.apps, options);
+            }();
+          }
+          NvidiaSmiUsage u = ValueOrThrow(std::move(result));
+          py::dict out = SamplesToPython(std::move(u.samples));
+          py::dict diag;
+          diag["gpu_readings"] = u.diagnostics.gpu_readings;
+          diag["app_rows"] = u.diagnostics.app_rows;
+          diag["app_rows_without_gpu_reading"] = u.diagnostics.app_rows_without_gpu_reading;
+          diag["unknown_pids"] = u.diagnostics.unknown_pids;
+          diag["series"] = u.diagnostics.gpus;
+          diag["spacing_seconds"] = static_cast<double>(u.diagnostics.spacing_ns) / 1e9;
+          diag["gaps"] = u.diagnostics.gaps;
+          diag["has_memory"] = has_memory;
           out["diagnostics"] = diag;
           return out;
         });

@@ -1,4 +1,4 @@
-// libFuzzer target: nvidia-smi CSV (GPUs and compute apps), sacct
+// libFuzzer target: nvidia-smi CSV (GPUs and compute apps), dmon/pmon logs, sacct
 // --parsable2 and Slurm host lists (io/hosts.h). Every input must give a
 // status, never a crash; accepted nvidia-smi tables become usage samples.
 #include <cstddef>
@@ -10,7 +10,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FuzzedDataProvider in(data, size);
-  const int which = in.ConsumeIntegralInRange<int>(0, 3);
+  const int which = in.ConsumeIntegralInRange<int>(0, 4);  // 4 (dmon/pmon) added last: older seeds keep their mode
   const char* tz = in.ConsumeBool() ? "UTC" : "Europe/Paris";
   const std::string text = in.ConsumeRemainingBytesAsString();
   switch (which) {
@@ -30,6 +30,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       options.tz = tz;
       options.now_ns = 1'772'323'200'000'000'000;  // 2026-03-01
       (void)gpucost::ParseSacct(text, "sacct.txt", options);
+      break;
+    }
+    case 4: {
+      auto mon = gpucost::ParseNvidiaSmiMon(text, "mon.log", tz);
+      if (mon.ok()) {
+        gpucost::NvidiaSmiOptions options{.resource_id = "i-1"};
+        (void)gpucost::NvidiaSmiToUsage(mon->gpus, mon->pmon ? &mon->apps : nullptr, options);
+      }
       break;
     }
     default:

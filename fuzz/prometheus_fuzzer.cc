@@ -1,4 +1,4 @@
-// libFuzzer target: Prometheus exposition text and query_range JSON
+// libFuzzer target: Prometheus exposition text, query_range JSON and amd-smi metric JSON
 // (io/prometheus.h), and DCGM series to usage samples (io/dcgm.h) on what
 // they accept. Every input must give a status, never a crash; accepted
 // samples have one value per series index.
@@ -40,7 +40,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const bool with_default = in.ConsumeBool();
   const int64_t default_ns = in.ConsumeIntegral<int64_t>();
   const std::string text = in.ConsumeRemainingBytesAsString();
-  if (json) {
+  if (json && with_default) {  // amd-smi metric --json (query answers keep with_default unset)
+    auto parsed = gpucost::ParseAmdSmiMetric(text, "fuzz amd-smi", default_ns, "h");
+    if (parsed.ok()) {
+      CheckSamples(*parsed);
+      ToUsage(*parsed);
+    }
+  } else if (json) {
     auto parsed = gpucost::ParseQueryRange(text, "fuzz query_range", "DCGM_FI_DEV_GPU_UTIL");
     if (parsed.ok()) {
       CheckSamples(*parsed);

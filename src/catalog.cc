@@ -177,7 +177,7 @@ struct KnownChip {
 
 constexpr std::string_view kDroppedTokens[] = {"NVIDIA", "TESLA", "SXM", "SXM2", "SXM4", "SXM5",
                                                "PCIE", "HBM2", "HBM2E", "HBM3", "HBM3E", "GPU",
-                                               "MEGA", "TENSOR", "CORE"};
+                                               "MEGA", "TENSOR", "CORE", "AMD", "INSTINCT", "OAM"};
 
 }  // namespace
 
@@ -196,6 +196,10 @@ std::string CanonicalGpuModel(std::string_view name) {
       // Export variants carry their parent's MIG profiles; GH200's GPU has
       // 96 GB (HBM3) or 144 GB (HBM3e), its name the superchip's total.
       {"A800", {40, 80}}, {"H800", {80}},     {"H20", {96}},   {"GH200", {96, 144}},
+      // AMD Instinct, per device as amd-smi lists it: an MI250X or MI250
+      // is two devices (GCDs) of 64 GB each.
+      {"MI210", {64}},    {"MI250X", {64}},   {"MI250", {64}}, {"MI300X", {192}}, {"MI300A", {128}},
+      {"MI325X", {256}},
   };
   std::string upper = absl::AsciiStrToUpper(ToAbsl(io::TrimSpaces(name)));
   for (char& c : upper) {

@@ -163,15 +163,24 @@ def combine_diagnostics(diagnostics: Iterable[dict]) -> dict:
 def _memory_for_blended(usage: Any, basis: str) -> None:
     """Telemetry readers give samples whose source had no memory field
     mem_used 0 and count them (``attrs["telemetry"]["samples_without_memory"]``):
-    right for the allocated and used bases, a wrong number for blended."""
-    if basis != "blended":
+    right for the allocated and used bases, a wrong number for blended. Samples
+    whose source had no utilisation field (holder-only) have util 0, counted in
+    ``samples_without_util``: right for allocated only."""
+    if basis == "allocated":
         return
-    missing = (getattr(usage, "attrs", None) or {}).get("telemetry", {}).get("samples_without_memory", 0)
-    if missing:
+    report = (getattr(usage, "attrs", None) or {}).get("telemetry", {})
+    missing = report.get("samples_without_memory", 0)
+    if basis == "blended" and missing:
         raise InvalidInputError(
             f"usage: {missing} samples have no memory field (their telemetry had no DCGM_FI_DEV_FB_USED; "
             "attrs['telemetry']['samples_without_memory']): basis 'blended' needs memory; use 'allocated' or "
             "'used', or export the memory field")
+    without_util = report.get("samples_without_util", 0)
+    if without_util:
+        raise InvalidInputError(
+            f"usage: {without_util} samples have no utilisation field (their telemetry had no utilisation "
+            "metric; attrs['telemetry']['samples_without_util']): "
+            f"basis '{basis}' needs utilisation; use 'allocated', or export a utilisation field")
 
 
 def allocate(

@@ -192,9 +192,11 @@ def _add_sources(p: argparse.ArgumentParser) -> None:
                    help="dcgm-exporter scrapes (curl node:9400/metrics): .prom files or directories; each file's "
                         "instant from its own timestamps, else its name, else its mtime")
     g.add_argument("--nvidia-smi", metavar="PATH", nargs="+",
-                   help="nvidia-smi --query-gpu CSV logs, one per host (host = file name up to its first dot)")
+                   help="nvidia-smi --query-gpu CSV logs (or dmon/pmon -o DT logs), one per host "
+                        "(host = file name up to its first dot)")
     g.add_argument("--nvidia-smi-apps", metavar="PATH", nargs="+",
-                   help="nvidia-smi --query-compute-apps logs, paired with the GPU log of the same host")
+                   help="nvidia-smi --query-compute-apps logs (pmon logs beside dmon logs), paired with the GPU "
+                        "log of the same host")
     g.add_argument("--pid-jobs", metavar="PATH", help="pid, job[, host] table naming the processes' workloads")
     g.add_argument("--sacct", metavar="PATH", nargs="+",
                    help="Slurm accounting: sacct --parsable2 -o JobID,User,Account,Submit,Start,End,State,"

@@ -15,7 +15,7 @@ end = "2026-04-01"
 step = 60                        # live queries; saved answers default to their own spacing
 exporter_names = ["nvidia-dcgm-exporter", "dcgm-exporter"]  # the exporter's own pods are free GPUs
 dcgm_text = ["scrapes/"]         # dcgm-exporter scrapes (.prom files or directories)
-nvidia_smi = ["smi/*.gpu.csv"]   # nvidia-smi logs, host = file name up to the first dot
+nvidia_smi = ["smi/*.gpu.csv"]   # nvidia-smi --query-gpu (or dmon/pmon -o DT) logs, host = file name up to the first dot
 nvidia_smi_apps = ["smi/*.apps.csv"]
 pid_jobs = "pids.csv"            # pid, job[, host]
 sacct = ["sacct.txt"]            # Slurm accounting
@@ -524,6 +524,14 @@ def _usage(config: Config, step: float, stated: Any = None) -> pd.DataFrame:
     return sources.concat_usage(frames, intervals, names, files)
 
 
+def _is_mon_log(path: Path) -> bool:
+    """An ``nvidia-smi dmon``/``pmon`` log starts with a ``#`` header line; a
+    ``--query-gpu`` CSV log with its field names."""
+    with open(path, encoding="utf-8", errors="replace") as f:
+        head = f.read(256).lstrip()
+    return head.startswith("#")
+
+
 def _nvidia_smi(config: Config, hosts: pd.DataFrame | None, step: float | None) -> pd.DataFrame:
     """nvidia-smi logs, one per host (the host is the file name up to its
     first dot); the hosts table maps hosts to bill ids and time zones."""
@@ -545,8 +553,13 @@ def _nvidia_smi(config: Config, hosts: pd.DataFrame | None, step: float | None) 
         jobs = pid_jobs
         if pid_jobs is not None and "host" in pid_jobs.columns:
             jobs = pid_jobs[pid_jobs["host"].astype(str) == host]
-        frames.append(read(path, resource_id=ids.get(host, host), tz=zones.get(host, s.get("timezone", "UTC")),
-                           apps=apps.get(host), pid_jobs=jobs, interval=step))
+        tz = zones.get(host, s.get("timezone", "UTC"))
+        if _is_mon_log(path):  # nvidia-smi dmon/pmon; the host's apps log, if any, a pmon log
+            frames.append(_need("read_nvidia_smi_mon", "issue 15")(
+                path, resource_id=ids.get(host, host), tz=tz, pmon=apps.get(host), pid_jobs=jobs, interval=step))
+            continue
+        frames.append(read(path, resource_id=ids.get(host, host), tz=tz, apps=apps.get(host), pid_jobs=jobs,
+                           interval=step))
     unused = set(apps) - {sources.host_of(p) for p in logs}
     if unused:
         raise InvalidInputError(f"{apps[sorted(unused)[0]]}: compute-apps log of host '{sorted(unused)[0]}' has no "

@@ -21,7 +21,7 @@ from gpucost.errors import InvalidInputError
 from gpucost.frames import Table, usage_frame, workloads_frame
 from gpucost.prometheus import _seconds, telemetry_report, to_ns
 
-__all__ = ["SlurmAccounting", "read_nvidia_smi", "read_slurm_sacct"]
+__all__ = ["SlurmAccounting", "read_nvidia_smi", "read_nvidia_smi_mon", "read_slurm_sacct"]
 
 
 def _read(path: str | PathLike) -> str:
@@ -63,6 +63,39 @@ def read_nvidia_smi(path: str | PathLike, resource_id: str, tz: str, *, apps: st
                            "" if apps is None else str(apps), str(tz), str(resource_id),
                            None if interval is None else _seconds(interval, "interval"), pids, jobs)
     return telemetry_report(usage_frame(raw), f"nvidia-smi {path}")
+
+
+def _pid_jobs(pid_jobs: Any) -> tuple[list[int], list[str]]:
+    if pid_jobs is None:
+        return [], []
+    t = Table(pid_jobs, "pid_jobs")
+    return (np.asarray(t.column("pid"), dtype=np.int64).tolist(),
+            np.asarray(t.column("job"), dtype=object).astype(str).tolist())
+
+
+def read_nvidia_smi_mon(path: str | PathLike, resource_id: str, tz: str, *, pmon: str | PathLike | None = None,
+                        pid_jobs: Any = None, interval: Any = None) -> pd.DataFrame:
+    """Usage samples from ``nvidia-smi dmon -o DT`` or ``nvidia-smi pmon -o DT``
+    logs (whitespace columns under a ``# Date Time gpu ...`` header, ``-``
+    for no value).
+
+    ``path`` is a dmon log (one reading per GPU: ``sm`` % as util, ``fb`` MB
+    as memory when logged with ``-s um``) or a pmon log (one row per process:
+    each pid holds its GPU, like ``--query-compute-apps`` rows; the GPU's util
+    and memory are its processes' summed ``sm`` and ``fb``; a ``-`` row is an
+    idle GPU). ``pmon`` is a pmon log beside a dmon ``path``: the readings from
+    dmon, the holders from pmon. ``pid_jobs``, ``interval``: as in
+    :func:`read_nvidia_smi`. Without an ``fb`` column the samples have
+    ``mem_used`` 0, counted in ``attrs["telemetry"]["samples_without_memory"]``
+    (fine for the allocated and used bases)."""
+    pids, jobs = _pid_jobs(pid_jobs)
+    raw = _core.nvidia_smi_mon(_read(path), str(path), None if pmon is None else _read(pmon),
+                               "" if pmon is None else str(pmon), str(tz), str(resource_id),
+                               None if interval is None else _seconds(interval, "interval"), pids, jobs)
+    has_memory = bool(raw["diagnostics"].pop("has_memory"))
+    frame = telemetry_report(usage_frame(raw), f"nvidia-smi mon {path}")
+    frame.attrs["telemetry"]["samples_without_memory"] = 0 if has_memory else len(frame)
+    return frame
 
 
 class SlurmAccounting(NamedTuple):

@@ -36,6 +36,7 @@ __all__ = [
     "PrometheusClient",
     "dcgm_metric_names",
     "fetch_usage",
+    "read_amd_smi_metric",
     "read_dcgm_text",
     "read_query_range",
 ]
@@ -233,6 +234,9 @@ def telemetry_report(frame: pd.DataFrame, source: str) -> pd.DataFrame:
         "exporter_series_freed": int(d.get("exporter_series_freed", 0)),
         "node_labels_exporter_pod": int(d.get("node_labels_exporter_pod", 0)),
         "samples_without_memory": int(d.get("samples_without_memory", 0)),
+        "samples_without_util": int(d.get("samples_without_util", 0)),
+        "samples_util_from_gr_engine": int(d.get("samples_util_from_gr_engine", 0)),
+        "samples_merged": int(d.get("samples_merged", 0)),
         "instants_joined": int(d.get("instants_joined", 0)),
         "replica_labels": replica,
         "duplicate_labels": duplicate_labels,
@@ -257,7 +261,7 @@ def fetch_usage(url: str, start: Any, end: Any, step: Any = 60, *, nodes: Any = 
                 headers: Mapping[str, str] | None = None,
                 bearer_token: str | None = None, timeout: float = 30.0, retries: int = 3,
                 backoff: float = 0.5, max_points: int = MAX_POINTS,
-                client: PrometheusClient | None = None) -> pd.DataFrame:
+                client: PrometheusClient | None = None, allow_partial: bool = False) -> pd.DataFrame:
     """Usage samples of [start, end) from the DCGM exporter's series in a live
     Prometheus, one sample per step, GPU and pod.
 
@@ -298,15 +302,39 @@ def fetch_usage(url: str, start: Any, end: Any, step: Any = 60, *, nodes: Any = 
         query = fresh_query(metric, matchers, max_age)
         for i, body in enumerate(client.query_range_chunks(query, start_ns, end_ns, step_s, max_points)):
             inputs.append((body, f"{client.url} {metric} (call {i + 1})", metric))
+    warnings = [w for body, name, _ in inputs for w in _warnings(body, name, allow_partial)]
     raw = _core.dcgm_usage(inputs, True, None, options)
     frame = usage_frame(raw)
     frame.attrs["diagnostics"]["requests"] = client.requests_made
-    return telemetry_report(frame, f"prometheus {client.url}")
+    frame = telemetry_report(frame, f"prometheus {client.url}")
+    frame.attrs["telemetry"]["warnings"] = warnings
+    return frame
 
 
 def _read(path: str | PathLike) -> str:
     with open(path, encoding="utf-8") as f:
         return f.read()
+
+
+def _warnings(body: str, name: str, allow_partial: bool) -> list[str]:
+    """The ``warnings`` of a successful answer: Thanos and Prometheus send
+    them with a partial answer (a store or replica was unreachable), so some
+    series or points may be missing and idle would absorb their cost. An error
+    unless ``allow_partial``; then reported. Only a body that names
+    ``"warnings"`` is parsed again here."""
+    if '"warnings"' not in body:
+        return []
+    try:
+        found = json.loads(body).get("warnings") or []
+    except (ValueError, AttributeError):
+        return []  # not an answer: the reader names the problem
+    found = [str(w) for w in found] if isinstance(found, list) else [str(found)]
+    if found and not allow_partial:
+        more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+        raise InvalidInputError(
+            f"{name}: Prometheus answered with warnings, a partial answer whose series or points may be missing: "
+            f"'{found[0]}'{more}; pass allow_partial=True to read it anyway (attrs['telemetry']['warnings'])")
+    return [f"{name}: {w}" for w in found]
 
 
 def _paths(paths: Any) -> list:
@@ -317,7 +345,7 @@ def read_query_range(paths: Any, step: Any = None, *, metric: str | None = None,
                      node_labels: Sequence[str] = DEFAULT_NODE_LABELS, keep_unknown_nodes: bool = False,
                      units: str = "auto", mig_shares: Any = None, mig_basis: str = "compute",
                      exporter_names: Sequence[str] = DEFAULT_EXPORTER_NAMES,
-                     instant_tolerance: Any = 30) -> pd.DataFrame:
+                     instant_tolerance: Any = 30, allow_partial: bool = False) -> pd.DataFrame:
     """Usage samples from saved ``/api/v1/query_range`` (matrix) or
     ``/api/v1/query`` (instant vector) answers (JSON files), one file per DCGM
     metric (its name is read from ``__name__``, or given as ``metric``).
@@ -327,13 +355,18 @@ def read_query_range(paths: Any, step: Any = None, *, metric: str | None = None,
     (seconds), when given, is checked against that spacing: more than 2x
     apart is an error naming the file and series. Instant answers saved a few
     seconds apart are read at one instant when within ``instant_tolerance``
-    seconds of each other. ``.attrs["telemetry"]`` is the reader report."""
+    seconds of each other. An answer with ``warnings`` (a partial answer) is
+    an error unless ``allow_partial``; ``.attrs["telemetry"]`` is the reader
+    report (its ``warnings`` list the partial answers' warnings)."""
     step_s = None if step is None else _seconds(step, "step")
     inputs = [(_read(p), str(p), metric or "") for p in _paths(paths)]
+    warnings = [w for body, name, _ in inputs for w in _warnings(body, name, allow_partial)]
     options = _options(nodes=nodes, node_labels=node_labels, keep_unknown_nodes=keep_unknown_nodes, units=units,
                        mig_shares=mig_shares, mig_basis=mig_basis, interval=step_s, exporter_names=exporter_names,
                        instant_tolerance=_tolerance(instant_tolerance), interval_name="step")
-    return telemetry_report(usage_frame(_core.dcgm_usage(inputs, True, None, options)), "prometheus answers")
+    frame = telemetry_report(usage_frame(_core.dcgm_usage(inputs, True, None, options)), "prometheus answers")
+    frame.attrs["telemetry"]["warnings"] = warnings
+    return frame
 
 
 def _tolerance(value: Any) -> float:
@@ -361,6 +394,32 @@ def read_dcgm_text(paths: Any, *, timestamp: Any = None, interval: Any = None, n
                        interval=None if interval is None else _seconds(interval, "interval"),
                        exporter_names=exporter_names)
     return telemetry_report(usage_frame(_core.dcgm_usage(inputs, False, default_ts, options)), "dcgm-exporter text")
+
+
+def read_amd_smi_metric(paths: Any, host: str, *, timestamps: Any, interval: Any = None,
+                        nodes: Any = None, keep_unknown_nodes: bool = False) -> pd.DataFrame:
+    """Usage samples from ``amd-smi metric --json`` snapshots of one host
+    (files, one snapshot each; a list of GPUs or ``{"gpu_data": [...]}``).
+
+    amd-smi prints no time: ``timestamps`` gives each file's instant (one per
+    path, or one for a single path). ``usage.gfx_activity`` (%) is the
+    utilisation, ``mem_usage.used_vram`` (MB) the memory,
+    ``power.socket_power`` (W) the power; ``"N/A"`` is no value; other fields
+    are ignored. amd-smi metric names no workload: every sample is a free GPU
+    (consumer ""), i.e. idle time unless workloads are joined otherwise. The
+    host is the node (``nodes`` maps it to a bill id). Durations as in
+    :func:`read_dcgm_text`."""
+    files = _paths(paths)
+    stamps = [timestamps] if not isinstance(timestamps, (list, tuple, pd.Series, np.ndarray, pd.Index)) else \
+        list(timestamps)
+    if len(stamps) != len(files):
+        raise InvalidInputError(f"read_amd_smi_metric: {len(files)} files but {len(stamps)} timestamps")
+    inputs = [(_read(p), str(p), to_ns(t, "timestamps"), str(host)) for p, t in zip(files, stamps)]
+    options = _options(nodes=nodes, node_labels=("hostname",), keep_unknown_nodes=keep_unknown_nodes, units="auto",
+                       mig_shares=None, mig_basis="compute",
+                       interval=None if interval is None else _seconds(interval, "interval"),
+                       exporter_names=DEFAULT_EXPORTER_NAMES)
+    return telemetry_report(usage_frame(_core.amd_smi_usage(inputs, options)), f"amd-smi metric {host}")
 
 
 def parse_dcgm_text(texts: Iterable[str], *, timestamp: Any = None, interval: Any = None, **kwargs) -> pd.DataFrame:

@@ -8,6 +8,8 @@
 #include "gpucost/io/dcgm.h"
 
 #include <algorithm>
+#include <cctype>
+#include <initializer_list>
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -44,7 +46,36 @@ constexpr DcgmMetric kMetrics[] = {
     {"DCGM_FI_DEV_MEMORY_UTIL_RATIO", DcgmField::kMemCopyUtil, DcgmUnits::kRatioBytes, 1.0},
     {"DCGM_FI_DEV_POWER_USAGE", DcgmField::kPowerUsage, DcgmUnits::kNone, 1.0},
     {"DCGM_FI_DEV_BOARD_POWER_WATTS", DcgmField::kPowerUsage, DcgmUnits::kRatioBytes, 1.0},
+    // AMD Instinct, ROCm device-metrics-exporter: percent, MB (amd-smi's
+    // MB are MiB: an MI300X's 196592 MB is 192 GiB less reserved), watts.
+    {"gpu_gfx_activity", DcgmField::kGpuUtil, DcgmUnits::kNone, 0.01},
+    {"gpu_used_vram", DcgmField::kFbUsed, DcgmUnits::kNone, kMiB},
+    {"gpu_free_vram", DcgmField::kFbFree, DcgmUnits::kNone, kMiB},
+    {"gpu_umc_activity", DcgmField::kMemCopyUtil, DcgmUnits::kNone, 0.01},
+    {"gpu_power_usage", DcgmField::kPowerUsage, DcgmUnits::kNone, 1.0},
 };
+
+// The first of `keys` the series has (dcgm-exporter's name, then AMD's).
+std::optional<std::string_view> FirstLabel(const PromSeries& series, std::initializer_list<std::string_view> keys) {
+  for (std::string_view key : keys) {
+    if (auto v = series.Label(key); v.has_value() && !v->empty()) return v;
+  }
+  return std::nullopt;
+}
+
+// An AMD compute partition mode (gpu_compute_partition_type) -> partitions
+// per GPU: 0 for SPX (whole GPU) or no label, -1 for an unknown mode. CPX is
+// one partition per XCD: 8 on MI300X/MI325X/MI308X/MI350, 6 on MI300A.
+int AmdPartitions(std::string_view mode, std::string_view model) {
+  std::string m(mode);
+  for (char& c : m) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (m.empty() || m == "spx" || m == "na") return 0;
+  if (m == "dpx") return 2;
+  if (m == "tpx") return 3;
+  if (m == "qpx") return 4;
+  if (m == "cpx") return model.find("MI300A") != std::string_view::npos ? 6 : 8;
+  return -1;
+}
 
 const DcgmMetric* FindMetric(std::string_view name) {
   for (const DcgmMetric& m : kMetrics) {
@@ -86,7 +117,46 @@ struct Identity {
   int32_t resource = -1;      // index into resolved resource ids
   double base_share = 1.0;    // 1, or the MIG profile's fraction
   int32_t first_series = 0;   // for error messages
+  int amd_partitions = 0;     // k for an AMD partition (gpu is then its logical index)
+  std::string serial;         // AMD serial_number: one per physical GPU
+  bool amd = false;           // named by gpu_id (AMD), for messages
 };
+
+// AMD partitions are listed as logical GPUs (gpu_id 0..63 on a CPX node of
+// eight): the device is the physical GPU, numbered on each node by its
+// serial number in the order of its lowest gpu_id. Nodes without partitions
+// keep gpu_id as printed.
+void NumberAmdPhysicalGpus(std::vector<Identity>& identities) {
+  absl::flat_hash_set<std::string> partitioned_nodes;
+  for (const Identity& id : identities) {
+    if (id.amd_partitions > 0) partitioned_nodes.insert(id.node);
+  }
+  if (partitioned_nodes.empty()) return;
+  // A whole GPU printed without a serial number stands for itself.
+  const auto physical = [](const Identity& id) { return id.serial.empty() ? absl::StrCat("#", id.gpu) : id.serial; };
+  absl::flat_hash_map<std::string, std::vector<std::pair<int32_t, std::string>>> gpus_of_node;
+  absl::flat_hash_map<std::string, int32_t> lowest;  // node \x1f serial -> lowest gpu_id
+  for (const Identity& id : identities) {
+    if (!partitioned_nodes.contains(id.node)) continue;
+    const std::string key = absl::StrCat(id.node, "\x1f", physical(id));
+    auto [it, inserted] = lowest.try_emplace(key, id.gpu);
+    if (!inserted) it->second = std::min(it->second, id.gpu);
+  }
+  for (const auto& [key, gpu] : lowest) {
+    const size_t cut = key.find('\x1f');
+    gpus_of_node[key.substr(0, cut)].emplace_back(gpu, key.substr(cut + 1));
+  }
+  absl::flat_hash_map<std::string, int32_t> number;
+  for (auto& [node, gpus] : gpus_of_node) {
+    std::sort(gpus.begin(), gpus.end());
+    for (size_t i = 0; i < gpus.size(); ++i) {
+      number[absl::StrCat(node, "\x1f", gpus[i].second)] = static_cast<int32_t>(i);
+    }
+  }
+  for (Identity& id : identities) {
+    if (partitioned_nodes.contains(id.node)) id.gpu = number[absl::StrCat(id.node, "\x1f", physical(id))];
+  }
+}
 
 struct Observation {
   int32_t identity;
@@ -223,6 +293,10 @@ absl::StatusOr<DcgmUsage> DcgmToUsage(const PromSamples& s, const DcgmOptions& o
 
   // 1. Series -> field metric and identity.
   bool legacy_seen = false, ratio_seen = false;
+  // Which utilisation fields the input has at all: a counters file without
+  // DCGM_FI_DEV_GPU_UTIL (DCP-only) reads whole GPUs from GR_ENGINE_ACTIVE;
+  // one with neither is holder-only (util 0, counted).
+  bool gpu_util_seen = false, gr_engine_seen = false;
   std::vector<const DcgmMetric*> metric_of(s.series.size(), nullptr);
   std::vector<int32_t> identity_of(s.series.size(), -1);
   std::vector<Identity> identities;
@@ -235,7 +309,10 @@ absl::StatusOr<DcgmUsage> DcgmToUsage(const PromSamples& s, const DcgmOptions& o
     const PromSeries& series = s.series[si];
     const auto sid = static_cast<int32_t>(si);
     const DcgmMetric* metric = FindMetric(series.name);
-    if (metric == nullptr) {
+    // An AMD name without AMD's gpu_id label is another exporter's metric
+    // that happens to share the name (gpu_power_usage is a common one).
+    const bool foreign = metric != nullptr && metric->name.substr(0, 5) != "DCGM_" && !series.Label("gpu_id");
+    if (metric == nullptr || foreign) {
       ++diag.series_ignored;
       continue;
     }
@@ -248,6 +325,8 @@ absl::StatusOr<DcgmUsage> DcgmToUsage(const PromSamples& s, const DcgmOptions& o
     }
     legacy_seen |= metric->units == DcgmUnits::kLegacy;
     ratio_seen |= metric->units == DcgmUnits::kRatioBytes;
+    gpu_util_seen |= metric->field == DcgmField::kGpuUtil;
+    gr_engine_seen |= metric->field == DcgmField::kGrEngineActive;
     metric_of[si] = metric;
 
     std::string_view node, exporter_pod_label, exporter_pod;
@@ -279,7 +358,8 @@ absl::StatusOr<DcgmUsage> DcgmToUsage(const PromSamples& s, const DcgmOptions& o
       return SeriesError(s, sid, absl::StrCat("no node label (tried ", tried, ")"));
     }
     auto gpu_label = series.Label("gpu");
-    if (!gpu_label.has_value()) return SeriesError(s, sid, "no 'gpu' label");
+    if (!gpu_label.has_value()) gpu_label = series.Label("gpu_id");  // AMD
+    if (!gpu_label.has_value()) return SeriesError(s, sid, "no 'gpu' label (nor AMD's 'gpu_id')");
     int32_t gpu = -1;
     {
       auto [ptr, ec] = std::from_chars(gpu_label->data(), gpu_label->data() + gpu_label->size(), gpu);
@@ -287,8 +367,23 @@ absl::StatusOr<DcgmUsage> DcgmToUsage(const PromSamples& s, const DcgmOptions& o
         return SeriesError(s, sid, absl::StrCat("label 'gpu': '", A(*gpu_label), "' is not a GPU index"));
       }
     }
-    const std::string_view instance = series.Label("GPU_I_ID").value_or("");
-    const std::string_view profile = series.Label("GPU_I_PROFILE").value_or("");
+    std::string_view instance = series.Label("GPU_I_ID").value_or("");
+    std::string_view profile = series.Label("GPU_I_PROFILE").value_or("");
+    // AMD compute partitions are MIG-like instances: the partition id is the
+    // instance, the mode (upper case, "CPX") the profile, 1/k the share.
+    const std::string_view amd_model = FirstLabel(series, {"card_series", "card_model"}).value_or("");
+    const std::string_view amd_mode = series.Label("gpu_compute_partition_type").value_or("");
+    const int amd_parts = AmdPartitions(amd_mode, amd_model);
+    if (amd_parts < 0) {
+      return SeriesError(s, sid, absl::StrCat("label 'gpu_compute_partition_type': '", A(amd_mode),
+                                              "' is not an AMD compute partition mode (SPX, DPX, TPX, QPX, CPX)"));
+    }
+    std::string amd_profile;
+    if (amd_parts > 0) {
+      instance = series.Label("gpu_partition_id").value_or("");
+      for (char c : amd_mode) amd_profile += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+      profile = amd_profile;
+    }
     std::string_view ns = LabelPreferExported(series, "namespace").value_or("");
     std::string_view pod = LabelPreferExported(series, "pod").value_or("");
     std::string_view container = LabelPreferExported(series, "container").value_or("");
@@ -310,10 +405,17 @@ absl::StatusOr<DcgmUsage> DcgmToUsage(const PromSamples& s, const DcgmOptions& o
       id.mig = !instance.empty() || !profile.empty();
       id.mig_instance = std::string(instance);
       id.profile = std::string(profile);
-      id.model = std::string(series.Label("modelName").value_or(""));
-      id.uuid = std::string(series.Label("UUID").value_or(""));
+      id.model = std::string(FirstLabel(series, {"modelName", "card_series", "card_model"}).value_or(""));
+      id.uuid = std::string(FirstLabel(series, {"UUID", "gpu_uuid", "serial_number"}).value_or(""));
+      id.amd_partitions = amd_parts;
+      id.amd = !series.Label("gpu").has_value();  // AMD's exporter and amd-smi name the GPU gpu_id
+      id.serial = std::string(series.Label("serial_number").value_or(""));
       id.consumer = pod.empty() ? std::string() : absl::StrCat(A(ns), "/", A(pod));
       id.first_series = sid;
+      if (amd_parts > 0 && (instance.empty() || id.serial.empty())) {
+        return SeriesError(s, sid, "an AMD partition needs the 'gpu_partition_id' and 'serial_number' labels "
+                                   "(the serial number groups the partitions of one GPU)");
+      }
       if (id.mig && (instance.empty() || profile.empty())) {
         return SeriesError(s, sid, "a MIG instance needs both GPU_I_ID and GPU_I_PROFILE labels");
       }
@@ -337,8 +439,10 @@ absl::StatusOr<DcgmUsage> DcgmToUsage(const PromSamples& s, const DcgmOptions& o
       }
       auto [rit, rnew] = resource_code.try_emplace(resource, static_cast<int32_t>(resource_code.size()));
       id.resource = rit->second;
-      // MIG share.
-      if (id.mig) {
+      // MIG share (an AMD partition's is 1/k of its GPU).
+      if (amd_parts > 0) {
+        id.base_share = 1.0 / amd_parts;
+      } else if (id.mig) {
         const std::string share_key = absl::StrCat(id.model, "\x1f", id.profile);
         auto cached = mig_share_cache.find(share_key);
         if (cached != mig_share_cache.end()) {
@@ -361,6 +465,7 @@ absl::StatusOr<DcgmUsage> DcgmToUsage(const PromSamples& s, const DcgmOptions& o
     }
     identity_of[si] = it->second;
   }
+  NumberAmdPhysicalGpus(identities);
   diag.units = legacy_seen ? (ratio_seen ? DcgmUnits::kMixed : DcgmUnits::kLegacy)
                            : (ratio_seen ? DcgmUnits::kRatioBytes : DcgmUnits::kNone);
 
@@ -487,6 +592,27 @@ absl::StatusOr<DcgmUsage> DcgmToUsage(const PromSamples& s, const DcgmOptions& o
   std::vector<int32_t> emitted_identity;
   emitted_identity.reserve(obs.size());
   u.timestamp.reserve(obs.size());
+  // One holder (or the free part) on several MIG instances or AMD
+  // partitions of one GPU is one sample per instant: shares and memory add,
+  // utilisation is share-weighted. Identical rows would otherwise be read by
+  // the engine as one sample read twice. Groups are found per identity; only
+  // samples of a group of two or more are looked up.
+  std::vector<int32_t> merge_group(identities.size(), -1);
+  {
+    absl::flat_hash_map<std::string, int32_t> first;
+    std::vector<int32_t> members(identities.size(), 0);
+    for (size_t i = 0; i < identities.size(); ++i) {
+      const Identity& id = identities[i];
+      if (!id.mig) continue;
+      const std::string key = absl::StrCat(id.resource, "\x1f", id.gpu, "\x1f", id.consumer);
+      merge_group[i] = first.try_emplace(key, static_cast<int32_t>(i)).first->second;
+      ++members[merge_group[i]];
+    }
+    for (int32_t& g : merge_group) {
+      if (g >= 0 && members[g] < 2) g = -1;
+    }
+  }
+  absl::flat_hash_map<std::pair<int32_t, int64_t>, size_t> merged_at;
   for (int32_t oi : order) {
     const Observation& o = obs[oi];
     const Identity& id = identities[o.identity];
@@ -495,26 +621,56 @@ absl::StatusOr<DcgmUsage> DcgmToUsage(const PromSamples& s, const DcgmOptions& o
       ++diag.free_readings_shadowed;
       continue;
     }
-    const DcgmField util_field = id.mig ? DcgmField::kGrEngineActive : DcgmField::kGpuUtil;
+    // A field the input has is required at every instant (a missing one is
+    // a misaligned answer); a field the input never has is not.
+    // A MIG instance's utilisation is GR_ENGINE_ACTIVE; an AMD partition's
+    // is its own gpu_gfx_activity.
+    const bool nvidia_mig = id.mig && id.amd_partitions == 0;
+    const bool whole_from_gr = !nvidia_mig && !gpu_util_seen && gr_engine_seen;
+    const DcgmField util_field = nvidia_mig || whole_from_gr ? DcgmField::kGrEngineActive : DcgmField::kGpuUtil;
+    const bool util_expected = util_field == DcgmField::kGpuUtil ? gpu_util_seen : gr_engine_seen;
     const auto has = [&](DcgmField f) { return (o.present >> static_cast<int>(f)) & 1u; };
-    if (!has(util_field)) {
+    if (util_expected && !has(util_field)) {
       std::string what = absl::StrCat(
           "no ",
-          id.mig ? "DCGM_FI_PROF_GR_ENGINE_ACTIVE (the utilisation of a MIG instance)" : "DCGM_FI_DEV_GPU_UTIL",
+          nvidia_mig ? "DCGM_FI_PROF_GR_ENGINE_ACTIVE (the utilisation of a MIG instance)"
+                 : (whole_from_gr ? "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
+                                  : (id.amd ? "gpu_gfx_activity" : "DCGM_FI_DEV_GPU_UTIL")),
           " for this GPU at this instant while other fields were reported");
       return PointError(s, static_cast<size_t>(o.first_point), what);
     }
     // No memory field: 0 bytes, counted; the allocated and used bases do
     // not read memory, blended refuses such samples (see the diagnostics).
     const bool has_memory = has(DcgmField::kFbUsed);
-    if (!has_memory) ++diag.samples_without_memory;
     const int32_t k = id.consumer.empty() ? 1 : std::max(d.pods, 1);
+    const double share = id.base_share / k;
+    const double util = util_expected ? o.fields[static_cast<int>(util_field)] : 0.0;
+    const double mem = has_memory ? o.fields[static_cast<int>(DcgmField::kFbUsed)] : 0.0;
+    if (merge_group[o.identity] >= 0) {
+      auto [at, first] = merged_at.try_emplace({merge_group[o.identity], o.timestamp}, u.timestamp.size());
+      if (!first) {
+        const size_t j = at->second;
+        const double total = u.share[j] + share;
+        const auto weigh = [&](double a, double b) { return (a * u.share[j] + b * share) / total; };
+        u.util[j] = weigh(u.util[j], util);
+        out.tensor_active[j] = weigh(out.tensor_active[j], o.fields[static_cast<int>(DcgmField::kTensorActive)]);
+        out.mem_copy_util[j] = weigh(out.mem_copy_util[j], o.fields[static_cast<int>(DcgmField::kMemCopyUtil)]);
+        out.mem_free[j] += o.fields[static_cast<int>(DcgmField::kFbFree)];
+        u.mem_used[j] += mem;
+        u.share[j] = total;
+        ++diag.samples_merged;
+        continue;
+      }
+    }
+    if (!has_memory) ++diag.samples_without_memory;
+    if (!util_expected) ++diag.samples_without_util;
+    if (whole_from_gr) ++diag.samples_util_from_gr_engine;
     u.timestamp.push_back(o.timestamp);
     u.device.push_back(id.gpu);
     consumers.Add(id.consumer);
-    u.share.push_back(id.base_share / k);
-    u.util.push_back(o.fields[static_cast<int>(util_field)]);
-    u.mem_used.push_back(has_memory ? o.fields[static_cast<int>(DcgmField::kFbUsed)] : 0.0);
+    u.share.push_back(share);
+    u.util.push_back(util);
+    u.mem_used.push_back(mem);
     emitted_identity.push_back(o.identity);
     u.resource_id.codes.push_back(id.resource);
     nodes.Add(id.node);

@@ -14,6 +14,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/civil_time.h"
 #include "absl/time/time.h"
 #include "gpucost/status.h"
@@ -310,6 +311,128 @@ absl::StatusOr<NvidiaSmiApps> ParseNvidiaSmiApps(std::string_view text, std::str
     return absl::OkStatus();
   }));
   out.gpu_uuid = uuid.Finish();
+  return out;
+}
+
+absl::StatusOr<NvidiaSmiMon> ParseNvidiaSmiMon(std::string_view text, std::string_view source,
+                                              std::string_view tz) {
+  NvidiaSmiMon out;
+  out.gpus.source = out.apps.source = std::string(source);
+  StringEncoder gpu_uuid, gpu_name, app_uuid;
+  int c_date = -1, c_time = -1, c_gpu = -1, c_pid = -1, c_sm = -1, c_fb = -1;
+  size_t columns = 0;
+  int64_t last = INT64_MIN;
+  // pmon: the reading being summed (one per GPU and instant).
+  int64_t open_t = INT64_MIN;
+  int32_t open_gpu = -1;
+  const auto fields = [](std::string_view line) {
+    std::vector<std::string_view> tokens;
+    for (absl::string_view f : absl::StrSplit(absl::string_view(line.data(), line.size()), absl::ByAnyChar(" \t"),
+                                              absl::SkipEmpty())) {
+      tokens.emplace_back(f.data(), f.size());
+    }
+    return tokens;
+  };
+  // A cell: '-' is no value (0); otherwise a non-negative number.
+  const auto number = [&](std::string_view cell, int64_t line_no, std::string_view column) -> absl::StatusOr<double> {
+    if (cell == "-") return 0.0;
+    double v;
+    if (!ParseNumber(cell, &v) || !std::isfinite(v) || v < 0) {
+      return LineError(source, line_no, column, absl::StrCat("'", A(cell), "' is not a number"));
+    }
+    return v;
+  };
+  GPUCOST_RETURN_IF_ERROR(ForEachLine(text, [&](int64_t line_no, std::string_view line) -> absl::Status {
+    std::string_view t = Trim(line);
+    if (t.front() == '#') {
+      std::vector<std::string_view> head = fields(t.substr(1));
+      if (head.empty() || (std::find(head.begin(), head.end(), "gpu") == head.end())) return absl::OkStatus();  // units
+      const auto find = [&](std::string_view name) {
+        auto it = std::find(head.begin(), head.end(), name);
+        return it == head.end() ? -1 : static_cast<int>(it - head.begin());
+      };
+      c_date = find("Date");
+      c_time = find("Time");
+      c_gpu = find("gpu");
+      c_pid = find("pid");
+      c_sm = find("sm");
+      c_fb = find("fb");
+      columns = head.size();
+      out.pmon = c_pid >= 0;
+      out.has_memory = c_fb >= 0;
+      if (c_date < 0 || c_time < 0) {
+        return LineError(source, line_no, "Date", "no Date and Time columns: log with -o DT to place readings in time");
+      }
+      if (c_sm < 0) return LineError(source, line_no, "sm", "missing from the header (log with -s u)");
+      return absl::OkStatus();
+    }
+    if (columns == 0) return LineError(source, line_no, "Date", "no '# Date Time gpu ...' header line before the data");
+    std::vector<std::string_view> cells = fields(t);
+    // pmon's last column, the command, may hold spaces; every other column is one token.
+    if (cells.size() < columns - (out.pmon ? 1 : 0)) {
+      return LineError(source, line_no, "gpu", absl::StrCat(cells.size(), " fields where the header has ", columns));
+    }
+    // -o D prints YYYYMMDD; some builds print YYYY/MM/DD.
+    const std::string_view date = cells[c_date];
+    std::string stamp;
+    if (date.size() == 8) {
+      stamp = absl::StrCat(A(date.substr(0, 4)), "/", A(date.substr(4, 2)), "/", A(date.substr(6, 2)), " ",
+                           A(cells[c_time]));
+    } else if (date.size() == 10) {
+      stamp = absl::StrCat(A(date), " ", A(cells[c_time]));
+    } else {
+      return LineError(source, line_no, "Date", absl::StrCat("'", A(date), "' is not YYYYMMDD"));
+    }
+    absl::StatusOr<int64_t> ts = ParseLocalTime(stamp, tz, last);
+    if (!ts.ok()) {
+      if (ts.status().message().substr(0, 10) == "parameter ") return ts.status();
+      return LineError(source, line_no, "Time", std::string(ts.status().message()));
+    }
+    last = *ts;
+    int32_t gpu;
+    if (!ParseNumber(cells[c_gpu], &gpu) || gpu < 0) {
+      return LineError(source, line_no, "gpu", absl::StrCat("'", A(cells[c_gpu]), "' is not a GPU index"));
+    }
+    GPUCOST_ASSIGN_OR_RETURN(double sm, number(cells[c_sm], line_no, "sm"));
+    double fb = 0;
+    if (c_fb >= 0) {
+      GPUCOST_ASSIGN_OR_RETURN(fb, number(cells[c_fb], line_no, "fb"));
+    }
+    if (!out.pmon && sm > 100) return LineError(source, line_no, "sm", absl::StrCat(sm, " % is outside [0, 100]"));
+    fb *= 1024.0 * 1024.0;
+    const std::string uuid = absl::StrCat("index:", gpu);
+    if (!out.pmon || open_t != last || open_gpu != gpu) {
+      out.gpus.timestamp.push_back(last);
+      out.gpus.index.push_back(gpu);
+      gpu_uuid.Add(uuid);
+      gpu_name.Add("");
+      out.gpus.util.push_back(0);
+      out.gpus.mem_used.push_back(0);
+      out.gpus.mem_total.push_back(std::numeric_limits<double>::quiet_NaN());
+      out.gpus.line.push_back(line_no);
+      open_t = last;
+      open_gpu = gpu;
+    }
+    // pmon sums its processes (several rows of one GPU and instant).
+    out.gpus.util.back() = std::min(1.0, out.gpus.util.back() + sm / 100);
+    out.gpus.mem_used.back() += fb;
+    if (out.pmon && cells[c_pid] != "-") {
+      int64_t pid;
+      if (!ParseNumber(cells[c_pid], &pid) || pid < 0) {
+        return LineError(source, line_no, "pid", absl::StrCat("'", A(cells[c_pid]), "' is not a process id"));
+      }
+      out.apps.timestamp.push_back(last);
+      app_uuid.Add(uuid);
+      out.apps.pid.push_back(pid);
+      out.apps.used_memory.push_back(fb);
+      out.apps.line.push_back(line_no);
+    }
+    return absl::OkStatus();
+  }));
+  if (columns == 0) return TableError(source, "no '# Date Time gpu ...' header line (an nvidia-smi dmon or pmon log)");
+  out.gpus.uuid = gpu_uuid.Finish();
+  out.gpus.name = gpu_name.Finish();
+  out.apps.gpu_uuid = app_uuid.Finish();
   return out;
 }
 

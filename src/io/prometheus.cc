@@ -480,4 +480,113 @@ absl::StatusOr<PromSamples> ParseQueryRange(std::string_view body, std::string_v
   return out;
 }
 
+namespace {
+
+// An amd-smi reading: {"value": 12, "unit": "%"}, a bare number, or "N/A"
+// (nullopt). `unit_scale` turns the printed unit into the series' unit.
+absl::StatusOr<std::optional<double>> AmdSmiValue(simdjson::dom::element e, std::string_view source, int64_t gpu,
+                                                  std::string_view field, bool memory) {
+  auto bad = [&](std::string_view what) {
+    return TableError(source, absl::StrCat("gpu ", gpu, ", column '", A(field), "': ", A(what)));
+  };
+  std::string_view text;
+  if (e.get_string().get(text) == simdjson::SUCCESS) {
+    if (text == "N/A") return std::optional<double>();
+    return bad(absl::StrCat("'", A(text), "' is not a number"));
+  }
+  double v = 0;
+  std::string_view unit;
+  simdjson::dom::object obj;
+  if (e.get_object().get(obj) == simdjson::SUCCESS) {
+    simdjson::dom::element value;
+    if (obj["value"].get(value) != simdjson::SUCCESS) return bad("no \"value\"");
+    if (value.get_string().get(text) == simdjson::SUCCESS) {
+      if (text == "N/A") return std::optional<double>();
+      return bad(absl::StrCat("'", A(text), "' is not a number"));
+    }
+    if (value.get_double().get(v) != simdjson::SUCCESS) {
+      int64_t i;
+      uint64_t u;
+      if (value.get_int64().get(i) == simdjson::SUCCESS) {
+        v = static_cast<double>(i);
+      } else if (value.get_uint64().get(u) == simdjson::SUCCESS) {
+        v = static_cast<double>(u);
+      } else {
+        return bad("the value is not a number");
+      }
+    }
+    if (obj["unit"].get_string().get(unit) != simdjson::SUCCESS) unit = "";
+  } else if (e.get_double().get(v) != simdjson::SUCCESS) {
+    int64_t i;
+    if (e.get_int64().get(i) != simdjson::SUCCESS) return bad("not a number, an object with \"value\" or \"N/A\"");
+    v = static_cast<double>(i);
+  }
+  if (memory) {  // the series' unit is MB (MiB)
+    if (unit == "B") {
+      v /= 1024.0 * 1024.0;
+    } else if (unit == "KB") {
+      v /= 1024.0;
+    } else if (unit == "GB") {
+      v *= 1024.0;
+    } else if (!unit.empty() && unit != "MB") {
+      return bad(absl::StrCat("unknown memory unit '", A(unit), "'"));
+    }
+  } else if (!unit.empty() && unit != "%" && unit != "W") {
+    return bad(absl::StrCat("unknown unit '", A(unit), "'"));
+  }
+  return std::optional<double>(v);
+}
+
+}  // namespace
+
+absl::StatusOr<PromSamples> ParseAmdSmiMetric(std::string_view body, std::string_view source, int64_t timestamp_ns,
+                                              std::string_view host) {
+  PromSamples out;
+  out.sources.emplace_back(source);
+  out.source_is_instant.push_back(0);
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  if (auto e = parser.parse(body.data(), body.size(), /*realloc_if_needed=*/true).get(doc); e) {
+    return JsonError(source, absl::StrCat("not valid JSON (", SimdjsonMessage(e), ")"));
+  }
+  // A list of GPUs (amd-smi of ROCm 6.1-6.3) or {"gpu_data": [...]} (later).
+  simdjson::dom::array gpus;
+  if (doc.get_array().get(gpus) != simdjson::SUCCESS && doc["gpu_data"].get_array().get(gpus) != simdjson::SUCCESS) {
+    return JsonError(source, "not amd-smi metric --json output (a list of GPUs, or {\"gpu_data\": [...]})");
+  }
+  struct Field {
+    std::string_view block, key, series;
+    bool memory;
+  };
+  static constexpr Field kFields[] = {
+      {"usage", "gfx_activity", "gpu_gfx_activity", false},  {"usage", "umc_activity", "gpu_umc_activity", false},
+      {"mem_usage", "used_vram", "gpu_used_vram", true},     {"mem_usage", "free_vram", "gpu_free_vram", true},
+      {"power", "socket_power", "gpu_power_usage", false},
+  };
+  size_t index = 0;
+  for (simdjson::dom::element item : gpus) {
+    int64_t gpu;
+    if (item["gpu"].get_int64().get(gpu) != simdjson::SUCCESS || gpu < 0) {
+      return JsonError(source, absl::StrCat("GPU entry ", index, ": no \"gpu\" index"));
+    }
+    ++index;
+    for (const Field& f : kFields) {
+      simdjson::dom::element value;
+      if (item[f.block][f.key].get(value) != simdjson::SUCCESS) continue;  // not printed, or the block is "N/A"
+      GPUCOST_ASSIGN_OR_RETURN(std::optional<double> v,
+                               AmdSmiValue(value, source, gpu, absl::StrCat(A(f.block), ".", A(f.key)), f.memory));
+      if (!v.has_value()) continue;
+      PromSeries series;
+      series.name = std::string(f.series);
+      series.labels = {{"gpu_id", absl::StrCat(gpu)}, {"hostname", std::string(host)}};
+      out.series_id.push_back(static_cast<int32_t>(out.series.size()));
+      out.series.push_back(std::move(series));
+      out.timestamp_ns.push_back(timestamp_ns);
+      out.value.push_back(*v);
+      out.line.push_back(0);
+    }
+  }
+  return out;
+}
+
 }  // namespace gpucost

@@ -1,6 +1,7 @@
 // Prometheus/DCGM, Kubernetes, nvidia-smi and sacct parsers.
 #include <cmath>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -125,6 +126,40 @@ TEST(Dcgm, MigSharesComeFromTheCatalogByDefault) {
   EXPECT_DOUBLE_EQ(own.samples.share[0], 0.25);
 }
 
+TEST(Dcgm, AmdPartitionsAreSharesOfTheGpuTheirSerialNames) {
+  // Two MI300X in CPX (8 partitions each, gpu_id not derived from the GPU):
+  // GPU "S1" has partitions at gpu_id 9 and 3 held by one pod, GPU "S0" one
+  // partition at gpu_id 5 held by another.
+  auto amd = [](int gpu_id, int partition, const char* serial, const char* pod) {
+    return absl::StrCat(R"(card_series="AMD Instinct MI300X OAM",gpu_compute_partition_type="cpx",gpu_id=")", gpu_id,
+                        R"(",gpu_partition_id=")", partition, R"(",hostname="n1",namespace="ml",pod=")", pod,
+                        R"(",serial_number=")", serial, "\"");
+  };
+  std::string text;
+  for (auto [id, part, serial, pod, util] : {std::tuple{9, 1, "S1", "a", 40}, {3, 0, "S1", "a", 80}, {5, 0, "S0", "b", 10}}) {
+    text += Line("gpu_gfx_activity", amd(id, part, serial, pod), util);
+    text += Line("gpu_used_vram", amd(id, part, serial, pod), 1024);
+  }
+  GPUCOST_ASSERT_OK_AND_ASSIGN(PromSamples s, ParseExposition(text, "t", kT));
+  GPUCOST_ASSERT_OK_AND_ASSIGN(DcgmUsage u, DcgmToUsage(s, DcgmOptions{}));
+  ASSERT_EQ(u.size(), 2u);
+  EXPECT_EQ(u.diagnostics.samples_merged, 1);
+  for (size_t i = 0; i < u.size(); ++i) {
+    const std::string_view consumer = u.samples.consumer.values[u.samples.consumer.codes[i]];
+    // Physical GPUs numbered by their lowest gpu_id: S1 (3) is 0, S0 (5) is 1.
+    EXPECT_EQ(u.samples.device[i], consumer == "ml/a" ? 0 : 1);
+    EXPECT_DOUBLE_EQ(u.samples.share[i], consumer == "ml/a" ? 2.0 / 8 : 1.0 / 8);
+    EXPECT_DOUBLE_EQ(u.samples.util[i], consumer == "ml/a" ? 0.6 : 0.1);  // share-weighted
+    EXPECT_DOUBLE_EQ(u.samples.mem_used[i], (consumer == "ml/a" ? 2048.0 : 1024.0) * 1024 * 1024);
+  }
+  EXPECT_EQ(u.mig_profile.values[u.mig_profile.codes[0]], "CPX");
+  const std::string no_serial = Line("gpu_gfx_activity",
+      R"(gpu_compute_partition_type="dpx",gpu_id="0",gpu_partition_id="1",hostname="n1")", 5);
+  GPUCOST_ASSERT_OK_AND_ASSIGN(PromSamples bad, ParseExposition(no_serial, "t", kT));
+  EXPECT_THAT(DcgmToUsage(bad, DcgmOptions{}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("'serial_number'")));
+}
+
 TEST(Dcgm, BadValuesAreErrors) {
   auto run = [](const std::string& text) {
     absl::StatusOr<PromSamples> s = ParseExposition(text, "t", kT);
@@ -191,6 +226,28 @@ TEST(Hosts, LocalTimesAndDaylightSaving) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("skipped")));
   EXPECT_THAT(ParseLocalTime("2026/02/30 02:30:00", "UTC"),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not a valid date")));
+}
+
+TEST(Hosts, PmonProcessesHoldTheirGpuAndDmonNeedsDateTime) {
+  const std::string pmon =
+      "# Date       Time        gpu         pid   type     fb   ccpm     sm    mem    command\n"
+      "# YYYYMMDD   HH:MM:SS    Idx           #    C/G     MB     MB      %      %    name\n"
+      " 20260301   10:00:00      0         11     C    100      0     60     10    python\n"
+      " 20260301   10:00:00      0         12     C     50      0     50      5    python\n"
+      " 20260301   10:00:00      1          -     -      -      -      -      -    -\n";
+  GPUCOST_ASSERT_OK_AND_ASSIGN(NvidiaSmiMon mon, ParseNvidiaSmiMon(pmon, "p.log", "UTC"));
+  EXPECT_TRUE(mon.pmon);
+  EXPECT_TRUE(mon.has_memory);
+  ASSERT_EQ(mon.gpus.size(), 2u);
+  EXPECT_DOUBLE_EQ(mon.gpus.util[0], 1.0);  // 60 % + 50 %, capped
+  EXPECT_DOUBLE_EQ(mon.gpus.mem_used[0], 150.0 * 1024 * 1024);
+  EXPECT_EQ(mon.gpus.timestamp[0], kT);
+  ASSERT_EQ(mon.apps.size(), 2u);
+  EXPECT_EQ(mon.apps.pid[1], 12);
+  EXPECT_THAT(ParseNvidiaSmiMon("# gpu sm mem\n# Idx % %\n 0 5 1\n", "d.log", "UTC"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("d.log: line 1, column 'Date'")));
+  EXPECT_THAT(ParseNvidiaSmiMon("# Date Time gpu sm\n 20260301 10:00:00 0 abc\n", "d.log", "UTC"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("line 2, column 'sm': 'abc' is not a number")));
 }
 
 TEST(Hosts, HostList) {

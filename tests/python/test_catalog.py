@@ -27,7 +27,7 @@ def test_instance_types_frame_has_the_issue_figures():
     assert indexed.loc["g5.xlarge", "on_demand_hourly"] == pytest.approx(1.006)
     assert indexed.loc["g2-standard-4", "gpu_model"] == "L4 24GB"
     assert indexed.loc["Standard_NC4as_T4_v3", "on_demand_hourly"] == pytest.approx(0.526)
-    assert set(types.provider) == {"aws", "gcp", "azure"}
+    assert set(types.provider) == {"aws", "gcp", "azure", "onprem"}  # onprem: AMD nodes (issue 15)
     # A price always comes with its source; unknown prices are NaN, never 0.
     priced = types[types.on_demand_hourly.notna()]
     assert (priced.price_source != "").all() and (priced.price_region != "").all()

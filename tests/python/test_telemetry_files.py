@@ -66,7 +66,9 @@ def test_saved_query_range_json():
     ('DCGM_FI_DEV_GPU_UTIL_RATIO{gpu="0",Hostname="h"} 57\n', r"outside \[0, 1\].*percentage"),
     ('DCGM_FI_DEV_GPU_UTIL{gpu="x",Hostname="h"} 5\n', r"label 'gpu': 'x' is not a GPU index"),
     ('DCGM_FI_DEV_GPU_UTIL{gpu="0",Hostname="h",a="\\q"} 5\n', r"invalid escape"),
-    ('DCGM_FI_DEV_FB_USED{gpu="0",Hostname="h"} 5\n', r"no DCGM_FI_DEV_GPU_UTIL"),
+    # GPU 1 lacks the utilisation field the input has (a memory-only input is holder-only, not an error).
+    ('DCGM_FI_DEV_GPU_UTIL{gpu="0",Hostname="h"} 5\nDCGM_FI_DEV_FB_USED{gpu="1",Hostname="h"} 5\n',
+     r"no DCGM_FI_DEV_GPU_UTIL"),
 ])
 def test_bad_exposition_is_a_clear_error(text, match):
     with pytest.raises(gpucost.InvalidInputError, match=match):

@@ -16,6 +16,15 @@
 //                instance, divided by k when k pods are reported on the same
 //                GPU (or MIG instance) at the same instant (time-slicing)
 //
+// AMD Instinct (ROCm device-metrics-exporter, amd-smi via ParseAmdSmiMetric)
+// is read by the same rules under its own names: gpu_gfx_activity (%),
+// gpu_used_vram / gpu_free_vram (MB), gpu_power_usage (W); labels gpu_id,
+// card_series / card_model, gpu_uuid / serial_number. A compute partition
+// (gpu_compute_partition_type DPX/TPX/QPX/CPX) is an instance of share 1/k of
+// its physical GPU; partitioned nodes number their physical GPUs by serial
+// number in the order of their lowest gpu_id. A holder's (or the free)
+// instances of one GPU at one instant are merged into one sample.
+//
 // Units. Exporters up to 4.8 print utilisation in percent and memory in MiB
 // (DCGM_FI_DEV_GPU_UTIL, DCGM_FI_DEV_FB_USED, ...); 4.9 and later print
 // ratios and bytes under DCGM 4.7's names (DCGM_FI_DEV_GPU_UTIL_RATIO,
@@ -159,6 +168,17 @@ struct DcgmDiagnostics {
   // Samples of GPUs whose memory field was not in the input: mem_used 0.
   // Fine for the allocated and used bases; blended needs memory.
   int64_t samples_without_memory = 0;
+  // Samples of an input with no utilisation field at all (a counters file
+  // with memory or power only): util 0. Holder-only telemetry: fine for the
+  // allocated basis; used and blended need utilisation.
+  int64_t samples_without_util = 0;
+  // Whole-GPU samples whose util is DCGM_FI_PROF_GR_ENGINE_ACTIVE because
+  // the input has no DCGM_FI_DEV_GPU_UTIL (a DCP-only counters file).
+  int64_t samples_util_from_gr_engine = 0;
+  // Samples of one consumer (or of the free part) on a further MIG instance
+  // or AMD partition of the same GPU at the same instant, merged into the
+  // first: shares and memory added, utilisation share-weighted.
+  int64_t samples_merged = 0;
   // Instants of instant-query answers moved to their group's first instant.
   int64_t instants_joined = 0;
   // One GPU series seen in several series differing only in these labels

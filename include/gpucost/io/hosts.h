@@ -66,6 +66,26 @@ struct NvidiaSmiApps {
 [[nodiscard]] absl::StatusOr<NvidiaSmiApps> ParseNvidiaSmiApps(std::string_view text, std::string_view source,
                                                               std::string_view tz);
 
+// `nvidia-smi dmon -o DT [-s ...]` or `nvidia-smi pmon -o DT [-s um]` logs:
+// whitespace columns named by a `# Date Time gpu ...` header line (a second
+// `#` line gives units; headers may repeat), `-` for no value. dmon: one
+// reading per GPU and instant, util from `sm` (%), memory from `fb` (MB,
+// i.e. MiB) when logged. pmon: one row per process (or a `-` row for an idle
+// GPU); the GPU reading of an instant is the sum of its processes' `sm`
+// (capped at 100 %) and `fb`, and each process is an app of that GPU (its
+// `fb`, 0 when not logged), as `--query-compute-apps` rows are. GPUs are
+// named by index: `uuid` / `gpu_uuid` are "index:<N>", so a pmon log pairs
+// with a dmon log of the same host, not with a --query-gpu log. Without the
+// Date and Time columns (`-o DT`) the log cannot be placed in time: an error.
+struct NvidiaSmiMon {
+  NvidiaSmiGpus gpus;
+  NvidiaSmiApps apps;      // pmon only
+  bool pmon = false;
+  bool has_memory = false;  // an `fb` column was logged
+};
+[[nodiscard]] absl::StatusOr<NvidiaSmiMon> ParseNvidiaSmiMon(std::string_view text, std::string_view source,
+                                                            std::string_view tz);
+
 struct NvidiaSmiOptions {
   std::string resource_id;        // the host's resource id in the bill
   // The logging interval (-l / -lms) as stated; each reading's duration

@@ -83,6 +83,16 @@ struct PromSamples {
     std::string_view body, std::string_view source,
     std::string_view metric_name = {});
 
+// `amd-smi metric --json` (one snapshot: a list of GPUs, or {"gpu_data":
+// [...]}) -> series named as the ROCm device-metrics-exporter names them
+// (gpu_gfx_activity %, gpu_umc_activity %, gpu_used_vram / gpu_free_vram MB,
+// gpu_power_usage W from power.socket_power), labelled gpu_id and hostname
+// `host`, at `timestamp_ns` (amd-smi prints no time). Values are
+// {"value": v, "unit": u} or bare numbers; "N/A" is no value; memory in
+// B/KB/GB is converted to MB. For DcgmToUsage (io/dcgm.h).
+[[nodiscard]] absl::StatusOr<PromSamples> ParseAmdSmiMetric(std::string_view body, std::string_view source,
+                                                            int64_t timestamp_ns, std::string_view host);
+
 }  // namespace gpucost
 
 #endif  // GPUCOST_IO_PROMETHEUS_H_
