@@ -47,6 +47,21 @@ py::dict WorkloadsToPython(WorkloadTable&& w) {
   return out;
 }
 
+// nvidia-smi samples with the reader's counts under "diagnostics".
+py::dict NvidiaSmiUsageToPython(NvidiaSmiUsage&& u) {
+  py::dict out = SamplesToPython(std::move(u.samples));
+  py::dict diag;
+  diag["gpu_readings"] = u.diagnostics.gpu_readings;
+  diag["app_rows"] = u.diagnostics.app_rows;
+  diag["app_rows_without_gpu_reading"] = u.diagnostics.app_rows_without_gpu_reading;
+  diag["unknown_pids"] = u.diagnostics.unknown_pids;
+  diag["series"] = u.diagnostics.gpus;
+  diag["spacing_seconds"] = static_cast<double>(u.diagnostics.spacing_ns) / 1e9;
+  diag["gaps"] = u.diagnostics.gaps;
+  out["diagnostics"] = diag;
+  return out;
+}
+
 py::dict NodesToPython(NodeTable&& n) {
   py::dict out;
   out["node"] = Strings(std::move(n.node));
@@ -277,18 +292,7 @@ void RegisterTelemetry(py::module_& m) {
               return NvidiaSmiToUsage(gpus, apps ? &*apps : nullptr, options);
             }();
           }
-          NvidiaSmiUsage u = ValueOrThrow(std::move(result));
-          py::dict out = SamplesToPython(std::move(u.samples));
-          py::dict diag;
-          diag["gpu_readings"] = u.diagnostics.gpu_readings;
-          diag["app_rows"] = u.diagnostics.app_rows;
-          diag["app_rows_without_gpu_reading"] = u.diagnostics.app_rows_without_gpu_reading;
-          diag["unknown_pids"] = u.diagnostics.unknown_pids;
-          diag["series"] = u.diagnostics.gpus;
-          diag["spacing_seconds"] = static_cast<double>(u.diagnostics.spacing_ns) / 1e9;
-          diag["gaps"] = u.diagnostics.gaps;
-          out["diagnostics"] = diag;
-          return out;
+          return NvidiaSmiUsageToPython(ValueOrThrow(std::move(result)));
         });
   m.def("nvidia_smi_mon",
         [](const std::string& text, const std::string& source, const std::optional<std::string>& pmon_text,
@@ -309,18 +313,8 @@ void RegisterTelemetry(py::module_& m) {
               return NvidiaSmiToUsage(mon.gpus, &procs.apps, options);
             }();
           }
-          NvidiaSmiUsage u = ValueOrThrow(std::move(result));
-          py::dict out = SamplesToPython(std::move(u.samples));
-          py::dict diag;
-          diag["gpu_readings"] = u.diagnostics.gpu_readings;
-          diag["app_rows"] = u.diagnostics.app_rows;
-          diag["app_rows_without_gpu_reading"] = u.diagnostics.app_rows_without_gpu_reading;
-          diag["unknown_pids"] = u.diagnostics.unknown_pids;
-          diag["series"] = u.diagnostics.gpus;
-          diag["spacing_seconds"] = static_cast<double>(u.diagnostics.spacing_ns) / 1e9;
-          diag["gaps"] = u.diagnostics.gaps;
-          diag["has_memory"] = has_memory;
-          out["diagnostics"] = diag;
+          py::dict out = NvidiaSmiUsageToPython(ValueOrThrow(std::move(result)));
+          out["diagnostics"]["has_memory"] = has_memory;
           return out;
         });
   m.def("sacct", [](const std::string& text, const std::string& source, const std::string& tz,
