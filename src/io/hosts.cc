@@ -617,10 +617,11 @@ absl::StatusOr<std::vector<std::string>> ExpandHostList(std::string_view list) {
           return absl::InvalidArgumentError(absl::StrCat("host list '", A(list), "': bad range '", A(range), "'"));
         }
         const size_t width = lo_s.size();
-        for (int64_t n = lo; n <= hi; ++n) {
+        for (int64_t n = lo;; ++n) {  // ends at hi without stepping past it (hi may be INT64_MAX)
           std::string num = absl::StrCat(n);
           if (num.size() < width) num.insert(0, width - num.size(), '0');
           expanded.push_back(std::move(num));
+          if (n == hi) break;
         }
       }
       // Brackets multiply ("n[1-1000]-[1-1000]" is a million hosts): bound
