@@ -42,8 +42,6 @@ TEST(FuzzRegressions, HostListThatMultipliesBeyondBounds) {
   EXPECT_EQ(hosts->size(), 7u);
 }
 
-// prometheus_fuzzer: a query_range timestamp of 1.7e15 s overflowed int64
-// nanoseconds.
 // A range ending at INT64_MAX stepped past it after its last host (UB).
 TEST(FuzzRegressions, HostListRangeEndingAtInt64Max) {
   absl::StatusOr<std::vector<std::string>> hosts = ExpandHostList("gpu-[9223372036854775806-9223372036854775807]");
@@ -51,6 +49,8 @@ TEST(FuzzRegressions, HostListRangeEndingAtInt64Max) {
   EXPECT_EQ(*hosts, (std::vector<std::string>{"gpu-9223372036854775806", "gpu-9223372036854775807"}));
 }
 
+// prometheus_fuzzer: a query_range timestamp of 1.7e15 s overflowed int64
+// nanoseconds.
 TEST(FuzzRegressions, QueryRangeTimestampOutOfRange) {
   const std::string body =
       R"({"status":"success","data":{"resultType":"matrix","result":[)"
