@@ -333,6 +333,7 @@ double MigShare(std::string_view profile) {
       profile.substr(end, 2) != "gb") {
     return std::nan("");
   }
+  if (slices > 7) return std::nan("");  // no GPU has more slices (and 6 * slices cannot overflow)
   const int per_gpu = memory == 6 * slices ? 4 : 7;
   if (slices > per_gpu) return std::nan("");
   return static_cast<double>(slices) / per_gpu;

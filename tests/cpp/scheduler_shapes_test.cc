@@ -80,5 +80,14 @@ TEST(PodGpus, MigTimeSlicingInitContainersAndDra) {
                        HasSubstr("row 0, column 'spec.containers[c].resources.limits.nvidia.com/gpu'")));
 }
 
+// kubernetes_fuzzer: a MIG profile of 400000000 slices overflowed 6 * slices.
+TEST(PodGpus, AMigProfileNoGpuHasIsNoShare) {
+  GPUCOST_ASSERT_OK_AND_ASSIGN(PodGpuTable t, ParseKubectlPodGpus(R"({"items": [{"metadata": {"namespace": "a",
+      "name": "p"}, "spec": {"containers": [{"name": "c", "resources": {"limits":
+      {"nvidia.com/mig-400000000g.10gb": "1"}}}]}}]})", "pods.json", "", "", "", ""));
+  ASSERT_EQ(t.share.size(), 1u);
+  EXPECT_TRUE(std::isnan(t.share[0]));
+}
+
 }  // namespace
 }  // namespace gpucost
