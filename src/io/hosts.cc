@@ -321,6 +321,7 @@ absl::StatusOr<NvidiaSmiMon> ParseNvidiaSmiMon(std::string_view text, std::strin
   StringEncoder gpu_uuid, gpu_name, app_uuid;
   int c_date = -1, c_time = -1, c_gpu = -1, c_pid = -1, c_sm = -1, c_fb = -1;
   size_t columns = 0;
+  size_t used_columns = 0;  // 1 + the last column read: a row must reach it
   int64_t last = INT64_MIN;
   // pmon: the reading being summed (one per GPU and instant).
   int64_t open_t = INT64_MIN;
@@ -358,6 +359,7 @@ absl::StatusOr<NvidiaSmiMon> ParseNvidiaSmiMon(std::string_view text, std::strin
       c_sm = find("sm");
       c_fb = find("fb");
       columns = head.size();
+      used_columns = static_cast<size_t>(std::max({c_date, c_time, c_gpu, c_pid, c_sm, c_fb}) + 1);
       out.pmon = c_pid >= 0;
       out.has_memory = c_fb >= 0;
       if (c_date < 0 || c_time < 0) {
@@ -369,7 +371,7 @@ absl::StatusOr<NvidiaSmiMon> ParseNvidiaSmiMon(std::string_view text, std::strin
     if (columns == 0) return LineError(source, line_no, "Date", "no '# Date Time gpu ...' header line before the data");
     std::vector<std::string_view> cells = fields(t);
     // pmon's last column, the command, may hold spaces; every other column is one token.
-    if (cells.size() < columns - (out.pmon ? 1 : 0)) {
+    if (cells.size() < std::max(used_columns, columns - (out.pmon ? 1 : 0))) {
       return LineError(source, line_no, "gpu", absl::StrCat(cells.size(), " fields where the header has ", columns));
     }
     // -o D prints YYYYMMDD; some builds print YYYY/MM/DD.

@@ -358,5 +358,12 @@ TEST(Hosts, SacctFreeGpusOverTheRange) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("node g1 has 0 GPUs (node_gpus)")));
 }
 
+// hosts_fuzzer: a pmon header with `sm` last let a row without it (pmon rows
+// may omit the command) be read past its end.
+TEST(Hosts, MonRowsMustReachEveryColumnRead) {
+  EXPECT_THAT(ParseNvidiaSmiMon("# Date Time gpu pid sm\n 20260301 10:00:00 0 123\n", "p.log", "UTC"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("4 fields where the header has 5")));
+}
+
 }  // namespace
 }  // namespace gpucost
