@@ -92,8 +92,9 @@ bool IsMemoryField(DcgmField f) { return f == DcgmField::kFbUsed || f == DcgmFie
 
 // "2026-03-01T10:00:00Z" (with milliseconds when not whole seconds).
 std::string FormatInstant(int64_t ns) {
-  const int64_t ms = ns >= 0 ? ns / 1'000'000 : -((-ns + 999'999) / 1'000'000);
-  int64_t days = ms >= 0 ? ms / 86'400'000 : -((-ms + 86'399'999) / 86'400'000);
+  // Floor divisions that cannot overflow, whatever the instant (even near INT64_MIN).
+  const int64_t ms = ns / 1'000'000 - (ns % 1'000'000 < 0 ? 1 : 0);
+  const int64_t days = ms / 86'400'000 - (ms % 86'400'000 < 0 ? 1 : 0);
   const int64_t ms_of_day = ms - days * 86'400'000;
   const CivilDate d = CivilFromDays(days);
   const int64_t s = ms_of_day / 1000;
