@@ -238,12 +238,9 @@ struct GroupTotals {
          mem_byte_ns = 0;
 };
 
-// Below this many samples a chunk is not worth a second thread.
-constexpr int64_t kMinSamplesPerWorker = 1 << 18;
-
 int WorkersFor(int threads, size_t rows) {
   const int wanted = threads > 0 ? threads : AvailableCores();
-  const auto most = static_cast<int>(std::min<size_t>(64, rows / kMinSamplesPerWorker));
+  const auto most = static_cast<int>(std::min<size_t>(64, rows / internal::MinSamplesPerWorker()));
   return std::max(1, std::min(wanted, most));
 }
 
@@ -1312,13 +1309,11 @@ absl::StatusOr<Allocation> Allocator::State::Prorate() {
   const auto num_segments = static_cast<int64_t>(seg_start.size());
   std::vector<int64_t> seg_slot_begin(num_segments + 1, 0);
   std::vector<Slot> all_slots;
-  size_t tables_used = 0;
+  // With several tables (threads, chunks) a (segment, consumer) pair may
+  // occur more than once: a line's sums are merged by consumer below.
   for (const SlotTable& table : tables) {
     all_slots.insert(all_slots.end(), table.slots().begin(), table.slots().end());
-    tables_used += table.slots().empty() ? 0 : 1;
   }
-  // With several tables a (segment, consumer) pair may occur more than once.
-  const bool may_repeat = tables_used > 1;
   for (const Slot& slot : all_slots) ++seg_slot_begin[slot.segment + 1];
   std::partial_sum(seg_slot_begin.begin(), seg_slot_begin.end(), seg_slot_begin.begin());
   std::vector<uint32_t> by_segment(all_slots.size());
@@ -1438,7 +1433,9 @@ absl::StatusOr<Allocation> Allocator::State::Prorate() {
         sums.push_back({slot.consumer, slot.acc});
       }
     }
-    if (may_repeat || line.seg_end - line.seg_begin > 1) {  // a consumer may recur
+    // In consumer order, whatever the tables and segments the sums came
+    // from: phi_sum then adds in one order for every thread count.
+    {
       std::sort(sums.begin(), sums.end(), [](const ConsumerSum& a, const ConsumerSum& b) { return a.consumer < b.consumer; });
       size_t out = 0;
       for (size_t k = 0; k < sums.size(); ++k) {

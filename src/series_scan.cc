@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <functional>
 #include <numeric>
@@ -356,7 +357,12 @@ class Scanner {
   std::vector<DeviceCache> caches_;  // dense: per (resource code, device); owned by one worker each
 };
 
+std::atomic<int64_t> min_samples_per_worker{int64_t{1} << 18};
+
 }  // namespace
+
+int64_t MinSamplesPerWorker() { return min_samples_per_worker.load(std::memory_order_relaxed); }
+void SetMinSamplesPerWorkerForTesting(int64_t rows) { min_samples_per_worker.store(std::max<int64_t>(1, rows)); }
 
 double Median(std::vector<double>& v) { return MedianOf(v.data(), v.size()); }
 

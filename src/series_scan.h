@@ -31,6 +31,11 @@ namespace gpucost::internal {
 // reorders `v`. NaN for an empty `v`.
 double Median(std::vector<double>& v);
 
+// Below this many samples per thread a chunk is not worth another thread.
+// Tests lower it to split small inputs between threads.
+int64_t MinSamplesPerWorker();
+void SetMinSamplesPerWorkerForTesting(int64_t rows);
+
 // series_of_row values besides a series id.
 inline constexpr int32_t kBadRow = std::numeric_limits<int32_t>::min();  // refused with its row
 inline constexpr int32_t kDroppedBit = 1 << 30;                          // id | bit: a row read twice
