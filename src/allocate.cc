@@ -875,23 +875,23 @@ absl::Status Allocator::State::AccumulateWorker(const SampleColumns& s, const in
   const TimeUnit unit = s.time_unit;
   const RawBounds bounds = BoundsOf(unit);
   const int64_t interval = interval_ns;
-  auto add = [&](SeriesSum& a, int64_t i) {
-    const int64_t t = ScaleInstant(ts[i], unit);
-    const int64_t d = kHasDuration ? ScaleInstant(dur[i], unit) : interval;
+  auto add = [&](SeriesSum& a, int64_t raw_t, int64_t raw_d, double sh, double ut, double me) {
+    const int64_t t = ScaleInstant(raw_t, unit);
+    const int64_t d = kHasDuration ? ScaleInstant(raw_d, unit) : interval;
     const int64_t t_end = t + d;
     ++a.rows;
     a.first = std::min(a.first, t);
     a.last = std::max(a.last, t_end);
     if (t >= a.cache_start && t_end <= a.cache_end) [[likely]] {
       const auto o = static_cast<double>(d);
-      const double held = share[i] * o;
+      const double held = sh * o;
       a.h += held;
-      a.u += held * util[i];
-      a.m += mem[i] * o;
+      a.u += held * ut;
+      a.m += me * o;
       ++a.cache_rows;
       return;
     }
-    AddAcross(a, table, t, t_end, share[i], util[i], mem[i]);
+    AddAcross(a, table, t, t_end, sh, ut, me);
   };
   absl::Status status = absl::OkStatus();
   internal::ForOwnedRows(chunk, s, w, [&](int64_t i) {
@@ -908,7 +908,7 @@ absl::Status Allocator::State::AccumulateWorker(const SampleColumns& s, const in
       return false;
     }
     if ((id & internal::kDroppedBit) != 0) return true;
-    if (!mine.series[id].gathered) add(sums[id], i);
+    if (!mine.series[id].gathered) add(sums[id], ts[i], kHasDuration ? dur[i] : 0, share[i], util[i], mem[i]);
     return true;
   });
   if (!status.ok()) return status;
@@ -916,8 +916,8 @@ absl::Status Allocator::State::AccumulateWorker(const SampleColumns& s, const in
     const internal::Series& series = mine.series[k];
     if (!series.gathered) continue;
     for (int64_t p = series.sorted_begin; p < series.sorted_end; ++p) {
-      const int64_t i = mine.sorted[p];
-      if ((series_of_row[i] & internal::kDroppedBit) == 0) add(sums[k], i);
+      const internal::GatheredRow& r = mine.gathered_rows[p];
+      if (!r.dropped()) add(sums[k], r.t, r.duration, r.share, r.util, r.mem);
     }
   }
   for (SeriesSum& a : sums) {
@@ -1061,7 +1061,7 @@ int64_t Allocator::State::FindDuplicates(const SampleColumns& s, internal::Chunk
   std::vector<std::pair<int64_t, uint64_t>> fresh;
   std::vector<int64_t> begin, rows;
   for (int w = 0; w < chunk.workers; ++w) {
-    const internal::WorkerSeries& mine = chunk.by_worker[w];
+    internal::WorkerSeries& mine = chunk.by_worker[w];
     // Rows of the series in time order: the rows as given for series in order
     // (a counting pass), the sorted rows for gathered ones.
     begin.assign(mine.series.size() + 1, 0);
@@ -1079,8 +1079,9 @@ int64_t Allocator::State::FindDuplicates(const SampleColumns& s, internal::Chunk
     for (size_t k = 0; k < mine.series.size(); ++k) {
       const internal::Series& series = mine.series[k];
       if (series.gathered) {
-        std::copy(mine.sorted.begin() + series.sorted_begin, mine.sorted.begin() + series.sorted_end,
-                  rows.begin() + begin[k]);
+        for (int64_t p = series.sorted_begin; p < series.sorted_end; ++p) {
+          rows[begin[k] + p - series.sorted_begin] = mine.gathered_rows[p].chunk_row();
+        }
       }
       // A null consumer and "" are different values: a row of one never copies the other.
       constexpr int32_t kNullConsumer = kNoConsumer - 1;
@@ -1094,6 +1095,10 @@ int64_t Allocator::State::FindDuplicates(const SampleColumns& s, internal::Chunk
         const std::pair<int64_t, uint64_t> item{ScaleInstant(ts[row], s.time_unit), fingerprint(row)};
         if (!seen.empty() && item.first <= seen.back().first && std::binary_search(seen.begin(), seen.end(), item)) {
           series_of_row[row] |= internal::kDroppedBit;
+          if (series.gathered) {  // the accumulation reads the gathered copy
+            internal::GatheredRow& copy = mine.gathered_rows[series.sorted_begin + (p - begin[k])];
+            copy.row = ~copy.row;
+          }
           ++found;
           continue;
         }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <bit>
 #include <cmath>
 #include <functional>
 #include <numeric>
@@ -24,6 +25,38 @@ double MedianOf(double* v, size_t count) {
   return 0.5 * (*std::max_element(v, v + mid) + upper);
 }
 
+// The median of positive differences `v` (ns) as MedianOf gives it, in
+// about two passes: a histogram of 256 buckets over [lo, hi] finds the
+// bucket of the middle rank, and only its values are selected among.
+// Jittered spacings cluster, so that bucket holds a handful.
+double MedianOfSpacings(int64_t* v, size_t count, int64_t lo, int64_t hi, std::vector<int64_t>& scratch) {
+  if (count == 0) return std::numeric_limits<double>::quiet_NaN();
+  const size_t mid = count / 2;
+  const bool even = count % 2 == 0;
+  const auto range = static_cast<uint64_t>(hi - lo);
+  const int shift = std::max(0, static_cast<int>(std::bit_width(range)) - 8);
+  std::array<uint32_t, 257> below{};  // below[b]: values in buckets < b
+  for (size_t k = 0; k < count; ++k) ++below[(static_cast<uint64_t>(v[k] - lo) >> shift) + 1];
+  for (size_t b = 1; b < below.size(); ++b) below[b] += below[b - 1];
+  // Buckets of ranks mid - 1 (even counts) and mid.
+  auto bucket_of = [&](size_t rank) {
+    return static_cast<size_t>(std::upper_bound(below.begin(), below.end(), rank) - below.begin()) - 1;
+  };
+  const size_t first = bucket_of(even ? mid - 1 : mid), last = bucket_of(mid);
+  scratch.clear();
+  for (size_t k = 0; k < count; ++k) {
+    const uint64_t b = static_cast<uint64_t>(v[k] - lo) >> shift;
+    if (b >= first && b <= last) scratch.push_back(v[k]);
+  }
+  const size_t base = below[first];  // rank of scratch's smallest value
+  const size_t upper_at = mid - base;
+  std::nth_element(scratch.begin(), scratch.begin() + static_cast<std::ptrdiff_t>(upper_at), scratch.end());
+  const auto upper = static_cast<double>(scratch[upper_at]);
+  if (!even) return upper;
+  const auto lower = static_cast<double>(*std::max_element(scratch.begin(), scratch.begin() + static_cast<std::ptrdiff_t>(upper_at)));
+  return 0.5 * (lower + upper);
+}
+
 // Raw bounds of valid instants in the chunk's unit: compared without dividing.
 struct InstantBounds {
   int64_t lo, hi;
@@ -39,35 +72,51 @@ bool SameValues(const SampleColumns& s, int64_t a, int64_t b) {
          (!s.duration.has_value() || (*s.duration)[a] == (*s.duration)[b]);
 }
 
-// Sorts (instant, row) pairs in O(n) when their instants are distinct and
-// evenly spaced (telemetry read out of order): each pair's slot is
-// (t - min) / step. Returns false, leaving the range as it was, otherwise.
-// The slot comes from a double division, exact below 2^53 and checked by an
-// integer multiply: a 64-bit division per row would cost more than the sort.
-bool PlaceEvenlySpaced(std::pair<int64_t, int64_t>* b, std::pair<int64_t, int64_t>* e,
-                       std::vector<std::pair<int64_t, int64_t>>& scratch, std::vector<uint8_t>& filled) {
-  const auto count = static_cast<uint64_t>(e - b);
-  if (count < 3) return false;
-  int64_t lo = b->first, hi = b->first;
-  for (auto* it = b; it != e; ++it) {
-    lo = std::min(lo, it->first);
-    hi = std::max(hi, it->first);
+// Sorts a series' rows by instant, ties in the order given, in linear time
+// for telemetry: each row goes to the bucket (t - min) / span * count, a
+// stable counting pass, and an insertion pass orders rows within buckets
+// (one row a bucket when samples are evenly spaced, jittered or with gaps).
+// A crowded bucket (instants far from even) is sorted by comparison.
+void SortByInstant(GatheredRow* b, GatheredRow* e, std::vector<GatheredRow>& scratch, std::vector<uint32_t>& count) {
+  const auto n = static_cast<size_t>(e - b);
+  auto before = [](const GatheredRow& x, const GatheredRow& y) { return x.t < y.t; };
+  if (std::is_sorted(b, e, before)) return;
+  constexpr size_t kSmall = 32;
+  if (n <= kSmall) {
+    std::stable_sort(b, e, before);
+    return;
   }
-  const uint64_t span = static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo);
-  if (span == 0 || span % (count - 1) != 0) return false;
-  const uint64_t step = span / (count - 1);
-  const double inverse = 1.0 / static_cast<double>(step);
-  scratch.resize(count);
-  filled.assign(count, 0);
-  for (auto* it = b; it != e; ++it) {
-    const uint64_t offset = static_cast<uint64_t>(it->first) - static_cast<uint64_t>(lo);
-    const auto slot = static_cast<uint64_t>(static_cast<double>(offset) * inverse + 0.5);
-    if (slot >= count || slot * step != offset || filled[slot] != 0) return false;
-    filled[slot] = 1;
-    scratch[slot] = *it;
+  int64_t lo = b->t, hi = b->t;
+  for (const GatheredRow* p = b; p != e; ++p) {
+    lo = std::min(lo, p->t);
+    hi = std::max(hi, p->t);
+  }
+  const double scale = static_cast<double>(n - 1) / static_cast<double>(static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo));
+  auto bucket = [&](const GatheredRow& r) {
+    const double at = static_cast<double>(static_cast<uint64_t>(r.t) - static_cast<uint64_t>(lo)) * scale;
+    return std::min(n - 1, static_cast<size_t>(at));  // monotone in t
+  };
+  count.assign(n + 1, 0);
+  for (const GatheredRow* p = b; p != e; ++p) ++count[bucket(*p) + 1];
+  uint32_t crowded = 0;
+  for (size_t k = 1; k <= n; ++k) {
+    crowded = std::max(crowded, count[k]);
+    count[k] += count[k - 1];
+  }
+  if (crowded > kSmall) {
+    std::stable_sort(b, e, before);
+    return;
+  }
+  scratch.resize(n);
+  for (const GatheredRow* p = b; p != e; ++p) scratch[count[bucket(*p)]++] = *p;
+  // Buckets are in instant order; within one, a stable insertion sort.
+  for (size_t k = 1; k < n; ++k) {
+    const GatheredRow r = scratch[k];
+    size_t j = k;
+    for (; j > 0 && r.t < scratch[j - 1].t; --j) scratch[j] = scratch[j - 1];
+    scratch[j] = r;
   }
   std::copy(scratch.begin(), scratch.end(), b);
-  return true;
 }
 
 // Resource codes to workers, by rows: the largest resources first, each to
@@ -124,6 +173,8 @@ struct ScanState {
   int64_t last = std::numeric_limits<int64_t>::min();  // latest instant seen
   int64_t first_diff = 0;                              // 0: one distinct instant so far
   int64_t diffs = 0;                                   // positive differences seen
+  int64_t min_diff = std::numeric_limits<int64_t>::max();
+  int64_t max_diff = 0;
   int64_t dropped = 0;                                 // copies found in row order
   std::array<int64_t, kTieRows> tie_rows{};            // rows at `last`, distinct values
   int8_t ties = 0;
@@ -203,6 +254,8 @@ class Scanner {
           const int64_t d_t = t - st.last;
           if (st.first_diff == 0) st.first_diff = d_t;
           st.irregular |= d_t != st.first_diff;
+          st.min_diff = std::min(st.min_diff, d_t);
+          st.max_diff = std::max(st.max_diff, d_t);
           ++st.diffs;
         }
         st.last = t;
@@ -255,7 +308,7 @@ class Scanner {
     }
     if (!any) return;
     std::partial_sum(offset.begin(), offset.end(), offset.begin());
-    auto arena = std::make_unique_for_overwrite<double[]>(static_cast<size_t>(offset.back()));
+    auto arena = std::make_unique_for_overwrite<int64_t[]>(static_cast<size_t>(offset.back()));
     std::vector<int64_t> at(offset.begin(), offset.end() - 1);
     for (ScanState& st : states) st.last = std::numeric_limits<int64_t>::min();
     const int64_t* ts = s_.timestamp.data();
@@ -267,72 +320,81 @@ class Scanner {
       if (!st.irregular || st.gathered) return;
       const int64_t t = ts[i];
       if (t < bounds_.lo || t >= bounds_.hi || t <= st.last) return;
-      if (st.last != std::numeric_limits<int64_t>::min()) arena[at[id]++] = static_cast<double>(t - st.last);
+      if (st.last != std::numeric_limits<int64_t>::min()) arena[at[id]++] = t - st.last;
       st.last = t;
     });
+    std::vector<int64_t> scratch;
     for (size_t k = 0; k < states.size(); ++k) {
       if (offset[k + 1] == offset[k]) continue;
-      out.series[k].spacing_ns = MedianOf(arena.get() + offset[k], offset[k + 1] - offset[k]) * ticks();
+      const double median = MedianOfSpacings(arena.get() + offset[k], static_cast<size_t>(offset[k + 1] - offset[k]),
+                                             states[k].min_diff, states[k].max_diff, scratch);
+      out.series[k].spacing_ns = median * ticks();
     }
   }
 
-  // Series out of time order: their rows gathered (a counting pass), each
-  // series put in time order, ties in row order, then scanned as a whole.
+  // Series out of time order: their rows gathered with their values (a
+  // counting pass), each series put in time order, ties in row order, then
+  // scanned as a whole.
   void Gather(int w, const std::vector<ScanState>& states) {
     WorkerSeries& out = chunk_.by_worker[w];
     std::vector<int64_t> begin(states.size() + 1, 0);
     int32_t* series_of_row = chunk_.series_of_row.get();
-    const int64_t* ts = s_.timestamp.data();
     ForOwnedRows(chunk_, s_, w, [&](int64_t i) {
       const int32_t id = series_of_row[i];
       if (id == kBadRow) return;
       if (states[id & ~kDroppedBit].gathered) ++begin[(id & ~kDroppedBit) + 1];
     });
     std::partial_sum(begin.begin(), begin.end(), begin.begin());
-    std::vector<std::pair<int64_t, int64_t>> pairs(static_cast<size_t>(begin.back()));
+    out.gathered_rows.resize(static_cast<size_t>(begin.back()));
+    GatheredRow* rows = out.gathered_rows.data();
     std::vector<int64_t> next(begin.begin(), begin.end() - 1);
+    const int64_t* ts = s_.timestamp.data();
+    const double* share = s_.share.data();
+    const double* util = s_.util.data();
+    const double* mem = s_.mem_used.data();
+    const int64_t* dur = s_.duration ? s_.duration->data() : nullptr;
     ForOwnedRows(chunk_, s_, w, [&](int64_t i) {
       const int32_t raw = series_of_row[i];
       if (raw == kBadRow) return;
       const int32_t id = raw & ~kDroppedBit;
       if (!states[id].gathered) return;
       series_of_row[i] = id;  // copies are found again in time order
-      pairs[next[id]++] = {ts[i], i};
+      rows[next[id]++] = {ts[i], i, share[i], util[i], mem[i], dur != nullptr ? dur[i] : 0};
     });
-    std::vector<std::pair<int64_t, int64_t>> scratch;
-    std::vector<uint8_t> filled;
+    std::vector<GatheredRow> scratch;
+    std::vector<uint32_t> count;
     std::vector<double> diffs;
-    out.sorted.resize(pairs.size());
     for (size_t k = 0; k < states.size(); ++k) {
       if (!states[k].gathered) continue;
-      std::pair<int64_t, int64_t>* b = pairs.data() + begin[k];
-      std::pair<int64_t, int64_t>* e = pairs.data() + begin[k + 1];
-      if (!std::is_sorted(b, e) && !PlaceEvenlySpaced(b, e, scratch, filled)) std::sort(b, e);
       Series& series = out.series[k];
       series.gathered = true;
       series.sorted_begin = begin[k];
       series.sorted_end = begin[k + 1];
-      for (auto* p = b; p != e; ++p) out.sorted[p - pairs.data()] = p->second;
-      ScanSorted(b, e, static_cast<int32_t>(k), series, out, diffs);
+      SortByInstant(rows + begin[k], rows + begin[k + 1], scratch, count);
+      ScanSorted(rows + begin[k], rows + begin[k + 1], static_cast<int32_t>(k), series, out, diffs);
     }
   }
 
   // One gathered series in time order: copies among the rows of each
   // instant, and the spacing.
-  void ScanSorted(const std::pair<int64_t, int64_t>* b, const std::pair<int64_t, int64_t>* e, int32_t id,
-                  Series& series, WorkerSeries& out, std::vector<double>& diffs) {
+  void ScanSorted(GatheredRow* b, GatheredRow* e, int32_t id, Series& series, WorkerSeries& out,
+                  std::vector<double>& diffs) {
     int32_t* series_of_row = chunk_.series_of_row.get();
+    auto same_values = [](const GatheredRow& x, const GatheredRow& y) {
+      return x.share == y.share && x.util == y.util && x.mem == y.mem && x.duration == y.duration;
+    };
     diffs.clear();
     int64_t prev = std::numeric_limits<int64_t>::min();
-    const std::pair<int64_t, int64_t>* tie_begin = b;
-    for (const auto* p = b; p != e; ++p) {
-      const int64_t t = p->first;
+    GatheredRow* tie_begin = b;
+    for (GatheredRow* p = b; p != e; ++p) {
+      const int64_t t = p->t;
       if (t < bounds_.lo || t >= bounds_.hi) [[unlikely]] continue;
       if (t == prev) {
-        for (const auto* q = tie_begin; q != p; ++q) {
-          if (q->first != t || (series_of_row[q->second] & kDroppedBit) != 0) continue;
-          if (SameValues(s_, q->second, p->second)) {
-            series_of_row[p->second] = id | kDroppedBit;
+        for (const GatheredRow* q = tie_begin; q != p; ++q) {
+          if (q->t != t || q->dropped()) continue;
+          if (same_values(*q, *p)) {
+            series_of_row[p->row] = id | kDroppedBit;
+            p->row = ~p->row;
             ++out.duplicates;
             break;
           }

@@ -8,7 +8,8 @@
 // (found through a small per-device cache of consumer codes, never a hash
 // per row) checks spacing and copies as the rows go by, and nothing moves.
 // Only series whose rows go back in time (shuffled input) are gathered and
-// sorted: a counting pass, then each series by its slot or by a sort.
+// sorted: a counting pass that copies their values, then each series by a
+// bucket pass on its instants (linear for telemetry, jittered or not).
 //
 // Rows are split between workers by resource: a worker owns every row of its
 // resources, so each series, each resource's statistics and each (segment,
@@ -46,16 +47,28 @@ struct Series {
   int32_t consumer_code;  // kNullCode: no workload
   int64_t first_row;      // its first row in the chunk (errors name it)
   double spacing_ns = std::numeric_limits<double>::quiet_NaN();  // NaN: one distinct instant
-  // Rows out of time order in the chunk are gathered in `sorted`, in time
-  // order (ties in row order): positions [sorted_begin, sorted_end).
+  // Rows out of time order in the chunk are gathered in `gathered_rows`, in
+  // time order (ties in row order): positions [sorted_begin, sorted_end).
   bool gathered = false;
   int64_t sorted_begin = 0, sorted_end = 0;
+};
+
+// A row of a gathered series with the values the engine reads, copied in
+// one sequential pass so that the series is then read in time order without
+// a random access per row.
+struct GatheredRow {
+  int64_t t;       // raw instant, in the chunk's unit
+  int64_t row;     // the chunk row; ~row (negative) once found to be a copy
+  double share, util, mem;
+  int64_t duration;  // raw, 0 when the chunk has none
+  [[nodiscard]] bool dropped() const { return row < 0; }
+  [[nodiscard]] int64_t chunk_row() const { return row < 0 ? ~row : row; }
 };
 
 // One worker's share of a chunk: the series of the resources it owns.
 struct WorkerSeries {
   std::vector<Series> series;
-  std::vector<int64_t> sorted;  // rows of gathered series, series after series
+  std::vector<GatheredRow> gathered_rows;  // of gathered series, series after series
   int64_t duplicates = 0;
 };
 

@@ -331,5 +331,56 @@ TEST(AllocateOrders, ASeriesTooDenseIsRefusedInEveryOrder) {
   }
 }
 
+TEST(AllocateOrders, SpacingsAreExactMediansOfUnevenSeries) {
+  // Each series: its instants at random gaps (jitter, clusters, outliers,
+  // repeated gaps, ties), odd and even counts; the spacing must be the exact
+  // median of its positive differences.
+  std::mt19937_64 rng(11);
+  SampleTable rows;
+  std::vector<double> expected;
+  for (int k = 0; k < 60; ++k) {
+    const int count = 2 + static_cast<int>(rng() % 400);
+    std::vector<double> diffs;
+    int64_t t = At(0);
+    for (int i = 0; i < count; ++i) {
+      rows.Add(t, "i-" + std::to_string(k), 0, "pod", 1, 0, 0);
+      if (i % 17 == 3) rows.Add(t, "i-" + std::to_string(k), 0, "pod", 0.5, 0, 0);  // a tie: no difference
+      int64_t gap = 0;
+      switch (k % 4) {
+        case 0: gap = 60'000'000'000 + static_cast<int64_t>(rng() % 800'000'000) - 400'000'000; break;
+        case 1: gap = (rng() % 3 == 0) ? 30'000'000'000 : 60'000'000'000; break;
+        case 2: gap = 1 + static_cast<int64_t>(rng() % 1'000'000'000'000); break;
+        default: gap = 60'000'000'000 + static_cast<int64_t>(rng() % 7); break;
+      }
+      if (i + 1 < count) diffs.push_back(static_cast<double>(gap));
+      t += gap;
+    }
+    std::sort(diffs.begin(), diffs.end());
+    const size_t m = diffs.size();
+    expected.push_back((m % 2 == 1 ? diffs[m / 2] : 0.5 * (diffs[m / 2 - 1] + diffs[m / 2])) / 1e9);
+  }
+  for (Order order : {Order::kSeries, Order::kShuffled}) {
+    SampleTable table = rows;
+    if (order == Order::kShuffled) {
+      std::vector<size_t> perm(rows.timestamp.size());
+      std::iota(perm.begin(), perm.end(), 0);
+      std::shuffle(perm.begin(), perm.end(), std::mt19937(3));
+      table = SampleTable();
+      for (size_t i : perm) {
+        table.Add(rows.timestamp[i], rows.resource_id[i], 0, "pod", rows.share[i], 0, 0);
+      }
+    }
+    std::vector<double> spacings = SeriesSpacings(table.columns());
+    ASSERT_EQ(spacings.size(), expected.size());
+    // Series are numbered as first seen; sort both to compare as sets of values per series name.
+    std::vector<double> got = spacings, want = expected;
+    if (order == Order::kShuffled) {
+      std::sort(got.begin(), got.end());
+      std::sort(want.begin(), want.end());
+    }
+    for (size_t k = 0; k < want.size(); ++k) EXPECT_EQ(got[k], want[k]) << "series " << k;
+  }
+}
+
 }  // namespace
 }  // namespace gpucost
