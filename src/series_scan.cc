@@ -28,9 +28,13 @@ double MedianOf(double* v, size_t count) {
 // The median of positive differences `v` (ns) as MedianOf gives it, in
 // about two passes: a histogram of 256 buckets over [lo, hi] finds the
 // bucket of the middle rank, and only its values are selected among.
+// Every value is positive, so v - lo cannot overflow.
 // Jittered spacings cluster, so that bucket holds a handful.
-double MedianOfSpacings(int64_t* v, size_t count, int64_t lo, int64_t hi, std::vector<int64_t>& scratch) {
+double MedianOfSpacings(int64_t* v, size_t count, std::vector<int64_t>& scratch) {
   if (count == 0) return std::numeric_limits<double>::quiet_NaN();
+  const auto [min, max] = std::minmax_element(v, v + count);
+  const int64_t lo = *min, hi = *max;
+  if (lo == hi) return static_cast<double>(lo);
   const size_t mid = count / 2;
   const bool even = count % 2 == 0;
   const auto range = static_cast<uint64_t>(hi - lo);
@@ -173,8 +177,6 @@ struct ScanState {
   int64_t last = std::numeric_limits<int64_t>::min();  // latest instant seen
   int64_t first_diff = 0;                              // 0: one distinct instant so far
   int64_t diffs = 0;                                   // positive differences seen
-  int64_t min_diff = std::numeric_limits<int64_t>::max();
-  int64_t max_diff = 0;
   int64_t dropped = 0;                                 // copies found in row order
   std::array<int64_t, kTieRows> tie_rows{};            // rows at `last`, distinct values
   int8_t ties = 0;
@@ -254,8 +256,6 @@ class Scanner {
           const int64_t d_t = t - st.last;
           if (st.first_diff == 0) st.first_diff = d_t;
           st.irregular |= d_t != st.first_diff;
-          st.min_diff = std::min(st.min_diff, d_t);
-          st.max_diff = std::max(st.max_diff, d_t);
           ++st.diffs;
         }
         st.last = t;
@@ -326,9 +326,8 @@ class Scanner {
     std::vector<int64_t> scratch;
     for (size_t k = 0; k < states.size(); ++k) {
       if (offset[k + 1] == offset[k]) continue;
-      const double median = MedianOfSpacings(arena.get() + offset[k], static_cast<size_t>(offset[k + 1] - offset[k]),
-                                             states[k].min_diff, states[k].max_diff, scratch);
-      out.series[k].spacing_ns = median * ticks();
+      const auto count = static_cast<size_t>(offset[k + 1] - offset[k]);
+      out.series[k].spacing_ns = MedianOfSpacings(arena.get() + offset[k], count, scratch) * ticks();
     }
   }
 
@@ -409,10 +408,7 @@ class Scanner {
       tie_begin = p;
     }
     if (diffs.empty()) return;
-    const auto [lo, hi] = std::minmax_element(diffs.begin(), diffs.end());
-    const double median =
-        *lo == *hi ? static_cast<double>(*lo) : MedianOfSpacings(diffs.data(), diffs.size(), *lo, *hi, scratch);
-    series.spacing_ns = median * ticks();
+    series.spacing_ns = MedianOfSpacings(diffs.data(), diffs.size(), scratch) * ticks();
   }
 
   const SampleColumns& s_;
