@@ -147,15 +147,30 @@ std::vector<uint8_t> AssignOwners(const SampleColumns& s, int workers) {
 
 // Recent consumers of one device and their series: node-scrape and time
 // order visit every device between two samples of one series, so a series
-// is found by a few compares here, and a hash only the first time.
-struct DeviceCache {
-  static constexpr int kWays = 8;
-  std::array<int32_t, kWays> consumer;
-  std::array<int32_t, kWays> series;
-  uint32_t next = 0;
+// is found by two compares in one cache line here, and a hash only the first
+// time (or when a device holds more consumers than the cache). Two-way set
+// associative on the consumer code: set c % 4, ways set and set + 4, the
+// newer in the first.
+struct alignas(64) DeviceCache {
+  static constexpr int kSets = 4;
+  std::array<int32_t, 2 * kSets> consumer;
+  std::array<int32_t, 2 * kSets> series;
   DeviceCache() {
     consumer.fill(std::numeric_limits<int32_t>::min());
     series.fill(-1);
+  }
+  [[nodiscard]] int32_t Find(int32_t c) const {
+    const auto set = static_cast<uint32_t>(c) % kSets;
+    if (consumer[set] == c) return series[set];
+    if (consumer[set + kSets] == c) return series[set + kSets];
+    return -1;
+  }
+  void Put(int32_t c, int32_t id) {
+    const auto set = static_cast<uint32_t>(c) % kSets;
+    consumer[set + kSets] = consumer[set];
+    series[set + kSets] = series[set];
+    consumer[set] = c;
+    series[set] = id;
   }
 };
 
@@ -176,9 +191,9 @@ constexpr int kTieRows = 4;
 struct ScanState {
   int64_t last = std::numeric_limits<int64_t>::min();  // latest instant seen
   int64_t first_diff = 0;                              // 0: one distinct instant so far
-  int64_t diffs = 0;                                   // positive differences seen
-  int64_t dropped = 0;                                 // copies found in row order
-  std::array<int64_t, kTieRows> tie_rows{};            // rows at `last`, distinct values
+  int32_t diffs = 0;                                   // positive differences seen
+  int32_t dropped = 0;                                 // copies found in row order
+  std::array<int32_t, kTieRows> tie_rows{};            // rows at `last`, distinct values
   int8_t ties = 0;
   bool irregular = false;
   bool gathered = false;
@@ -224,18 +239,14 @@ class Scanner {
     };
     auto series_of = [&](int64_t i, int32_t r, int32_t d, int32_t c) {
       DeviceCache& cache = cache_of(r, d);
-      for (int k = 0; k < DeviceCache::kWays; ++k) {
-        if (cache.consumer[k] == c) return cache.series[k];
-      }
+      if (const int32_t id = cache.Find(c); id >= 0) [[likely]] return id;
       auto [it, inserted] = series_ids.try_emplace(SeriesCodes{r, d, c}, static_cast<int32_t>(out.series.size()));
       if (inserted) {
         out.series.push_back({r, d, c, i});
         states.emplace_back();
       }
       const int32_t id = it->second;
-      const uint32_t way = cache.next++ % DeviceCache::kWays;
-      cache.consumer[way] = c;
-      cache.series[way] = id;
+      cache.Put(c, id);
       return id;
     };
 
@@ -259,7 +270,7 @@ class Scanner {
           ++st.diffs;
         }
         st.last = t;
-        st.tie_rows[0] = i;
+        st.tie_rows[0] = static_cast<int32_t>(i);
         st.ties = 1;
         return;
       }
@@ -273,7 +284,7 @@ class Scanner {
           }
         }
         if (st.ties < kTieRows) {
-          st.tie_rows[st.ties++] = i;
+          st.tie_rows[st.ties++] = static_cast<int32_t>(i);
           return;
         }
       }
