@@ -215,7 +215,34 @@ class Scanner {
     if (dense_) caches_.resize(static_cast<size_t>(codes * devices_));
   }
 
+  // The runs of rows worker w owns (rows with a bad resource code: worker 0).
+  void FindRuns(int w) {
+    if (chunk_.workers == 1) return;
+    std::vector<std::pair<uint32_t, uint32_t>>& runs = chunk_.runs[w];
+    const int32_t* rc = s_.resource_id.codes.data();
+    const uint8_t* owner = chunk_.owner.data();
+    const auto codes = static_cast<uint32_t>(chunk_.owner.size());
+    const auto n = static_cast<uint32_t>(s_.size());
+    for (uint32_t i = 0; i < n;) {
+      const auto code = static_cast<uint32_t>(rc[i]);
+      if ((code < codes ? owner[code] : 0) != w) {
+        ++i;
+        continue;
+      }
+      const uint32_t begin = i;
+      const int32_t r = rc[i];
+      while (++i < n && rc[i] == r) {
+      }
+      if (!runs.empty() && runs.back().second == begin) {
+        runs.back().second = i;
+      } else {
+        runs.emplace_back(begin, i);
+      }
+    }
+  }
+
   void Run(int w) {
+    FindRuns(w);
     WorkerSeries& out = chunk_.by_worker[w];
     std::vector<ScanState> states;
     // Hashed devices (absurd device numbers) are per worker: no sharing.
@@ -319,7 +346,7 @@ class Scanner {
     }
     if (!any) return;
     std::partial_sum(offset.begin(), offset.end(), offset.begin());
-    auto arena = std::make_unique_for_overwrite<int64_t[]>(static_cast<size_t>(offset.back()));
+    auto arena = AllocateUncleared<int64_t>(static_cast<size_t>(offset.back()));
     std::vector<int64_t> at(offset.begin(), offset.end() - 1);
     for (ScanState& st : states) st.last = std::numeric_limits<int64_t>::min();
     const int64_t* ts = s_.timestamp.data();
@@ -358,9 +385,16 @@ class Scanner {
       if (gathered[id & kSeriesBits]) ++begin[(id & kSeriesBits) + 1];
     });
     std::partial_sum(begin.begin(), begin.end(), begin.begin());
-    out.gathered_rows.resize(static_cast<size_t>(begin.back()));
-    GatheredRow* rows = out.gathered_rows.data();
-    std::vector<int64_t> next(begin.begin(), begin.end() - 1);
+    out.gathered_rows = AllocateUncleared<GatheredRow>(static_cast<size_t>(begin.back()));
+    GatheredRow* rows = out.gathered_rows.get();
+    // Rows go to their series in two scatters: first to one of at most 128
+    // groups of series (a few write streams), then within each group. One
+    // scatter to thousands of series would miss the TLB on every row.
+    const auto num_series = static_cast<uint32_t>(states.size());
+    const int shift = std::max(0, static_cast<int>(std::bit_width(num_series)) - 7);
+    const size_t groups = ((num_series - 1) >> shift) + 1;
+    std::vector<int64_t> next(groups);
+    for (size_t g = 0; g < groups; ++g) next[g] = begin[g << shift];
     const int64_t* ts = s_.timestamp.data();
     const double* share = s_.share.data();
     const double* util = s_.util.data();
@@ -372,8 +406,19 @@ class Scanner {
       const int32_t id = raw & kSeriesBits;
       if (!gathered[id]) return;
       series_of_row[i] = id | kGatheredBit;  // copies are found again in time order
-      rows[next[id]++] = {ts[i], i, share[i], util[i], mem[i], dur != nullptr ? dur[i] : 0};
+      rows[next[static_cast<uint32_t>(id) >> shift]++] = {ts[i], static_cast<int32_t>(i), id, share[i], util[i], mem[i],
+                                                         dur != nullptr ? dur[i] : 0};
     });
+    if (shift > 0) {
+      std::vector<GatheredRow> group;
+      next.assign(begin.begin(), begin.end() - 1);
+      for (size_t g = 0; g < groups; ++g) {
+        const int64_t lo = begin[g << shift];
+        const int64_t hi = begin[std::min<size_t>((g + 1) << shift, num_series)];
+        group.assign(rows + lo, rows + hi);
+        for (const GatheredRow& r : group) rows[next[r.series]++] = r;
+      }
+    }
     std::vector<GatheredRow> scratch;
     std::vector<uint32_t> count;
     std::vector<int64_t> diffs, median_scratch;
@@ -444,8 +489,9 @@ ChunkSeries ScanChunkSeries(const SampleColumns& samples, const std::vector<int3
   ChunkSeries chunk;
   chunk.workers = std::clamp(workers, 1, 64);
   chunk.owner = AssignOwners(samples, chunk.workers);
-  chunk.series_of_row = std::make_unique_for_overwrite<int32_t[]>(samples.size());
+  chunk.series_of_row = AllocateUncleared<int32_t>(samples.size());
   chunk.by_worker.resize(chunk.workers);
+  chunk.runs.resize(chunk.workers);
   Scanner scanner(samples, devices_of_code, chunk);
   if (chunk.workers == 1) {
     scanner.Run(0);

@@ -22,9 +22,11 @@
 #include <limits>
 #include <memory>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "gpucost/columns.h"
+#include "uncleared_buffer.h"
 
 namespace gpucost::internal {
 
@@ -62,7 +64,8 @@ struct Series {
 // a random access per row.
 struct GatheredRow {
   int64_t t;       // raw instant, in the chunk's unit
-  int64_t row;     // the chunk row; ~row (negative) once found to be a copy
+  int32_t row;     // the chunk row; ~row (negative) once found to be a copy
+  int32_t series;  // worker-local series id
   double share, util, mem;
   int64_t duration;  // raw, 0 when the chunk has none
   [[nodiscard]] bool dropped() const { return row < 0; }
@@ -72,23 +75,21 @@ struct GatheredRow {
 // One worker's share of a chunk: the series of the resources it owns.
 struct WorkerSeries {
   std::vector<Series> series;
-  std::vector<GatheredRow> gathered_rows;  // of gathered series, series after series
+  // Rows of gathered series, series after series (allocated uncleared).
+  UnclearedBuffer<GatheredRow> gathered_rows;
   int64_t duplicates = 0;
 };
 
 struct ChunkSeries {
   int workers = 1;
-  std::vector<uint8_t> owner;           // per resource code: its worker
+  std::vector<uint8_t> owner;  // per resource code: its worker
+  // With several workers: per worker, the runs [begin, end) of rows it owns,
+  // found once so that later passes visit only their own rows.
+  std::vector<std::vector<std::pair<uint32_t, uint32_t>>> runs;
   // Per row: its worker-local series id, | kDroppedBit, or kBadRow. Every
   // row is written by its owner, so it is allocated without being cleared.
-  std::unique_ptr<int32_t[]> series_of_row;
+  UnclearedBuffer<int32_t> series_of_row;
   std::vector<WorkerSeries> by_worker;
-
-  // Whether row i belongs to worker w (rows with a bad resource code: worker 0).
-  [[nodiscard]] bool Owns(int w, int32_t resource_code) const {
-    const auto code = static_cast<uint32_t>(resource_code);
-    return (code < owner.size() ? owner[code] : 0) == w;
-  }
 };
 
 // Finds the series of `samples` for `workers` workers. `devices_of_code[c]`
@@ -103,7 +104,6 @@ ChunkSeries ScanChunkSeries(const SampleColumns& samples, const std::vector<int3
 // returns bool stops the walk by returning false.
 template <typename F>
 void ForOwnedRows(const ChunkSeries& chunk, const SampleColumns& s, int w, F&& f) {
-  const auto n = static_cast<int64_t>(s.size());
   auto call = [&](int64_t i) {
     if constexpr (std::is_void_v<std::invoke_result_t<F&, int64_t>>) {
       f(i);
@@ -113,14 +113,16 @@ void ForOwnedRows(const ChunkSeries& chunk, const SampleColumns& s, int w, F&& f
     }
   };
   if (chunk.workers == 1) {
+    const auto n = static_cast<int64_t>(s.size());
     for (int64_t i = 0; i < n; ++i) {
       if (!call(i)) return;
     }
     return;
   }
-  const int32_t* rc = s.resource_id.codes.data();
-  for (int64_t i = 0; i < n; ++i) {
-    if (chunk.Owns(w, rc[i]) && !call(i)) return;
+  for (const auto& [begin, end] : chunk.runs[w]) {
+    for (int64_t i = begin; i < end; ++i) {
+      if (!call(i)) return;
+    }
   }
 }
 
