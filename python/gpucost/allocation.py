@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import os
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -10,21 +12,30 @@ import pandas as pd
 
 from gpucost import _core
 from gpucost.errors import InvalidInputError, shift_rows
-from gpucost.frames import JoinTable, Table, allocation_frame
+from gpucost.frames import JoinTable, Table, allocation_result, check_output
 from gpucost.join import check_public_call
 
-__all__ = ["allocate", "Allocator", "get_num_threads", "set_num_threads", "series_spacings", "infer_interval"]
+__all__ = ["allocate", "Allocator", "available_cores", "get_num_threads", "set_num_threads", "series_spacings",
+           "infer_interval"]
 
 # Worker threads the engine may use per call (0 = one per core). Module-level
-# so that allocate()'s signature stays the contract's (docs/semantics.md 8).
+# so that every path reads it (runners, analyses, the command, Dask workers);
+# the threads= keyword overrides it for one call.
 _num_threads = 0
+
+
+def _check_threads(n: Any) -> int:
+    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 0:
+        raise InvalidInputError(f"threads: expected an integer >= 0 (0 = one per core), got {n!r}")
+    return int(n)
 
 
 def set_num_threads(n: int) -> None:
     """Sets how many threads the engine uses to add samples: ``0`` (the
-    default) means one per core, ``1`` runs single-threaded. Applies to
-    :func:`allocate`, :class:`Allocator` and the runners built on them, in
-    every Python thread of this process. Results do not depend on it beyond
+    default) means one per core this process may use (:func:`available_cores`),
+    ``1`` runs single-threaded. Applies to :func:`allocate`, :class:`Allocator`
+    and the runners built on them, in every Python thread of this process,
+    unless a call gives ``threads=``. Results do not depend on it beyond
     floating-point rounding (1e-12 relative). Chunks smaller than 262,144
     samples per thread use fewer threads.
 
@@ -32,14 +43,103 @@ def set_num_threads(n: int) -> None:
         >>> gpucost.set_num_threads(1)   # leave the other cores to Dask workers
     """
     global _num_threads
-    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 0:
-        raise InvalidInputError(f"threads: expected an integer >= 0 (0 = one per core), got {n!r}")
-    _num_threads = int(n)
+    _num_threads = _check_threads(n)
 
 
 def get_num_threads() -> int:
-    """The engine's thread setting (0 = one per core); see :func:`set_num_threads`."""
+    """The engine's thread setting (0 = one per core); see :func:`set_num_threads`
+    and, for what 0 resolves to, :func:`available_cores`."""
     return _num_threads
+
+
+def available_cores() -> int:
+    """The cores this process may run on: the CPUs of its affinity mask
+    (``os.sched_getaffinity``: ``taskset``, ``numactl``, Slurm and Kubernetes
+    CPU pinning), capped by its cgroup CPU limit (a container's
+    ``--cpus``, a Kubernetes CPU limit: cgroup v2 ``cpu.max``, or v1
+    ``cpu.cfs_quota_us``, rounded up), at least 1. ``threads=0`` means this
+    many, so the engine never starts more threads than it may run."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        cores = os.cpu_count() or 1
+    limit = cgroup_cpu_limit()
+    return max(1, min(cores, limit) if limit is not None else cores)
+
+
+def cgroup_cpu_limit(root: str = "/sys/fs/cgroup", proc: str = "/proc/self/cgroup") -> int | None:
+    """The tightest CPU limit of this process's cgroups (its own and every one
+    above it), as whole CPUs rounded up; None when there is none (or no
+    cgroup file system). cgroup v2: ``cpu.max`` (``"max 100000"``: none;
+    ``"150000 100000"``: 2); v1: ``cpu.cfs_quota_us`` / ``cpu.cfs_period_us``."""
+    try:
+        with open(proc, encoding="ascii", errors="replace") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        lines = []
+    limits: list[int] = []
+    for line in lines:
+        _, controllers, path = (line.split(":", 2) + ["", ""])[:3]
+        if controllers == "":  # v2: one hierarchy
+            limits += _walk_up(os.path.join(root), path, _v2_limit)
+        elif "cpu" in controllers.split(","):  # v1: the cpu controller's hierarchy
+            for mount in (controllers, "cpu", "cpu,cpuacct"):
+                if os.path.isdir(os.path.join(root, mount)):
+                    limits += _walk_up(os.path.join(root, mount), path, _v1_limit)
+                    break
+    if not lines:  # no /proc/self/cgroup: the namespace root
+        limits += [v for v in (_v2_limit(root),) if v is not None]
+    return min(limits) if limits else None
+
+
+def _walk_up(mount: str, path: str, read) -> list[int]:
+    """Limits of the cgroup at ``path`` under ``mount`` and of each parent."""
+    parts = [p for p in path.split("/") if p and p != ".."]
+    out = []
+    for depth in range(len(parts), -1, -1):
+        value = read(os.path.join(mount, *parts[:depth]))
+        if value is not None:
+            out.append(value)
+    return out
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path, encoding="ascii", errors="replace") as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def _cpus(quota: float, period: float) -> int | None:
+    return max(1, math.ceil(quota / period)) if quota > 0 and period > 0 else None
+
+
+def _v2_limit(folder: str) -> int | None:
+    text = _read(os.path.join(folder, "cpu.max"))
+    fields = text.split() if text else []
+    if len(fields) != 2 or fields[0] == "max":
+        return None
+    try:
+        return _cpus(float(fields[0]), float(fields[1]))
+    except ValueError:
+        return None
+
+
+def _v1_limit(folder: str) -> int | None:
+    quota, period = _read(os.path.join(folder, "cpu.cfs_quota_us")), _read(os.path.join(folder, "cpu.cfs_period_us"))
+    try:
+        return _cpus(float(quota), float(period)) if quota is not None and period is not None else None
+    except ValueError:
+        return None
+
+
+def resolve_threads(threads: int | None = None) -> int:
+    """The thread count a call runs with: ``threads`` (validated), or the
+    :func:`set_num_threads` setting when None; 0 becomes
+    :func:`available_cores`. The engine is always given a count >= 1."""
+    n = _num_threads if threads is None else _check_threads(threads)
+    return n if n > 0 else available_cores()
 
 RESULT_METRICS = (
     "cost",
@@ -107,11 +207,11 @@ def workload_columns(workloads: Any) -> dict | None:
 
 
 def _policy(basis: str, alpha: float, idle: str, interval: float | None, by: Sequence[str] | str,
-            freq: str | None) -> dict:
+            freq: str | None, threads: int | None = None) -> dict:
     by_list = [by] if isinstance(by, str) else [str(b) for b in by]
     return dict(basis=str(basis), alpha=float(alpha), idle=str(idle),
                 interval=None if interval is None else float(interval), by=by_list,
-                freq=None if freq is None else str(freq), threads=_num_threads)
+                freq=None if freq is None else str(freq), threads=resolve_threads(threads))
 
 
 def series_spacings(usage: Any) -> np.ndarray:
@@ -196,7 +296,9 @@ def allocate(
     by: Sequence[str] | str = ("consumer",),
     freq: str | None = None,
     strict: bool = False,
-) -> pd.DataFrame:
+    threads: int | None = None,
+    output: str = "pandas",
+) -> Any:
     """Prorate every cost line over the workloads that held or used its GPUs.
 
     Args:
@@ -206,6 +308,9 @@ def allocate(
             mem_used`` [, ``duration`` in seconds].
         inventory: one row per GPU: ``resource_id, device, mem_capacity`` (bytes).
         workloads: optional ``consumer`` plus label columns (team, project, ...).
+            Each table may be a pandas DataFrame, a pyarrow Table, RecordBatch
+            or RecordBatchReader, a Polars DataFrame or LazyFrame, a DuckDB
+            relation, or anything with the Arrow PyCapsule interface.
         basis: ``"allocated"`` (GPU time held), ``"used"`` (GPU time busy) or
             ``"blended"`` (``alpha`` of GPU time, the rest memory).
         idle: ``"keep"`` leaves idle cost on an ``__idle__`` row; ``"share"``
@@ -217,16 +322,26 @@ def allocate(
         by: result groups: ``consumer``, ``resource_id``, ``period``, labels.
         freq: ``"h"``, ``"D"`` or ``"MS"``; required when grouping by period.
         strict: turn every :class:`gpucost.JoinWarning` into an error.
+        threads: engine threads for this call; ``None`` (the default): the
+            :func:`set_num_threads` setting; ``0``: one per core this process
+            may use (:func:`available_cores`). Results do not depend on it
+            beyond rounding.
+        output: ``"pandas"`` (a DataFrame, the default), ``"arrow"`` (a
+            pyarrow Table: strings dictionary-encoded, ``period``
+            ``timestamp[ns, UTC]``) or ``"polars"`` (a Polars DataFrame);
+            the last two are built from the engine's arrays, not through pandas.
 
     Returns:
         One row per group, sorted by ``by``: the ``by`` columns (then
         ``currency`` when costs have one), then ``cost, idle_cost,
         [list_cost], gpu_hours, effective_gpu_hours, mem_gib_hours,
         cost_per_effective_gpu_hour``; ``.attrs["diagnostics"]`` holds counts
-        and ``.attrs["join"]`` how bill and telemetry joined, per resource.
+        and ``.attrs["join"]`` how bill and telemetry joined, per resource
+        (:func:`gpucost.result_attrs` gives both for every ``output``).
 
     Raises:
-        gpucost.InvalidInputError: bad input, naming the table, row and column.
+        gpucost.InvalidInputError: bad input, naming the table, row and column;
+            a bad ``threads`` or ``output``.
         gpucost.JoinError: no usage sample joined a billed GPU line (or, with
             ``strict``, any join problem).
 
@@ -236,14 +351,19 @@ def allocate(
 
     Example:
         >>> result = gpucost.allocate(costs, usage, inventory, workloads, by=["team"])
+        >>> table = gpucost.allocate(costs, usage, inventory, output="arrow", threads=2)
     """
+    output = check_output(output)
+    policy = _policy(basis, alpha, idle, interval, by, freq, threads)
     _memory_for_blended(usage, basis)
+    costs_table, usage_table = Table(costs, "costs"), Table(usage, "usage")
     raw = _core.allocate(
-        cost_columns(costs), usage_columns(usage), inventory_columns(inventory), workload_columns(workloads),
-        **_policy(basis, alpha, idle, interval, by, freq),
+        cost_columns(costs_table), usage_columns(usage_table), inventory_columns(inventory),
+        workload_columns(workloads), **policy,
     )
-    result = allocation_frame(raw)
-    check_public_call(result, costs, usage, strict=strict)
+    result = allocation_result(raw, output)
+    # pandas costs keep their attrs (the bill reader's report); Arrow ones are read once.
+    check_public_call(result, costs_table.data, usage, strict=strict)
     return result
 
 
@@ -254,7 +374,8 @@ class Allocator:
     consumers, and by 16 bytes per sample: the record that finds rows read
     twice across chunks (two replicas' files read one after the other).
     Without a duration column the interval is inferred from the first chunk
-    (give ``interval`` when chunks are not in time order).
+    (give ``interval`` when chunks are not in time order). Tables and chunks
+    may be anything :func:`allocate` takes; ``threads`` is fixed here.
 
     Example:
         >>> alloc = gpucost.Allocator(costs, inventory, workloads, by=["team"])
@@ -265,9 +386,10 @@ class Allocator:
 
     def __init__(self, costs: Any, inventory: Any, workloads: Any = None, *, basis: str = "allocated",
                  alpha: float = 0.5, idle: str = "keep", interval: float | None = None,
-                 by: Sequence[str] | str = ("consumer",), freq: str | None = None):
+                 by: Sequence[str] | str = ("consumer",), freq: str | None = None, threads: int | None = None):
+        policy = _policy(basis, alpha, idle, interval, by, freq, threads)
         self._core = _core.Allocator(cost_columns(costs), inventory_columns(inventory),
-                                     workload_columns(workloads), **_policy(basis, alpha, idle, interval, by, freq))
+                                     workload_columns(workloads), **policy)
         self._rows = 0  # samples added so far
         self._basis = basis
         self._failed = False
@@ -289,8 +411,10 @@ class Allocator:
             self.add(chunk)
         return self
 
-    def finish(self) -> pd.DataFrame:
-        """The allocation of every chunk added."""
+    def finish(self, *, output: str = "pandas") -> Any:
+        """The allocation of every chunk added, as ``output`` asks
+        (``"pandas"``, ``"arrow"`` or ``"polars"``, as for :func:`allocate`)."""
+        output = check_output(output)
         if self._failed:
             raise InvalidInputError("usage: a chunk was rejected; the allocation would be partial")
-        return allocation_frame(self._core.finish())
+        return allocation_result(self._core.finish(), output)
