@@ -10,7 +10,7 @@ from typing import Any
 from gpucost.allocation import Allocator
 from gpucost.chunks import COST_CSV_TYPES, iter_chunks, read_table, relocate_error, write_result
 from gpucost.errors import InvalidInputError, shift_rows
-from gpucost.frames import OUTPUTS, check_output
+from gpucost.frames import OUTPUTS
 
 __all__ = ["allocate_stream"]
 
@@ -56,10 +56,10 @@ def allocate_stream(
         total: the number of samples, when known, for the progress bar.
         output: ``"pandas"`` (the default), ``"arrow"`` or ``"polars"``: the
             kind of table returned, as for :func:`gpucost.allocate`. Any
-            other value is a path: the result is also written there
-            (``.parquet`` or CSV), all or nothing (see
-            :func:`gpucost.chunks.write_result`), and returned as pandas. A
-            file named like a kind is given as a ``pathlib.Path``.
+            other value is a path (a ``pathlib.Path``, or a string with a
+            suffix or a folder: ``out.parquet``, ``/dev/stdout``): the result
+            is also written there (``.parquet`` or CSV), all or nothing (see
+            :func:`gpucost.chunks.write_result`), and returned as pandas.
         threads: engine threads, as for :func:`gpucost.allocate`.
 
     Returns:
@@ -108,14 +108,18 @@ def allocate_stream(
 
 
 def _output(output: Any) -> tuple[str, str | os.PathLike | None]:
-    """(kind of result, path to write or None) from ``output=``."""
+    """(kind of result, path to write or None) from ``output=``. A string is
+    a path when it has a suffix or a folder (``out.csv``, ``/dev/stdout``), so
+    that a misspelt kind (``"polar"``) is an error, not a file."""
     if output is None:
         return "pandas", None
     if isinstance(output, str) and output in OUTPUTS:
         return output, None
-    if isinstance(output, str | os.PathLike):
+    if isinstance(output, os.PathLike) or (isinstance(output, str) and (
+            os.sep in output or (os.altsep or os.sep) in output or os.path.splitext(output)[1])):
         return "pandas", output
-    return check_output(output), None  # raises, naming output
+    raise InvalidInputError(f"output: expected one of {', '.join(map(repr, OUTPUTS))} or a file path "
+                            f"(out.parquet, out.csv; a name without a suffix as a pathlib.Path), got {output!r}")
 
 
 def _progress_bar(total: int | None):
