@@ -259,9 +259,13 @@ def _arrow_strings(col: pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
         col = pc.dictionary_encode(col)
     if col.num_chunks == 0:
         return np.empty(0, dtype=np.int32), []
-    if col.num_chunks > 1:
-        col = col.unify_dictionaries()
     dictionary = col.chunk(0).dictionary
+    if col.num_chunks > 1 and not all(c.dictionary.equals(dictionary) for c in col.chunks[1:]):
+        col = col.unify_dictionaries()  # (dictionary_encode and Polars give every chunk the same one)
+        dictionary = col.chunk(0).dictionary
+    if dictionary.null_count or len(pc.unique(dictionary)) != len(dictionary):
+        # Arrow allows null and repeated dictionary values; the engine's values are distinct strings.
+        return _arrow_strings(col.cast(col.type.value_type))
     indices = col.chunk(0).indices if col.num_chunks == 1 else \
         pa.chunked_array([c.indices for c in col.chunks], type=col.type.index_type).combine_chunks()
     if indices.type == pa.uint32() and len(dictionary) <= _INT32_MAX:

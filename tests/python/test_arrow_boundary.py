@@ -316,3 +316,26 @@ def test_lazy_costs_raise_no_polars_warning(tables):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         gpucost.allocate(pl.from_pandas(tables["costs"]).lazy(), tables["usage"], tables["inventory"])
+
+
+def test_strings_of_chunks_with_their_own_dictionaries():
+    """Chunks with different dictionaries (Parquet row groups, concatenated
+    tables) are unified; plain and view strings in chunks are encoded once."""
+    first = pa.array(["b", "a", None, "b"]).dictionary_encode()
+    second = pa.array(["c", "a"]).dictionary_encode()
+    for column in (pa.chunked_array([first, second]),
+                   pa.chunked_array([pa.array(["b", "a", None, "b"], pa.string_view()),
+                                     pa.array(["c", "a"], pa.string_view())]),
+                   pa.chunked_array([pa.array(["b", "a", None, "b"], pa.large_string()),
+                                     pa.array(["c", "a"], pa.large_string())])):
+        codes, values = Table(pa.table({"s": column}), "t").strings("s")
+        assert codes.dtype == np.int32
+        assert [values[c] if c >= 0 else None for c in codes] == ["b", "a", None, "b", "c", "a"]
+        assert sorted(values) == ["a", "b", "c"]
+
+
+def test_dictionaries_with_nulls_or_repeated_values_are_encoded_again():
+    """Arrow allows a dictionary ["a", null, "a"]: its rows are "a", missing, "a"."""
+    column = pa.DictionaryArray.from_arrays(pa.array([0, 1, 2, 0], pa.int32()), pa.array(["a", None, "a"]))
+    codes, values = Table(pa.table({"s": column}), "t").strings("s")
+    assert values == ["a"] and list(codes) == [0, -1, 0, 0]
