@@ -26,7 +26,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from gpucost.errors import ROW_ERROR, Error, InvalidInputError, conversion_hint
-from gpucost.frames import is_polars_lazy, as_table, exports_arrow, for_export
+from gpucost.frames import as_table, exports_arrow, for_export, is_polars_lazy
 
 __all__ = ["Chunk", "expand_paths", "iter_chunks", "relocate_error", "write_result", "USAGE_CSV_TYPES"]
 

@@ -94,8 +94,8 @@ class Table:
             if isinstance(col.dtype, pd.ArrowDtype | pd.StringDtype):
                 return _arrow_strings(_chunked(col))
             if col.dtype == object:
-                # Python strings: Arrow encodes them about twice as fast as
-                # pd.factorize (docs/performance.md); anything else factorizes.
+                # Python strings: Arrow encodes them 1.2 to 2 times as fast as
+                # pd.factorize (docs/decisions.md, issue 27); anything else factorizes.
                 try:
                     return _arrow_strings(pa.chunked_array([pa.array(col, type=pa.string(), from_pandas=True)]))
                 except (pa.ArrowException, TypeError, ValueError):
@@ -196,6 +196,7 @@ class Table:
         if bad.any():
             raise self._first_bad_row(column, bad, f"{seconds[bad][0]} is not a duration")
         return np.rint(seconds * (1e9 / _NS_PER[unit])).astype(np.int64)
+
 
 def is_polars_lazy(data: Any) -> bool:
     kind = type(data)

@@ -205,11 +205,11 @@ def _bill_columns(costs: Any) -> pd.DataFrame | None:
         table = Table(costs, "costs")
     except (TypeError, InvalidInputError):
         return None
+    if isinstance(table.data, pd.DataFrame):
+        return table.data
     wanted = [c for c in ("gpu", "resource_id", "charge_category", "commitment_status", "currency", "cost")
               if table.has(c)]
-    if "gpu" not in wanted or isinstance(table.data, pd.DataFrame):
-        return table.data if isinstance(table.data, pd.DataFrame) else None
-    return table.data.select(wanted).to_pandas()
+    return table.data.select(wanted).to_pandas() if "gpu" in wanted else None
 
 
 def _label_coverage(result: Any) -> dict:
