@@ -25,6 +25,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "gpucost/status.h"
+#include "series_scan.h"
 
 namespace gpucost {
 namespace {
@@ -34,6 +35,23 @@ constexpr double kBytesPerGiB = 1024.0 * 1024.0 * 1024.0;
 constexpr int32_t kNoName = 0;  // resource id of lines and samples with an empty resource_id
 constexpr int32_t kNoConsumer = -1;
 constexpr double kOversubscribedTolerance = 1e-9;
+// Rows of one chunk: series ids and the copy bit share an int32 per row.
+constexpr size_t kMaxChunkRows = size_t{1} << 30;
+
+// Rows [begin, begin + count) of `s` (clipped at its end).
+SampleColumns SliceRows(const SampleColumns& s, size_t begin, size_t count) {
+  count = std::min(count, s.size() - begin);
+  SampleColumns out = s;
+  out.timestamp = s.timestamp.subspan(begin, count);
+  out.resource_id.codes = s.resource_id.codes.subspan(begin, count);
+  out.device = s.device.subspan(begin, count);
+  out.consumer.codes = s.consumer.codes.subspan(begin, count);
+  out.share = s.share.subspan(begin, count);
+  out.util = s.util.subspan(begin, count);
+  out.mem_used = s.mem_used.subspan(begin, count);
+  if (s.duration) out.duration = s.duration->subspan(begin, count);
+  return out;
+}
 
 std::string Quoted(std::string_view s) { return absl::StrCat("'", absl::string_view(s.data(), s.size()), "'"); }
 
@@ -56,12 +74,6 @@ constexpr RawBounds BoundsOf(TimeUnit unit) {
 
 bool IsReserved(std::string_view v) {
   return v == kIdle || v == kUnattributed || v == kUnobserved || v == kUnlabelled;
-}
-
-// a - b without undefined behaviour: raw instants are checked against their
-// bounds only after the series pass that compares them.
-int64_t WrappingDiff(int64_t a, int64_t b) {
-  return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b));
 }
 
 int64_t ScaleInstant(int64_t raw, TimeUnit unit) {
@@ -154,12 +166,15 @@ class SlotTable {
   std::vector<uint8_t> observed;    // per segment
   std::vector<SampleStats> stats;   // per resource
 
-  Accumulator& For(int64_t segment, int32_t consumer) {
+  // The slot of (segment, consumer), made on first use. Indices stay valid
+  // as the table grows; references do not.
+  uint32_t IndexOf(int64_t segment, int32_t consumer) {
     const uint64_t key = (static_cast<uint64_t>(segment) << 32) | static_cast<uint32_t>(consumer);
     auto [it, inserted] = ids_.try_emplace(key, static_cast<uint32_t>(slots_.size()));
     if (inserted) slots_.push_back({segment, consumer, {}});
-    return slots_[it->second].acc;
+    return it->second;
   }
+  Accumulator& At(uint32_t index) { return slots_[index].acc; }
   [[nodiscard]] const std::vector<Slot>& slots() const { return slots_; }
 
  private:
@@ -172,7 +187,7 @@ struct Partial {
   SlotTable* slots;  // the worker's table
   int64_t no_consumer = 0, unknown_resource = 0, outside_lines = 0, used = 0;
   absl::Status status = absl::OkStatus();
-  int64_t error_row = std::numeric_limits<int64_t>::max();
+  int64_t error_row = std::numeric_limits<int64_t>::max();  // chunk row of `status`
 };
 
 struct Resource {
@@ -223,43 +238,15 @@ struct GroupTotals {
          mem_byte_ns = 0;
 };
 
-// Below this many samples a chunk is not worth a second thread.
-constexpr int64_t kMinSamplesPerWorker = 1 << 18;
-
-size_t WorkersFor(int threads, size_t rows) {
-  const size_t wanted = threads > 0 ? static_cast<size_t>(threads)
-                                    : std::max(1u, std::thread::hardware_concurrency());
-  return std::max<size_t>(1, std::min(wanted, rows / kMinSamplesPerWorker));
-}
-
-// Run indices splitting `runs` (row boundaries of series runs, ending with
-// the row count) into `workers` ranges of nearly equal rows; no run is split.
-std::vector<size_t> SplitRuns(const std::vector<int64_t>& runs, size_t workers) {
-  const int64_t n = runs.back();
-  const size_t count = runs.size() - 1;
-  std::vector<size_t> bounds = {0};
-  for (size_t w = 1; w < workers; ++w) {
-    const int64_t row = n * static_cast<int64_t>(w) / static_cast<int64_t>(workers);
-    const auto r = static_cast<size_t>(std::lower_bound(runs.begin(), runs.end() - 1, row) - runs.begin());
-    bounds.push_back(std::max(bounds.back(), std::min(r, count)));
-  }
-  bounds.push_back(count);
-  return bounds;
+int WorkersFor(int threads, size_t rows) {
+  const int wanted = threads > 0 ? threads : AvailableCores();
+  const auto most = static_cast<int>(std::min<size_t>(64, rows / internal::MinSamplesPerWorker()));
+  return std::max(1, std::min(wanted, most));
 }
 
 }  // namespace
 
 namespace {
-
-// Median of `v` (for an even count, the mean of the two middle values);
-// reorders `v`.
-double Median(std::vector<double>& v) {
-  const size_t mid = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
-  const double upper = v[mid];
-  if (v.size() % 2 == 1) return upper;
-  return 0.5 * (*std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid)) + upper);
-}
 
 std::string Seconds(double ns) { return absl::StrCat(ns / 1e9, " s"); }
 
@@ -272,258 +259,29 @@ struct SeriesKey {
   }
 };
 
-// The rows of a chunk grouped by series (resource_id, device, consumer as
-// the chunk's codes), each series in time order (ties in row order). Series
-// are found with one hash per run of rows; when every series is one run in
-// time order (the telemetry order) nothing is moved and it costs one pass.
-struct SeriesIndex {
-  std::vector<int64_t> runs;    // row boundaries of the runs in chunk order, then n
-  // Per run: its step when its instants are valid, increasing and evenly
-  // spaced (found in the same pass as the run), else 0.
-  std::vector<int64_t> run_step;
-  bool grouped = true;          // rows in chunk order: Row(p) == p
-  // Otherwise: (instant, row number) pairs, series after series.
-  std::vector<std::pair<int64_t, int64_t>> sorted;
-  std::vector<int64_t> begin;   // series k is positions [begin[k], begin[k + 1])
+// Slot indices with a meaning of their own in SeriesSum::slot.
+constexpr uint32_t kNoSlot = std::numeric_limits<uint32_t>::max();  // nothing cached
+constexpr uint32_t kOutsideSlot = kNoSlot - 1;                       // cached span covers no line
+constexpr uint32_t kNotAllocatedSlot = kNoSlot - 2;                  // free device, unknown resource
 
-  [[nodiscard]] int64_t Row(int64_t p) const { return grouped ? p : sorted[p].second; }
-  [[nodiscard]] int64_t Time(int64_t p) const { return sorted[p].first; }
-  [[nodiscard]] int64_t size() const { return static_cast<int64_t>(begin.size()) - 1; }
+// What a series adds to its accumulators as its rows go by. Its rows wholly
+// inside the cached span (a segment, or a span no line covers) add to h, u,
+// m here; they reach the slot when the series leaves the span.
+struct SeriesSum {
+  enum class Kind : uint8_t { kHeld, kFree, kUnknownResource };
+  int32_t resource = 0;
+  int32_t consumer = kNoConsumer;
+  Kind kind = Kind::kHeld;
+  uint32_t slot = kNoSlot;
+  int64_t cache_start = std::numeric_limits<int64_t>::max();
+  int64_t cache_end = std::numeric_limits<int64_t>::min();
+  double h = 0, u = 0, m = 0;
+  int64_t cache_rows = 0;
+  int64_t rows = 0, used = 0, outside = 0;
+  double outside_held = 0;
+  int64_t first = std::numeric_limits<int64_t>::max();
+  int64_t last = std::numeric_limits<int64_t>::min();
 };
-
-// End of the run of rows of row i's series (equal resource, device and
-// consumer codes): blocks of 16 rows compared without branches first.
-int64_t RunEnd(const int32_t* rc, const int32_t* dv, const int32_t* cc, int64_t i, int64_t n) {
-  const int32_t r = rc[i], d = dv[i], c = cc[i];
-  int64_t j = i + 1;
-  constexpr int64_t kBlock = 16;
-  for (; j + kBlock <= n; j += kBlock) {
-    int32_t differ = 0;  // XOR-OR: a reduction the compiler vectorises
-    for (int64_t k = 0; k < kBlock; ++k) differ |= (rc[j + k] ^ r) | (dv[j + k] ^ d) | (cc[j + k] ^ c);
-    if (differ != 0) break;
-  }
-  while (j < n && rc[j] == r && dv[j] == d && cc[j] == c) ++j;
-  return j;
-}
-
-// Sorts [b, e) of (instant, row) pairs in O(n) when their instants are
-// distinct and evenly spaced (telemetry read out of order): each pair's slot
-// is (t - min) / step. Returns false, leaving the range as it was, otherwise.
-// The slot comes from a double division (exact below 2^53, and checked by an
-// integer multiply), as a 64-bit division per row would cost more than the
-// comparison sort it replaces.
-bool PlaceEvenlySpaced(std::vector<std::pair<int64_t, int64_t>>::iterator b,
-                       std::vector<std::pair<int64_t, int64_t>>::iterator e,
-                       std::vector<std::pair<int64_t, int64_t>>& scratch, std::vector<uint8_t>& filled) {
-  const auto count = static_cast<uint64_t>(e - b);
-  if (count < 3) return false;
-  int64_t lo = b->first, hi = b->first;
-  for (auto it = b; it != e; ++it) {
-    lo = std::min(lo, it->first);
-    hi = std::max(hi, it->first);
-  }
-  const uint64_t span = static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo);
-  if (span == 0 || span % (count - 1) != 0) return false;
-  const uint64_t step = span / (count - 1);
-  const double inverse = 1.0 / static_cast<double>(step);
-  scratch.resize(count);
-  filled.assign(count, 0);
-  for (auto it = b; it != e; ++it) {
-    const uint64_t offset = static_cast<uint64_t>(it->first) - static_cast<uint64_t>(lo);
-    const auto slot = static_cast<uint64_t>(static_cast<double>(offset) * inverse + 0.5);
-    if (slot >= count || slot * step != offset || filled[slot] != 0) return false;
-    filled[slot] = 1;
-    scratch[slot] = *it;
-  }
-  std::copy(scratch.begin(), scratch.end(), b);
-  return true;
-}
-
-SeriesIndex IndexSeries(const SampleColumns& s) {
-  const auto n = static_cast<int64_t>(s.size());
-  const int32_t* rc = s.resource_id.codes.data();
-  const int32_t* dv = s.device.data();
-  const int32_t* cc = s.consumer.codes.data();
-  const int64_t* ts = s.timestamp.data();
-  // Series ids: a dense table over the chunk's codes when it is small (no
-  // hashing, which shuffled rows would pay per row), else a hash map.
-  absl::flat_hash_map<SeriesKey, int32_t> ids;
-  int32_t num_ids = 0;
-  const auto num_res = static_cast<int64_t>(s.resource_id.dictionary.size());
-  const auto num_con = static_cast<int64_t>(s.consumer.dictionary.size()) + 1;  // + null
-  int64_t num_dev = 0;
-  constexpr int64_t kMaxDense = int64_t{1} << 22;
-  constexpr size_t kRunsBeforeDense = 4096;  // rows in long runs never pay for the table
-  std::vector<int32_t> dense;
-  auto try_dense = [&] {
-    for (int64_t i = 0; i < n; ++i) num_dev = std::max<int64_t>(num_dev, dv[i]);
-    num_dev += 1;
-    if (num_res * num_dev > kMaxDense / num_con) return;
-    dense.assign(static_cast<size_t>(num_res * num_dev * num_con), -1);
-    for (const auto& [key, id] : ids) {
-      if (key.resource >= 0 && key.resource < num_res && key.device >= 0 && key.device < num_dev &&
-          key.consumer >= kNullCode && key.consumer + 1 < num_con) {
-        dense[static_cast<size_t>((key.resource * num_dev + key.device) * num_con + key.consumer + 1)] = id;
-      }
-    }
-  };
-  auto series_of = [&](int64_t i) -> std::pair<int32_t, bool> {
-    if (!dense.empty() && rc[i] >= 0 && rc[i] < num_res && dv[i] >= 0 && dv[i] < num_dev && cc[i] >= kNullCode &&
-        cc[i] + 1 < num_con) {
-      int32_t& id = dense[static_cast<size_t>((rc[i] * num_dev + dv[i]) * num_con + cc[i] + 1)];
-      if (id >= 0) return {id, false};
-      id = num_ids++;
-      return {id, true};
-    }
-    auto [it, inserted] = ids.try_emplace(SeriesKey{rc[i], dv[i], cc[i]}, num_ids);
-    if (inserted) ++num_ids;
-    return {it->second, inserted};
-  };
-  std::vector<int32_t> run_series;
-  SeriesIndex index;
-  // Reserved for one run per row (shuffled rows): pages never written are
-  // never touched, so grouped rows do not pay for it.
-  run_series.reserve(n);
-  index.runs.reserve(n + 1);
-  index.run_step.reserve(n);
-  const RawBounds bounds = BoundsOf(s.time_unit);
-  for (int64_t i = 0; i < n;) {
-    const int64_t j = RunEnd(rc, dv, cc, i, n);
-    // One pass over the run's instants: in order? evenly spaced?
-    const int64_t step = j - i >= 2 ? WrappingDiff(ts[i + 1], ts[i]) : 0;
-    int64_t backwards = 0, uneven = 0;
-    for (int64_t k = i + 1; k < j; ++k) {
-      const int64_t d = WrappingDiff(ts[k], ts[k - 1]);
-      backwards |= static_cast<int64_t>(ts[k] < ts[k - 1]);
-      uneven |= d ^ step;
-    }
-    const bool in_order = backwards == 0;
-    index.run_step.push_back(uneven == 0 && step > 0 && ts[i] >= bounds.ts_lo && ts[j - 1] < bounds.ts_hi ? step : 0);
-    if (run_series.size() == kRunsBeforeDense && 64 * kRunsBeforeDense > static_cast<size_t>(i)) try_dense();
-    const auto [id, inserted] = series_of(i);
-    index.grouped &= inserted && in_order;
-    index.runs.push_back(i);
-    run_series.push_back(id);
-    i = j;
-  }
-  index.runs.push_back(n);
-  if (index.grouped) {
-    index.begin = index.runs;  // one run per series
-    return index;
-  }
-
-  // Counting sort of (instant, row) by series, then each series by instant
-  // (then row): contiguous pairs sort without chasing row numbers.
-  const std::vector<int64_t>& run_begin = index.runs;
-  const auto num_series = static_cast<int64_t>(num_ids);
-  index.begin.assign(num_series + 1, 0);
-  for (size_t r = 0; r < run_series.size(); ++r) index.begin[run_series[r] + 1] += run_begin[r + 1] - run_begin[r];
-  std::partial_sum(index.begin.begin(), index.begin.end(), index.begin.begin());
-  std::vector<std::pair<int64_t, int64_t>> pairs(static_cast<size_t>(n));
-  std::vector<int64_t> next(index.begin.begin(), index.begin.end() - 1);
-  for (size_t r = 0; r < run_series.size(); ++r) {
-    int64_t& at = next[run_series[r]];
-    for (int64_t i = run_begin[r]; i < run_begin[r + 1]; ++i) pairs[at++] = {ts[i], i};
-  }
-  std::vector<std::pair<int64_t, int64_t>> scratch;
-  std::vector<uint8_t> filled;
-  for (int64_t k = 0; k < num_series; ++k) {
-    auto b = pairs.begin() + index.begin[k], e = pairs.begin() + index.begin[k + 1];
-    if (std::is_sorted(b, e)) continue;
-    if (!PlaceEvenlySpaced(b, e, scratch, filled)) std::sort(b, e);
-  }
-  index.sorted = std::move(pairs);
-  return index;
-}
-
-// The values a duplicate must repeat, besides its series and instant.
-bool SameValues(const SampleColumns& s, int64_t a, int64_t b) {
-  return s.share[a] == s.share[b] && s.util[a] == s.util[b] && s.mem_used[a] == s.mem_used[b] &&
-         (!s.duration.has_value() || (*s.duration)[a] == (*s.duration)[b]);
-}
-
-// One pass over each series in time order: its spacing (ns; NaN when it has
-// one distinct timestamp) and the rows equal in every column to an earlier
-// row of the same instant (`drop`, allocated on the first). Instants outside
-// the valid range are skipped: they are refused later with their row.
-struct SeriesScan {
-  std::vector<double> spacing;
-  std::vector<uint8_t> drop;
-  int64_t duplicates = 0;
-};
-
-template <bool kGrouped>
-void ScanSeriesImpl(const SampleColumns& s, const SeriesIndex& index, SeriesScan& out) {
-  const int64_t* ts = s.timestamp.data();
-  const RawBounds bounds = BoundsOf(s.time_unit);
-  const auto ticks = static_cast<double>(static_cast<int64_t>(s.time_unit));
-  auto row_of = [&](int64_t p) { return kGrouped ? p : index.Row(p); };
-  out.spacing.assign(index.size(), std::numeric_limits<double>::quiet_NaN());
-  std::vector<double> diffs;
-  for (int64_t k = 0; k < index.size(); ++k) {
-    const int64_t b = index.begin[k], e = index.begin[k + 1];
-    if constexpr (kGrouped) {
-      // The common case, seen by IndexSeries: evenly spaced, increasing,
-      // valid instants (so no ties, no copies). Grouped: series k is run k.
-      if (index.run_step[k] > 0) {
-        out.spacing[k] = static_cast<double>(index.run_step[k]) * ticks;
-        continue;
-      }
-    }
-    bool any = false, regular = true;
-    int64_t prev = 0, first_diff = 0, tie_begin = b;
-    for (int64_t p = b; p < e; ++p) {
-      const int64_t t = kGrouped ? ts[p] : index.Time(p);
-      if (t < bounds.ts_lo || t >= bounds.ts_hi) [[unlikely]] continue;
-      const int64_t row = row_of(p);
-      if (any && t == prev) [[unlikely]] {  // a tie: compare with the instant's earlier rows
-        for (int64_t q = tie_begin; q < p; ++q) {
-          const int64_t earlier = row_of(q);
-          if (ts[earlier] != t || (!out.drop.empty() && out.drop[earlier])) continue;
-          if (SameValues(s, earlier, row)) {
-            if (out.drop.empty()) out.drop.assign(s.size(), 0);
-            out.drop[row] = 1;
-            ++out.duplicates;
-            break;
-          }
-        }
-        continue;
-      }
-      if (any) {
-        const int64_t d = t - prev;
-        if (first_diff == 0) first_diff = d;
-        regular &= d == first_diff;
-      }
-      any = true;
-      prev = t;
-      tie_begin = p;
-    }
-    if (first_diff == 0) continue;
-    if (regular) {  // the common case: no selection
-      out.spacing[k] = static_cast<double>(first_diff) * ticks;
-      continue;
-    }
-    diffs.clear();
-    prev = std::numeric_limits<int64_t>::min();
-    for (int64_t p = b; p < e; ++p) {
-      const int64_t t = kGrouped ? ts[p] : index.Time(p);
-      if (t < bounds.ts_lo || t >= bounds.ts_hi) continue;
-      if (prev != std::numeric_limits<int64_t>::min() && t > prev) diffs.push_back(static_cast<double>(t - prev));
-      prev = t;
-    }
-    out.spacing[k] = Median(diffs) * ticks;
-  }
-}
-
-SeriesScan ScanSeries(const SampleColumns& s, const SeriesIndex& index) {
-  SeriesScan out;
-  if (index.grouped) {
-    ScanSeriesImpl<true>(s, index, out);
-  } else {
-    ScanSeriesImpl<false>(s, index, out);
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -587,8 +345,6 @@ struct Allocator::State {
   // one-shot allocation (single_chunk).
   absl::flat_hash_map<SeriesKey, std::vector<std::pair<int64_t, uint64_t>>> history;
   bool single_chunk = false;
-  // While a chunk with duplicates dropped is added: chunk row of each row.
-  const int64_t* row_map = nullptr;
   absl::Status sticky = absl::OkStatus();
   bool finished = false;
 
@@ -615,24 +371,25 @@ struct Allocator::State {
   absl::Status ResolveKeys();
   void BuildSegments();
   void CountPrimaryOverlaps();
-  absl::Status CheckIntervals(const SampleColumns& s, const SeriesIndex& index, const std::vector<double>& spacing);
+  absl::Status CheckIntervals(const SampleColumns& s, const internal::ChunkSeries& chunk);
   absl::Status CheckStreamIntervals() const;
   std::string SpacingMessage(std::string_view resource, int32_t device, std::string_view consumer,
                              double spacing_ns) const;
-  int64_t FindDuplicates(const SampleColumns& s, const SeriesIndex& index, const std::vector<int32_t>& res_map,
-                         const std::vector<int32_t>& con_map, std::vector<uint8_t>& drop);
-  [[nodiscard]] int64_t RowNumber(int64_t i) const { return rows_seen + (row_map != nullptr ? row_map[i] : i); }
+  int64_t FindDuplicates(const SampleColumns& s, internal::ChunkSeries& chunk, const std::vector<int32_t>& res_map,
+                         const std::vector<int32_t>& con_map);
+  [[nodiscard]] int64_t RowNumber(int64_t i) const { return rows_seen + i; }
   JoinTable BuildJoin(const std::vector<uint8_t>& line_observed,
                       const std::vector<uint8_t>& line_oversubscribed) const;
 
-  // Adds rows [begin, end) of a chunk into `out`; reads the state only.
+  // Adds the rows worker w owns into `out`; reads the state only.
   template <bool kHasDuration>
-  absl::Status AddRuns(const SampleColumns& s, const std::vector<int64_t>& runs, size_t run_begin, size_t run_end,
-                       const std::vector<int32_t>& res_map,
-                       const std::vector<int32_t>& con_map, Partial& out) const;
-  template <bool kHasDuration>
-  absl::Status AddRun(const SampleColumns& s, int64_t begin, int64_t end, int32_t resource, int32_t consumer,
-                      Partial& out) const;
+  absl::Status AccumulateWorker(const SampleColumns& s, const internal::ChunkSeries& chunk, int w,
+                                const std::vector<int32_t>& res_map, const std::vector<int32_t>& con_map,
+                                Partial& out) const;
+  void Flush(SeriesSum& a, SlotTable& table) const;
+  void AddAcross(SeriesSum& a, SlotTable& table, int64_t t, int64_t t_end, double share, double util,
+                 double mem) const;
+  absl::Status BadRowError(const SampleColumns& s, int64_t i, const std::vector<int32_t>& res_map) const;
   absl::Status SampleValueError(const SampleColumns& s, int64_t i) const;
 
   absl::StatusOr<Allocation> Prorate();
@@ -970,6 +727,26 @@ absl::Status Allocator::State::SampleValueError(const SampleColumns& s, int64_t 
   return absl::InternalError("sample value check disagreed with its explanation");
 }
 
+// A row the series pass could not place: its resource, consumer or device.
+absl::Status Allocator::State::BadRowError(const SampleColumns& s, int64_t i,
+                                           const std::vector<int32_t>& res_map) const {
+  constexpr std::string_view kTable = "usage";
+  const int32_t r_code = s.resource_id.codes[i], device = s.device[i], c_code = s.consumer.codes[i];
+  if (r_code < 0 || r_code >= static_cast<int32_t>(s.resource_id.dictionary.size())) {
+    return RowError(kTable, RowNumber(i), "resource_id",
+                    r_code == kNullCode ? std::string("missing resource id")
+                                        : absl::StrCat("code ", r_code, " is not in the dictionary"));
+  }
+  if (c_code < kNullCode || c_code >= static_cast<int32_t>(s.consumer.dictionary.size())) {
+    return RowError(kTable, RowNumber(i), "consumer", absl::StrCat("code ", c_code, " is not in the dictionary"));
+  }
+  const int32_t resource = res_map[r_code];
+  return RowError(kTable, RowNumber(i), "device",
+                  absl::StrCat("device ", device, " of ", Quoted(resource_names[resource]), ", which has ",
+                               resources[resource].devices, " devices (expected 0..",
+                               resources[resource].devices - 1, ")"));
+}
+
 // One sample's values are valid; a single branch on the hot path.
 template <bool kHasDuration>
 inline bool SampleValuesOk(const RawBounds& b, int64_t raw_ts, double share, double util, double mem,
@@ -980,224 +757,230 @@ inline bool SampleValuesOk(const RawBounds& b, int64_t raw_ts, double share, dou
   return ok;
 }
 
+// The cached span's sums go to its slot (or count outside every line).
+void Allocator::State::Flush(SeriesSum& a, SlotTable& table) const {
+  if (a.slot == kOutsideSlot) {
+    a.outside += a.cache_rows;
+    a.outside_held += a.h;
+  } else if (a.slot < kNotAllocatedSlot) {
+    Accumulator& acc = table.At(a.slot);
+    acc.held += a.h;
+    acc.used += a.u;
+    acc.mem += a.m;
+    a.used += a.cache_rows;
+  }
+  a.h = a.u = a.m = 0;
+  a.cache_rows = 0;
+}
+
+// A sample that leaves the series' cached span: it is split over the active
+// segments it overlaps, and the span that holds it whole (a segment, or a
+// span no line covers) becomes the cache.
+void Allocator::State::AddAcross(SeriesSum& a, SlotTable& table, int64_t t, int64_t t_end, double share,
+                                 double util, double mem) const {
+  Flush(a, table);
+  a.slot = kNoSlot;
+  a.cache_start = std::numeric_limits<int64_t>::max();
+  a.cache_end = std::numeric_limits<int64_t>::min();
+  const Resource& res = resources[a.resource];
+  const int64_t* sstart = seg_start.data();
+  const int64_t* send = seg_end.data();
+  const bool free = a.kind == SeriesSum::Kind::kFree;
+  const auto d = static_cast<double>(t_end - t);
+  auto cache = [&](int64_t lo, int64_t hi, uint32_t slot) {
+    a.cache_start = lo;
+    a.cache_end = hi;
+    a.slot = slot;
+    a.h = share * d;
+    a.u = a.h * util;
+    a.m = mem * d;
+    a.cache_rows = 1;
+  };
+  // First segment ending after t.
+  const int64_t first = std::upper_bound(send + res.seg_begin, send + res.seg_end, t) - send;
+  bool overlaps = false;
+  for (int64_t seg = first; seg < res.seg_end && sstart[seg] < t_end; ++seg) {
+    if (!seg_active[seg]) continue;
+    const int64_t lo = std::max(t, sstart[seg]);
+    const int64_t hi = std::min(t_end, send[seg]);
+    if (hi <= lo) continue;
+    overlaps = true;
+    if (free) {  // free devices allocate nothing but make lines observed (SEMANTICS 2)
+      table.observed[seg] = 1;
+      if (lo == t && hi == t_end) return cache(sstart[seg], send[seg], kNotAllocatedSlot);
+      continue;
+    }
+    const uint32_t slot = table.IndexOf(seg, a.consumer);
+    if (lo == t && hi == t_end) return cache(sstart[seg], send[seg], slot);
+    const auto o = static_cast<double>(hi - lo);
+    Accumulator& acc = table.At(slot);
+    acc.held += share * o;
+    acc.used += share * util * o;
+    acc.mem += mem * o;
+  }
+  if (overlaps) {
+    if (!free) ++a.used;
+    return;
+  }
+  // Outside every line: the span around it that no active segment covers.
+  int64_t lo = std::numeric_limits<int64_t>::min(), hi = std::numeric_limits<int64_t>::max();
+  if (first > res.seg_begin) lo = send[first - 1];
+  if (first < res.seg_end) {
+    if (sstart[first] >= t_end) {
+      hi = sstart[first];
+    } else {  // inside an inactive segment
+      lo = sstart[first];
+      hi = send[first];
+    }
+  }
+  const uint32_t slot = free ? kNotAllocatedSlot : kOutsideSlot;
+  if (t >= lo && t_end <= hi) return cache(lo, hi, slot);
+  if (!free) {
+    ++a.outside;
+    a.outside_held += share * d;
+  }
+}
+
+// Adds the rows worker w owns, in row order, then its gathered series in
+// time order. Stops at the worker's first bad row, whose error it returns
+// with the row (the first in row order of all workers wins).
 template <bool kHasDuration>
-absl::Status Allocator::State::AddRun(const SampleColumns& s, int64_t begin, int64_t end, int32_t resource,
-                                      int32_t consumer, Partial& out) const {
+absl::Status Allocator::State::AccumulateWorker(const SampleColumns& s, const internal::ChunkSeries& chunk,
+                                                int w, const std::vector<int32_t>& res_map,
+                                                const std::vector<int32_t>& con_map, Partial& out) const {
+  const internal::WorkerSeries& mine = chunk.by_worker[w];
+  SlotTable& table = *out.slots;
+  std::vector<SeriesSum> sums(mine.series.size());
+  for (size_t k = 0; k < sums.size(); ++k) {
+    const internal::Series& series = mine.series[k];
+    SeriesSum& a = sums[k];
+    a.resource = res_map[series.resource_code];
+    a.consumer = series.consumer_code == kNullCode ? kNoConsumer : con_map[series.consumer_code];
+    if (resources[a.resource].devices == 0) {
+      // Nothing to join: one span for all time, only counted.
+      a.kind = SeriesSum::Kind::kUnknownResource;
+      a.slot = kNotAllocatedSlot;
+      a.cache_start = std::numeric_limits<int64_t>::min();
+      a.cache_end = std::numeric_limits<int64_t>::max();
+    } else if (a.consumer == kNoConsumer) {
+      a.kind = SeriesSum::Kind::kFree;
+    }
+  }
   const int64_t* ts = s.timestamp.data();
   const double* share = s.share.data();
   const double* util = s.util.data();
   const double* mem = s.mem_used.data();
   const int64_t* dur = kHasDuration ? s.duration->data() : nullptr;
+  const int32_t* series_of_row = chunk.series_of_row.get();
   const TimeUnit unit = s.time_unit;
   const RawBounds bounds = BoundsOf(unit);
-  const int64_t run_length = end - begin;
-  const Resource& res = resources[resource];
-  SampleStats& stats = out.slots->stats[resource];
-  stats.samples += run_length;
-  // Earliest start and latest end of the run, kept in registers.
-  int64_t first = std::numeric_limits<int64_t>::max();
-  int64_t last = std::numeric_limits<int64_t>::min();
-  const int64_t* sstart = seg_start.data();
-  const int64_t* send = seg_end.data();
-
-  if (res.devices == 0) {  // unknown resource: nothing to join, only counted
-    double held = 0;
-    for (int64_t i = begin; i < end; ++i) {
-      const int64_t d_raw = kHasDuration ? dur[i] : 1;
-      if (!SampleValuesOk<kHasDuration>(bounds, ts[i], share[i], util[i], mem[i], d_raw)) {
-        return SampleValueError(s, i);
-      }
-      const int64_t t = ScaleInstant(ts[i], unit);
-      const int64_t d = kHasDuration ? ScaleInstant(d_raw, unit) : interval_ns;
-      first = std::min(first, t);
-      last = std::max(last, t + d);
-      held += share[i] * static_cast<double>(d);
-    }
-    stats.first = std::min(stats.first, first);
-    stats.last = std::max(stats.last, last);
-    if (consumer == kNoConsumer) {
-      out.no_consumer += run_length;
-      stats.no_consumer += run_length;
-    } else {
-      out.unknown_resource += run_length;
-      stats.unknown_resource += run_length;
-      stats.unjoined_ns += held;
-    }
-    return absl::OkStatus();
-  }
-
-  if (consumer == kNoConsumer) {
-    // Free devices allocate nothing but make the lines they overlap observed
-    // (SEMANTICS 2). The segment last marked is cached for the run.
-    uint8_t* observed = out.slots->observed.data();
-    int64_t cache_start = std::numeric_limits<int64_t>::max();
-    int64_t cache_end = std::numeric_limits<int64_t>::min();
-    for (int64_t i = begin; i < end; ++i) {
-      const int64_t d_raw = kHasDuration ? dur[i] : 1;
-      if (!SampleValuesOk<kHasDuration>(bounds, ts[i], share[i], util[i], mem[i], d_raw)) [[unlikely]] {
-        return SampleValueError(s, i);
-      }
-      const int64_t t = ScaleInstant(ts[i], unit);
-      const int64_t t_end = t + (kHasDuration ? ScaleInstant(d_raw, unit) : interval_ns);
-      first = std::min(first, t);
-      last = std::max(last, t_end);
-      if (t >= cache_start && t_end <= cache_end) [[likely]] continue;
-      for (int64_t seg = std::upper_bound(send + res.seg_begin, send + res.seg_end, t) - send;
-           seg < res.seg_end && sstart[seg] < t_end; ++seg) {
-        if (seg_active[seg]) observed[seg] = 1;
-        if (t >= sstart[seg] && t_end <= send[seg]) {
-          cache_start = sstart[seg];
-          cache_end = send[seg];
-        }
-      }
-    }
-    stats.first = std::min(stats.first, first);
-    stats.last = std::max(stats.last, last);
-    out.no_consumer += run_length;
-    stats.no_consumer += run_length;
-    return absl::OkStatus();
-  }
-
-  // The cached segment: samples wholly inside it add to the locals h, u, m.
-  int64_t cache_start = std::numeric_limits<int64_t>::max();
-  int64_t cache_end = std::numeric_limits<int64_t>::min();
-  Accumulator* cache_slot = nullptr;
-  double h = 0, u = 0, m = 0;
-  int64_t outside = 0;
-  double outside_held = 0;
-  auto flush = [&] {
-    if (cache_slot != nullptr) {
-      cache_slot->held += h;
-      cache_slot->used += u;
-      cache_slot->mem += m;
-    }
-    h = u = m = 0;
-  };
-
-  for (int64_t i = begin; i < end; ++i) {
-    const int64_t d_raw = kHasDuration ? dur[i] : 1;
-    if (!SampleValuesOk<kHasDuration>(bounds, ts[i], share[i], util[i], mem[i], d_raw)) [[unlikely]] {
-      return SampleValueError(s, i);
-    }
-    const int64_t t = ScaleInstant(ts[i], unit);
-    const int64_t d = kHasDuration ? ScaleInstant(d_raw, unit) : interval_ns;
+  const int64_t interval = interval_ns;
+  auto add = [&](SeriesSum& a, int64_t raw_t, int64_t raw_d, double sh, double ut, double me) {
+    const int64_t t = ScaleInstant(raw_t, unit);
+    const int64_t d = kHasDuration ? ScaleInstant(raw_d, unit) : interval;
     const int64_t t_end = t + d;
-    first = std::min(first, t);
-    last = std::max(last, t_end);
-    if (t >= cache_start && t_end <= cache_end) [[likely]] {
-      const double o = static_cast<double>(d);
-      const double held = share[i] * o;
-      h += held;
-      u += held * util[i];
-      m += mem[i] * o;
-      continue;
+    ++a.rows;
+    a.first = std::min(a.first, t);
+    a.last = std::max(a.last, t_end);
+    if (t >= a.cache_start && t_end <= a.cache_end) [[likely]] {
+      const auto o = static_cast<double>(d);
+      const double held = sh * o;
+      a.h += held;
+      a.u += held * ut;
+      a.m += me * o;
+      ++a.cache_rows;
+      return;
     }
-    // Slow path: the sample leaves the cached segment. Slot pointers are
-    // re-taken after every For(), which may grow the slot vector.
-    flush();
-    cache_slot = nullptr;
-    cache_start = std::numeric_limits<int64_t>::max();
-    cache_end = std::numeric_limits<int64_t>::min();
-    // First segment ending after t.
-    int64_t seg = std::upper_bound(send + res.seg_begin, send + res.seg_end, t) - send;
-    bool overlaps = false;
-    for (; seg < res.seg_end && sstart[seg] < t_end; ++seg) {
-      if (!seg_active[seg]) continue;
-      const int64_t lo = std::max(t, sstart[seg]);
-      const int64_t hi = std::min(t_end, send[seg]);
-      if (hi <= lo) continue;
-      overlaps = true;
-      if (lo == t && hi == t_end) {  // wholly inside: cache this segment
-        cache_slot = &out.slots->For(seg, consumer);
-        cache_start = sstart[seg];
-        cache_end = send[seg];
-        const double o = static_cast<double>(d);
-        const double held = share[i] * o;
-        h = held;
-        u = held * util[i];
-        m = mem[i] * o;
+    AddAcross(a, table, t, t_end, sh, ut, me);
+  };
+  absl::Status status = absl::OkStatus();
+  internal::ForOwnedRows(chunk, s, w, [&](int64_t i) {
+    const int32_t id = series_of_row[i];
+    if (id == internal::kBadRow) [[unlikely]] {
+      status = BadRowError(s, i, res_map);
+      out.error_row = i;
+      return false;
+    }
+    if (!SampleValuesOk<kHasDuration>(bounds, ts[i], share[i], util[i], mem[i], kHasDuration ? dur[i] : 1))
+        [[unlikely]] {
+      status = SampleValueError(s, i);
+      out.error_row = i;
+      return false;
+    }
+    if ((id & internal::kDroppedBit) != 0) return true;
+    if (!mine.series[id].gathered) add(sums[id], ts[i], kHasDuration ? dur[i] : 0, share[i], util[i], mem[i]);
+    return true;
+  });
+  if (!status.ok()) return status;
+  for (size_t k = 0; k < sums.size(); ++k) {
+    const internal::Series& series = mine.series[k];
+    if (!series.gathered) continue;
+    for (int64_t p = series.sorted_begin; p < series.sorted_end; ++p) {
+      const internal::GatheredRow& r = mine.gathered_rows[p];
+      if (!r.dropped()) add(sums[k], r.t, r.duration, r.share, r.util, r.mem);
+    }
+  }
+  for (SeriesSum& a : sums) {
+    const double unknown_held = a.h;  // an unknown resource's one span is never left
+    Flush(a, table);
+    SampleStats& stats = table.stats[a.resource];
+    stats.samples += a.rows;
+    stats.first = std::min(stats.first, a.first);
+    stats.last = std::max(stats.last, a.last);
+    switch (a.kind) {
+      case SeriesSum::Kind::kUnknownResource:
+        if (a.consumer == kNoConsumer) {
+          out.no_consumer += a.rows;
+          stats.no_consumer += a.rows;
+        } else {
+          out.unknown_resource += a.rows;
+          stats.unknown_resource += a.rows;
+          stats.unjoined_ns += unknown_held;
+        }
         break;
-      }
-      const double o = static_cast<double>(hi - lo);
-      Accumulator& acc = out.slots->For(seg, consumer);
-      acc.held += share[i] * o;
-      acc.used += share[i] * util[i] * o;
-      acc.mem += mem[i] * o;
+      case SeriesSum::Kind::kFree:
+        out.no_consumer += a.rows;
+        stats.no_consumer += a.rows;
+        break;
+      case SeriesSum::Kind::kHeld:
+        out.outside_lines += a.outside;
+        out.used += a.used;
+        stats.outside_lines += a.outside;
+        stats.unjoined_ns += a.outside_held;
+        break;
     }
-    if (!overlaps) {
-      ++outside;
-      outside_held += share[i] * static_cast<double>(d);
-    }
-  }
-  flush();
-  out.outside_lines += outside;
-  out.used += run_length - outside;
-  stats.outside_lines += outside;
-  stats.unjoined_ns += outside_held;
-  stats.first = std::min(stats.first, first);
-  stats.last = std::max(stats.last, last);
-  return absl::OkStatus();
-}
-
-template <bool kHasDuration>
-absl::Status Allocator::State::AddRuns(const SampleColumns& s, const std::vector<int64_t>& runs, size_t run_begin,
-                                       size_t run_end, const std::vector<int32_t>& res_map,
-                                       const std::vector<int32_t>& con_map, Partial& out) const {
-  constexpr std::string_view kTable = "usage";
-  const int32_t* rc = s.resource_id.codes.data();
-  const int32_t* dv = s.device.data();
-  const int32_t* cc = s.consumer.codes.data();
-  const auto res_dict = static_cast<int32_t>(s.resource_id.dictionary.size());
-  const auto con_dict = static_cast<int32_t>(s.consumer.dictionary.size());
-  for (size_t r = run_begin; r < run_end; ++r) {
-    const int64_t i = runs[r], j = runs[r + 1];
-    const int32_t r_code = rc[i], device = dv[i], c_code = cc[i];
-    if (r_code < 0 || r_code >= res_dict) {
-      return RowError(kTable, RowNumber(i), "resource_id",
-                      r_code == kNullCode ? std::string("missing resource id")
-                                          : absl::StrCat("code ", r_code, " is not in the dictionary"));
-    }
-    if (c_code < kNullCode || c_code >= con_dict) {
-      return RowError(kTable, RowNumber(i), "consumer", absl::StrCat("code ", c_code, " is not in the dictionary"));
-    }
-    const int32_t resource = res_map[r_code];
-    if (resources[resource].devices > 0 && (device < 0 || device >= resources[resource].devices)) {
-      return RowError(kTable, RowNumber(i), "device",
-                      absl::StrCat("device ", device, " of ", Quoted(resource_names[resource]), ", which has ",
-                                   resources[resource].devices, " devices (expected 0..",
-                                   resources[resource].devices - 1, ")"));
-    }
-    const int32_t consumer = c_code == kNullCode ? kNoConsumer : con_map[c_code];
-    GPUCOST_RETURN_IF_ERROR(AddRun<kHasDuration>(s, i, j, resource, consumer, out));
   }
   return absl::OkStatus();
 }
-
 
 std::vector<double> SeriesSpacings(const SampleColumns& samples) {
-  const SeriesScan scan = ScanSeries(samples, IndexSeries(samples));
+  // Every resource code as if not in an inventory: no device is refused here.
+  const std::vector<int32_t> devices_of_code(samples.resource_id.dictionary.size(), -1);
+  const internal::ChunkSeries chunk = internal::ScanChunkSeries(samples, devices_of_code, 1);
   std::vector<double> out;
-  for (double v : scan.spacing) {
-    if (!std::isnan(v)) out.push_back(v / 1e9);
+  for (const internal::Series& series : chunk.by_worker[0].series) {
+    if (!std::isnan(series.spacing_ns)) out.push_back(series.spacing_ns / 1e9);
   }
   return out;
 }
 
 double InferInterval(std::vector<double> spacings) {
-  return spacings.empty() ? 60.0 : Median(spacings);
+  return spacings.empty() ? 60.0 : internal::Median(spacings);
 }
 
 // SEMANTICS 1.3: the interval inferred from the series' spacings when none
-// was given, and every series checked against it.
-absl::Status Allocator::State::CheckIntervals(const SampleColumns& s, const SeriesIndex& index,
-                                              const std::vector<double>& spacing) {
+// was given, and every series checked against it. The series refused is the
+// one whose first row comes first.
+absl::Status Allocator::State::CheckIntervals(const SampleColumns& s, const internal::ChunkSeries& chunk) {
   constexpr std::string_view kTable = "usage";
   if (interval_ns == 0) {
     std::vector<double> known;
-    for (double v : spacing) {
-      if (!std::isnan(v)) known.push_back(v);
+    for (const internal::WorkerSeries& mine : chunk.by_worker) {
+      for (const internal::Series& series : mine.series) {
+        if (!std::isnan(series.spacing_ns)) known.push_back(series.spacing_ns);
+      }
     }
-    interval_ns = known.empty() ? 60 * kNanosPerSecond : std::max<int64_t>(1, std::llround(Median(known)));
+    interval_ns = known.empty() ? 60 * kNanosPerSecond : std::max<int64_t>(1, std::llround(internal::Median(known)));
     interval_inferred = true;
   }
   const auto interval = static_cast<double>(interval_ns);
@@ -1205,17 +988,22 @@ absl::Status Allocator::State::CheckIntervals(const SampleColumns& s, const Seri
   // below the whole series' (adding instants only splits gaps): here only a
   // series too dense is certain; Finish() checks the whole series.
   const double too_sparse = single_chunk ? 2 * interval : std::numeric_limits<double>::infinity();
-  for (int64_t k = 0; k < index.size(); ++k) {
-    if (std::isnan(spacing[k]) || (spacing[k] <= too_sparse && spacing[k] >= 0.5 * interval)) continue;
-    const int64_t i = index.Row(index.begin[k]);
-    auto name = [](const StringColumn& col, int64_t row) {
-      const int32_t c = col.codes[row];
-      return c >= 0 && c < static_cast<int32_t>(col.dictionary.size()) ? col.dictionary[c] : std::string_view();
-    };
-    return RowError(kTable, rows_seen + i, "timestamp",
-                    SpacingMessage(name(s.resource_id, i), s.device[i], name(s.consumer, i), spacing[k]));
+  const internal::Series* refused = nullptr;
+  for (const internal::WorkerSeries& mine : chunk.by_worker) {
+    for (const internal::Series& series : mine.series) {
+      const double spacing = series.spacing_ns;
+      if (std::isnan(spacing) || (spacing <= too_sparse && spacing >= 0.5 * interval)) continue;
+      if (refused == nullptr || series.first_row < refused->first_row) refused = &series;
+    }
   }
-  return absl::OkStatus();
+  if (refused == nullptr) return absl::OkStatus();
+  auto name = [](const StringColumn& col, int32_t code) {
+    return code >= 0 && code < static_cast<int32_t>(col.dictionary.size()) ? col.dictionary[code]
+                                                                            : std::string_view();
+  };
+  return RowError(kTable, rows_seen + refused->first_row, "timestamp",
+                  SpacingMessage(name(s.resource_id, refused->resource_code), refused->device,
+                                 name(s.consumer, refused->consumer_code), refused->spacing_ns));
 }
 
 std::string Allocator::State::SpacingMessage(std::string_view resource, int32_t device, std::string_view consumer,
@@ -1241,7 +1029,7 @@ absl::Status Allocator::State::CheckStreamIntervals() const {
       if (seen[k].first > seen[k - 1].first) diffs.push_back(static_cast<double>(seen[k].first - seen[k - 1].first));
     }
     if (diffs.empty()) continue;
-    const double spacing = Median(diffs);
+    const double spacing = internal::Median(diffs);
     if (spacing <= 2 * interval && spacing >= 0.5 * interval) continue;
     return TableError("usage", SpacingMessage(resource_names[key.resource], key.device,
                                               key.consumer < 0 ? std::string_view()
@@ -1252,19 +1040,16 @@ absl::Status Allocator::State::CheckStreamIntervals() const {
 }
 
 // SEMANTICS 1.3: rows equal in every column are one sample read twice. In a
-// chunk they are neighbours in their series' time order (ScanSeries). Across
-// the chunks of a stream each series keeps its rows' (instant, fingerprint of
-// the values), sorted: a row of an in-order stream is past the end and costs
-// no search. Returns the rows found here, marked in `drop`.
-int64_t Allocator::State::FindDuplicates(const SampleColumns& s, const SeriesIndex& index,
-                                         const std::vector<int32_t>& res_map, const std::vector<int32_t>& con_map,
-                                         std::vector<uint8_t>& drop) {
+// chunk the series pass found them; across the chunks of a stream each
+// series keeps its rows' (instant, fingerprint of the values), sorted: a row
+// of an in-order stream is past the end and costs no search. Returns the
+// rows found here, marked dropped in `chunk`.
+int64_t Allocator::State::FindDuplicates(const SampleColumns& s, internal::ChunkSeries& chunk,
+                                         const std::vector<int32_t>& res_map, const std::vector<int32_t>& con_map) {
   if (single_chunk) return 0;
   const int64_t* ts = s.timestamp.data();
+  int32_t* series_of_row = chunk.series_of_row.get();
   int64_t found = 0;
-
-  const int32_t* rc = s.resource_id.codes.data();
-  const int32_t* cc = s.consumer.codes.data();
   // Values as == sees them: -0.0 and 0.0 alike (x + 0.0 is +0.0 for both).
   auto bits = [](double x) { return std::bit_cast<uint64_t>(x + 0.0); };
   auto fingerprint = [&](int64_t i) {
@@ -1274,35 +1059,57 @@ int64_t Allocator::State::FindDuplicates(const SampleColumns& s, const SeriesInd
                         s.duration ? ScaleInstant((*s.duration)[i], s.time_unit) : -1);
   };
   std::vector<std::pair<int64_t, uint64_t>> fresh;
-  for (int64_t k = 0; k < index.size(); ++k) {
-    const int64_t first = index.Row(index.begin[k]);
-    if (rc[first] < 0 || rc[first] >= static_cast<int32_t>(res_map.size()) || cc[first] < kNullCode ||
-        cc[first] >= static_cast<int32_t>(con_map.size())) {
-      continue;  // refused with its row later
-    }
-    // A null consumer and "" are different values: a row of one never copies the other.
-    constexpr int32_t kNullConsumer = kNoConsumer - 1;
-    const SeriesKey key{res_map[rc[first]], s.device[first],
-                        cc[first] == kNullCode ? kNullConsumer : con_map[cc[first]]};
-    std::vector<std::pair<int64_t, uint64_t>>& seen = history[key];
-    fresh.clear();
-    for (int64_t p = index.begin[k]; p < index.begin[k + 1]; ++p) {
-      const int64_t row = index.Row(p);
-      if (!drop.empty() && drop[row]) continue;
-      const std::pair<int64_t, uint64_t> item{ScaleInstant(ts[row], s.time_unit), fingerprint(row)};
-      if (!seen.empty() && item.first <= seen.back().first && std::binary_search(seen.begin(), seen.end(), item)) {
-        if (drop.empty()) drop.assign(s.size(), 0);
-        drop[row] = 1;
-        ++found;
-        continue;
+  std::vector<int64_t> begin, rows;
+  for (int w = 0; w < chunk.workers; ++w) {
+    internal::WorkerSeries& mine = chunk.by_worker[w];
+    // Rows of the series in time order: the rows as given for series in order
+    // (a counting pass), the sorted rows for gathered ones.
+    begin.assign(mine.series.size() + 1, 0);
+    internal::ForOwnedRows(chunk, s, w, [&](int64_t i) {
+      const int32_t id = series_of_row[i];
+      if (id != internal::kBadRow) ++begin[(id & ~internal::kDroppedBit) + 1];
+    });
+    std::partial_sum(begin.begin(), begin.end(), begin.begin());
+    rows.resize(static_cast<size_t>(begin.back()));
+    std::vector<int64_t> next(begin.begin(), begin.end() - 1);
+    internal::ForOwnedRows(chunk, s, w, [&](int64_t i) {
+      const int32_t id = series_of_row[i];
+      if (id != internal::kBadRow) rows[next[id & ~internal::kDroppedBit]++] = i;
+    });
+    for (size_t k = 0; k < mine.series.size(); ++k) {
+      const internal::Series& series = mine.series[k];
+      if (series.gathered) {
+        for (int64_t p = series.sorted_begin; p < series.sorted_end; ++p) {
+          rows[begin[k] + p - series.sorted_begin] = mine.gathered_rows[p].chunk_row();
+        }
       }
-      fresh.push_back(item);
-    }
-    std::sort(fresh.begin(), fresh.end());
-    const auto middle = static_cast<std::ptrdiff_t>(seen.size());
-    seen.insert(seen.end(), fresh.begin(), fresh.end());
-    if (middle > 0 && !fresh.empty() && fresh.front() < seen[middle - 1]) {
-      std::inplace_merge(seen.begin(), seen.begin() + middle, seen.end());
+      // A null consumer and "" are different values: a row of one never copies the other.
+      constexpr int32_t kNullConsumer = kNoConsumer - 1;
+      const SeriesKey key{res_map[series.resource_code], series.device,
+                          series.consumer_code == kNullCode ? kNullConsumer : con_map[series.consumer_code]};
+      std::vector<std::pair<int64_t, uint64_t>>& seen = history[key];
+      fresh.clear();
+      for (int64_t p = begin[k]; p < begin[k + 1]; ++p) {
+        const int64_t row = rows[p];
+        if ((series_of_row[row] & internal::kDroppedBit) != 0) continue;
+        const std::pair<int64_t, uint64_t> item{ScaleInstant(ts[row], s.time_unit), fingerprint(row)};
+        if (!seen.empty() && item.first <= seen.back().first && std::binary_search(seen.begin(), seen.end(), item)) {
+          series_of_row[row] |= internal::kDroppedBit;
+          if (series.gathered) {  // the accumulation reads the gathered copy
+            internal::GatheredRow& copy = mine.gathered_rows[series.sorted_begin + (p - begin[k])];
+            copy.row = ~copy.row;
+          }
+          ++found;
+          continue;
+        }
+        fresh.push_back(item);
+      }
+      std::sort(fresh.begin(), fresh.end());
+      const auto middle = static_cast<std::ptrdiff_t>(seen.size());
+      seen.insert(seen.end(), fresh.begin(), fresh.end());
+      if (middle > 0 && !fresh.empty() && fresh.front() < seen[middle - 1]) {
+        std::inplace_merge(seen.begin(), seen.begin() + middle, seen.end());
+      }
     }
   }
   return found;
@@ -1332,132 +1139,65 @@ absl::Status Allocator::AddSamples(const SampleColumns& s) {
       return fail(status);
     }
   }
+  if (n > kMaxChunkRows) {
+    return fail(TableError(kTable, absl::StrCat(n, " rows in one chunk; at most ", kMaxChunkRows,
+                                                " (feed the Allocator in chunks)")));
+  }
   if (absl::Status status = CheckNotReserved(kTable, "consumer", s.consumer, st.rows_seen); !status.ok()) {
     return fail(status);
   }
   // Chunk dictionaries -> ids: array lookups in the hot loop, never hashing.
   // Resources only in the telemetry get an id too (no devices), for the join.
   std::vector<int32_t> res_map(s.resource_id.dictionary.size(), kNoName);
-  for (size_t d = 0; d < res_map.size(); ++d) res_map[d] = st.InternResource(s.resource_id.dictionary[d]);
+  std::vector<int32_t> devices_of_code(res_map.size(), -1);
+  for (size_t d = 0; d < res_map.size(); ++d) {
+    res_map[d] = st.InternResource(s.resource_id.dictionary[d]);
+    const int32_t devices = st.resources[res_map[d]].devices;
+    devices_of_code[d] = devices > 0 ? devices : -1;
+  }
   std::vector<int32_t> con_map(s.consumer.dictionary.size(), kNoConsumer);
   for (size_t d = 0; d < con_map.size(); ++d) {
     if (!s.consumer.dictionary[d].empty()) con_map[d] = st.InternConsumer(s.consumer.dictionary[d]);
   }
   // Series: the interval checked (or inferred), rows read twice dropped.
-  const SeriesIndex index = IndexSeries(s);
-  SeriesScan scan = ScanSeries(s, index);
+  const int workers = WorkersFor(st.policy.threads, n);
+  internal::ChunkSeries chunk = internal::ScanChunkSeries(s, devices_of_code, workers);
   if (s.duration.has_value()) {
     st.saw_duration = true;
   } else {
     st.saw_no_duration = true;
-    if (absl::Status status = st.CheckIntervals(s, index, scan.spacing); !status.ok()) return fail(status);
+    if (absl::Status status = st.CheckIntervals(s, chunk); !status.ok()) return fail(status);
   }
-  const int64_t duplicates = scan.duplicates + st.FindDuplicates(s, index, res_map, con_map, scan.drop);
-  // Rows out of series order, or with rows dropped, are copied in series
-  // order: every series becomes one run, whose accumulator stays in
-  // registers in the hot loop. Errors still name the rows as given.
-  const bool gather = duplicates > 0;
-  SampleColumns view = s;
-  // Uninitialised buffers: every element is written once below.
-  struct Kept {
-    std::unique_ptr<int64_t[]> timestamp, duration, row;
-    std::unique_ptr<int32_t[]> resource, device, consumer;
-    std::unique_ptr<double[]> share, util, mem;
-  } kept;
-  std::vector<int64_t> kept_runs;
-  if (gather) {
-    const size_t rows = n - static_cast<size_t>(duplicates);
-    kept.timestamp = std::make_unique_for_overwrite<int64_t[]>(rows);
-    kept.row = std::make_unique_for_overwrite<int64_t[]>(rows);
-    if (s.duration) kept.duration = std::make_unique_for_overwrite<int64_t[]>(rows);
-    kept.resource = std::make_unique_for_overwrite<int32_t[]>(rows);
-    kept.device = std::make_unique_for_overwrite<int32_t[]>(rows);
-    kept.consumer = std::make_unique_for_overwrite<int32_t[]>(rows);
-    kept.share = std::make_unique_for_overwrite<double[]>(rows);
-    kept.util = std::make_unique_for_overwrite<double[]>(rows);
-    kept.mem = std::make_unique_for_overwrite<double[]>(rows);
-    size_t k = 0;
-    size_t series = 0;
-    for (int64_t p = 0; p < static_cast<int64_t>(n); ++p) {
-      while (series < static_cast<size_t>(index.size()) && index.begin[series] == p) {  // a series starts
-        if (kept_runs.empty() || kept_runs.back() != static_cast<int64_t>(k)) kept_runs.push_back(static_cast<int64_t>(k));
-        ++series;
-      }
-      const int64_t i = index.Row(p);
-      if (!scan.drop.empty() && scan.drop[i]) continue;
-      kept.row[k] = i;
-      kept.timestamp[k] = s.timestamp[i];
-      if (s.duration) kept.duration[k] = (*s.duration)[i];
-      kept.resource[k] = s.resource_id.codes[i];
-      kept.device[k] = s.device[i];
-      kept.consumer[k] = s.consumer.codes[i];
-      kept.share[k] = s.share[i];
-      kept.util[k] = s.util[i];
-      kept.mem[k] = s.mem_used[i];
-      ++k;
-    }
-    view.timestamp = {kept.timestamp.get(), rows};
-    view.resource_id.codes = {kept.resource.get(), rows};
-    view.device = {kept.device.get(), rows};
-    view.consumer.codes = {kept.consumer.get(), rows};
-    view.share = {kept.share.get(), rows};
-    view.util = {kept.util.get(), rows};
-    view.mem_used = {kept.mem.get(), rows};
-    if (s.duration) view.duration = std::span<const int64_t>(kept.duration.get(), rows);
-    st.row_map = kept.row.get();
-    if (kept_runs.empty() || kept_runs.back() != static_cast<int64_t>(rows)) kept_runs.push_back(static_cast<int64_t>(rows));
-  }
-  // The copy holds each series as one run; the rows as given, the runs found.
-  const std::vector<int64_t>& runs = gather ? kept_runs : index.runs;
-  struct ClearRowMap {
-    State& st;
-    ~ClearRowMap() { st.row_map = nullptr; }
-  } clear_row_map{st};
-  // Rows split into contiguous ranges at series boundaries, one per worker;
-  // each worker fills its own slot table. Sums differ from one thread's only
-  // in the order of additions.
-  const std::vector<size_t> bounds = SplitRuns(runs, WorkersFor(st.policy.threads, view.size()));
-  const size_t workers = bounds.size() - 1;
-  if (st.tables.size() < workers) st.tables.resize(workers);
+  int64_t duplicates = st.FindDuplicates(s, chunk, res_map, con_map);
+  for (const internal::WorkerSeries& mine : chunk.by_worker) duplicates += mine.duplicates;
+
+  // Each worker adds the rows of its resources into its own slot table.
+  if (st.tables.size() < static_cast<size_t>(workers)) st.tables.resize(workers);
   for (SlotTable& table : st.tables) {
     table.stats.resize(st.resources.size());
     table.observed.resize(st.seg_start.size(), 0);
   }
   std::vector<Partial> parts(workers);
-  for (size_t w = 0; w < workers; ++w) parts[w].slots = &st.tables[w];
-  auto work = [&](size_t w) {
+  for (int w = 0; w < workers; ++w) parts[w].slots = &st.tables[w];
+  auto work = [&](int w) {
     Partial& part = parts[w];
-    part.status = view.duration.has_value()
-                      ? st.AddRuns<true>(view, runs, bounds[w], bounds[w + 1], res_map, con_map, part)
-                      : st.AddRuns<false>(view, runs, bounds[w], bounds[w + 1], res_map, con_map, part);
+    part.status = s.duration.has_value() ? st.AccumulateWorker<true>(s, chunk, w, res_map, con_map, part)
+                                         : st.AccumulateWorker<false>(s, chunk, w, res_map, con_map, part);
   };
   if (workers == 1) {
     work(0);
   } else {
     std::vector<std::thread> threads;
-    for (size_t w = 1; w < workers; ++w) threads.emplace_back(work, w);
+    for (int w = 1; w < workers; ++w) threads.emplace_back(work, w);
     work(0);
     for (std::thread& t : threads) t.join();
   }
-  // The first error in row order, whatever the number of workers. When the
-  // rows were reordered, the rows as given are read again for it (a scratch
-  // table: this allocator is failed either way).
+  // The first error in row order, whatever the number of workers.
+  const Partial* failed = nullptr;
   for (const Partial& part : parts) {
-    if (part.status.ok()) continue;
-    if (gather && !index.grouped) {
-      st.row_map = nullptr;
-      SlotTable scratch;
-      scratch.stats.resize(st.resources.size());
-      scratch.observed.resize(st.seg_start.size(), 0);
-      Partial first;
-      first.slots = &scratch;
-      const size_t all = index.runs.size() - 1;
-      absl::Status status = s.duration.has_value() ? st.AddRuns<true>(s, index.runs, 0, all, res_map, con_map, first)
-                                                   : st.AddRuns<false>(s, index.runs, 0, all, res_map, con_map, first);
-      if (!status.ok()) return fail(status);
-    }
-    return fail(part.status);
+    if (!part.status.ok() && (failed == nullptr || part.error_row < failed->error_row)) failed = &part;
   }
+  if (failed != nullptr) return fail(failed->status);
   for (Partial& part : parts) {
     st.diagnostics.samples_no_consumer += part.no_consumer;
     st.diagnostics.samples_unknown_resource += part.unknown_resource;
@@ -1574,13 +1314,11 @@ absl::StatusOr<Allocation> Allocator::State::Prorate() {
   const auto num_segments = static_cast<int64_t>(seg_start.size());
   std::vector<int64_t> seg_slot_begin(num_segments + 1, 0);
   std::vector<Slot> all_slots;
-  size_t tables_used = 0;
+  // With several tables (threads, chunks) a (segment, consumer) pair may
+  // occur more than once: a line's sums are merged by consumer below.
   for (const SlotTable& table : tables) {
     all_slots.insert(all_slots.end(), table.slots().begin(), table.slots().end());
-    tables_used += table.slots().empty() ? 0 : 1;
   }
-  // With several tables a (segment, consumer) pair may occur more than once.
-  const bool may_repeat = tables_used > 1;
   for (const Slot& slot : all_slots) ++seg_slot_begin[slot.segment + 1];
   std::partial_sum(seg_slot_begin.begin(), seg_slot_begin.end(), seg_slot_begin.begin());
   std::vector<uint32_t> by_segment(all_slots.size());
@@ -1700,7 +1438,9 @@ absl::StatusOr<Allocation> Allocator::State::Prorate() {
         sums.push_back({slot.consumer, slot.acc});
       }
     }
-    if (may_repeat || line.seg_end - line.seg_begin > 1) {  // a consumer may recur
+    // In consumer order, whatever the tables and segments the sums came
+    // from: phi_sum then adds in one order for every thread count.
+    {
       std::sort(sums.begin(), sums.end(), [](const ConsumerSum& a, const ConsumerSum& b) { return a.consumer < b.consumer; });
       size_t out = 0;
       for (size_t k = 0; k < sums.size(); ++k) {
@@ -1883,8 +1623,15 @@ absl::StatusOr<Allocation> Allocate(const CostColumns& costs, const SampleColumn
                                     const AllocationPolicy& policy) {
   GPUCOST_ASSIGN_OR_RETURN(std::unique_ptr<Allocator> allocator,
                            Allocator::Create(costs, inventory, workloads, policy));
-  allocator->state_->single_chunk = true;  // no later chunk: no duplicate history
-  GPUCOST_RETURN_IF_ERROR(allocator->AddSamples(samples));
+  if (samples.size() <= kMaxChunkRows) {
+    allocator->state_->single_chunk = true;  // no later chunk: no duplicate history
+    GPUCOST_RETURN_IF_ERROR(allocator->AddSamples(samples));
+    return allocator->Finish();
+  }
+  // Beyond a chunk's rows: fed as a stream, which gives the same result.
+  for (size_t begin = 0; begin < samples.size(); begin += kMaxChunkRows) {
+    GPUCOST_RETURN_IF_ERROR(allocator->AddSamples(SliceRows(samples, begin, kMaxChunkRows)));
+  }
   return allocator->Finish();
 }
 

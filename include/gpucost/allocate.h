@@ -55,10 +55,15 @@ struct AllocationPolicy {
   std::vector<std::string> by = {"consumer"};
   // Required when `by` contains "period".
   std::optional<PeriodFreq> freq;
-  // Threads for adding samples (0 = one per core). Chunks under 256k samples
-  // per thread use fewer. Results agree across thread counts to rounding.
+  // Threads for adding samples (0 = AvailableCores()). Chunks under 256k
+  // samples per thread use fewer. Rows are split between threads by
+  // resource, so results are the same for every thread count, to the bit.
   int threads = 0;
 };
+
+// The cores this process may run on: its CPU affinity mask, capped by the
+// cgroup v2 CPU quota (cpu.max) of its container; at least 1.
+[[nodiscard]] int AvailableCores();
 
 // SEMANTICS 5. The five sample counts add up to samples_total.
 struct Diagnostics {

@@ -1,0 +1,449 @@
+#include "series_scan.h"
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <bit>
+#include <cmath>
+#include <functional>
+#include <numeric>
+#include <thread>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "gpucost/time.h"
+
+namespace gpucost::internal {
+namespace {
+
+double MedianOf(double* v, size_t count) {
+  if (count == 0) return std::numeric_limits<double>::quiet_NaN();
+  const size_t mid = count / 2;
+  std::nth_element(v, v + mid, v + count);
+  const double upper = v[mid];
+  if (count % 2 == 1) return upper;
+  return 0.5 * (*std::max_element(v, v + mid) + upper);
+}
+
+// The median of positive differences `v` (ns) as MedianOf gives it, in
+// about two passes: a histogram of 256 buckets over [lo, hi] finds the
+// bucket of the middle rank, and only its values are selected among.
+// Jittered spacings cluster, so that bucket holds a handful.
+double MedianOfSpacings(int64_t* v, size_t count, int64_t lo, int64_t hi, std::vector<int64_t>& scratch) {
+  if (count == 0) return std::numeric_limits<double>::quiet_NaN();
+  const size_t mid = count / 2;
+  const bool even = count % 2 == 0;
+  const auto range = static_cast<uint64_t>(hi - lo);
+  const int shift = std::max(0, static_cast<int>(std::bit_width(range)) - 8);
+  std::array<uint32_t, 257> below{};  // below[b]: values in buckets < b
+  for (size_t k = 0; k < count; ++k) ++below[(static_cast<uint64_t>(v[k] - lo) >> shift) + 1];
+  for (size_t b = 1; b < below.size(); ++b) below[b] += below[b - 1];
+  // Buckets of ranks mid - 1 (even counts) and mid.
+  auto bucket_of = [&](size_t rank) {
+    return static_cast<size_t>(std::upper_bound(below.begin(), below.end(), rank) - below.begin()) - 1;
+  };
+  const size_t first = bucket_of(even ? mid - 1 : mid), last = bucket_of(mid);
+  scratch.clear();
+  for (size_t k = 0; k < count; ++k) {
+    const uint64_t b = static_cast<uint64_t>(v[k] - lo) >> shift;
+    if (b >= first && b <= last) scratch.push_back(v[k]);
+  }
+  const size_t base = below[first];  // rank of scratch's smallest value
+  const size_t upper_at = mid - base;
+  std::nth_element(scratch.begin(), scratch.begin() + static_cast<std::ptrdiff_t>(upper_at), scratch.end());
+  const auto upper = static_cast<double>(scratch[upper_at]);
+  if (!even) return upper;
+  const auto lower = static_cast<double>(*std::max_element(scratch.begin(), scratch.begin() + static_cast<std::ptrdiff_t>(upper_at)));
+  return 0.5 * (lower + upper);
+}
+
+// Raw bounds of valid instants in the chunk's unit: compared without dividing.
+struct InstantBounds {
+  int64_t lo, hi;
+};
+InstantBounds BoundsOf(TimeUnit unit) {
+  const auto ticks = static_cast<int64_t>(unit);
+  return {kMinInstant / ticks, kMaxInstant / ticks};
+}
+
+// The values a copy must repeat, besides its series and instant.
+bool SameValues(const SampleColumns& s, int64_t a, int64_t b) {
+  return s.share[a] == s.share[b] && s.util[a] == s.util[b] && s.mem_used[a] == s.mem_used[b] &&
+         (!s.duration.has_value() || (*s.duration)[a] == (*s.duration)[b]);
+}
+
+// Sorts a series' rows by instant, ties in the order given, in linear time
+// for telemetry: each row goes to the bucket (t - min) / span * count, a
+// stable counting pass, and an insertion pass orders rows within buckets
+// (one row a bucket when samples are evenly spaced, jittered or with gaps).
+// A crowded bucket (instants far from even) is sorted by comparison.
+void SortByInstant(GatheredRow* b, GatheredRow* e, std::vector<GatheredRow>& scratch, std::vector<uint32_t>& count) {
+  const auto n = static_cast<size_t>(e - b);
+  auto before = [](const GatheredRow& x, const GatheredRow& y) { return x.t < y.t; };
+  if (std::is_sorted(b, e, before)) return;
+  constexpr size_t kSmall = 32;
+  if (n <= kSmall) {
+    std::stable_sort(b, e, before);
+    return;
+  }
+  int64_t lo = b->t, hi = b->t;
+  for (const GatheredRow* p = b; p != e; ++p) {
+    lo = std::min(lo, p->t);
+    hi = std::max(hi, p->t);
+  }
+  const double scale = static_cast<double>(n - 1) / static_cast<double>(static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo));
+  auto bucket = [&](const GatheredRow& r) {
+    const double at = static_cast<double>(static_cast<uint64_t>(r.t) - static_cast<uint64_t>(lo)) * scale;
+    return std::min(n - 1, static_cast<size_t>(at));  // monotone in t
+  };
+  count.assign(n + 1, 0);
+  for (const GatheredRow* p = b; p != e; ++p) ++count[bucket(*p) + 1];
+  uint32_t crowded = 0;
+  for (size_t k = 1; k <= n; ++k) {
+    crowded = std::max(crowded, count[k]);
+    count[k] += count[k - 1];
+  }
+  if (crowded > kSmall) {
+    std::stable_sort(b, e, before);
+    return;
+  }
+  scratch.resize(n);
+  for (const GatheredRow* p = b; p != e; ++p) scratch[count[bucket(*p)]++] = *p;
+  // Buckets are in instant order; within one, a stable insertion sort.
+  for (size_t k = 1; k < n; ++k) {
+    const GatheredRow r = scratch[k];
+    size_t j = k;
+    for (; j > 0 && r.t < scratch[j - 1].t; --j) scratch[j] = scratch[j - 1];
+    scratch[j] = r;
+  }
+  std::copy(scratch.begin(), scratch.end(), b);
+}
+
+// Resource codes to workers, by rows: the largest resources first, each to
+// the worker with the fewest rows so far.
+std::vector<uint8_t> AssignOwners(const SampleColumns& s, int workers) {
+  const size_t codes = s.resource_id.dictionary.size();
+  std::vector<uint8_t> owner(codes, 0);
+  if (workers == 1) return owner;
+  std::vector<int64_t> rows(codes, 0);
+  for (int32_t c : s.resource_id.codes) {
+    if (static_cast<uint32_t>(c) < codes) ++rows[c];
+  }
+  std::vector<int32_t> order(codes);
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return rows[a] > rows[b]; });
+  std::vector<int64_t> load(workers, 0);
+  for (int32_t c : order) {
+    const auto w = static_cast<size_t>(std::min_element(load.begin(), load.end()) - load.begin());
+    owner[c] = static_cast<uint8_t>(w);
+    load[w] += rows[c];
+  }
+  return owner;
+}
+
+// Recent consumers of one device and their series: node-scrape and time
+// order visit every device between two samples of one series, so a series
+// is found by a few compares here, and a hash only the first time.
+struct DeviceCache {
+  static constexpr int kWays = 8;
+  std::array<int32_t, kWays> consumer;
+  std::array<int32_t, kWays> series;
+  uint32_t next = 0;
+  DeviceCache() {
+    consumer.fill(std::numeric_limits<int32_t>::min());
+    series.fill(-1);
+  }
+};
+
+struct SeriesCodes {
+  int32_t resource, device, consumer;
+  bool operator==(const SeriesCodes&) const = default;
+  template <typename H>
+  friend H AbslHashValue(H h, const SeriesCodes& k) {
+    return H::combine(std::move(h), k.resource, k.device, k.consumer);
+  }
+};
+
+// Rows at the latest instant of a series that differ in value: a row equal
+// to one of them is a copy. More than this many sends the series to the sort.
+constexpr int kTieRows = 4;
+
+// Per-series state of the pass in row order.
+struct ScanState {
+  int64_t last = std::numeric_limits<int64_t>::min();  // latest instant seen
+  int64_t first_diff = 0;                              // 0: one distinct instant so far
+  int64_t diffs = 0;                                   // positive differences seen
+  int64_t min_diff = std::numeric_limits<int64_t>::max();
+  int64_t max_diff = 0;
+  int64_t dropped = 0;                                 // copies found in row order
+  std::array<int64_t, kTieRows> tie_rows{};            // rows at `last`, distinct values
+  int8_t ties = 0;
+  bool irregular = false;
+  bool gathered = false;
+};
+
+class Scanner {
+ public:
+  Scanner(const SampleColumns& s, const std::vector<int32_t>& devices_of_code, ChunkSeries& chunk)
+      : s_(s), devices_of_code_(devices_of_code), chunk_(chunk), bounds_(BoundsOf(s.time_unit)) {
+    const auto n = static_cast<int64_t>(s.size());
+    int32_t max_device = -1;
+    for (int64_t i = 0; i < n; ++i) max_device = std::max(max_device, s.device[i]);
+    devices_ = static_cast<int64_t>(max_device) + 1;
+    const auto codes = static_cast<int64_t>(s.resource_id.dictionary.size());
+    // A dense table of devices unless absurd device numbers make it huge
+    // (they then cost a hash per row, but stay correct).
+    constexpr int64_t kMaxDenseDevices = int64_t{1} << 22;
+    dense_ = codes * devices_ <= std::max<int64_t>(kMaxDenseDevices, n);
+    if (dense_) caches_.resize(static_cast<size_t>(codes * devices_));
+  }
+
+  void Run(int w) {
+    WorkerSeries& out = chunk_.by_worker[w];
+    std::vector<ScanState> states;
+    // Hashed devices (absurd device numbers) are per worker: no sharing.
+    absl::flat_hash_map<uint64_t, int32_t> device_slots;
+    std::vector<DeviceCache> hashed_caches;
+    absl::flat_hash_map<SeriesCodes, int32_t> series_ids;
+    const int32_t* rc = s_.resource_id.codes.data();
+    const int32_t* dv = s_.device.data();
+    const int32_t* cc = s_.consumer.codes.data();
+    const int64_t* ts = s_.timestamp.data();
+    int32_t* series_of_row = chunk_.series_of_row.get();
+    const auto codes = static_cast<uint32_t>(s_.resource_id.dictionary.size());
+    const auto consumers = static_cast<int32_t>(s_.consumer.dictionary.size());
+    bool any_gathered = false;
+    auto cache_of = [&](int32_t r, int32_t d) -> DeviceCache& {
+      if (dense_) return caches_[static_cast<size_t>(r * devices_ + d)];
+      const uint64_t key = (static_cast<uint64_t>(r) << 32) | static_cast<uint32_t>(d);
+      auto [it, inserted] = device_slots.try_emplace(key, static_cast<int32_t>(hashed_caches.size()));
+      if (inserted) hashed_caches.emplace_back();
+      return hashed_caches[it->second];
+    };
+    auto series_of = [&](int64_t i, int32_t r, int32_t d, int32_t c) {
+      DeviceCache& cache = cache_of(r, d);
+      for (int k = 0; k < DeviceCache::kWays; ++k) {
+        if (cache.consumer[k] == c) return cache.series[k];
+      }
+      auto [it, inserted] = series_ids.try_emplace(SeriesCodes{r, d, c}, static_cast<int32_t>(out.series.size()));
+      if (inserted) {
+        out.series.push_back({r, d, c, i});
+        states.emplace_back();
+      }
+      const int32_t id = it->second;
+      const uint32_t way = cache.next++ % DeviceCache::kWays;
+      cache.consumer[way] = c;
+      cache.series[way] = id;
+      return id;
+    };
+
+    ForOwnedRows(chunk_, s_, w, [&](int64_t i) {
+      const int32_t r = rc[i], d = dv[i], c = cc[i];
+      if (static_cast<uint32_t>(r) >= codes || d < 0 || c < kNullCode || c >= consumers ||
+          (devices_of_code_[r] >= 0 && d >= devices_of_code_[r])) [[unlikely]] {
+        series_of_row[i] = kBadRow;
+        return;
+      }
+      const int32_t id = series_of(i, r, d, c);
+      series_of_row[i] = id;
+      const int64_t t = ts[i];
+      if (t < bounds_.lo || t >= bounds_.hi) [[unlikely]] return;
+      ScanState& st = states[id];
+      if (t > st.last) [[likely]] {
+        if (st.last != std::numeric_limits<int64_t>::min()) {
+          const int64_t d_t = t - st.last;
+          if (st.first_diff == 0) st.first_diff = d_t;
+          st.irregular |= d_t != st.first_diff;
+          st.min_diff = std::min(st.min_diff, d_t);
+          st.max_diff = std::max(st.max_diff, d_t);
+          ++st.diffs;
+        }
+        st.last = t;
+        st.tie_rows[0] = i;
+        st.ties = 1;
+        return;
+      }
+      if (st.gathered) return;
+      if (t == st.last) {  // a tie: a copy of a row of this instant, or another value
+        for (int k = 0; k < st.ties; ++k) {
+          if (SameValues(s_, st.tie_rows[k], i)) {
+            series_of_row[i] = id | kDroppedBit;
+            ++st.dropped;
+            return;
+          }
+        }
+        if (st.ties < kTieRows) {
+          st.tie_rows[st.ties++] = i;
+          return;
+        }
+      }
+      // Back in time, or too many values at one instant: sorted later.
+      st.gathered = true;
+      any_gathered = true;
+    });
+
+    for (size_t k = 0; k < out.series.size(); ++k) {
+      const ScanState& st = states[k];
+      if (st.gathered) continue;
+      out.duplicates += st.dropped;
+      if (st.first_diff != 0 && !st.irregular) out.series[k].spacing_ns = static_cast<double>(st.first_diff) * ticks();
+    }
+    MedianSpacings(w, states);
+    if (any_gathered) Gather(w, states);
+  }
+
+ private:
+  [[nodiscard]] double ticks() const { return static_cast<double>(static_cast<int64_t>(s_.time_unit)); }
+
+  // In-order series with uneven spacing (jittered scrapes): their differences
+  // gathered into one arena by a second look at their rows, then a median each.
+  void MedianSpacings(int w, std::vector<ScanState>& states) {
+    WorkerSeries& out = chunk_.by_worker[w];
+    std::vector<int64_t> offset(states.size() + 1, 0);
+    bool any = false;
+    for (size_t k = 0; k < states.size(); ++k) {
+      const bool wanted = states[k].irregular && !states[k].gathered;
+      offset[k + 1] = wanted ? states[k].diffs : 0;
+      any |= wanted;
+    }
+    if (!any) return;
+    std::partial_sum(offset.begin(), offset.end(), offset.begin());
+    auto arena = std::make_unique_for_overwrite<int64_t[]>(static_cast<size_t>(offset.back()));
+    std::vector<int64_t> at(offset.begin(), offset.end() - 1);
+    for (ScanState& st : states) st.last = std::numeric_limits<int64_t>::min();
+    const int64_t* ts = s_.timestamp.data();
+    const int32_t* series_of_row = chunk_.series_of_row.get();
+    ForOwnedRows(chunk_, s_, w, [&](int64_t i) {
+      const int32_t id = series_of_row[i];
+      if (id < 0 || (id & kDroppedBit) != 0) return;
+      ScanState& st = states[id];
+      if (!st.irregular || st.gathered) return;
+      const int64_t t = ts[i];
+      if (t < bounds_.lo || t >= bounds_.hi || t <= st.last) return;
+      if (st.last != std::numeric_limits<int64_t>::min()) arena[at[id]++] = t - st.last;
+      st.last = t;
+    });
+    std::vector<int64_t> scratch;
+    for (size_t k = 0; k < states.size(); ++k) {
+      if (offset[k + 1] == offset[k]) continue;
+      const double median = MedianOfSpacings(arena.get() + offset[k], static_cast<size_t>(offset[k + 1] - offset[k]),
+                                             states[k].min_diff, states[k].max_diff, scratch);
+      out.series[k].spacing_ns = median * ticks();
+    }
+  }
+
+  // Series out of time order: their rows gathered with their values (a
+  // counting pass), each series put in time order, ties in row order, then
+  // scanned as a whole.
+  void Gather(int w, const std::vector<ScanState>& states) {
+    WorkerSeries& out = chunk_.by_worker[w];
+    std::vector<int64_t> begin(states.size() + 1, 0);
+    int32_t* series_of_row = chunk_.series_of_row.get();
+    ForOwnedRows(chunk_, s_, w, [&](int64_t i) {
+      const int32_t id = series_of_row[i];
+      if (id == kBadRow) return;
+      if (states[id & ~kDroppedBit].gathered) ++begin[(id & ~kDroppedBit) + 1];
+    });
+    std::partial_sum(begin.begin(), begin.end(), begin.begin());
+    out.gathered_rows.resize(static_cast<size_t>(begin.back()));
+    GatheredRow* rows = out.gathered_rows.data();
+    std::vector<int64_t> next(begin.begin(), begin.end() - 1);
+    const int64_t* ts = s_.timestamp.data();
+    const double* share = s_.share.data();
+    const double* util = s_.util.data();
+    const double* mem = s_.mem_used.data();
+    const int64_t* dur = s_.duration ? s_.duration->data() : nullptr;
+    ForOwnedRows(chunk_, s_, w, [&](int64_t i) {
+      const int32_t raw = series_of_row[i];
+      if (raw == kBadRow) return;
+      const int32_t id = raw & ~kDroppedBit;
+      if (!states[id].gathered) return;
+      series_of_row[i] = id;  // copies are found again in time order
+      rows[next[id]++] = {ts[i], i, share[i], util[i], mem[i], dur != nullptr ? dur[i] : 0};
+    });
+    std::vector<GatheredRow> scratch;
+    std::vector<uint32_t> count;
+    std::vector<double> diffs;
+    for (size_t k = 0; k < states.size(); ++k) {
+      if (!states[k].gathered) continue;
+      Series& series = out.series[k];
+      series.gathered = true;
+      series.sorted_begin = begin[k];
+      series.sorted_end = begin[k + 1];
+      SortByInstant(rows + begin[k], rows + begin[k + 1], scratch, count);
+      ScanSorted(rows + begin[k], rows + begin[k + 1], static_cast<int32_t>(k), series, out, diffs);
+    }
+  }
+
+  // One gathered series in time order: copies among the rows of each
+  // instant, and the spacing.
+  void ScanSorted(GatheredRow* b, GatheredRow* e, int32_t id, Series& series, WorkerSeries& out,
+                  std::vector<double>& diffs) {
+    int32_t* series_of_row = chunk_.series_of_row.get();
+    auto same_values = [](const GatheredRow& x, const GatheredRow& y) {
+      return x.share == y.share && x.util == y.util && x.mem == y.mem && x.duration == y.duration;
+    };
+    diffs.clear();
+    int64_t prev = std::numeric_limits<int64_t>::min();
+    GatheredRow* tie_begin = b;
+    for (GatheredRow* p = b; p != e; ++p) {
+      const int64_t t = p->t;
+      if (t < bounds_.lo || t >= bounds_.hi) [[unlikely]] continue;
+      if (t == prev) {
+        for (const GatheredRow* q = tie_begin; q != p; ++q) {
+          if (q->t != t || q->dropped()) continue;
+          if (same_values(*q, *p)) {
+            series_of_row[p->row] = id | kDroppedBit;
+            p->row = ~p->row;
+            ++out.duplicates;
+            break;
+          }
+        }
+        continue;
+      }
+      if (prev != std::numeric_limits<int64_t>::min()) diffs.push_back(static_cast<double>(t - prev));
+      prev = t;
+      tie_begin = p;
+    }
+    if (diffs.empty()) return;
+    const bool regular = std::all_of(diffs.begin(), diffs.end(), [&](double v) { return v == diffs.front(); });
+    series.spacing_ns = (regular ? diffs.front() : MedianOf(diffs.data(), diffs.size())) * ticks();
+  }
+
+  const SampleColumns& s_;
+  const std::vector<int32_t>& devices_of_code_;
+  ChunkSeries& chunk_;
+  InstantBounds bounds_;
+  int64_t devices_ = 0;
+  bool dense_ = true;
+  std::vector<DeviceCache> caches_;  // dense: per (resource code, device); owned by one worker each
+};
+
+std::atomic<int64_t> min_samples_per_worker{int64_t{1} << 18};
+
+}  // namespace
+
+int64_t MinSamplesPerWorker() { return min_samples_per_worker.load(std::memory_order_relaxed); }
+void SetMinSamplesPerWorkerForTesting(int64_t rows) { min_samples_per_worker.store(std::max<int64_t>(1, rows)); }
+
+double Median(std::vector<double>& v) { return MedianOf(v.data(), v.size()); }
+
+ChunkSeries ScanChunkSeries(const SampleColumns& samples, const std::vector<int32_t>& devices_of_code, int workers) {
+  ChunkSeries chunk;
+  chunk.workers = std::clamp(workers, 1, 64);
+  chunk.owner = AssignOwners(samples, chunk.workers);
+  chunk.series_of_row = std::make_unique_for_overwrite<int32_t[]>(samples.size());
+  chunk.by_worker.resize(chunk.workers);
+  Scanner scanner(samples, devices_of_code, chunk);
+  if (chunk.workers == 1) {
+    scanner.Run(0);
+    return chunk;
+  }
+  std::vector<std::thread> threads;
+  for (int w = 1; w < chunk.workers; ++w) threads.emplace_back([&scanner, w] { scanner.Run(w); });
+  scanner.Run(0);
+  for (std::thread& t : threads) t.join();
+  return chunk;
+}
+
+}  // namespace gpucost::internal

@@ -1,0 +1,125 @@
+// The series pass of the engine (SEMANTICS 1.3), internal to src/.
+//
+// A series is the samples of one (resource_id, device, consumer). For every
+// series of a chunk this pass finds its spacing and the rows read twice, in
+// one pass over the rows in the order given, whatever that order is:
+// telemetry arrives in node-scrape, series or time order, where each series
+// is in time order but interleaved with the others, so per-series state
+// (found through a small per-device cache of consumer codes, never a hash
+// per row) checks spacing and copies as the rows go by, and nothing moves.
+// Only series whose rows go back in time (shuffled input) are gathered and
+// sorted: a counting pass that copies their values, then each series by a
+// bucket pass on its instants (linear for telemetry, jittered or not).
+//
+// Rows are split between workers by resource: a worker owns every row of its
+// resources, so each series, each resource's statistics and each (segment,
+// consumer) accumulator is touched by one thread only, and the results are
+// the same for every thread count, to the bit.
+#ifndef GPUCOST_SRC_SERIES_SCAN_H_
+#define GPUCOST_SRC_SERIES_SCAN_H_
+
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <type_traits>
+#include <vector>
+
+#include "gpucost/columns.h"
+
+namespace gpucost::internal {
+
+// Median of `v` (for an even count, the mean of the two middle values);
+// reorders `v`. NaN for an empty `v`.
+double Median(std::vector<double>& v);
+
+// Below this many samples per thread a chunk is not worth another thread.
+// Tests lower it to split small inputs between threads.
+int64_t MinSamplesPerWorker();
+void SetMinSamplesPerWorkerForTesting(int64_t rows);
+
+// series_of_row values besides a series id.
+inline constexpr int32_t kBadRow = std::numeric_limits<int32_t>::min();  // refused with its row
+inline constexpr int32_t kDroppedBit = 1 << 30;                          // id | bit: a row read twice
+
+struct Series {
+  int32_t resource_code;  // the chunk's codes
+  int32_t device;
+  int32_t consumer_code;  // kNullCode: no workload
+  int64_t first_row;      // its first row in the chunk (errors name it)
+  double spacing_ns = std::numeric_limits<double>::quiet_NaN();  // NaN: one distinct instant
+  // Rows out of time order in the chunk are gathered in `gathered_rows`, in
+  // time order (ties in row order): positions [sorted_begin, sorted_end).
+  bool gathered = false;
+  int64_t sorted_begin = 0, sorted_end = 0;
+};
+
+// A row of a gathered series with the values the engine reads, copied in
+// one sequential pass so that the series is then read in time order without
+// a random access per row.
+struct GatheredRow {
+  int64_t t;       // raw instant, in the chunk's unit
+  int64_t row;     // the chunk row; ~row (negative) once found to be a copy
+  double share, util, mem;
+  int64_t duration;  // raw, 0 when the chunk has none
+  [[nodiscard]] bool dropped() const { return row < 0; }
+  [[nodiscard]] int64_t chunk_row() const { return row < 0 ? ~row : row; }
+};
+
+// One worker's share of a chunk: the series of the resources it owns.
+struct WorkerSeries {
+  std::vector<Series> series;
+  std::vector<GatheredRow> gathered_rows;  // of gathered series, series after series
+  int64_t duplicates = 0;
+};
+
+struct ChunkSeries {
+  int workers = 1;
+  std::vector<uint8_t> owner;           // per resource code: its worker
+  // Per row: its worker-local series id, | kDroppedBit, or kBadRow. Every
+  // row is written by its owner, so it is allocated without being cleared.
+  std::unique_ptr<int32_t[]> series_of_row;
+  std::vector<WorkerSeries> by_worker;
+
+  // Whether row i belongs to worker w (rows with a bad resource code: worker 0).
+  [[nodiscard]] bool Owns(int w, int32_t resource_code) const {
+    const auto code = static_cast<uint32_t>(resource_code);
+    return (code < owner.size() ? owner[code] : 0) == w;
+  }
+};
+
+// Finds the series of `samples` for `workers` workers. `devices_of_code[c]`
+// is N_r of resource code c when the resource is in the inventory (a device
+// outside 0..N_r-1 makes a bad row), -1 otherwise. Rows whose resource code,
+// consumer code or device cannot name a series are kBadRow: the caller
+// refuses them with their row. Instants outside the valid range belong to
+// their series but are skipped here (refused by the caller as well).
+ChunkSeries ScanChunkSeries(const SampleColumns& samples, const std::vector<int32_t>& devices_of_code, int workers);
+
+// Calls f(row) for every row worker w owns, in row order; an f that
+// returns bool stops the walk by returning false.
+template <typename F>
+void ForOwnedRows(const ChunkSeries& chunk, const SampleColumns& s, int w, F&& f) {
+  const auto n = static_cast<int64_t>(s.size());
+  auto call = [&](int64_t i) {
+    if constexpr (std::is_void_v<std::invoke_result_t<F&, int64_t>>) {
+      f(i);
+      return true;
+    } else {
+      return static_cast<bool>(f(i));
+    }
+  };
+  if (chunk.workers == 1) {
+    for (int64_t i = 0; i < n; ++i) {
+      if (!call(i)) return;
+    }
+    return;
+  }
+  const int32_t* rc = s.resource_id.codes.data();
+  for (int64_t i = 0; i < n; ++i) {
+    if (chunk.Owns(w, rc[i]) && !call(i)) return;
+  }
+}
+
+}  // namespace gpucost::internal
+
+#endif  // GPUCOST_SRC_SERIES_SCAN_H_
