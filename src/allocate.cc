@@ -35,8 +35,7 @@ constexpr double kBytesPerGiB = 1024.0 * 1024.0 * 1024.0;
 constexpr int32_t kNoName = 0;  // resource id of lines and samples with an empty resource_id
 constexpr int32_t kNoConsumer = -1;
 constexpr double kOversubscribedTolerance = 1e-9;
-// Rows of one chunk: series ids and the copy bit share an int32 per row.
-constexpr size_t kMaxChunkRows = size_t{1} << 30;
+using internal::kMaxChunkRows;
 
 // Rows [begin, begin + count) of `s` (clipped at its end).
 SampleColumns SliceRows(const SampleColumns& s, size_t begin, size_t count) {
@@ -907,8 +906,9 @@ absl::Status Allocator::State::AccumulateWorker(const SampleColumns& s, const in
       out.error_row = i;
       return false;
     }
-    if ((id & internal::kDroppedBit) != 0) return true;
-    if (!mine.series[id].gathered) add(sums[id], ts[i], kHasDuration ? dur[i] : 0, share[i], util[i], mem[i]);
+    // Copies are dropped; gathered series are added below, in time order.
+    if ((id & (internal::kDroppedBit | internal::kGatheredBit)) != 0) return true;
+    add(sums[id], ts[i], kHasDuration ? dur[i] : 0, share[i], util[i], mem[i]);
     return true;
   });
   if (!status.ok()) return status;
@@ -1067,14 +1067,14 @@ int64_t Allocator::State::FindDuplicates(const SampleColumns& s, internal::Chunk
     begin.assign(mine.series.size() + 1, 0);
     internal::ForOwnedRows(chunk, s, w, [&](int64_t i) {
       const int32_t id = series_of_row[i];
-      if (id != internal::kBadRow) ++begin[(id & ~internal::kDroppedBit) + 1];
+      if (id != internal::kBadRow) ++begin[(id & internal::kSeriesBits) + 1];
     });
     std::partial_sum(begin.begin(), begin.end(), begin.begin());
     rows.resize(static_cast<size_t>(begin.back()));
     std::vector<int64_t> next(begin.begin(), begin.end() - 1);
     internal::ForOwnedRows(chunk, s, w, [&](int64_t i) {
       const int32_t id = series_of_row[i];
-      if (id != internal::kBadRow) rows[next[id & ~internal::kDroppedBit]++] = i;
+      if (id != internal::kBadRow) rows[next[id & internal::kSeriesBits]++] = i;
     });
     for (size_t k = 0; k < mine.series.size(); ++k) {
       const internal::Series& series = mine.series[k];

@@ -316,7 +316,7 @@ class Scanner {
     ForOwnedRows(chunk_, s_, w, [&](int64_t i) {
       const int32_t id = series_of_row[i];
       if (id < 0 || (id & kDroppedBit) != 0) return;
-      ScanState& st = states[id];
+      ScanState& st = states[id & kSeriesBits];
       if (!st.irregular || st.gathered) return;
       const int64_t t = ts[i];
       if (t < bounds_.lo || t >= bounds_.hi || t <= st.last) return;
@@ -339,10 +339,13 @@ class Scanner {
     WorkerSeries& out = chunk_.by_worker[w];
     std::vector<int64_t> begin(states.size() + 1, 0);
     int32_t* series_of_row = chunk_.series_of_row.get();
+    // A byte per series stays in cache where the states would not.
+    std::vector<uint8_t> gathered(states.size());
+    for (size_t k = 0; k < states.size(); ++k) gathered[k] = states[k].gathered ? 1 : 0;
     ForOwnedRows(chunk_, s_, w, [&](int64_t i) {
       const int32_t id = series_of_row[i];
       if (id == kBadRow) return;
-      if (states[id & ~kDroppedBit].gathered) ++begin[(id & ~kDroppedBit) + 1];
+      if (gathered[id & kSeriesBits]) ++begin[(id & kSeriesBits) + 1];
     });
     std::partial_sum(begin.begin(), begin.end(), begin.begin());
     out.gathered_rows.resize(static_cast<size_t>(begin.back()));
@@ -356,14 +359,14 @@ class Scanner {
     ForOwnedRows(chunk_, s_, w, [&](int64_t i) {
       const int32_t raw = series_of_row[i];
       if (raw == kBadRow) return;
-      const int32_t id = raw & ~kDroppedBit;
-      if (!states[id].gathered) return;
-      series_of_row[i] = id;  // copies are found again in time order
+      const int32_t id = raw & kSeriesBits;
+      if (!gathered[id]) return;
+      series_of_row[i] = id | kGatheredBit;  // copies are found again in time order
       rows[next[id]++] = {ts[i], i, share[i], util[i], mem[i], dur != nullptr ? dur[i] : 0};
     });
     std::vector<GatheredRow> scratch;
     std::vector<uint32_t> count;
-    std::vector<double> diffs;
+    std::vector<int64_t> diffs, median_scratch;
     for (size_t k = 0; k < states.size(); ++k) {
       if (!states[k].gathered) continue;
       Series& series = out.series[k];
@@ -371,14 +374,14 @@ class Scanner {
       series.sorted_begin = begin[k];
       series.sorted_end = begin[k + 1];
       SortByInstant(rows + begin[k], rows + begin[k + 1], scratch, count);
-      ScanSorted(rows + begin[k], rows + begin[k + 1], static_cast<int32_t>(k), series, out, diffs);
+      ScanSorted(rows + begin[k], rows + begin[k + 1], static_cast<int32_t>(k), series, out, diffs, median_scratch);
     }
   }
 
   // One gathered series in time order: copies among the rows of each
   // instant, and the spacing.
   void ScanSorted(GatheredRow* b, GatheredRow* e, int32_t id, Series& series, WorkerSeries& out,
-                  std::vector<double>& diffs) {
+                  std::vector<int64_t>& diffs, std::vector<int64_t>& scratch) {
     int32_t* series_of_row = chunk_.series_of_row.get();
     auto same_values = [](const GatheredRow& x, const GatheredRow& y) {
       return x.share == y.share && x.util == y.util && x.mem == y.mem && x.duration == y.duration;
@@ -393,7 +396,7 @@ class Scanner {
         for (const GatheredRow* q = tie_begin; q != p; ++q) {
           if (q->t != t || q->dropped()) continue;
           if (same_values(*q, *p)) {
-            series_of_row[p->row] = id | kDroppedBit;
+            series_of_row[p->row] = id | kGatheredBit | kDroppedBit;
             p->row = ~p->row;
             ++out.duplicates;
             break;
@@ -401,13 +404,15 @@ class Scanner {
         }
         continue;
       }
-      if (prev != std::numeric_limits<int64_t>::min()) diffs.push_back(static_cast<double>(t - prev));
+      if (prev != std::numeric_limits<int64_t>::min()) diffs.push_back(t - prev);
       prev = t;
       tie_begin = p;
     }
     if (diffs.empty()) return;
-    const bool regular = std::all_of(diffs.begin(), diffs.end(), [&](double v) { return v == diffs.front(); });
-    series.spacing_ns = (regular ? diffs.front() : MedianOf(diffs.data(), diffs.size())) * ticks();
+    const auto [lo, hi] = std::minmax_element(diffs.begin(), diffs.end());
+    const double median =
+        *lo == *hi ? static_cast<double>(*lo) : MedianOfSpacings(diffs.data(), diffs.size(), *lo, *hi, scratch);
+    series.spacing_ns = median * ticks();
   }
 
   const SampleColumns& s_;

@@ -40,6 +40,10 @@ void SetMinSamplesPerWorkerForTesting(int64_t rows);
 // series_of_row values besides a series id.
 inline constexpr int32_t kBadRow = std::numeric_limits<int32_t>::min();  // refused with its row
 inline constexpr int32_t kDroppedBit = 1 << 30;                          // id | bit: a row read twice
+inline constexpr int32_t kGatheredBit = 1 << 29;  // id | bit: its series is read from gathered_rows
+inline constexpr int32_t kSeriesBits = kGatheredBit - 1;
+// Rows of one chunk: a series id and the two bits share an int32 per row.
+inline constexpr size_t kMaxChunkRows = size_t{1} << 29;
 
 struct Series {
   int32_t resource_code;  // the chunk's codes
