@@ -266,20 +266,21 @@ constexpr uint32_t kNotAllocatedSlot = kNoSlot - 2;                  // free dev
 // What a series adds to its accumulators as its rows go by. Its rows wholly
 // inside the cached span (a segment, or a span no line covers) add to h, u,
 // m here; they reach the slot when the series leaves the span.
-struct SeriesSum {
+struct alignas(64) SeriesSum {
+  // The fast path reads and writes only this first cache line.
+  int64_t cache_start = std::numeric_limits<int64_t>::max();
+  int64_t cache_end = std::numeric_limits<int64_t>::min();
+  double h = 0, u = 0, m = 0;
+  int64_t cache_rows = 0;  // rows in the cached span, counted in `rows` at a flush
+  int64_t first = std::numeric_limits<int64_t>::max();
+  int64_t last = std::numeric_limits<int64_t>::min();
   enum class Kind : uint8_t { kHeld, kFree, kUnknownResource };
   int32_t resource = 0;
   int32_t consumer = kNoConsumer;
   Kind kind = Kind::kHeld;
   uint32_t slot = kNoSlot;
-  int64_t cache_start = std::numeric_limits<int64_t>::max();
-  int64_t cache_end = std::numeric_limits<int64_t>::min();
-  double h = 0, u = 0, m = 0;
-  int64_t cache_rows = 0;
   int64_t rows = 0, used = 0, outside = 0;
   double outside_held = 0;
-  int64_t first = std::numeric_limits<int64_t>::max();
-  int64_t last = std::numeric_limits<int64_t>::min();
 };
 
 }  // namespace
@@ -758,6 +759,7 @@ inline bool SampleValuesOk(const RawBounds& b, int64_t raw_ts, double share, dou
 
 // The cached span's sums go to its slot (or count outside every line).
 void Allocator::State::Flush(SeriesSum& a, SlotTable& table) const {
+  a.rows += a.cache_rows;
   if (a.slot == kOutsideSlot) {
     a.outside += a.cache_rows;
     a.outside_held += a.h;
@@ -817,7 +819,8 @@ void Allocator::State::AddAcross(SeriesSum& a, SlotTable& table, int64_t t, int6
     acc.used += share * util * o;
     acc.mem += mem * o;
   }
-  if (overlaps) {
+  if (overlaps) {  // split over segments, not cached: counted here
+    ++a.rows;
     if (!free) ++a.used;
     return;
   }
@@ -834,6 +837,7 @@ void Allocator::State::AddAcross(SeriesSum& a, SlotTable& table, int64_t t, int6
   }
   const uint32_t slot = free ? kNotAllocatedSlot : kOutsideSlot;
   if (t >= lo && t_end <= hi) return cache(lo, hi, slot);
+  ++a.rows;  // across spans outside every line, not cached
   if (!free) {
     ++a.outside;
     a.outside_held += share * d;
@@ -878,7 +882,6 @@ absl::Status Allocator::State::AccumulateWorker(const SampleColumns& s, const in
     const int64_t t = ScaleInstant(raw_t, unit);
     const int64_t d = kHasDuration ? ScaleInstant(raw_d, unit) : interval;
     const int64_t t_end = t + d;
-    ++a.rows;
     a.first = std::min(a.first, t);
     a.last = std::max(a.last, t_end);
     if (t >= a.cache_start && t_end <= a.cache_end) [[likely]] {

@@ -28,9 +28,13 @@ double MedianOf(double* v, size_t count) {
 // The median of positive differences `v` (ns) as MedianOf gives it, in
 // about two passes: a histogram of 256 buckets over [lo, hi] finds the
 // bucket of the middle rank, and only its values are selected among.
+// Every value is positive, so v - lo cannot overflow.
 // Jittered spacings cluster, so that bucket holds a handful.
-double MedianOfSpacings(int64_t* v, size_t count, int64_t lo, int64_t hi, std::vector<int64_t>& scratch) {
+double MedianOfSpacings(int64_t* v, size_t count, std::vector<int64_t>& scratch) {
   if (count == 0) return std::numeric_limits<double>::quiet_NaN();
+  const auto [min, max] = std::minmax_element(v, v + count);
+  const int64_t lo = *min, hi = *max;
+  if (lo == hi) return static_cast<double>(lo);
   const size_t mid = count / 2;
   const bool even = count % 2 == 0;
   const auto range = static_cast<uint64_t>(hi - lo);
@@ -143,15 +147,30 @@ std::vector<uint8_t> AssignOwners(const SampleColumns& s, int workers) {
 
 // Recent consumers of one device and their series: node-scrape and time
 // order visit every device between two samples of one series, so a series
-// is found by a few compares here, and a hash only the first time.
-struct DeviceCache {
-  static constexpr int kWays = 8;
-  std::array<int32_t, kWays> consumer;
-  std::array<int32_t, kWays> series;
-  uint32_t next = 0;
+// is found by two compares in one cache line here, and a hash only the first
+// time (or when a device holds more consumers than the cache). Two-way set
+// associative on the consumer code: set c % 4, ways set and set + 4, the
+// newer in the first.
+struct alignas(64) DeviceCache {
+  static constexpr int kSets = 4;
+  std::array<int32_t, 2 * kSets> consumer;
+  std::array<int32_t, 2 * kSets> series;
   DeviceCache() {
     consumer.fill(std::numeric_limits<int32_t>::min());
     series.fill(-1);
+  }
+  [[nodiscard]] int32_t Find(int32_t c) const {
+    const auto set = static_cast<uint32_t>(c) % kSets;
+    if (consumer[set] == c) return series[set];
+    if (consumer[set + kSets] == c) return series[set + kSets];
+    return -1;
+  }
+  void Put(int32_t c, int32_t id) {
+    const auto set = static_cast<uint32_t>(c) % kSets;
+    consumer[set + kSets] = consumer[set];
+    series[set + kSets] = series[set];
+    consumer[set] = c;
+    series[set] = id;
   }
 };
 
@@ -172,11 +191,9 @@ constexpr int kTieRows = 4;
 struct ScanState {
   int64_t last = std::numeric_limits<int64_t>::min();  // latest instant seen
   int64_t first_diff = 0;                              // 0: one distinct instant so far
-  int64_t diffs = 0;                                   // positive differences seen
-  int64_t min_diff = std::numeric_limits<int64_t>::max();
-  int64_t max_diff = 0;
-  int64_t dropped = 0;                                 // copies found in row order
-  std::array<int64_t, kTieRows> tie_rows{};            // rows at `last`, distinct values
+  int32_t diffs = 0;                                   // positive differences seen
+  int32_t dropped = 0;                                 // copies found in row order
+  std::array<int32_t, kTieRows> tie_rows{};            // rows at `last`, distinct values
   int8_t ties = 0;
   bool irregular = false;
   bool gathered = false;
@@ -222,18 +239,14 @@ class Scanner {
     };
     auto series_of = [&](int64_t i, int32_t r, int32_t d, int32_t c) {
       DeviceCache& cache = cache_of(r, d);
-      for (int k = 0; k < DeviceCache::kWays; ++k) {
-        if (cache.consumer[k] == c) return cache.series[k];
-      }
+      if (const int32_t id = cache.Find(c); id >= 0) [[likely]] return id;
       auto [it, inserted] = series_ids.try_emplace(SeriesCodes{r, d, c}, static_cast<int32_t>(out.series.size()));
       if (inserted) {
         out.series.push_back({r, d, c, i});
         states.emplace_back();
       }
       const int32_t id = it->second;
-      const uint32_t way = cache.next++ % DeviceCache::kWays;
-      cache.consumer[way] = c;
-      cache.series[way] = id;
+      cache.Put(c, id);
       return id;
     };
 
@@ -254,12 +267,10 @@ class Scanner {
           const int64_t d_t = t - st.last;
           if (st.first_diff == 0) st.first_diff = d_t;
           st.irregular |= d_t != st.first_diff;
-          st.min_diff = std::min(st.min_diff, d_t);
-          st.max_diff = std::max(st.max_diff, d_t);
           ++st.diffs;
         }
         st.last = t;
-        st.tie_rows[0] = i;
+        st.tie_rows[0] = static_cast<int32_t>(i);
         st.ties = 1;
         return;
       }
@@ -273,7 +284,7 @@ class Scanner {
           }
         }
         if (st.ties < kTieRows) {
-          st.tie_rows[st.ties++] = i;
+          st.tie_rows[st.ties++] = static_cast<int32_t>(i);
           return;
         }
       }
@@ -326,9 +337,8 @@ class Scanner {
     std::vector<int64_t> scratch;
     for (size_t k = 0; k < states.size(); ++k) {
       if (offset[k + 1] == offset[k]) continue;
-      const double median = MedianOfSpacings(arena.get() + offset[k], static_cast<size_t>(offset[k + 1] - offset[k]),
-                                             states[k].min_diff, states[k].max_diff, scratch);
-      out.series[k].spacing_ns = median * ticks();
+      const auto count = static_cast<size_t>(offset[k + 1] - offset[k]);
+      out.series[k].spacing_ns = MedianOfSpacings(arena.get() + offset[k], count, scratch) * ticks();
     }
   }
 
@@ -409,10 +419,7 @@ class Scanner {
       tie_begin = p;
     }
     if (diffs.empty()) return;
-    const auto [lo, hi] = std::minmax_element(diffs.begin(), diffs.end());
-    const double median =
-        *lo == *hi ? static_cast<double>(*lo) : MedianOfSpacings(diffs.data(), diffs.size(), *lo, *hi, scratch);
-    series.spacing_ns = median * ticks();
+    series.spacing_ns = MedianOfSpacings(diffs.data(), diffs.size(), scratch) * ticks();
   }
 
   const SampleColumns& s_;
