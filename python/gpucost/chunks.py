@@ -94,18 +94,24 @@ def relocate_error(exc: BaseException, table: str, source: str | None, first_row
     (line 1 is the header); for in-memory sources, ``usage: row 1003, ...``.
     """
     message = str(exc)
+    # The fields move with the message (column, reason as they were).
+    fields = exc.location() if isinstance(exc, InvalidInputError) else {}
     match = ROW_ERROR.match(message)
     if match and match["table"] == table:
         row = first_row + int(match["row"])
         if source is None:
-            return InvalidInputError(f"{table}: row {row}, {match['rest']}")
+            return InvalidInputError(f"{table}: row {row}, {match['rest']}", **{**fields, "row": row})
         if _is_parquet(source):
-            return InvalidInputError(f"{source}: row {row}, {match['rest']}")
-        return InvalidInputError(f"{source}: line {row + 2}, {match['rest']}")
+            return InvalidInputError(f"{source}: row {row}, {match['rest']}",
+                                     **{**fields, "table": source, "row": row})
+        return InvalidInputError(f"{source}: line {row + 2}, {match['rest']}",
+                                 **{**fields, "table": source, "row": None, "line": row + 2})
     if source is not None:
         prefix = f"{table}: "
         rest = message[len(prefix):] if message.startswith(prefix) else message
-        return InvalidInputError(f"{source}: {rest}")
+        if fields.get("table") == table:
+            fields["table"] = source
+        return InvalidInputError(f"{source}: {rest}", **fields)
     return exc if isinstance(exc, InvalidInputError) else InvalidInputError(message)
 
 
