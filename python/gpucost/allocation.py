@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-import os
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -26,7 +24,8 @@ _num_threads = 0
 
 def _check_threads(n: Any) -> int:
     if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 0:
-        raise InvalidInputError(f"threads: expected an integer >= 0 (0 = one per core), got {n!r}")
+        what = f"expected an integer >= 0 (0 = one per core), got {n!r}"
+        raise InvalidInputError(f"threads: {what}", parameter="threads", reason=what)
     return int(n)
 
 
@@ -54,84 +53,22 @@ def get_num_threads() -> int:
 
 def available_cores() -> int:
     """The cores this process may run on: the CPUs of its affinity mask
-    (``os.sched_getaffinity``: ``taskset``, ``numactl``, Slurm and Kubernetes
-    CPU pinning), capped by its cgroup CPU limit (a container's
-    ``--cpus``, a Kubernetes CPU limit: cgroup v2 ``cpu.max``, or v1
-    ``cpu.cfs_quota_us``, rounded up), at least 1. ``threads=0`` means this
-    many, so the engine never starts more threads than it may run."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # not Linux
-        cores = os.cpu_count() or 1
-    limit = cgroup_cpu_limit()
-    return max(1, min(cores, limit) if limit is not None else cores)
+    (``taskset``, ``numactl``, Slurm and Kubernetes CPU pinning), capped by
+    its cgroup CPU limit (:func:`cgroup_cpu_limit`: a container's ``--cpus``,
+    a Kubernetes CPU limit), at least 1. ``threads=0`` means this many, so the
+    engine never starts more threads than it may run. The engine's own count
+    (C++ ``gpucost::AvailableCores()``), so Python and C++ never disagree."""
+    return _core.available_cores()
 
 
 def cgroup_cpu_limit(root: str = "/sys/fs/cgroup", proc: str = "/proc/self/cgroup") -> int | None:
     """The tightest CPU limit of this process's cgroups (its own and every one
     above it), as whole CPUs rounded up; None when there is none (or no
     cgroup file system). cgroup v2: ``cpu.max`` (``"max 100000"``: none;
-    ``"150000 100000"``: 2); v1: ``cpu.cfs_quota_us`` / ``cpu.cfs_period_us``."""
-    try:
-        with open(proc, encoding="ascii", errors="replace") as f:
-            lines = f.read().splitlines()
-    except OSError:
-        lines = []
-    limits: list[int] = []
-    for line in lines:
-        _, controllers, path = (line.split(":", 2) + ["", ""])[:3]
-        if controllers == "":  # v2: one hierarchy
-            limits += _walk_up(os.path.join(root), path, _v2_limit)
-        elif "cpu" in controllers.split(","):  # v1: the cpu controller's hierarchy
-            for mount in (controllers, "cpu", "cpu,cpuacct"):
-                if os.path.isdir(os.path.join(root, mount)):
-                    limits += _walk_up(os.path.join(root, mount), path, _v1_limit)
-                    break
-    if not lines:  # no /proc/self/cgroup: the namespace root
-        limits += [v for v in (_v2_limit(root),) if v is not None]
-    return min(limits) if limits else None
-
-
-def _walk_up(mount: str, path: str, read) -> list[int]:
-    """Limits of the cgroup at ``path`` under ``mount`` and of each parent."""
-    parts = [p for p in path.split("/") if p and p != ".."]
-    out = []
-    for depth in range(len(parts), -1, -1):
-        value = read(os.path.join(mount, *parts[:depth]))
-        if value is not None:
-            out.append(value)
-    return out
-
-
-def _read(path: str) -> str | None:
-    try:
-        with open(path, encoding="ascii", errors="replace") as f:
-            return f.read().strip()
-    except OSError:
-        return None
-
-
-def _cpus(quota: float, period: float) -> int | None:
-    return max(1, math.ceil(quota / period)) if quota > 0 and period > 0 else None
-
-
-def _v2_limit(folder: str) -> int | None:
-    text = _read(os.path.join(folder, "cpu.max"))
-    fields = text.split() if text else []
-    if len(fields) != 2 or fields[0] == "max":
-        return None
-    try:
-        return _cpus(float(fields[0]), float(fields[1]))
-    except ValueError:
-        return None
-
-
-def _v1_limit(folder: str) -> int | None:
-    quota, period = _read(os.path.join(folder, "cpu.cfs_quota_us")), _read(os.path.join(folder, "cpu.cfs_period_us"))
-    try:
-        return _cpus(float(quota), float(period)) if quota is not None and period is not None else None
-    except ValueError:
-        return None
+    ``"150000 100000"``: 2); v1: ``cpu.cfs_quota_us`` / ``cpu.cfs_period_us``.
+    ``root`` and ``proc`` (the ``/proc/self/cgroup`` to read) are for tests.
+    C++ ``gpucost::CgroupCpuLimit()``."""
+    return _core.cgroup_cpu_limit(root, proc)
 
 
 def resolve_threads(threads: int | None = None) -> int:

@@ -7,9 +7,10 @@ become int32 codes plus a dictionary (categorical codes and Arrow dictionary
 indices are reused as they are; other strings are encoded by Arrow), instants
 become int64 in their own unit (datetime64 or Arrow timestamps of any unit,
 tz-aware or not, are read in place), numbers become float64 arrays (float64
-columns are not copied). Results come back as numpy arrays owned by C++ and
-become the columns of a pandas DataFrame, a pyarrow Table or a Polars
-DataFrame without a copy (``output=``).
+columns are not copied). Results come back as one typed object,
+``_core.AllocationResult``, whose numpy arrays are views of the engine's own
+vectors, and become the columns of a pandas DataFrame, a pyarrow Table or a
+Polars DataFrame without a copy (``output=``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from gpucost import _core
 from gpucost.errors import Error, InvalidInputError, conversion_hint
 
 __all__ = ["Table", "JoinTable", "OUTPUTS", "allocation_frame", "allocation_arrow", "allocation_polars",
@@ -70,15 +72,18 @@ class Table:
 
     def column(self, column: str):
         if not self.has(column):
-            raise InvalidInputError(f"{self.name}: missing required column '{column}'")
+            raise InvalidInputError(f"{self.name}: missing required column '{column}'", table=self.name,
+                                    column=column, reason=f"missing required column '{column}'")
         return self._data.column(column) if isinstance(self._data, pa.Table) else self._data[column]
 
     def _error(self, column: str, what: str) -> InvalidInputError:
-        return InvalidInputError(f"{self.name}: column '{column}': {what}")
+        return InvalidInputError(f"{self.name}: column '{column}': {what}", table=self.name, column=column,
+                                 reason=what)
 
     def _first_bad_row(self, column: str, mask: np.ndarray, what: str) -> InvalidInputError:
         row = int(np.flatnonzero(mask)[0])
-        return InvalidInputError(f"{self.name}: row {row}, column '{column}': {what}")
+        return InvalidInputError(f"{self.name}: row {row}, column '{column}': {what}", table=self.name, row=row,
+                                 column=column, reason=what)
 
     # ---- strings ---------------------------------------------------------
 
@@ -232,7 +237,8 @@ def as_table(data: Any, name: str) -> pd.DataFrame | pa.Table:
         if hasattr(data, "__arrow_c_array__"):
             return pa.Table.from_batches([pa.record_batch(data)])
     except (pa.ArrowException, TypeError, ValueError) as exc:
-        raise InvalidInputError(f"{name}: cannot read it through the Arrow interface: {exc}") from None
+        what = f"cannot read it through the Arrow interface: {exc}"
+        raise InvalidInputError(f"{name}: {what}", table=name, reason=what) from None
     raise TypeError(f"{name}: expected a pandas DataFrame, a pyarrow Table, or a table with the Arrow PyCapsule "
                     f"interface (Polars, DuckDB, ...), got {type(data).__name__}{conversion_hint(data)}")
 
@@ -295,24 +301,46 @@ _METRICS = ("cost", "idle_cost", "list_cost", "gpu_hours", "effective_gpu_hours"
             "cost_per_effective_gpu_hour")
 
 
-def allocation_frame(raw: dict) -> pd.DataFrame:
-    """The engine's result dict as a DataFrame: key columns, then metrics."""
+def _key_values(key: _core.KeyColumn) -> tuple[str, np.ndarray, list[str] | None]:
+    """A result key column as (name, values, dictionary): codes and their
+    dictionary, or period instants (int64 ns UTC) and None."""
+    return (key.name, key.period, None) if key.is_period else (key.name, key.codes, key.dictionary)
+
+
+#: The engine's counts, in the order of ``attrs["diagnostics"]``.
+DIAGNOSTICS = ("lines_total", "lines_unattributed", "lines_unobserved", "lines_oversubscribed",
+               "lines_primary_overlap", "interval", "samples_total", "samples_duplicate", "samples_no_consumer",
+               "samples_unknown_resource", "samples_outside_lines", "samples_used")
+
+
+def diagnostics_dict(diagnostics: _core.Diagnostics) -> dict:
+    """The engine's counts (``_core.Diagnostics``) as ``attrs["diagnostics"]``
+    holds them: ``interval`` is the seconds a sample stood for, or None."""
+    return {name: getattr(diagnostics, "interval_seconds" if name == "interval" else name)
+            for name in DIAGNOSTICS}
+
+
+def allocation_frame(raw: _core.AllocationResult) -> pd.DataFrame:
+    """The engine's result (``_core.AllocationResult``) as a DataFrame: key
+    columns, then metrics."""
+    keys = [_key_values(key) for key in raw.keys]
     columns: dict[str, Any] = {}
-    for name, values, dictionary in raw["keys"]:
+    for name, values, dictionary in keys:
         if dictionary is None:
             columns[name] = pd.DatetimeIndex(values.view("datetime64[ns]")).tz_localize("UTC")
         else:
             columns[name] = np.asarray(dictionary, dtype=object)[values] if len(dictionary) else \
                 np.empty(0, dtype=object)
     for name in _METRICS:
-        if raw[name] is not None:
-            columns[name] = raw[name]
+        values = getattr(raw, name)
+        if values is not None:
+            columns[name] = values
     frame = pd.DataFrame(columns, copy=False)
-    for name, _, dictionary in raw["keys"]:
+    for name, _, dictionary in keys:
         if dictionary is not None:
             frame[name] = frame[name].astype("str")
-    frame.attrs["diagnostics"] = dict(raw["diagnostics"])
-    frame.attrs["join"] = join_frame(raw["join"])
+    frame.attrs["diagnostics"] = diagnostics_dict(raw.diagnostics)
+    frame.attrs["join"] = join_frame(raw.join)
     return frame
 
 
@@ -326,11 +354,12 @@ ARROW_JOIN = b"gpucost.join"
 def check_output(output: Any) -> str:
     """``output`` if it names a result kind, else an InvalidInputError naming it."""
     if not isinstance(output, str) or output not in OUTPUTS:
-        raise InvalidInputError(f"output: expected one of {', '.join(map(repr, OUTPUTS))}, got {output!r}")
+        what = f"expected one of {', '.join(map(repr, OUTPUTS))}, got {output!r}"
+        raise InvalidInputError(f"output: {what}", parameter="output", reason=what)
     return output
 
 
-def allocation_result(raw: dict, output: str = "pandas") -> Any:
+def allocation_result(raw: _core.AllocationResult, output: str = "pandas") -> Any:
     """The engine's result as ``output`` asks: a pandas DataFrame
     (:func:`allocation_frame`), a pyarrow Table (:func:`allocation_arrow`) or
     a Polars DataFrame (:func:`allocation_polars`)."""
@@ -341,12 +370,12 @@ def allocation_result(raw: dict, output: str = "pandas") -> Any:
     return allocation_frame(raw)
 
 
-def _result_columns(raw: dict, dictionaries: bool) -> dict[str, pa.Array]:
+def _result_columns(raw: _core.AllocationResult, dictionaries: bool) -> dict[str, pa.Array]:
     """Key columns, then metrics, as Arrow arrays over the engine's numpy
     arrays (numbers and instants without a copy). Strings are dictionary
     arrays over the engine's codes, or plain strings (one per result row)."""
     columns: dict[str, pa.Array] = {}
-    for name, values, dictionary in raw["keys"]:
+    for name, values, dictionary in map(_key_values, raw.keys):
         if dictionary is None:
             columns[name] = pa.array(np.asarray(values, dtype=np.int64)).view(pa.timestamp("ns", tz="UTC"))
         else:
@@ -354,23 +383,24 @@ def _result_columns(raw: dict, dictionaries: bool) -> dict[str, pa.Array]:
             codes = pa.array(np.asarray(values, dtype=np.int32))
             columns[name] = pa.DictionaryArray.from_arrays(codes, strings) if dictionaries else strings.take(codes)
     for name in _METRICS:
-        if raw[name] is not None:
-            columns[name] = pa.array(raw[name])
+        values = getattr(raw, name)
+        if values is not None:
+            columns[name] = pa.array(values)
     return columns
 
 
-def allocation_arrow(raw: dict) -> pa.Table:
+def allocation_arrow(raw: _core.AllocationResult) -> pa.Table:
     """The engine's result as a pyarrow Table, not through pandas: strings
     ``dictionary<int32, string>``, ``period`` ``timestamp[ns, UTC]``, numbers
     the engine's own arrays. The schema metadata holds the diagnostics
     (``gpucost.diagnostics``, JSON) and the join table (``gpucost.join``, an
     Arrow IPC stream); :func:`result_attrs` reads them back."""
     columns = _result_columns(raw, dictionaries=True)
-    join = pa.Table.from_pandas(join_frame(raw["join"]), preserve_index=False)
+    join = pa.Table.from_pandas(join_frame(raw.join), preserve_index=False)
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, join.schema) as writer:
         writer.write_table(join)
-    metadata = {ARROW_DIAGNOSTICS: json.dumps(dict(raw["diagnostics"])).encode(),
+    metadata = {ARROW_DIAGNOSTICS: json.dumps(diagnostics_dict(raw.diagnostics)).encode(),
                 ARROW_JOIN: sink.getvalue().to_pybytes()}
     return pa.Table.from_arrays(list(columns.values()), names=list(columns), metadata=metadata)
 
@@ -379,7 +409,7 @@ def allocation_arrow(raw: dict) -> pa.Table:
 _POLARS_ATTRS: dict[int, dict] = {}
 
 
-def allocation_polars(raw: dict) -> Any:
+def allocation_polars(raw: _core.AllocationResult) -> Any:
     """The engine's result as a Polars DataFrame, built from the engine's
     arrays through Arrow (numbers without a copy), not through pandas:
     strings ``pl.String`` (as the pandas result has ``str``), ``period``
@@ -392,7 +422,7 @@ def allocation_polars(raw: dict) -> Any:
     columns = _result_columns(raw, dictionaries=False)
     frame = pl.from_arrow(pa.Table.from_arrays(list(columns.values()), names=list(columns)))
     key = id(frame)
-    _POLARS_ATTRS[key] = {"diagnostics": dict(raw["diagnostics"]), "join": join_frame(raw["join"])}
+    _POLARS_ATTRS[key] = {"diagnostics": diagnostics_dict(raw.diagnostics), "join": join_frame(raw.join)}
     weakref.finalize(frame, _POLARS_ATTRS.pop, key, None)
     return frame
 
@@ -465,11 +495,20 @@ def for_export(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def join_frame(raw: dict) -> pd.DataFrame:
-    """The engine's join table (one row per resource and currency) as a
-    DataFrame; times ``datetime64[ns, UTC]``, NaT where there is none."""
+#: The join table's columns, in its order.
+JOIN_COLUMNS = ("resource_id", "currency", "in_inventory", "lines", "primary_lines", "lines_primary_overlap",
+                "lines_oversubscribed", "cost", "cost_observed", "cost_unobserved", "cost_unattributed",
+                "billed_gpu_hours", "samples", "samples_no_consumer", "samples_outside_lines",
+                "samples_unknown_resource", "unjoined_gpu_hours", *JOIN_TIMES)
+
+
+def join_frame(join: _core.JoinTable) -> pd.DataFrame:
+    """The engine's join table (``_core.JoinTable``, one row per resource and
+    currency) as a DataFrame; times ``datetime64[ns, UTC]``, NaT where there
+    is none."""
     columns: dict[str, Any] = {}
-    for name, values in raw.items():
+    for name in JOIN_COLUMNS:
+        values = getattr(join, name)
         if name in ("resource_id", "currency"):
             columns[name] = np.asarray(values, dtype=object) if len(values) else np.empty(0, dtype=object)
         elif name == "in_inventory":

@@ -201,7 +201,7 @@ def test_arrow_result_columns_are_the_engines_arrays(tables):
                          interval=None, by=["consumer"], freq=None)
     table = allocation_arrow(raw)
     for name in ("cost", "gpu_hours"):
-        assert table.column(name).chunk(0).buffers()[1].address == raw[name].ctypes.data, name
+        assert table.column(name).chunk(0).buffers()[1].address == getattr(raw, name).ctypes.data, name
 
 
 def test_arrow_result_keeps_its_attrs_in_parquet(tables, tmp_path):

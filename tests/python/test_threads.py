@@ -3,6 +3,8 @@ not depend on it (to 1e-12) on inputs large enough to be split."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -173,16 +175,27 @@ def test_threads_keyword_does_not_change_a_split_result():
     assert gpucost.result_attrs(two)["diagnostics"] == gpucost.result_attrs(one)["diagnostics"]
 
 
-def test_available_cores_honours_affinity_and_the_cgroup_limit(monkeypatch):
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="no CPU affinity on this platform")
+def test_available_cores_honours_affinity_and_the_cgroup_limit():
+    """The engine's count (C++): this thread pinned to one CPU gives 1; unpinned,
+    its affinity mask capped by the cgroup limit."""
     from gpucost import allocation
-    monkeypatch.setattr(allocation.os, "sched_getaffinity", lambda pid: set(range(8)), raising=False)
-    monkeypatch.setattr(allocation, "cgroup_cpu_limit", lambda: None)
-    assert gpucost.available_cores() == 8
-    monkeypatch.setattr(allocation, "cgroup_cpu_limit", lambda: 3)
-    assert gpucost.available_cores() == 3
-    monkeypatch.setattr(allocation.os, "sched_getaffinity", lambda pid: {5}, raising=False)
-    assert gpucost.available_cores() == 1
-    assert allocation.resolve_threads(0) == 1 and allocation.resolve_threads(4) == 4  # explicit counts as given
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {min(before)})
+    try:
+        pinned = gpucost.available_cores()
+    finally:
+        os.sched_setaffinity(0, before)
+    assert pinned == 1
+    limit = allocation.cgroup_cpu_limit()
+    assert gpucost.available_cores() == (min(len(before), limit) if limit is not None else len(before))
+    assert allocation.resolve_threads(0) == gpucost.available_cores()
+    assert allocation.resolve_threads(4) == 4  # explicit counts as given
+
+
+def test_available_cores_is_the_engines():
+    from gpucost import _core
+    assert gpucost.available_cores() == _core.available_cores() >= 1
 
 
 def _cgroup(tmp_path, proc: str, files: dict[str, str]) -> tuple[str, str]:
@@ -209,7 +222,7 @@ def _cgroup(tmp_path, proc: str, files: dict[str, str]) -> tuple[str, str]:
     ("0::/\n", {"cpu.max": "garbage"}, None),
 ])
 def test_cgroup_cpu_limit(tmp_path, proc, files, limit):
-    from gpucost.allocation import cgroup_cpu_limit
+    from gpucost.allocation import cgroup_cpu_limit  # C++ gpucost::CgroupCpuLimit
     root, proc_file = _cgroup(tmp_path, proc, files)
     assert cgroup_cpu_limit(root, proc_file) == limit
 
