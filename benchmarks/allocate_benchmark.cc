@@ -1,13 +1,20 @@
 // Engine throughput on pre-encoded columns: a fleet of 8-GPU instances with
 // hourly cost lines and 60 s samples, grouped by series (the telemetry
-// order) or shuffled. Reports samples/second.
+// order) or shuffled; and the realistic fleet of fleet.h (MIG with free
+// slices, time-slicing, jobs starting and stopping mid-hour, scrape jitter)
+// in the four orders telemetry comes in. Reports samples/second.
 #include <algorithm>
+#include <map>
+#include <memory>
 #include <numeric>
 #include <random>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "benchmark/benchmark.h"
+#include "fleet.h"
 #include "gpucost/gpucost.h"
 
 namespace {
@@ -117,5 +124,55 @@ void BM_AllocateShuffled(benchmark::State& state) {
   Run(state, fleet, policy);
 }
 BENCHMARK(BM_AllocateShuffled)->Args({1000, 1})->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// The realistic fleet, built once per (GPUs, order, churn) and kept for the run.
+const gpucost_bench::RealisticFleet& FleetFor(int gpus, gpucost_bench::FleetOrder order, int churn) {
+  using Key = std::tuple<int, gpucost_bench::FleetOrder, int>;
+  static std::map<Key, std::unique_ptr<gpucost_bench::RealisticFleet>> built;
+  auto& fleet = built[{gpus, order, churn}];
+  if (!fleet) fleet = std::make_unique<gpucost_bench::RealisticFleet>(gpus, order, churn);
+  return *fleet;
+}
+
+// BM_AllocateFleet/<order>/gpus:<n>/threads:<t>: by consumer, interval
+// inferred (the fleet is built so that it is exactly 60 s; checked).
+// BM_AllocateFleetHighCard: the same on whole GPUs with a new pod every 5 minutes.
+void BM_AllocateFleet(benchmark::State& state, gpucost_bench::FleetOrder order, int churn) {
+  const auto& fleet = FleetFor(static_cast<int>(state.range(0)), order, churn);
+  gpucost::AllocationPolicy policy;
+  policy.threads = static_cast<int>(state.range(1));
+  for (auto _ : state) {
+    auto result = gpucost::Allocate(fleet.costs(), fleet.samples(), fleet.inventory(), nullptr, policy);
+    if (!result.ok()) {
+      state.SkipWithError(std::string(result.status().message()).c_str());
+      break;
+    }
+    const gpucost::Diagnostics& diag = result->diagnostics;
+    if (diag.interval_seconds != 60.0) {
+      state.SkipWithError("the realistic fleet's inferred interval is not 60 s");
+      break;
+    }
+    // The shapes the fleet is for: rows read twice (free MIG slices), over-subscribed lines.
+    state.counters["duplicate"] = static_cast<double>(diag.samples_duplicate);
+    state.counters["oversubscribed"] = static_cast<double>(diag.lines_oversubscribed);
+    benchmark::DoNotOptimize(result);
+  }
+  state.counters["samples"] = static_cast<double>(fleet.size());
+  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(fleet.size()));
+}
+
+const bool kFleetRegistered = [] {
+  for (const auto& [prefix, churn] : {std::pair("BM_AllocateFleet/", 0), std::pair("BM_AllocateFleetHighCard/", 5)}) {
+    for (const auto& [order, name] : gpucost_bench::kFleetOrders) {
+      benchmark::RegisterBenchmark((prefix + std::string(name)).c_str(), BM_AllocateFleet, order, churn)
+          ->ArgNames({"gpus", "threads"})
+          ->Args({1000, 1})
+          ->Args({1000, 2})
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime();
+    }
+  }
+  return true;
+}();
 
 }  // namespace

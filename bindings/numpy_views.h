@@ -1,7 +1,8 @@
 // numpy <-> engine columns. In: arrays of the engine's dtype and C layout are
 // viewed, not copied; any other array is converted once (forcecast). Out:
 // result vectors move to the heap and numpy arrays own them through a
-// capsule, so no result column is copied either.
+// capsule (MoveToNumpy), or arrays view the vectors of a bound result that
+// they keep alive (ViewAsNumpy), so no result column is copied either.
 #ifndef GPUCOST_BINDINGS_NUMPY_VIEWS_H_
 #define GPUCOST_BINDINGS_NUMPY_VIEWS_H_
 
@@ -74,6 +75,14 @@ py::array_t<T> MoveToNumpy(std::vector<T>&& v) {
   auto* owned = new std::vector<T>(std::move(v));
   py::capsule owner(owned, [](void* p) { delete static_cast<std::vector<T>*>(p); });
   return py::array_t<T>(static_cast<py::ssize_t>(owned->size()), owned->data(), owner);
+}
+
+// A numpy array over `v`, not a copy: `owner` is the Python object that
+// holds `v` (a bound result), kept alive by the array. Writable, as
+// MoveToNumpy's arrays are; every view of `v` shares its memory.
+template <typename T>
+py::array_t<T> ViewAsNumpy(const std::vector<T>& v, py::handle owner) {
+  return py::array_t<T>(static_cast<py::ssize_t>(v.size()), v.data(), owner);
 }
 
 // A dictionary-encoded column out: (codes as numpy, values as a list of str).

@@ -1,6 +1,8 @@
 // gpucost._core.allocate and gpucost._core.Allocator. Tables arrive as dicts
-// of numpy arrays prepared by python/gpucost/frames.py; no row is touched
-// here, and the GIL is released while the engine runs.
+// of numpy arrays prepared by python/gpucost/frames.py; the result leaves as
+// one typed object, AllocationResult, whose arrays are views of the engine's
+// vectors. No row is touched here, and the GIL is released while the engine
+// runs.
 #include <memory>
 #include <optional>
 #include <string>
@@ -8,6 +10,7 @@
 #include <vector>
 
 #include "gpucost/allocate.h"
+#include "gpucost/cores.h"
 #include "numpy_views.h"
 #include "status_to_python.h"
 #include "tables.h"
@@ -48,66 +51,6 @@ AllocationPolicy MakePolicy(const std::string& basis, double alpha, const std::s
   return policy;
 }
 
-py::dict ToPython(Allocation&& a) {
-  py::dict out;
-  py::list keys;
-  for (KeyColumn& key : a.keys) {
-    if (key.is_period()) {
-      keys.append(py::make_tuple(key.name, MoveToNumpy(std::move(key.period)), py::none()));
-    } else {
-      keys.append(py::make_tuple(key.name, MoveToNumpy(std::move(key.codes)), py::cast(key.dictionary)));
-    }
-  }
-  out["keys"] = keys;
-  out["cost"] = MoveToNumpy(std::move(a.cost));
-  out["idle_cost"] = MoveToNumpy(std::move(a.idle_cost));
-  out["list_cost"] = a.has_list_cost ? py::object(MoveToNumpy(std::move(a.list_cost))) : py::none();
-  out["gpu_hours"] = MoveToNumpy(std::move(a.gpu_hours));
-  out["effective_gpu_hours"] = MoveToNumpy(std::move(a.effective_gpu_hours));
-  out["mem_gib_hours"] = MoveToNumpy(std::move(a.mem_gib_hours));
-  out["cost_per_effective_gpu_hour"] = MoveToNumpy(std::move(a.cost_per_effective_gpu_hour));
-  const Diagnostics& d = a.diagnostics;
-  py::dict diag;
-  diag["lines_total"] = d.lines_total;
-  diag["lines_unattributed"] = d.lines_unattributed;
-  diag["lines_unobserved"] = d.lines_unobserved;
-  diag["lines_oversubscribed"] = d.lines_oversubscribed;
-  diag["lines_primary_overlap"] = d.lines_primary_overlap;
-  diag["interval"] = d.interval_seconds ? py::object(py::float_(*d.interval_seconds)) : py::none();
-  diag["samples_total"] = d.samples_total;
-  diag["samples_duplicate"] = d.samples_duplicate;
-  diag["samples_no_consumer"] = d.samples_no_consumer;
-  diag["samples_unknown_resource"] = d.samples_unknown_resource;
-  diag["samples_outside_lines"] = d.samples_outside_lines;
-  diag["samples_used"] = d.samples_used;
-  out["diagnostics"] = diag;
-  JoinTable& j = a.join;
-  py::dict join;
-  join["resource_id"] = py::cast(j.resource_id);
-  join["currency"] = py::cast(j.currency);
-  join["in_inventory"] = MoveToNumpy(std::move(j.in_inventory));
-  join["lines"] = MoveToNumpy(std::move(j.lines));
-  join["primary_lines"] = MoveToNumpy(std::move(j.primary_lines));
-  join["lines_primary_overlap"] = MoveToNumpy(std::move(j.lines_primary_overlap));
-  join["lines_oversubscribed"] = MoveToNumpy(std::move(j.lines_oversubscribed));
-  join["cost"] = MoveToNumpy(std::move(j.cost));
-  join["cost_observed"] = MoveToNumpy(std::move(j.cost_observed));
-  join["cost_unobserved"] = MoveToNumpy(std::move(j.cost_unobserved));
-  join["cost_unattributed"] = MoveToNumpy(std::move(j.cost_unattributed));
-  join["billed_gpu_hours"] = MoveToNumpy(std::move(j.billed_gpu_hours));
-  join["samples"] = MoveToNumpy(std::move(j.samples));
-  join["samples_no_consumer"] = MoveToNumpy(std::move(j.samples_no_consumer));
-  join["samples_outside_lines"] = MoveToNumpy(std::move(j.samples_outside_lines));
-  join["samples_unknown_resource"] = MoveToNumpy(std::move(j.samples_unknown_resource));
-  join["unjoined_gpu_hours"] = MoveToNumpy(std::move(j.unjoined_gpu_hours));
-  join["lines_start"] = MoveToNumpy(std::move(j.lines_start));
-  join["lines_end"] = MoveToNumpy(std::move(j.lines_end));
-  join["samples_start"] = MoveToNumpy(std::move(j.samples_start));
-  join["samples_end"] = MoveToNumpy(std::move(j.samples_end));
-  out["join"] = join;
-  return out;
-}
-
 // The Python-side streaming allocator keeps its tables alive: the engine
 // copies what it needs in Create(), but holding them costs nothing.
 class PyAllocator {
@@ -138,13 +81,13 @@ class PyAllocator {
     ThrowIfError(status);
   }
 
-  py::dict Finish() {
+  Allocation Finish() {
     absl::StatusOr<Allocation> result;
     {
       py::gil_scoped_release release;
       result = allocator_->Finish();
     }
-    return ToPython(ValueOrThrow(std::move(result)));
+    return ValueOrThrow(std::move(result));
   }
 
  private:
@@ -153,7 +96,105 @@ class PyAllocator {
 
 }  // namespace
 
+// A numpy view of `Owner::*member`, the owner kept alive by the array.
+template <typename Owner, typename T>
+void ArrayProperty(py::class_<Owner>& cls, const char* name, std::vector<T> Owner::*member) {
+  cls.def_property_readonly(name, [member](const py::object& self) {
+    return ViewAsNumpy(self.cast<const Owner&>().*member, self);
+  });
+}
+
+// A member of a bound result as a bound object that keeps the result alive.
+template <typename T>
+py::object Member(const T& member, const py::object& owner) {
+  return py::cast(&member, py::return_value_policy::reference_internal, owner);
+}
+
+// The engine's Allocation as one typed object: it owns the C++ result and
+// hands out numpy views of its arrays (no copy; each view keeps it alive).
+void RegisterAllocationResult(py::module_& m) {
+  py::class_<KeyColumn> key(m, "KeyColumn",
+                            "One key column of a result: string codes into a sorted dictionary, or period instants.");
+  key.def_readonly("name", &KeyColumn::name)
+      .def_property_readonly("is_period", &KeyColumn::is_period)
+      .def_property_readonly("codes",
+                             [](const py::object& self) -> py::object {
+                               const auto& k = self.cast<const KeyColumn&>();
+                               return k.is_period() ? py::none() : py::object(ViewAsNumpy(k.codes, self));
+                             })
+      .def_property_readonly("dictionary",
+                             [](const KeyColumn& k) -> py::object {
+                               return k.is_period() ? py::none() : py::cast(k.dictionary);
+                             })
+      .def_property_readonly("period", [](const py::object& self) -> py::object {
+        const auto& k = self.cast<const KeyColumn&>();
+        return k.is_period() ? py::object(ViewAsNumpy(k.period, self)) : py::none();
+      });
+
+  py::class_<Diagnostics>(m, "Diagnostics", "The engine's counts (SEMANTICS 5).")
+      .def_readonly("lines_total", &Diagnostics::lines_total)
+      .def_readonly("lines_unattributed", &Diagnostics::lines_unattributed)
+      .def_readonly("lines_unobserved", &Diagnostics::lines_unobserved)
+      .def_readonly("lines_oversubscribed", &Diagnostics::lines_oversubscribed)
+      .def_readonly("lines_primary_overlap", &Diagnostics::lines_primary_overlap)
+      .def_readonly("interval_seconds", &Diagnostics::interval_seconds)
+      .def_readonly("samples_total", &Diagnostics::samples_total)
+      .def_readonly("samples_duplicate", &Diagnostics::samples_duplicate)
+      .def_readonly("samples_no_consumer", &Diagnostics::samples_no_consumer)
+      .def_readonly("samples_unknown_resource", &Diagnostics::samples_unknown_resource)
+      .def_readonly("samples_outside_lines", &Diagnostics::samples_outside_lines)
+      .def_readonly("samples_used", &Diagnostics::samples_used);
+
+  py::class_<JoinTable> join(m, "JoinTable",
+                             "How the bill and the telemetry joined: one row per (resource_id, currency).");
+  join.def_readonly("resource_id", &JoinTable::resource_id).def_readonly("currency", &JoinTable::currency);
+  ArrayProperty(join, "in_inventory", &JoinTable::in_inventory);
+  ArrayProperty(join, "lines", &JoinTable::lines);
+  ArrayProperty(join, "primary_lines", &JoinTable::primary_lines);
+  ArrayProperty(join, "lines_primary_overlap", &JoinTable::lines_primary_overlap);
+  ArrayProperty(join, "lines_oversubscribed", &JoinTable::lines_oversubscribed);
+  ArrayProperty(join, "cost", &JoinTable::cost);
+  ArrayProperty(join, "cost_observed", &JoinTable::cost_observed);
+  ArrayProperty(join, "cost_unobserved", &JoinTable::cost_unobserved);
+  ArrayProperty(join, "cost_unattributed", &JoinTable::cost_unattributed);
+  ArrayProperty(join, "billed_gpu_hours", &JoinTable::billed_gpu_hours);
+  ArrayProperty(join, "samples", &JoinTable::samples);
+  ArrayProperty(join, "samples_no_consumer", &JoinTable::samples_no_consumer);
+  ArrayProperty(join, "samples_outside_lines", &JoinTable::samples_outside_lines);
+  ArrayProperty(join, "samples_unknown_resource", &JoinTable::samples_unknown_resource);
+  ArrayProperty(join, "unjoined_gpu_hours", &JoinTable::unjoined_gpu_hours);
+  ArrayProperty(join, "lines_start", &JoinTable::lines_start);
+  ArrayProperty(join, "lines_end", &JoinTable::lines_end);
+  ArrayProperty(join, "samples_start", &JoinTable::samples_start);
+  ArrayProperty(join, "samples_end", &JoinTable::samples_end);
+
+  py::class_<Allocation> result(m, "AllocationResult",
+                                "The engine's result: key columns, metrics, diagnostics and the join table.");
+  result.def_property_readonly("keys", [](const py::object& self) {
+    py::list keys;
+    for (const KeyColumn& k : self.cast<const Allocation&>().keys) keys.append(Member(k, self));
+    return keys;
+  });
+  ArrayProperty(result, "cost", &Allocation::cost);
+  ArrayProperty(result, "idle_cost", &Allocation::idle_cost);
+  result.def_property_readonly("list_cost", [](const py::object& self) -> py::object {
+    const auto& a = self.cast<const Allocation&>();
+    return a.has_list_cost ? py::object(ViewAsNumpy(a.list_cost, self)) : py::none();
+  });
+  ArrayProperty(result, "gpu_hours", &Allocation::gpu_hours);
+  ArrayProperty(result, "effective_gpu_hours", &Allocation::effective_gpu_hours);
+  ArrayProperty(result, "mem_gib_hours", &Allocation::mem_gib_hours);
+  ArrayProperty(result, "cost_per_effective_gpu_hour", &Allocation::cost_per_effective_gpu_hour);
+  result
+      .def_property_readonly(
+          "diagnostics",
+          [](const py::object& self) { return Member(self.cast<const Allocation&>().diagnostics, self); })
+      .def_property_readonly("join",
+                             [](const py::object& self) { return Member(self.cast<const Allocation&>().join, self); });
+}
+
 void RegisterAllocate(py::module_& m) {
+  RegisterAllocationResult(m);
   m.def(
       "allocate",
       [](const py::dict& costs, const py::dict& usage, const py::dict& inventory,
@@ -174,7 +215,7 @@ void RegisterAllocate(py::module_& m) {
           py::gil_scoped_release release;
           result = Allocate(c.view(), s.view(), i.view(), wv ? &*wv : nullptr, policy);
         }
-        return ToPython(ValueOrThrow(std::move(result)));
+        return ValueOrThrow(std::move(result));
       },
       py::arg("costs"), py::arg("usage"), py::arg("inventory"), py::arg("workloads"), py::arg("basis"),
       py::arg("alpha"), py::arg("idle"), py::arg("interval"), py::arg("by"), py::arg("freq"),
@@ -183,7 +224,7 @@ void RegisterAllocate(py::module_& m) {
 
 Tables are dicts of numpy arrays as built by gpucost.frames; arrays of the
 engine's dtype (int64 instants, int32 codes and devices, float64 values) are
-read in place, others are converted once. Returns a dict of result arrays.)pbdoc");
+read in place, others are converted once. Returns an AllocationResult.)pbdoc");
 
   py::class_<PyAllocator>(m, "Allocator", "Streaming allocator: samples in chunks of any order.")
       .def(py::init([](const py::dict& costs, const py::dict& inventory, const std::optional<py::dict>& workloads,
@@ -213,6 +254,22 @@ read in place, others are converted once. Returns a dict of result arrays.)pbdoc
   m.def(
       "infer_interval", [](std::vector<double> spacings) { return InferInterval(std::move(spacings)); },
       py::arg("spacings"), "The interval inferred from series spacings: their median, 60 when there is none.");
+
+  m.def(
+      "available_cores",
+      [] {
+        py::gil_scoped_release release;
+        return AvailableCores();
+      },
+      "The cores this process may run on: its CPU affinity mask capped by its cgroup CPU limit; at least 1.");
+  m.def(
+      "cgroup_cpu_limit",
+      [](const std::string& root, const std::string& proc) {
+        py::gil_scoped_release release;
+        return CgroupCpuLimit(root, proc);
+      },
+      py::arg("root") = "/sys/fs/cgroup", py::arg("proc") = "/proc/self/cgroup",
+      "The tightest CPU limit of this process's cgroups, whole CPUs rounded up; None when there is none.");
 
   // For tests: the address the engine would read for `a` as a float64 or
   // int64 column, to prove matching arrays are not copied.

@@ -26,6 +26,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "gpucost/columns.h"
+#include "gpucost/cores.h"
 #include "gpucost/time.h"
 
 namespace gpucost {
@@ -60,10 +61,6 @@ struct AllocationPolicy {
   // resource, so results are the same for every thread count, to the bit.
   int threads = 0;
 };
-
-// The cores this process may run on: its CPU affinity mask, capped by the
-// cgroup v2 CPU quota (cpu.max) of its container; at least 1.
-[[nodiscard]] int AvailableCores();
 
 // SEMANTICS 5. The five sample counts add up to samples_total.
 struct Diagnostics {

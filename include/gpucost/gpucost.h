@@ -12,6 +12,7 @@
 #include "gpucost/analyses/profile.h"
 #include "gpucost/catalog.h"
 #include "gpucost/columns.h"
+#include "gpucost/cores.h"
 #include "gpucost/io/azure.h"
 #include "gpucost/io/billing.h"
 #include "gpucost/io/cur.h"

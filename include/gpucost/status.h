@@ -9,6 +9,7 @@
 #ifndef GPUCOST_STATUS_H_
 #define GPUCOST_STATUS_H_
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -36,9 +37,29 @@ namespace gpucost {
 [[nodiscard]] absl::Status TableError(std::string_view table,
                                       std::string_view what);
 
-// An InvalidArgument error about a parameter of a call.
+// An InvalidArgument error about a parameter of a call:
+//   "parameter 'alpha': 1.5 is outside [0, 1]"
 [[nodiscard]] absl::Status ParameterError(std::string_view parameter,
                                           std::string_view what);
+
+// Where a bad-input error points, as the functions above were given it. They
+// attach it to the status they build (as payloads, so it travels with every
+// copy), and callers read it back without parsing the message: the Python
+// bindings fill gpucost.InvalidInputError's fields from it.
+struct ErrorLocation {
+  std::optional<std::string> table;      // the table or file
+  std::optional<long long> row;          // 0-based table row (RowError)
+  std::optional<long long> line;         // 1-based file line (LineError)
+  std::optional<std::string> column;     // RowError, LineError
+  std::optional<std::string> parameter;  // ParameterError
+  std::string reason;                    // `what`: the message after the location
+};
+
+// The location `status` was built with; nullopt for an OK status and for one
+// built another way (a message rebuilt around another error's is a new status
+// and has none).
+[[nodiscard]] std::optional<ErrorLocation> GetErrorLocation(
+    const absl::Status& status);
 
 }  // namespace gpucost
 

@@ -8,7 +8,8 @@ used the GPUs. See docs/guide.md.
 from __future__ import annotations
 
 from gpucost.errors import Error, InvalidInputError
-from gpucost.allocation import Allocator, allocate, get_num_threads, set_num_threads
+from gpucost.allocation import Allocator, allocate, available_cores, get_num_threads, set_num_threads
+from gpucost.frames import result_attrs
 from gpucost.join import JoinError, JoinReport, JoinWarning, check_join, join_report
 from gpucost.currency import convert_currency
 from gpucost import catalog
@@ -86,7 +87,7 @@ __all__ += ["advise_commitments", "amortize", "autoscaling_estimate", "budget_st
 __all__ += ["read_azure_costs", "read_cur", "read_focus", "read_gcp_billing"]
 __all__ += ["attribute_tagged", "share_costs"]
 __all__ += ["plot", "report"]
-__all__ += ["allocate_stream", "get_num_threads", "set_num_threads"]
+__all__ += ["allocate_stream", "available_cores", "get_num_threads", "result_attrs", "set_num_threads"]
 # What joined and what did not, and the one warning rule (docs/semantics.md).
 __all__ += ["JoinError", "JoinReport", "JoinWarning", "check_join", "join_report", "convert_currency"]
 __all__ += ["money", "sheets"]

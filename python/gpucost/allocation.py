@@ -10,21 +10,31 @@ import pandas as pd
 
 from gpucost import _core
 from gpucost.errors import InvalidInputError, shift_rows
-from gpucost.frames import JoinTable, Table, allocation_frame
+from gpucost.frames import JoinTable, Table, allocation_result, check_output
 from gpucost.join import check_public_call
 
-__all__ = ["allocate", "Allocator", "get_num_threads", "set_num_threads", "series_spacings", "infer_interval"]
+__all__ = ["allocate", "Allocator", "available_cores", "get_num_threads", "set_num_threads", "series_spacings",
+           "infer_interval"]
 
 # Worker threads the engine may use per call (0 = one per core). Module-level
-# so that allocate()'s signature stays the contract's (docs/semantics.md 8).
+# so that every path reads it (runners, analyses, the command, Dask workers);
+# the threads= keyword overrides it for one call.
 _num_threads = 0
+
+
+def _check_threads(n: Any) -> int:
+    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 0:
+        what = f"expected an integer >= 0 (0 = one per core), got {n!r}"
+        raise InvalidInputError(f"threads: {what}", parameter="threads", reason=what)
+    return int(n)
 
 
 def set_num_threads(n: int) -> None:
     """Sets how many threads the engine uses to add samples: ``0`` (the
-    default) means one per core, ``1`` runs single-threaded. Applies to
-    :func:`allocate`, :class:`Allocator` and the runners built on them, in
-    every Python thread of this process. Results do not depend on it beyond
+    default) means one per core this process may use (:func:`available_cores`),
+    ``1`` runs single-threaded. Applies to :func:`allocate`, :class:`Allocator`
+    and the runners built on them, in every Python thread of this process,
+    unless a call gives ``threads=``. Results do not depend on it beyond
     floating-point rounding (1e-12 relative). Chunks smaller than 262,144
     samples per thread use fewer threads.
 
@@ -32,14 +42,41 @@ def set_num_threads(n: int) -> None:
         >>> gpucost.set_num_threads(1)   # leave the other cores to Dask workers
     """
     global _num_threads
-    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 0:
-        raise InvalidInputError(f"threads: expected an integer >= 0 (0 = one per core), got {n!r}")
-    _num_threads = int(n)
+    _num_threads = _check_threads(n)
 
 
 def get_num_threads() -> int:
-    """The engine's thread setting (0 = one per core); see :func:`set_num_threads`."""
+    """The engine's thread setting (0 = one per core); see :func:`set_num_threads`
+    and, for what 0 resolves to, :func:`available_cores`."""
     return _num_threads
+
+
+def available_cores() -> int:
+    """The cores this process may run on: the CPUs of its affinity mask
+    (``taskset``, ``numactl``, Slurm and Kubernetes CPU pinning), capped by
+    its cgroup CPU limit (:func:`cgroup_cpu_limit`: a container's ``--cpus``,
+    a Kubernetes CPU limit), at least 1. ``threads=0`` means this many, so the
+    engine never starts more threads than it may run. The engine's own count
+    (C++ ``gpucost::AvailableCores()``), so Python and C++ never disagree."""
+    return _core.available_cores()
+
+
+def cgroup_cpu_limit(root: str = "/sys/fs/cgroup", proc: str = "/proc/self/cgroup") -> int | None:
+    """The tightest CPU limit of this process's cgroups (its own and every one
+    above it), as whole CPUs rounded up; None when there is none (or no
+    cgroup file system). cgroup v2: ``cpu.max`` (``"max 100000"``: none;
+    ``"150000 100000"``: 2); v1: ``cpu.cfs_quota_us`` / ``cpu.cfs_period_us``.
+    ``root`` and ``proc`` (the ``/proc/self/cgroup`` to read) are for tests.
+    C++ ``gpucost::CgroupCpuLimit()``."""
+    return _core.cgroup_cpu_limit(root, proc)
+
+
+def resolve_threads(threads: int | None = None) -> int:
+    """The thread count a call runs with: ``threads`` (validated), or the
+    :func:`set_num_threads` setting when None; 0 becomes
+    :func:`available_cores`. The engine is always given a count >= 1."""
+    n = _num_threads if threads is None else _check_threads(threads)
+    return n if n > 0 else available_cores()
 
 RESULT_METRICS = (
     "cost",
@@ -107,11 +144,11 @@ def workload_columns(workloads: Any) -> dict | None:
 
 
 def _policy(basis: str, alpha: float, idle: str, interval: float | None, by: Sequence[str] | str,
-            freq: str | None) -> dict:
+            freq: str | None, threads: int | None = None) -> dict:
     by_list = [by] if isinstance(by, str) else [str(b) for b in by]
     return dict(basis=str(basis), alpha=float(alpha), idle=str(idle),
                 interval=None if interval is None else float(interval), by=by_list,
-                freq=None if freq is None else str(freq), threads=_num_threads)
+                freq=None if freq is None else str(freq), threads=resolve_threads(threads))
 
 
 def series_spacings(usage: Any) -> np.ndarray:
@@ -196,7 +233,9 @@ def allocate(
     by: Sequence[str] | str = ("consumer",),
     freq: str | None = None,
     strict: bool = False,
-) -> pd.DataFrame:
+    threads: int | None = None,
+    output: str = "pandas",
+) -> Any:
     """Prorate every cost line over the workloads that held or used its GPUs.
 
     Args:
@@ -206,6 +245,9 @@ def allocate(
             mem_used`` [, ``duration`` in seconds].
         inventory: one row per GPU: ``resource_id, device, mem_capacity`` (bytes).
         workloads: optional ``consumer`` plus label columns (team, project, ...).
+            Each table may be a pandas DataFrame, a pyarrow Table, RecordBatch
+            or RecordBatchReader, a Polars DataFrame or LazyFrame, a DuckDB
+            relation, or anything with the Arrow PyCapsule interface.
         basis: ``"allocated"`` (GPU time held), ``"used"`` (GPU time busy) or
             ``"blended"`` (``alpha`` of GPU time, the rest memory).
         idle: ``"keep"`` leaves idle cost on an ``__idle__`` row; ``"share"``
@@ -217,16 +259,26 @@ def allocate(
         by: result groups: ``consumer``, ``resource_id``, ``period``, labels.
         freq: ``"h"``, ``"D"`` or ``"MS"``; required when grouping by period.
         strict: turn every :class:`gpucost.JoinWarning` into an error.
+        threads: engine threads for this call; ``None`` (the default): the
+            :func:`set_num_threads` setting; ``0``: one per core this process
+            may use (:func:`available_cores`). Results do not depend on it
+            beyond rounding.
+        output: ``"pandas"`` (a DataFrame, the default), ``"arrow"`` (a
+            pyarrow Table: strings dictionary-encoded, ``period``
+            ``timestamp[ns, UTC]``) or ``"polars"`` (a Polars DataFrame);
+            the last two are built from the engine's arrays, not through pandas.
 
     Returns:
         One row per group, sorted by ``by``: the ``by`` columns (then
         ``currency`` when costs have one), then ``cost, idle_cost,
         [list_cost], gpu_hours, effective_gpu_hours, mem_gib_hours,
         cost_per_effective_gpu_hour``; ``.attrs["diagnostics"]`` holds counts
-        and ``.attrs["join"]`` how bill and telemetry joined, per resource.
+        and ``.attrs["join"]`` how bill and telemetry joined, per resource
+        (:func:`gpucost.result_attrs` gives both for every ``output``).
 
     Raises:
-        gpucost.InvalidInputError: bad input, naming the table, row and column.
+        gpucost.InvalidInputError: bad input, naming the table, row and column;
+            a bad ``threads`` or ``output``.
         gpucost.JoinError: no usage sample joined a billed GPU line (or, with
             ``strict``, any join problem).
 
@@ -236,14 +288,19 @@ def allocate(
 
     Example:
         >>> result = gpucost.allocate(costs, usage, inventory, workloads, by=["team"])
+        >>> table = gpucost.allocate(costs, usage, inventory, output="arrow", threads=2)
     """
+    output = check_output(output)
+    policy = _policy(basis, alpha, idle, interval, by, freq, threads)
     _memory_for_blended(usage, basis)
+    costs_table, usage_table = Table(costs, "costs"), Table(usage, "usage")
     raw = _core.allocate(
-        cost_columns(costs), usage_columns(usage), inventory_columns(inventory), workload_columns(workloads),
-        **_policy(basis, alpha, idle, interval, by, freq),
+        cost_columns(costs_table), usage_columns(usage_table), inventory_columns(inventory),
+        workload_columns(workloads), **policy,
     )
-    result = allocation_frame(raw)
-    check_public_call(result, costs, usage, strict=strict)
+    result = allocation_result(raw, output)
+    # pandas costs keep their attrs (the bill reader's report); Arrow ones are read once.
+    check_public_call(result, costs_table.data, usage, strict=strict)
     return result
 
 
@@ -254,7 +311,8 @@ class Allocator:
     consumers, and by 16 bytes per sample: the record that finds rows read
     twice across chunks (two replicas' files read one after the other).
     Without a duration column the interval is inferred from the first chunk
-    (give ``interval`` when chunks are not in time order).
+    (give ``interval`` when chunks are not in time order). Tables and chunks
+    may be anything :func:`allocate` takes; ``threads`` is fixed here.
 
     Example:
         >>> alloc = gpucost.Allocator(costs, inventory, workloads, by=["team"])
@@ -265,9 +323,10 @@ class Allocator:
 
     def __init__(self, costs: Any, inventory: Any, workloads: Any = None, *, basis: str = "allocated",
                  alpha: float = 0.5, idle: str = "keep", interval: float | None = None,
-                 by: Sequence[str] | str = ("consumer",), freq: str | None = None):
+                 by: Sequence[str] | str = ("consumer",), freq: str | None = None, threads: int | None = None):
+        policy = _policy(basis, alpha, idle, interval, by, freq, threads)
         self._core = _core.Allocator(cost_columns(costs), inventory_columns(inventory),
-                                     workload_columns(workloads), **_policy(basis, alpha, idle, interval, by, freq))
+                                     workload_columns(workloads), **policy)
         self._rows = 0  # samples added so far
         self._basis = basis
         self._failed = False
@@ -289,8 +348,10 @@ class Allocator:
             self.add(chunk)
         return self
 
-    def finish(self) -> pd.DataFrame:
-        """The allocation of every chunk added."""
+    def finish(self, *, output: str = "pandas") -> Any:
+        """The allocation of every chunk added, as ``output`` asks
+        (``"pandas"``, ``"arrow"`` or ``"polars"``, as for :func:`allocate`)."""
+        output = check_output(output)
         if self._failed:
             raise InvalidInputError("usage: a chunk was rejected; the allocation would be partial")
-        return allocation_frame(self._core.finish())
+        return allocation_result(self._core.finish(), output)

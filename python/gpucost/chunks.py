@@ -26,7 +26,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from gpucost.errors import ROW_ERROR, Error, InvalidInputError, conversion_hint
-from gpucost.frames import for_export
+from gpucost.frames import as_table, exports_arrow, for_export, is_polars_lazy
 
 __all__ = ["Chunk", "expand_paths", "iter_chunks", "relocate_error", "write_result", "USAGE_CSV_TYPES"]
 
@@ -94,18 +94,24 @@ def relocate_error(exc: BaseException, table: str, source: str | None, first_row
     (line 1 is the header); for in-memory sources, ``usage: row 1003, ...``.
     """
     message = str(exc)
+    # The fields move with the message (column, reason as they were).
+    fields = exc.location() if isinstance(exc, InvalidInputError) else {}
     match = ROW_ERROR.match(message)
     if match and match["table"] == table:
         row = first_row + int(match["row"])
         if source is None:
-            return InvalidInputError(f"{table}: row {row}, {match['rest']}")
+            return InvalidInputError(f"{table}: row {row}, {match['rest']}", **{**fields, "row": row})
         if _is_parquet(source):
-            return InvalidInputError(f"{source}: row {row}, {match['rest']}")
-        return InvalidInputError(f"{source}: line {row + 2}, {match['rest']}")
+            return InvalidInputError(f"{source}: row {row}, {match['rest']}",
+                                     **{**fields, "table": source, "row": row})
+        return InvalidInputError(f"{source}: line {row + 2}, {match['rest']}",
+                                 **{**fields, "table": source, "row": None, "line": row + 2})
     if source is not None:
         prefix = f"{table}: "
         rest = message[len(prefix):] if message.startswith(prefix) else message
-        return InvalidInputError(f"{source}: {rest}")
+        if fields.get("table") == table:
+            fields["table"] = source
+        return InvalidInputError(f"{source}: {rest}", **fields)
     return exc if isinstance(exc, InvalidInputError) else InvalidInputError(message)
 
 
@@ -197,9 +203,12 @@ def iter_chunks(data: Any, *, chunk_rows: int = 1_000_000, block_size: int = 1 <
                 column_types: dict | None = None) -> Iterator[Chunk]:
     """Chunks of ``data``: a path, a glob or a list of CSV (optionally
     compressed) or Parquet files; a pandas DataFrame or Arrow table (sliced
-    into ``chunk_rows`` rows); an Arrow RecordBatchReader; or an iterable of
-    DataFrames, Arrow tables or record batches. CSV files are read
-    ``block_size`` bytes at a time with the usage column types.
+    into ``chunk_rows`` rows); an Arrow RecordBatchReader or any table with
+    the Arrow PyCapsule stream interface (a Polars DataFrame, a DuckDB
+    relation: read batch by batch, joined into chunks of about
+    ``chunk_rows``; a Polars LazyFrame is collected first); or an iterable of
+    DataFrames, Arrow tables, record batches or such tables. CSV files are
+    read ``block_size`` bytes at a time with the usage column types.
     """
     types = dict(USAGE_CSV_TYPES if column_types is None else column_types)
     if is_path_like(data):
@@ -216,10 +225,21 @@ def iter_chunks(data: Any, *, chunk_rows: int = 1_000_000, block_size: int = 1 <
     if isinstance(data, pa.RecordBatch):
         yield Chunk(None, 0, data)
         return
-    if isinstance(data, pa.RecordBatchReader):
-        data = iter(data)
+    if exports_arrow(data):  # a reader, a Polars frame, a DuckDB relation: batches as the source gives them
+        if is_polars_lazy(data):
+            data = data.collect()
+        try:
+            reader = data if isinstance(data, pa.RecordBatchReader) else \
+                pa.RecordBatchReader.from_stream(data) if hasattr(data, "__arrow_c_stream__") else None
+        except (pa.ArrowException, TypeError, ValueError) as exc:
+            raise InvalidInputError(f"usage: cannot read it through the Arrow interface: {exc}") from None
+        if reader is None:  # only __arrow_c_array__: one batch
+            yield Chunk(None, 0, as_table(data, "usage"))
+            return
+        yield from _coalesced(reader, chunk_rows)
+        return
     if not isinstance(data, Iterable) or isinstance(data, str | bytes):
-        raise TypeError(f"usage: expected files, a DataFrame, an Arrow table or reader, or an iterable of "
+        raise TypeError(f"usage: expected files, a DataFrame, an Arrow table, reader or stream, or an iterable of "
                         f"them, got {type(data).__name__}{conversion_hint(data)}")
     first = 0
     for part in data:
@@ -227,11 +247,28 @@ def iter_chunks(data: Any, *, chunk_rows: int = 1_000_000, block_size: int = 1 <
             chunk = Chunk(None, first, part)
         elif isinstance(part, dict):
             chunk = Chunk(None, first, pd.DataFrame(part, copy=False))
+        elif exports_arrow(part):
+            chunk = Chunk(None, first, as_table(part, "usage"))
         else:
             raise TypeError(f"usage: chunk starting at row {first}: expected a DataFrame or an Arrow table, "
                             f"got {type(part).__name__}{conversion_hint(part)}")
         yield chunk
         first += len(chunk)
+
+
+def _coalesced(reader: pa.RecordBatchReader, chunk_rows: int) -> Iterator[Chunk]:
+    """The reader's batches joined into chunks of about ``chunk_rows`` rows
+    (DuckDB gives 131,072-row batches; the engine splits a chunk over threads
+    only from 262,144 samples per thread). The batches are not copied here."""
+    first, pending, rows = 0, [], 0
+    for batch in reader:
+        pending.append(batch)
+        rows += batch.num_rows
+        if rows >= chunk_rows:
+            yield Chunk(None, first, pa.Table.from_batches(pending, schema=reader.schema))
+            first, pending, rows = first + rows, [], 0
+    if pending:
+        yield Chunk(None, first, pa.Table.from_batches(pending, schema=reader.schema))
 
 
 def read_table(data: Any, table: str, column_types: dict | None = None) -> Any:

@@ -244,6 +244,8 @@ def _add_policy(p: argparse.ArgumentParser, by: str | None = "team") -> None:
     g.add_argument("--idle", choices=("keep", "share"), help="idle cost on its own row (keep) or shared (share)")
     g.add_argument("--alpha", type=float, help="blended: weight of GPU time against memory (default 0.5)")
     g.add_argument("--interval", type=float, help="seconds a sample stands for when it has no duration")
+    g.add_argument("--threads", type=int, metavar="N", help="engine threads (default 0: one per core this process may "
+                                                            "use, CPU affinity and cgroup limit honoured)")
     if by is not None:
         g.add_argument("--by", metavar="COLUMNS", help=f"comma-separated groups: consumer, resource_id, period, labels "
                                                        f"(default {by})")
@@ -410,8 +412,14 @@ def configure(args: argparse.Namespace) -> Config:
         if not (sep and sep2 and ns and column and value):
             raise UsageError(f"--namespace-label {item!r}: expected NAMESPACE:COLUMN=VALUE, e.g. ml:team=research")
         config.labels.setdefault("namespaces", {}).setdefault(ns, {})[column] = value
-    for key in ("basis", "idle", "alpha", "interval", "freq", "strict"):
+    for key in ("basis", "idle", "alpha", "interval", "freq", "strict", "threads"):
         config.set("policy", key, getattr(args, key, None))
+    if "threads" in config.policy:  # the process's setting: every allocation of the command (main restores it)
+        threads = config.policy["threads"]
+        if threads < 0:
+            raise UsageError(f"--threads or threads in [policy]: expected an integer >= 0 (0 = one per core), "
+                             f"got {threads}")
+        gpucost.set_num_threads(threads)
     if getattr(args, "by", None):
         config.policy["by"] = [b.strip() for b in args.by.split(",") if b.strip()]
     if getattr(args, "budgets", None):
@@ -745,7 +753,7 @@ _CLI_NAMES = {
     "bill_format": ("--bill-format", "bill_format in [sources]"), "tz": ("--timezone", "timezone in [sources]"),
     "interval": ("--interval", "interval in [policy]"), "basis": ("--basis", "basis in [policy]"),
     "idle": ("--idle", "idle in [policy]"), "alpha": ("--alpha", "alpha in [policy]"),
-    "by": ("--by", "by in [policy]"), "split": ("--share-split", "split in [attribution]"),
+    "by": ("--by", "by in [policy]"), "threads": ("--threads", "threads in [policy]"), "split": ("--share-split", "split in [attribution]"),
     "selector": ("--share", "shared in [attribution]"), "tag": ("--tag", "tag in [attribution]"),
     "labels": ("--label", "[labels]"),
 }
@@ -771,6 +779,7 @@ def cli_message(message: str) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)  # usage errors: argparse prints them and exits 2
+    threads = gpucost.get_num_threads()  # --threads sets it for this command only
     try:
         return args.func(args)
     except _Reported:
@@ -798,6 +807,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         kind = "error" if isinstance(exc, gpucost.Error) else f"internal error: {type(exc).__name__}"
         print(f"gpucost {args.command}: {kind}: {text} (--debug for the trace)", file=sys.stderr)
         return EXIT_ERROR
+    finally:
+        gpucost.set_num_threads(threads)
 
 
 if __name__ == "__main__":

@@ -37,6 +37,7 @@ jupyter = { team = "research" }
 basis = "allocated"              # allocated | used | blended
 idle = "keep"                    # keep | share
 by = ["team", "project"]
+threads = 0                      # engine threads; 0: one per core this process may use
 
 [attribution]                    # gpucost.attribute_tagged, then gpucost.share_costs
 tag = "project"                  # tag key(s) naming the group of lines outside the GPUs
@@ -86,7 +87,7 @@ SECTIONS: dict[str, dict[str, type | tuple]] = {
                 "existing": str, "bearer_token": str, "exporter_names": (str, list)},
     "labels": {},  # any key: str; "namespaces": a table of namespace -> {column: value}
     "policy": {"basis": str, "idle": str, "interval": (int, float), "alpha": (int, float), "by": (str, list),
-               "strict": bool},
+               "strict": bool, "threads": int},
     "budgets": {"file": str, "today": str},
     "report": {"title": str, "output": str},
     "metrics": {"listen": str, "textfile": str, "prefix": str},

@@ -137,7 +137,10 @@ def _allocate_partition(costs: pd.DataFrame, usage: pd.DataFrame, inventory: Any
             frame = costs if match["table"] == "costs" else usage
             row = int(match["row"])
             if row < len(frame):
-                raise InvalidInputError(f"{_describe(frame, row, match['table'])}, {match['rest']}") from None
+                # A partition's row number means nothing to the user: the
+                # message names the row by its values, the fields keep the rest.
+                raise InvalidInputError(f"{_describe(frame, row, match['table'])}, {match['rest']}",
+                                        **{**exc.location(), "row": None}) from None
         raise
     diagnostics = dict(result.attrs.get("diagnostics", {}))
     join = result.attrs.get("join")

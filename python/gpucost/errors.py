@@ -3,7 +3,8 @@
 Bad input (a missing column, a value out of range, an unknown option) raises
 :class:`InvalidInputError`, which is both a :class:`gpucost.Error` and a
 :class:`ValueError`; its message names the table or file, the row and the
-column. Anything else the library reports is a :class:`gpucost.Error`.
+column, and its fields (``table``, ``row``, ``line``, ``column``,
+``parameter``, ``reason``) hold them. Anything else the library reports is a :class:`gpucost.Error`.
 """
 
 from __future__ import annotations
@@ -18,11 +19,88 @@ class Error(RuntimeError):
 
 
 class InvalidInputError(Error, ValueError):
-    """Bad input: the message names the table, the row and the column."""
+    """Bad input: the message names the table or file, the row and the column,
+    and so do these fields (None where the error names none):
+
+    - ``table``: the table (``"usage"``) or file (``"bill.csv"``) at fault;
+    - ``row``: its 0-based row, as ``iloc`` counts (errors about a table);
+    - ``line``: its 1-based line, as editors count (errors about a file);
+    - ``column``: the column;
+    - ``parameter``: the parameter of the call (``"alpha"``);
+    - ``reason``: what is wrong, the message after the location (the whole
+      message when it names no location).
+
+    Errors from the C++ core carry the fields their builder was given; errors
+    raised in Python give them, or have them read from the message, which
+    has one of the forms ``usage: row 17, column 'share': 1.5 is outside (0, 1]``,
+    ``bill.csv: line 12, column 'BilledCost': 'abc' is not a number``,
+    ``usage: column 'share': not numeric``, ``costs: missing required column 'end'``
+    and ``parameter 'alpha': 1.5 is outside [0, 1]``.
+
+    Example:
+        >>> try:
+        ...     gpucost.allocate(costs, usage, inventory)
+        ... except gpucost.InvalidInputError as e:
+        ...     bad = usage.iloc[e.row] if e.table == "usage" and e.row is not None else None
+    """
+
+    table: str | None
+    row: int | None
+    line: int | None
+    column: str | None
+    parameter: str | None
+    reason: str
+
+    def __init__(self, message: str = "", *, table: str | None = None, row: int | None = None,
+                 line: int | None = None, column: str | None = None, parameter: str | None = None,
+                 reason: str | None = None) -> None:
+        super().__init__(message)
+        given = {"table": table, "row": row, "line": line, "column": column, "parameter": parameter}
+        parsed = _location(str(message))
+        fields = given if any(v is not None for v in given.values()) else parsed
+        self.table = fields["table"]
+        self.row = None if fields["row"] is None else int(fields["row"])
+        self.line = None if fields["line"] is None else int(fields["line"])
+        self.column = fields["column"]
+        self.parameter = fields["parameter"]
+        self.reason = reason if reason is not None else parsed.get("reason", str(message))
+        if self.column is None and self.table is not None:
+            named = _COLUMN_REASON.match(self.reason)
+            if named:
+                self.column = named["column"]
+
+    def location(self) -> dict:
+        """The fields, as keywords for another InvalidInputError."""
+        return {"table": self.table, "row": self.row, "line": self.line, "column": self.column,
+                "parameter": self.parameter, "reason": self.reason}
 
 
 # "usage: row 17, column 'share': ..." (the one format of row errors).
 ROW_ERROR = re.compile(r"^(?P<table>[\w.-]+): row (?P<row>\d+), (?P<rest>.*)$", re.DOTALL)
+
+# The message forms InvalidInputError reads its fields from (a table or file
+# name holds no ": ").
+_NAME = r"(?P<table>(?:(?!: ).)+?)"
+_AT_ROW = re.compile(_NAME + r": (?P<kind>row|line) (?P<number>-?\d+)(?:, column '(?P<column>.*?)')?: (?P<reason>.*)\Z",
+                     re.DOTALL)
+_AT_COLUMN = re.compile(_NAME + r": column '(?P<column>.*?)': (?P<reason>.*)\Z", re.DOTALL)
+_MISSING = re.compile(_NAME + r": (?P<reason>missing required column .*)\Z", re.DOTALL)
+_PARAMETER = re.compile(r"parameter '(?P<parameter>.*?)': (?P<reason>.*)\Z", re.DOTALL)
+# A table error's reason that names a column: "missing required column 'end'",
+# "column 'spend' has 3 values for 4 rows".
+_COLUMN_REASON = re.compile(r"(?:missing required column|column) '(?P<column>[^']*)'")
+
+
+def _location(message: str) -> dict:
+    fields: dict = {"table": None, "row": None, "line": None, "column": None, "parameter": None}
+    if match := _AT_ROW.match(message):
+        fields.update(table=match["table"], column=match["column"], reason=match["reason"])
+        fields[match["kind"]] = int(match["number"])
+    elif match := _AT_COLUMN.match(message) or _MISSING.match(message):
+        fields.update(table=match["table"], column=match.groupdict().get("column"), reason=match["reason"])
+    elif match := _PARAMETER.match(message):
+        fields.update(parameter=match["parameter"], reason=match["reason"])
+    return fields
 
 
 def shift_rows(exc: InvalidInputError, table: str, offset: int) -> InvalidInputError:
@@ -31,7 +109,8 @@ def shift_rows(exc: InvalidInputError, table: str, offset: int) -> InvalidInputE
     match = ROW_ERROR.match(str(exc))
     if not match or match["table"] != table or offset == 0:
         return exc
-    return InvalidInputError(f"{table}: row {int(match['row']) + offset}, {match['rest']}")
+    row = int(match["row"]) + offset
+    return InvalidInputError(f"{table}: row {row}, {match['rest']}", **{**exc.location(), "row": row})
 
 
 def conversion_hint(obj: object) -> str:

@@ -1,15 +1,22 @@
 """DataFrames and Arrow tables to the engine's columns, and results back.
 
-This is the only module that knows pandas and Arrow. Strings become int32
-codes plus a dictionary (categorical codes are reused as they are), instants
-become int64 in their own unit (datetime64 of any unit, tz-aware or not, is
-read in place), numbers become float64 arrays (float64 columns are not
-copied). Results come back as numpy arrays owned by C++ and become the
-DataFrame's columns without a copy.
+This is the only module that knows pandas and Arrow. Tables come as pandas
+DataFrames or as anything that speaks Arrow (pyarrow, Polars, DuckDB, any
+object with the Arrow PyCapsule interface), read as pyarrow Tables. Strings
+become int32 codes plus a dictionary (categorical codes and Arrow dictionary
+indices are reused as they are; other strings are encoded by Arrow), instants
+become int64 in their own unit (datetime64 or Arrow timestamps of any unit,
+tz-aware or not, are read in place), numbers become float64 arrays (float64
+columns are not copied). Results come back as one typed object,
+``_core.AllocationResult``, whose numpy arrays are views of the engine's own
+vectors, and become the columns of a pandas DataFrame, a pyarrow Table or a
+Polars DataFrame without a copy (``output=``).
 """
 
 from __future__ import annotations
 
+import json
+import weakref
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,31 +25,38 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from gpucost.errors import InvalidInputError, conversion_hint
+from gpucost import _core
+from gpucost.errors import Error, InvalidInputError, conversion_hint
 
-__all__ = ["Table", "JoinTable", "allocation_frame", "join_frame", "usage_frame", "workloads_frame",
+__all__ = ["Table", "JoinTable", "OUTPUTS", "allocation_frame", "allocation_arrow", "allocation_polars",
+           "allocation_result", "result_attrs", "join_frame", "usage_frame", "workloads_frame",
            "nodes_frame"]
 
 _INT32_MAX = np.iinfo(np.int32).max
 _UNITS = {"ns", "us", "ms", "s"}
+_NS_PER = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
 
 
 class Table:
-    """Column access over a pandas DataFrame, a pyarrow Table or a mapping of
-    column names to arrays, with errors that name the table."""
+    """Column access over a table, with errors that name the table.
+
+    Accepted: a pandas DataFrame, a pyarrow Table, RecordBatch or
+    RecordBatchReader, a mapping of column names to arrays, and anything that
+    exports the Arrow PyCapsule interface (``__arrow_c_stream__`` or
+    ``__arrow_c_array__``): Polars DataFrames (LazyFrames are collected),
+    DuckDB relations, ... Those are read as a pyarrow Table through the
+    interface: numbers, timestamps and dictionaries without a copy, never
+    through pandas. Another ``Table`` is taken as it is.
+    """
 
     def __init__(self, data: Any, name: str):
         self.name = name
-        if isinstance(data, pd.DataFrame | pa.Table):
-            self._data = data
-        elif isinstance(data, pa.RecordBatch):
-            self._data = pa.Table.from_batches([data])
-        elif isinstance(data, Mapping):
-            self._data = pd.DataFrame(dict(data), copy=False)
-        else:
-            raise TypeError(
-                f"{name}: expected a pandas DataFrame or a pyarrow Table, got {type(data).__name__}{conversion_hint(data)}"
-            )
+        self._data = data._data if isinstance(data, Table) else as_table(data, name)
+
+    @property
+    def data(self) -> pd.DataFrame | pa.Table:
+        """The table as read: a pandas DataFrame or a pyarrow Table."""
+        return self._data
 
     @property
     def columns(self) -> list[str]:
@@ -58,15 +72,18 @@ class Table:
 
     def column(self, column: str):
         if not self.has(column):
-            raise InvalidInputError(f"{self.name}: missing required column '{column}'")
+            raise InvalidInputError(f"{self.name}: missing required column '{column}'", table=self.name,
+                                    column=column, reason=f"missing required column '{column}'")
         return self._data.column(column) if isinstance(self._data, pa.Table) else self._data[column]
 
     def _error(self, column: str, what: str) -> InvalidInputError:
-        return InvalidInputError(f"{self.name}: column '{column}': {what}")
+        return InvalidInputError(f"{self.name}: column '{column}': {what}", table=self.name, column=column,
+                                 reason=what)
 
     def _first_bad_row(self, column: str, mask: np.ndarray, what: str) -> InvalidInputError:
         row = int(np.flatnonzero(mask)[0])
-        return InvalidInputError(f"{self.name}: row {row}, column '{column}': {what}")
+        return InvalidInputError(f"{self.name}: row {row}, column '{column}': {what}", table=self.name, row=row,
+                                 column=column, reason=what)
 
     # ---- strings ---------------------------------------------------------
 
@@ -81,6 +98,13 @@ class Table:
         else:
             if isinstance(col.dtype, pd.ArrowDtype | pd.StringDtype):
                 return _arrow_strings(_chunked(col))
+            if col.dtype == object:
+                # Python strings: Arrow encodes them 1.2 to 2 times as fast as
+                # pd.factorize (docs/decisions.md, issue 27); anything else factorizes.
+                try:
+                    return _arrow_strings(pa.chunked_array([pa.array(col, type=pa.string(), from_pandas=True)]))
+                except (pa.ArrowException, TypeError, ValueError):
+                    pass
             codes, uniques = pd.factorize(col, use_na_sentinel=True)
             values = [str(v) for v in uniques]
         return codes.astype(np.int32, copy=False), values
@@ -114,8 +138,11 @@ class Table:
         col = self.column(column)
         try:
             if isinstance(col, pa.ChunkedArray):
-                return col.to_numpy().astype(np.float64, copy=False) if col.null_count == 0 else \
-                    pc.fill_null(col.cast(pa.float64()), float("nan")).to_numpy()
+                if col.type != pa.float64():
+                    col = col.cast(pa.float64())
+                if col.null_count:
+                    col = pc.fill_null(col, float("nan"))
+                return _numpy(col)
             if pd.api.types.is_extension_array_dtype(col.dtype):
                 return col.to_numpy(dtype=np.float64, na_value=np.nan)
             return np.asarray(col, dtype=np.float64)
@@ -144,7 +171,7 @@ class Table:
 
     def int32s(self, column: str) -> np.ndarray:
         col = self.column(column)
-        arr = col.to_numpy() if isinstance(col, pa.ChunkedArray) else np.asarray(col)
+        arr = _numpy(col) if isinstance(col, pa.ChunkedArray) else np.asarray(col)
         if arr.dtype == np.int32:
             return arr
         if arr.dtype.kind not in "iu":
@@ -159,19 +186,61 @@ class Table:
         return arr.astype(np.int32)
 
     def durations(self, column: str, unit: str) -> np.ndarray:
-        """Seconds (numbers) or timedelta64, as int64 ticks of `unit`."""
+        """Seconds (numbers) or durations (timedelta64, Arrow duration), as
+        int64 ticks of `unit`."""
         col = self.column(column)
-        if isinstance(col, pa.ChunkedArray):
-            col = col.to_pandas()
-        ticks_per_second = {"ns": 1e9, "us": 1e6, "ms": 1e3, "s": 1.0}[unit]
-        if pd.api.types.is_timedelta64_dtype(col.dtype):
+        if isinstance(col, pa.ChunkedArray) and pa.types.is_duration(col.type):
+            if col.null_count:
+                raise self._first_bad_row(column, _numpy(col.is_null()), "missing value (expected a duration)")
+            return _numpy(col.cast(pa.int64())) * _NS_PER[col.type.unit] // _NS_PER[unit]
+        if not isinstance(col, pa.ChunkedArray) and pd.api.types.is_timedelta64_dtype(col.dtype):
             ns = np.asarray(col.astype("timedelta64[ns]")).view(np.int64)
-            return ns // int(1e9 / ticks_per_second)
+            return ns // _NS_PER[unit]
         seconds = self.floats(column)
         bad = ~np.isfinite(seconds)
         if bad.any():
             raise self._first_bad_row(column, bad, f"{seconds[bad][0]} is not a duration")
-        return np.rint(seconds * ticks_per_second).astype(np.int64)
+        return np.rint(seconds * (1e9 / _NS_PER[unit])).astype(np.int64)
+
+
+def is_polars_lazy(data: Any) -> bool:
+    kind = type(data)
+    return kind.__name__ == "LazyFrame" and (kind.__module__ or "").split(".")[0] == "polars"
+
+
+def exports_arrow(data: Any) -> bool:
+    """Whether ``data`` is a table this module reads through Arrow: a pyarrow
+    table, batch or reader, a Polars LazyFrame, or an object with the Arrow
+    PyCapsule interface (pandas DataFrames have it too but are read as pandas)."""
+    return (isinstance(data, pa.Table | pa.RecordBatch | pa.RecordBatchReader) or is_polars_lazy(data)
+            or (not isinstance(data, pd.DataFrame)
+                and (hasattr(data, "__arrow_c_stream__") or hasattr(data, "__arrow_c_array__"))))
+
+
+def as_table(data: Any, name: str) -> pd.DataFrame | pa.Table:
+    """``data`` as a pandas DataFrame (pandas frames and mappings, unchanged)
+    or a pyarrow Table (everything that speaks Arrow), or a TypeError naming
+    the table. Streams (readers, DuckDB relations) are read whole, once."""
+    if isinstance(data, pd.DataFrame | pa.Table):
+        return data
+    if isinstance(data, Mapping):
+        return pd.DataFrame(dict(data), copy=False)
+    if isinstance(data, pa.RecordBatch):
+        return pa.Table.from_batches([data])
+    if isinstance(data, pa.RecordBatchReader):
+        return data.read_all()
+    if is_polars_lazy(data):
+        data = data.collect()
+    try:
+        if hasattr(data, "__arrow_c_stream__"):
+            return pa.table(data)
+        if hasattr(data, "__arrow_c_array__"):
+            return pa.Table.from_batches([pa.record_batch(data)])
+    except (pa.ArrowException, TypeError, ValueError) as exc:
+        what = f"cannot read it through the Arrow interface: {exc}"
+        raise InvalidInputError(f"{name}: {what}", table=name, reason=what) from None
+    raise TypeError(f"{name}: expected a pandas DataFrame, a pyarrow Table, or a table with the Arrow PyCapsule "
+                    f"interface (Polars, DuckDB, ...), got {type(data).__name__}{conversion_hint(data)}")
 
 
 def _chunked(col: pd.Series) -> pa.ChunkedArray:
@@ -180,52 +249,207 @@ def _chunked(col: pd.Series) -> pa.ChunkedArray:
     return arrow if isinstance(arrow, pa.ChunkedArray) else pa.chunked_array([arrow])
 
 
+def _numpy(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """One Arrow column as one numpy array: a single chunk without nulls is
+    its buffer (no copy); several chunks are joined (one copy)."""
+    if isinstance(col, pa.ChunkedArray):
+        col = col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
+    return col.to_numpy(zero_copy_only=False)
+
+
 def _arrow_strings(col: pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
+    """(int32 codes, values) of a string or dictionary column. Dictionary
+    indices are the codes (uint32 ones, as Polars categoricals have, viewed
+    as int32 without a copy); other columns are dictionary-encoded by Arrow
+    (in C++, without the GIL). Nulls get -1."""
     if not pa.types.is_dictionary(col.type):
         col = pc.dictionary_encode(col)
-    col = col.unify_dictionaries() if col.num_chunks > 1 else col
-    dictionary = col.chunk(0).dictionary if col.num_chunks else pa.array([], pa.string())
-    indices = pa.chunked_array([c.indices for c in col.chunks], type=col.type.index_type) \
-        if col.num_chunks else pa.array([], pa.int32())
-    indices = pc.fill_null(indices.cast(pa.int32()), -1)
-    codes = indices.to_numpy() if isinstance(indices, pa.Array) else indices.combine_chunks().to_numpy()
-    return np.asarray(codes, dtype=np.int32), [str(v) for v in dictionary.to_pylist()]
+    if col.num_chunks == 0:
+        return np.empty(0, dtype=np.int32), []
+    dictionary = col.chunk(0).dictionary
+    if col.num_chunks > 1 and not all(c.dictionary.equals(dictionary) for c in col.chunks[1:]):
+        col = col.unify_dictionaries()  # (dictionary_encode and Polars give every chunk the same one)
+        dictionary = col.chunk(0).dictionary
+    if dictionary.null_count or len(pc.unique(dictionary)) != len(dictionary):
+        # Arrow allows null and repeated dictionary values; the engine's values are distinct strings.
+        return _arrow_strings(col.cast(col.type.value_type))
+    indices = col.chunk(0).indices if col.num_chunks == 1 else \
+        pa.chunked_array([c.indices for c in col.chunks], type=col.type.index_type).combine_chunks()
+    if indices.type == pa.uint32() and len(dictionary) <= _INT32_MAX:
+        indices = indices.view(pa.int32())  # every index is below the dictionary's length
+    elif indices.type != pa.int32():
+        indices = indices.cast(pa.int32())
+    if indices.null_count:
+        indices = pc.fill_null(indices, -1)
+    return indices.to_numpy(zero_copy_only=False), [str(v) for v in dictionary.to_pylist()]
 
 
 def _arrow_instants(col: pa.ChunkedArray, table: Table, column: str) -> tuple[np.ndarray, str]:
     if pa.types.is_timestamp(col.type):
         unit = col.type.unit
-        ints = col.cast(pa.int64())
     elif pa.types.is_integer(col.type):
-        unit, ints = "ns", col.cast(pa.int64())
+        unit = "ns"
     else:
         raise table._error(column, f"expected a timestamp or int64 nanoseconds, got {col.type}")
-    ints = pc.fill_null(ints, np.iinfo(np.int64).min)
-    return np.asarray(ints.to_numpy() if isinstance(ints, pa.Array) else ints.combine_chunks().to_numpy(),
-                      dtype=np.int64), unit
+    ints = col.cast(pa.int64())  # a timestamp's own buffer
+    if ints.null_count:
+        ints = pc.fill_null(ints, np.iinfo(np.int64).min)
+    return _numpy(ints), unit
 
 
-def allocation_frame(raw: dict) -> pd.DataFrame:
-    """The engine's result dict as a DataFrame: key columns, then metrics."""
+_METRICS = ("cost", "idle_cost", "list_cost", "gpu_hours", "effective_gpu_hours", "mem_gib_hours",
+            "cost_per_effective_gpu_hour")
+
+
+def _key_values(key: _core.KeyColumn) -> tuple[str, np.ndarray, list[str] | None]:
+    """A result key column as (name, values, dictionary): codes and their
+    dictionary, or period instants (int64 ns UTC) and None."""
+    return (key.name, key.period, None) if key.is_period else (key.name, key.codes, key.dictionary)
+
+
+#: The engine's counts, in the order of ``attrs["diagnostics"]``.
+DIAGNOSTICS = ("lines_total", "lines_unattributed", "lines_unobserved", "lines_oversubscribed",
+               "lines_primary_overlap", "interval", "samples_total", "samples_duplicate", "samples_no_consumer",
+               "samples_unknown_resource", "samples_outside_lines", "samples_used")
+
+
+def diagnostics_dict(diagnostics: _core.Diagnostics) -> dict:
+    """The engine's counts (``_core.Diagnostics``) as ``attrs["diagnostics"]``
+    holds them: ``interval`` is the seconds a sample stood for, or None."""
+    return {name: getattr(diagnostics, "interval_seconds" if name == "interval" else name)
+            for name in DIAGNOSTICS}
+
+
+def allocation_frame(raw: _core.AllocationResult) -> pd.DataFrame:
+    """The engine's result (``_core.AllocationResult``) as a DataFrame: key
+    columns, then metrics."""
+    keys = [_key_values(key) for key in raw.keys]
     columns: dict[str, Any] = {}
-    for name, values, dictionary in raw["keys"]:
+    for name, values, dictionary in keys:
         if dictionary is None:
             columns[name] = pd.DatetimeIndex(values.view("datetime64[ns]")).tz_localize("UTC")
         else:
             columns[name] = np.asarray(dictionary, dtype=object)[values] if len(dictionary) else \
                 np.empty(0, dtype=object)
-    metrics = ["cost", "idle_cost", "list_cost", "gpu_hours", "effective_gpu_hours", "mem_gib_hours",
-               "cost_per_effective_gpu_hour"]
-    for name in metrics:
-        if raw[name] is not None:
-            columns[name] = raw[name]
+    for name in _METRICS:
+        values = getattr(raw, name)
+        if values is not None:
+            columns[name] = values
     frame = pd.DataFrame(columns, copy=False)
-    for name, _, dictionary in raw["keys"]:
+    for name, _, dictionary in keys:
         if dictionary is not None:
             frame[name] = frame[name].astype("str")
-    frame.attrs["diagnostics"] = dict(raw["diagnostics"])
-    frame.attrs["join"] = join_frame(raw["join"])
+    frame.attrs["diagnostics"] = diagnostics_dict(raw.diagnostics)
+    frame.attrs["join"] = join_frame(raw.join)
     return frame
+
+
+#: What ``output=`` may name: the kind of table results come as.
+OUTPUTS = ("pandas", "arrow", "polars")
+#: Schema metadata keys of an Arrow result (``output="arrow"``).
+ARROW_DIAGNOSTICS = b"gpucost.diagnostics"
+ARROW_JOIN = b"gpucost.join"
+
+
+def check_output(output: Any) -> str:
+    """``output`` if it names a result kind, else an InvalidInputError naming it."""
+    if not isinstance(output, str) or output not in OUTPUTS:
+        what = f"expected one of {', '.join(map(repr, OUTPUTS))}, got {output!r}"
+        raise InvalidInputError(f"output: {what}", parameter="output", reason=what)
+    return output
+
+
+def allocation_result(raw: _core.AllocationResult, output: str = "pandas") -> Any:
+    """The engine's result as ``output`` asks: a pandas DataFrame
+    (:func:`allocation_frame`), a pyarrow Table (:func:`allocation_arrow`) or
+    a Polars DataFrame (:func:`allocation_polars`)."""
+    if output == "arrow":
+        return allocation_arrow(raw)
+    if output == "polars":
+        return allocation_polars(raw)
+    return allocation_frame(raw)
+
+
+def _result_columns(raw: _core.AllocationResult, dictionaries: bool) -> dict[str, pa.Array]:
+    """Key columns, then metrics, as Arrow arrays over the engine's numpy
+    arrays (numbers and instants without a copy). Strings are dictionary
+    arrays over the engine's codes, or plain strings (one per result row)."""
+    columns: dict[str, pa.Array] = {}
+    for name, values, dictionary in map(_key_values, raw.keys):
+        if dictionary is None:
+            columns[name] = pa.array(np.asarray(values, dtype=np.int64)).view(pa.timestamp("ns", tz="UTC"))
+        else:
+            strings = pa.array(dictionary, type=pa.string())
+            codes = pa.array(np.asarray(values, dtype=np.int32))
+            columns[name] = pa.DictionaryArray.from_arrays(codes, strings) if dictionaries else strings.take(codes)
+    for name in _METRICS:
+        values = getattr(raw, name)
+        if values is not None:
+            columns[name] = pa.array(values)
+    return columns
+
+
+def allocation_arrow(raw: _core.AllocationResult) -> pa.Table:
+    """The engine's result as a pyarrow Table, not through pandas: strings
+    ``dictionary<int32, string>``, ``period`` ``timestamp[ns, UTC]``, numbers
+    the engine's own arrays. The schema metadata holds the diagnostics
+    (``gpucost.diagnostics``, JSON) and the join table (``gpucost.join``, an
+    Arrow IPC stream); :func:`result_attrs` reads them back."""
+    columns = _result_columns(raw, dictionaries=True)
+    join = pa.Table.from_pandas(join_frame(raw.join), preserve_index=False)
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, join.schema) as writer:
+        writer.write_table(join)
+    metadata = {ARROW_DIAGNOSTICS: json.dumps(diagnostics_dict(raw.diagnostics)).encode(),
+                ARROW_JOIN: sink.getvalue().to_pybytes()}
+    return pa.Table.from_arrays(list(columns.values()), names=list(columns), metadata=metadata)
+
+
+# Polars DataFrames carry no metadata: their attrs live here while they live.
+_POLARS_ATTRS: dict[int, dict] = {}
+
+
+def allocation_polars(raw: _core.AllocationResult) -> Any:
+    """The engine's result as a Polars DataFrame, built from the engine's
+    arrays through Arrow (numbers without a copy), not through pandas:
+    strings ``pl.String`` (as the pandas result has ``str``), ``period``
+    ``Datetime("ns", "UTC")``. :func:`result_attrs` gives its diagnostics
+    and join table."""
+    try:
+        import polars as pl
+    except ImportError:
+        raise Error("output='polars' needs Polars: pip install polars") from None
+    columns = _result_columns(raw, dictionaries=False)
+    frame = pl.from_arrow(pa.Table.from_arrays(list(columns.values()), names=list(columns)))
+    key = id(frame)
+    _POLARS_ATTRS[key] = {"diagnostics": diagnostics_dict(raw.diagnostics), "join": join_frame(raw.join)}
+    weakref.finalize(frame, _POLARS_ATTRS.pop, key, None)
+    return frame
+
+
+def result_attrs(result: Any) -> dict:
+    """What an allocation result carries besides its rows, whatever its kind:
+    ``{"diagnostics": dict, "join": DataFrame}`` (the engine's counts, and
+    the join table, one row per resource and currency). For a pandas result
+    this is ``result.attrs``; for an Arrow result, read from its schema
+    metadata (kept by Parquet files); for a Polars result, kept beside it
+    (a frame derived from it has none). ``{}`` when the result has none.
+
+    Example:
+        >>> result = gpucost.allocate(costs, usage, inventory, output="arrow")
+        >>> gpucost.result_attrs(result)["diagnostics"]["samples_used"]
+    """
+    if isinstance(result, pd.DataFrame):
+        return result.attrs
+    if isinstance(result, pa.Table):
+        metadata = result.schema.metadata or {}
+        out: dict = {}
+        if ARROW_DIAGNOSTICS in metadata:
+            out["diagnostics"] = json.loads(metadata[ARROW_DIAGNOSTICS])
+        if ARROW_JOIN in metadata:
+            out["join"] = JoinTable(pa.ipc.open_stream(metadata[ARROW_JOIN]).read_all().to_pandas())
+        return out
+    return _POLARS_ATTRS.get(id(result), {})
 
 
 JOIN_TIMES = ("lines_start", "lines_end", "samples_start", "samples_end")
@@ -271,11 +495,20 @@ def for_export(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def join_frame(raw: dict) -> pd.DataFrame:
-    """The engine's join table (one row per resource and currency) as a
-    DataFrame; times ``datetime64[ns, UTC]``, NaT where there is none."""
+#: The join table's columns, in its order.
+JOIN_COLUMNS = ("resource_id", "currency", "in_inventory", "lines", "primary_lines", "lines_primary_overlap",
+                "lines_oversubscribed", "cost", "cost_observed", "cost_unobserved", "cost_unattributed",
+                "billed_gpu_hours", "samples", "samples_no_consumer", "samples_outside_lines",
+                "samples_unknown_resource", "unjoined_gpu_hours", *JOIN_TIMES)
+
+
+def join_frame(join: _core.JoinTable) -> pd.DataFrame:
+    """The engine's join table (``_core.JoinTable``, one row per resource and
+    currency) as a DataFrame; times ``datetime64[ns, UTC]``, NaT where there
+    is none."""
     columns: dict[str, Any] = {}
-    for name, values in raw.items():
+    for name in JOIN_COLUMNS:
+        values = getattr(join, name)
         if name in ("resource_id", "currency"):
             columns[name] = np.asarray(values, dtype=object) if len(values) else np.empty(0, dtype=object)
         elif name == "in_inventory":

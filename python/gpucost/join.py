@@ -28,8 +28,10 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from gpucost.errors import InvalidInputError
+from gpucost.frames import Table, result_attrs
 
 __all__ = ["JoinWarning", "JoinError", "Problem", "JoinReport", "join_report", "check_join", "checks", "format_money"]
 
@@ -193,9 +195,34 @@ def _attrs(table: Any, key: str) -> dict:
     return dict(value) if isinstance(value, dict) else {}
 
 
-def _label_coverage(result: pd.DataFrame) -> dict:
+def _bill_columns(costs: Any) -> pd.DataFrame | None:
+    """The columns of ``costs`` the no-resource-id check reads, as pandas:
+    pandas costs as they are; Arrow or Polars costs (small: bill lines) only
+    when they have a ``gpu`` column (gpucost's bill readers add it)."""
+    if costs is None or isinstance(costs, pd.DataFrame):
+        return costs
+    try:
+        table = Table(costs, "costs")
+    except (TypeError, InvalidInputError):
+        return None
+    if isinstance(table.data, pd.DataFrame):
+        return table.data
+    wanted = [c for c in ("gpu", "resource_id", "charge_category", "commitment_status", "currency", "cost")
+              if table.has(c)]
+    return table.data.select(wanted).to_pandas() if "gpu" in wanted else None
+
+
+def _label_coverage(result: Any) -> dict:
     """Per label column of the result: held GPU-hours with a value / all held GPU-hours."""
     skip = {"consumer", "resource_id", "period", "currency"}
+    if not isinstance(result, pd.DataFrame):  # an Arrow or Polars result: its string columns, per result row
+        table = result if isinstance(result, pa.Table) else pa.table(result)
+        strings = [f.name for f in table.schema if pa.types.is_dictionary(f.type) or pa.types.is_string(f.type)
+                   or pa.types.is_large_string(f.type) or pa.types.is_string_view(f.type)]
+        columns = {name: table.column(name).cast(pa.string()).to_numpy(zero_copy_only=False) for name in strings}
+        if "gpu_hours" in table.column_names:
+            columns["gpu_hours"] = table.column("gpu_hours").to_numpy()
+        result = pd.DataFrame(columns)
     keys = [c for c in result.columns if result[c].dtype == object or isinstance(result[c].dtype, pd.StringDtype)]
     out = {}
     for name in keys:
@@ -221,11 +248,12 @@ def join_report(result: pd.DataFrame, costs: Any = None, usage: Any = None, *, c
     Returns:
         A :class:`JoinReport`; ``report.problems`` lists what changes the numbers.
     """
-    diagnostics = _attrs(result, "diagnostics")
-    join = result.attrs.get("join") if isinstance(getattr(result, "attrs", None), dict) else None
+    attrs = result_attrs(result)
+    diagnostics = dict(attrs.get("diagnostics") or {})
+    join = attrs.get("join")
     if not isinstance(join, pd.DataFrame):
         raise InvalidInputError("join_report: the result carries no join table (attrs['join']); "
-                                "pass a frame returned by gpucost.allocate")
+                                "pass a result returned by gpucost.allocate")
     report = JoinReport(resources=join, diagnostics=diagnostics, billing=_attrs(costs, "billing"),
                         telemetry=_attrs(usage, "telemetry"), labels=_label_coverage(result))
     report.problems = _problems(report, costs, _FIXES.get(caller, _FIXES["python"]))
@@ -311,7 +339,8 @@ def _problems(report: JoinReport, costs: Any, fix: dict) -> list[Problem]:
             f"{_range(billed['lines_start'], billed['lines_end'])}, telemetry "
             f"{_range(telemetry['samples_start'], telemetry['samples_end'])}. Fix: {fix['period']}"))
 
-    gpu_column = getattr(costs, "columns", ())
+    costs = _bill_columns(costs)
+    gpu_column = costs.columns if costs is not None else ()
     if "gpu" in gpu_column and "resource_id" in gpu_column:
         ids = costs["resource_id"].astype("string").fillna("")
         usage_line = np.ones(len(costs), dtype=bool)  # fees, purchases and unused commitments name no resource

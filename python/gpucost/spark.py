@@ -116,7 +116,8 @@ def _located(exc: InvalidInputError, costs: pd.DataFrame, usage: pd.DataFrame) -
     if row >= len(frame):
         return exc
     values = ", ".join(f"{k}={frame[k].iloc[row]!r}" for k in keys if k in frame.columns)
-    return InvalidInputError(f"{match['table']}: the row with {values}, {match['rest']}")
+    return InvalidInputError(f"{match['table']}: the row with {values}, {match['rest']}",
+                             **{**exc.location(), "row": None})
 
 
 def _to_pandas(df: DataFrame) -> pd.DataFrame:

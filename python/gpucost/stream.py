@@ -7,11 +7,10 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-import pandas as pd
-
 from gpucost.allocation import Allocator
 from gpucost.chunks import COST_CSV_TYPES, iter_chunks, read_table, relocate_error, write_result
 from gpucost.errors import InvalidInputError, shift_rows
+from gpucost.frames import OUTPUTS
 
 __all__ = ["allocate_stream"]
 
@@ -33,7 +32,8 @@ def allocate_stream(
     progress: bool = False,
     total: int | None = None,
     output: str | os.PathLike | None = None,
-) -> pd.DataFrame:
+    threads: int | None = None,
+) -> Any:
     """:func:`gpucost.allocate` over usage read chunk by chunk: memory grows
     with cost lines and consumers, and by 16 bytes per sample (to find rows
     read twice across chunks); the samples themselves are never held.
@@ -45,15 +45,22 @@ def allocate_stream(
             also be a CSV/Parquet path or glob (read whole: they are small).
         usage: a path, glob or list of CSV files (``.gz``, ``.bz2``, ``.zst``
             compression by name) or Parquet files; a DataFrame or Arrow table;
-            an Arrow RecordBatchReader; or any iterable of DataFrames, Arrow
-            tables or record batches (a generator reading your source).
+            an Arrow RecordBatchReader, a DuckDB relation, a Polars DataFrame
+            or anything with the Arrow PyCapsule stream interface (read batch
+            by batch; a Polars LazyFrame is collected first); or any iterable
+            of such tables (a generator reading your source).
         basis, alpha, idle, interval, by, freq: the policy, as for allocate.
         chunk_rows: rows per chunk when slicing frames and Parquet files.
         block_size: bytes of CSV read per chunk.
         progress: show a tqdm progress bar of samples (on stderr).
         total: the number of samples, when known, for the progress bar.
-        output: also write the result there (``.parquet`` or CSV), all or
-            nothing (see :func:`gpucost.chunks.write_result`).
+        output: ``"pandas"`` (the default), ``"arrow"`` or ``"polars"``: the
+            kind of table returned, as for :func:`gpucost.allocate`. Any
+            other value is a path (a ``pathlib.Path``, or a string with a
+            suffix or a folder: ``out.parquet``, ``/dev/stdout``): the result
+            is also written there (``.parquet`` or CSV), all or nothing (see
+            :func:`gpucost.chunks.write_result`), and returned as pandas.
+        threads: engine threads, as for :func:`gpucost.allocate`.
 
     Returns:
         The result :func:`gpucost.allocate` gives for all the samples at once.
@@ -70,9 +77,11 @@ def allocate_stream(
     """
     if chunk_rows <= 0 or block_size <= 0:
         raise InvalidInputError("chunk_rows and block_size must be positive")
+    kind, path = _output(output)
     allocator = Allocator(read_table(costs, "costs", COST_CSV_TYPES), read_table(inventory, "inventory"),
                           None if workloads is None else read_table(workloads, "workloads"),
-                          basis=basis, alpha=alpha, idle=idle, interval=interval, by=by, freq=freq)
+                          basis=basis, alpha=alpha, idle=idle, interval=interval, by=by, freq=freq,
+                          threads=threads)
     bar = _progress_bar(total) if progress else None
     seen = 0
     try:
@@ -89,13 +98,28 @@ def allocate_stream(
                 bar.update(len(chunk))
                 if chunk.source is not None:
                     bar.set_postfix_str(os.path.basename(chunk.source), refresh=False)
-        result = allocator.finish()
+        result = allocator.finish(output=kind)
     finally:
         if bar is not None:
             bar.close()
-    if output is not None:
-        write_result(result, output)
+    if path is not None:
+        write_result(result, path)
     return result
+
+
+def _output(output: Any) -> tuple[str, str | os.PathLike | None]:
+    """(kind of result, path to write or None) from ``output=``. A string is
+    a path when it has a suffix or a folder (``out.csv``, ``/dev/stdout``), so
+    that a misspelt kind (``"polar"``) is an error, not a file."""
+    if output is None:
+        return "pandas", None
+    if isinstance(output, str) and output in OUTPUTS:
+        return output, None
+    if isinstance(output, os.PathLike) or (isinstance(output, str) and (
+            os.sep in output or (os.altsep or os.sep) in output or os.path.splitext(output)[1])):
+        return "pandas", output
+    raise InvalidInputError(f"output: expected one of {', '.join(map(repr, OUTPUTS))} or a file path "
+                            f"(out.parquet, out.csv; a name without a suffix as a pathlib.Path), got {output!r}")
 
 
 def _progress_bar(total: int | None):

@@ -272,9 +272,11 @@ def test_submodules_after_a_plain_import():
 
 
 def test_polars_frames_are_refused_with_the_conversion():
+    """Where gpucost needs pandas (bill readers, attribution) a Polars frame
+    is refused with the conversion; allocate reads it (test_arrow_boundary.py)."""
     pl = pytest.importorskip("polars")
     frame = pl.DataFrame({"resource_id": ["i-1"], "cost": [1.0]})
-    with pytest.raises(TypeError, match=r"a Polars frame: pass df.to_pandas\(\) or df.to_arrow\(\)"):
+    with pytest.raises(gpucost.InvalidInputError, match=r"^costs: missing required column 'start'"):
         gpucost.allocate(frame, frame, frame)
     with pytest.raises(TypeError, match=r"df.collect\(\).to_pandas\(\)"):
         gpucost.read_focus(frame.lazy())

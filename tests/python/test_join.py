@@ -9,6 +9,7 @@ import warnings
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 
 import gpucost
@@ -169,15 +170,21 @@ def test_oversubscription_names_the_replica_label(fleet):
                and "prometheus_replica" in m for m in messages), messages
 
 
-def test_gpu_lines_without_resource_ids(fleet):
+@pytest.mark.parametrize("kind", ["pandas", "arrow", "polars"])
+def test_gpu_lines_without_resource_ids(fleet, kind):
     costs, usage, inventory = fleet
     costs = costs.assign(gpu=True)
     costs.loc[costs["resource_id"] == "i-2", "resource_id"] = ""
     inventory = inventory[inventory["resource_id"] != "i-2"]
     usage = usage[usage["resource_id"] != "i-2"]
-    with pytest.warns(gpucost.JoinWarning, match=r"2 GPU usage lines carry no resource id: \$8\.00 stays "
-                                                 r"__unattributed__"):
-        gpucost.allocate(costs, usage, inventory)
+    if kind == "arrow":  # costs read through Arrow are checked too
+        costs = pa.Table.from_pandas(costs, preserve_index=False)
+    elif kind == "polars":
+        costs = pytest.importorskip("polars").from_pandas(costs)
+    for output in ("pandas", "arrow"):
+        with pytest.warns(gpucost.JoinWarning, match=r"2 GPU usage lines carry no resource id: \$8\.00 stays "
+                                                     r"__unattributed__"):
+            gpucost.allocate(costs, usage, inventory, output=output)
 
 
 def test_inner_calls_stay_quiet_and_the_report_warns_once(fleet):
