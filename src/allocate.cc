@@ -16,6 +16,8 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <deque>
+#include <iterator>
 #include <limits>
 #include <numeric>
 #include <string>
@@ -318,8 +320,10 @@ struct Allocator::State {
   std::vector<uint8_t> seg_active;  // 1 when at least one line covers it
 
   // Consumers: from the workloads table first, then as samples name them.
-  absl::flat_hash_map<std::string, int32_t> consumer_ids;
-  std::vector<std::string> consumer_names;
+  // Names in a deque, which never moves them, so the index can key on views
+  // of them: one copy of each name (hundreds of thousands of pods a day).
+  absl::flat_hash_map<absl::string_view, int32_t> consumer_ids;
+  std::deque<std::string> consumer_names;
 
   // Labels: per label column, its values and each consumer's value code.
   struct Label {
@@ -359,10 +363,12 @@ struct Allocator::State {
   }
 
   int32_t InternConsumer(std::string_view name) {
-    auto [it, inserted] = consumer_ids.try_emplace(
-        std::string(name), static_cast<int32_t>(consumer_names.size()));
-    if (inserted) consumer_names.emplace_back(name);
-    return it->second;
+    const auto found = consumer_ids.find(absl::string_view(name.data(), name.size()));
+    if (found != consumer_ids.end()) return found->second;
+    const auto id = static_cast<int32_t>(consumer_names.size());
+    const std::string& kept = consumer_names.emplace_back(name);
+    consumer_ids.emplace(absl::string_view(kept.data(), kept.size()), id);
+    return id;
   }
 
   absl::Status IndexCosts(const CostColumns& costs);
@@ -1513,9 +1519,34 @@ absl::StatusOr<Allocation> Allocator::State::Prorate() {
   out.join = BuildJoin(line_observed, line_oversubscribed);
   const size_t rows = totals.size();
   auto sorted_dictionary = [](std::vector<std::string> names, std::vector<int32_t>& rank) {
+    // Sorted by the 8 bytes after the prefix all names share (pod names:
+    // "train-7f9c...") as a big-endian integer, then by the whole name among
+    // equal keys: most comparisons touch no string. A name that ends within
+    // the 8 bytes pads with zeros, which orders it before its extensions.
+    size_t common = names.empty() ? 0 : names[0].size();
+    for (const std::string& name : names) {
+      size_t k = 0;
+      while (k < common && k < name.size() && name[k] == names[0][k]) ++k;
+      common = k;
+    }
+    struct Keyed {
+      uint64_t key;
+      int32_t index;
+    };
+    std::vector<Keyed> keyed(names.size());
+    for (size_t k = 0; k < names.size(); ++k) {
+      uint64_t key = 0;
+      for (size_t b = common; b < common + 8; ++b) {
+        key = (key << 8) | (b < names[k].size() ? static_cast<unsigned char>(names[k][b]) : 0u);
+      }
+      keyed[k] = {key, static_cast<int32_t>(k)};
+    }
+    std::sort(keyed.begin(), keyed.end(), [&](const Keyed& a, const Keyed& b) {
+      if (a.key != b.key) return a.key < b.key;
+      return names[a.index] < names[b.index];
+    });
     std::vector<int32_t> order(names.size());
-    std::iota(order.begin(), order.end(), 0);
-    std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return names[a] < names[b]; });
+    for (size_t k = 0; k < keyed.size(); ++k) order[k] = keyed[k].index;
     rank.assign(names.size(), 0);
     std::vector<std::string> dict(names.size());
     for (size_t k = 0; k < order.size(); ++k) {
@@ -1547,7 +1578,9 @@ absl::StatusOr<Allocation> Allocator::State::Prorate() {
         break;
       }
       case KeyKind::kConsumer: {
-        std::vector<std::string> names = consumer_names;
+        // The last use of the names: moved, not copied.
+        std::vector<std::string> names(std::make_move_iterator(consumer_names.begin()),
+                                       std::make_move_iterator(consumer_names.end()));
         names.emplace_back(kIdle);
         names.emplace_back(kUnattributed);
         names.emplace_back(kUnobserved);
