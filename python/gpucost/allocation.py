@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -117,20 +118,36 @@ def inventory_columns(inventory: Any) -> dict:
     }
 
 
-def usage_columns(usage: Any) -> dict:
+# Below this many rows the two string columns are encoded one after the other.
+_PARALLEL_ENCODING_ROWS = 1 << 20
+
+
+def usage_columns(usage: Any, threads: int | None = None) -> dict:
     t = Table(usage, "usage")
     timestamp, unit = t.instants("timestamp")
+    resource_id, consumer = _encode_strings(t, ("resource_id", "consumer"), resolve_threads(threads))
     return {
         "timestamp": timestamp,
         "time_unit": unit,
-        "resource_id": t.strings("resource_id"),
+        "resource_id": resource_id,
         "device": t.int32s("device"),
-        "consumer": t.strings("consumer"),
+        "consumer": consumer,
         "share": t.floats("share"),
         "util": t.floats("util"),
         "mem_used": t.floats("mem_used"),
         "duration": t.durations("duration", unit) if t.has("duration") else None,
     }
+
+
+def _encode_strings(t: Table, columns: Sequence[str], threads: int) -> list:
+    """Table.strings of each column; large ones side by side on threads, as
+    Arrow's dictionary encoding and numpy's casts release the GIL (two
+    `str` columns of 6.9 M rows: 0.19 s one after the other on 2 cores)."""
+    if threads < 2 or len(t) < _PARALLEL_ENCODING_ROWS:
+        return [t.strings(c) for c in columns]
+    with ThreadPoolExecutor(max_workers=min(threads, len(columns))) as pool:
+        futures = [pool.submit(t.strings, c) for c in columns]
+        return [f.result() for f in futures]  # the first column's error first
 
 
 def workload_columns(workloads: Any) -> dict | None:
@@ -295,7 +312,7 @@ def allocate(
     _memory_for_blended(usage, basis)
     costs_table, usage_table = Table(costs, "costs"), Table(usage, "usage")
     raw = _core.allocate(
-        cost_columns(costs_table), usage_columns(usage_table), inventory_columns(inventory),
+        cost_columns(costs_table), usage_columns(usage_table, threads), inventory_columns(inventory),
         workload_columns(workloads), **policy,
     )
     result = allocation_result(raw, output)
@@ -329,6 +346,7 @@ class Allocator:
                                      workload_columns(workloads), **policy)
         self._rows = 0  # samples added so far
         self._basis = basis
+        self._threads = policy["threads"]
         self._failed = False
 
     def add(self, usage: Any) -> None:
@@ -336,7 +354,7 @@ class Allocator:
         row of the first chunk; after an error the allocator refuses to finish."""
         try:
             _memory_for_blended(usage, self._basis)
-            columns = usage_columns(usage)
+            columns = usage_columns(usage, self._threads)
         except InvalidInputError as exc:
             self._failed = True
             raise shift_rows(exc, "usage", self._rows) from None
