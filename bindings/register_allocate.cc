@@ -94,8 +94,6 @@ class PyAllocator {
   std::unique_ptr<Allocator> allocator_;
 };
 
-}  // namespace
-
 // A numpy view of `Owner::*member`, the owner kept alive by the array.
 template <typename Owner, typename T>
 void ArrayProperty(py::class_<Owner>& cls, const char* name, std::vector<T> Owner::*member) {
@@ -192,6 +190,8 @@ void RegisterAllocationResult(py::module_& m) {
       .def_property_readonly("join",
                              [](const py::object& self) { return Member(self.cast<const Allocation&>().join, self); });
 }
+
+}  // namespace
 
 void RegisterAllocate(py::module_& m) {
   RegisterAllocationResult(m);
