@@ -211,6 +211,54 @@ struct Line {
   int64_t seg_end = 0;
 };
 
+// The 8 bytes of `name` from `depth` as a big-endian integer, zeros past its
+// end: comparing keys compares those bytes as strings do.
+uint64_t KeyAt(const std::string& name, size_t depth) {
+  uint64_t key = 0;
+  for (size_t b = depth; b < depth + 8; ++b) {
+    key = (key << 8) | (b < name.size() ? static_cast<unsigned char>(name[b]) : 0u);
+  }
+  return key;
+}
+
+// Sorts order[lo, hi) of names that agree on their first `depth` bytes:
+// by the next 8 bytes as integers, then each run of equal keys 8 bytes
+// deeper (pod names share long prefixes: "batch/job-7f3a..."). Most
+// comparisons touch no string.
+void SortByKeys(const std::vector<std::string>& names, std::vector<int32_t>& order, size_t lo, size_t hi,
+                size_t depth, std::vector<std::pair<uint64_t, int32_t>>& keyed) {
+  keyed.resize(hi - lo);
+  bool longer = false;  // a name goes on past these 8 bytes
+  for (size_t k = lo; k < hi; ++k) {
+    keyed[k - lo] = {KeyAt(names[order[k]], depth), order[k]};
+    longer |= names[order[k]].size() > depth + 8;
+  }
+  if (!longer) {  // every name ends here: the rest is a whole-string sort (a zero byte, or none at all)
+    std::sort(order.begin() + static_cast<std::ptrdiff_t>(lo), order.begin() + static_cast<std::ptrdiff_t>(hi),
+              [&](int32_t a, int32_t b) { return names[a] < names[b]; });
+    return;
+  }
+  std::sort(keyed.begin(), keyed.end());
+  for (size_t k = lo; k < hi; ++k) order[k] = keyed[k - lo].second;
+  std::vector<std::pair<size_t, size_t>> runs;
+  for (size_t a = 0; a < keyed.size();) {
+    size_t b = a + 1;
+    while (b < keyed.size() && keyed[b].first == keyed[a].first) ++b;
+    if (b - a > 1) runs.emplace_back(lo + a, lo + b);
+    a = b;
+  }
+  for (const auto& [a, b] : runs) SortByKeys(names, order, a, b, depth + 8, keyed);
+}
+
+// The indices of `names` in string order.
+std::vector<int32_t> SortedOrder(const std::vector<std::string>& names) {
+  std::vector<int32_t> order(names.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::vector<std::pair<uint64_t, int32_t>> keyed;
+  SortByKeys(names, order, 0, names.size(), 0, keyed);
+  return order;
+}
+
 // Key dimension of a result group, in `by` order.
 enum class KeyKind { kConsumer, kResource, kPeriod, kLabel, kCurrency };
 struct KeyDim {
@@ -1519,34 +1567,7 @@ absl::StatusOr<Allocation> Allocator::State::Prorate() {
   out.join = BuildJoin(line_observed, line_oversubscribed);
   const size_t rows = totals.size();
   auto sorted_dictionary = [](std::vector<std::string> names, std::vector<int32_t>& rank) {
-    // Sorted by the 8 bytes after the prefix all names share (pod names:
-    // "train-7f9c...") as a big-endian integer, then by the whole name among
-    // equal keys: most comparisons touch no string. A name that ends within
-    // the 8 bytes pads with zeros, which orders it before its extensions.
-    size_t common = names.empty() ? 0 : names[0].size();
-    for (const std::string& name : names) {
-      size_t k = 0;
-      while (k < common && k < name.size() && name[k] == names[0][k]) ++k;
-      common = k;
-    }
-    struct Keyed {
-      uint64_t key;
-      int32_t index;
-    };
-    std::vector<Keyed> keyed(names.size());
-    for (size_t k = 0; k < names.size(); ++k) {
-      uint64_t key = 0;
-      for (size_t b = common; b < common + 8; ++b) {
-        key = (key << 8) | (b < names[k].size() ? static_cast<unsigned char>(names[k][b]) : 0u);
-      }
-      keyed[k] = {key, static_cast<int32_t>(k)};
-    }
-    std::sort(keyed.begin(), keyed.end(), [&](const Keyed& a, const Keyed& b) {
-      if (a.key != b.key) return a.key < b.key;
-      return names[a.index] < names[b.index];
-    });
-    std::vector<int32_t> order(names.size());
-    for (size_t k = 0; k < keyed.size(); ++k) order[k] = keyed[k].index;
+    const std::vector<int32_t> order = SortedOrder(names);
     rank.assign(names.size(), 0);
     std::vector<std::string> dict(names.size());
     for (size_t k = 0; k < order.size(); ++k) {

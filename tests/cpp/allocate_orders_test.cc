@@ -382,5 +382,41 @@ TEST(AllocateOrders, SpacingsAreExactMediansOfUnevenSeries) {
   }
 }
 
+TEST(AllocateOrders, ConsumerDictionaryIsInStringOrder) {
+  // Names that share long prefixes, are prefixes of each other, hold zero
+  // bytes or differ only past 8 and 16 bytes: the result's dictionary is
+  // sorted as std::string compares, whatever the shortcuts.
+  std::vector<std::string> names = {"batch/job-00000000a", "batch/job-00000000", "batch/job-0000000",
+                                    "batch/job-00000001", "b", "", "batch/job-000000009zz",
+                                    std::string("ab\0c", 4), std::string("ab\0", 3), "ab", "abc",
+                                    "batch/job-00000000a-longer-than-sixteen-bytes-1",
+                                    "batch/job-00000000a-longer-than-sixteen-bytes-0", "zeta", "Zeta"};
+  std::mt19937_64 rng(5);
+  for (int k = 0; k < 300; ++k) {
+    std::string name = "pod/" + std::string(static_cast<size_t>(rng() % 20), 'x');
+    for (int c = 0; c < 3; ++c) name += static_cast<char>('a' + rng() % 3);
+    names.push_back(name);
+  }
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  names.erase(std::find(names.begin(), names.end(), ""));  // "" is no workload
+  CostTable costs;
+  InventoryTable inventory;
+  SampleTable rows;
+  inventory.AddResource("i-0", 1);
+  costs.Add("i-0", At(0), At(1), 1.0);
+  std::vector<std::string> shuffled = names;
+  std::shuffle(shuffled.begin(), shuffled.end(), std::mt19937(9));
+  for (const std::string& name : shuffled) rows.Add(At(0), "i-0", 0, name, 0.001, 0, 0);
+  AllocationPolicy policy;
+  policy.interval_seconds = 60;
+  GPUCOST_ASSERT_OK_AND_ASSIGN(Allocation a, Allocate(costs.columns(), rows.columns(), inventory.columns(),
+                                                      nullptr, policy));
+  std::vector<std::string> expected = names;
+  for (std::string_view special : {kIdle, kUnattributed, kUnobserved}) expected.emplace_back(special);
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(a.keys[0].dictionary, expected);
+}
+
 }  // namespace
 }  // namespace gpucost
