@@ -245,7 +245,8 @@ class Scanner {
     FindRuns(w);
     WorkerSeries& out = chunk_.by_worker[w];
     std::vector<ScanState> states;
-    // Hashed devices (absurd device numbers) are per worker: no sharing.
+    // Hashed devices (absurd or negative device numbers, which a resource
+    // outside the inventory may have) are per worker: no sharing.
     absl::flat_hash_map<uint64_t, int32_t> device_slots;
     std::vector<DeviceCache> hashed_caches;
     absl::flat_hash_map<SeriesCodes, int32_t> series_ids;
@@ -258,7 +259,7 @@ class Scanner {
     const auto consumers = static_cast<int32_t>(s_.consumer.dictionary.size());
     bool any_gathered = false;
     auto cache_of = [&](int32_t r, int32_t d) -> DeviceCache& {
-      if (dense_) return caches_[static_cast<size_t>(r * devices_ + d)];
+      if (dense_ && d >= 0) [[likely]] return caches_[static_cast<size_t>(r * devices_ + d)];
       const uint64_t key = (static_cast<uint64_t>(r) << 32) | static_cast<uint32_t>(d);
       auto [it, inserted] = device_slots.try_emplace(key, static_cast<int32_t>(hashed_caches.size()));
       if (inserted) hashed_caches.emplace_back();
@@ -279,8 +280,9 @@ class Scanner {
 
     ForOwnedRows(chunk_, s_, w, [&](int64_t i) {
       const int32_t r = rc[i], d = dv[i], c = cc[i];
-      if (static_cast<uint32_t>(r) >= codes || d < 0 || c < kNullCode || c >= consumers ||
-          (devices_of_code_[r] >= 0 && d >= devices_of_code_[r])) [[unlikely]] {
+      // A device is checked only on a resource in the inventory (SEMANTICS 6).
+      if (static_cast<uint32_t>(r) >= codes || c < kNullCode || c >= consumers ||
+          (devices_of_code_[r] >= 0 && (d < 0 || d >= devices_of_code_[r]))) [[unlikely]] {
         series_of_row[i] = kBadRow;
         return;
       }

@@ -382,6 +382,33 @@ TEST(AllocateOrders, SpacingsAreExactMediansOfUnevenSeries) {
   }
 }
 
+TEST(AllocateOrders, AnyDeviceNumberOfAResourceOutsideTheInventoryIsCounted) {
+  // SEMANTICS 6 checks devices of resources in the inventory only: samples of
+  // another resource, whatever their device (negative, huge), are counted as
+  // unknown, in every order and thread count.
+  CostTable costs;
+  InventoryTable inventory;
+  SampleTable rows;
+  inventory.AddResource("i-0", 2);
+  costs.Add("i-0", At(0), At(1), 1.0);
+  for (int64_t t = At(0); t < At(1); t += kMinute) {
+    rows.Add(t, "i-0", 1, "pod", 1, 0.5, 0);
+    rows.Add(t, "elsewhere", -1, "pod", 1, 0.5, 0);
+    rows.Add(t, "elsewhere", 2'000'000'000, "other", 1, 0.5, 0);
+  }
+  for (int threads : {1, 2}) {
+    AllocationPolicy policy;
+    policy.threads = threads;
+    GPUCOST_ASSERT_OK_AND_ASSIGN(Allocation a, Allocate(costs.columns(), rows.columns(), inventory.columns(),
+                                                        nullptr, policy));
+    EXPECT_EQ(a.diagnostics.samples_unknown_resource, 120);
+    EXPECT_EQ(a.diagnostics.samples_used, 60);
+  }
+  rows.device[0] = -1;  // on a resource in the inventory: refused
+  EXPECT_THAT(Allocate(costs.columns(), rows.columns(), inventory.columns(), nullptr, {}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("row 0, column 'device': device -1 of 'i-0'")));
+}
+
 TEST(AllocateOrders, ConsumerDictionaryIsInStringOrder) {
   // Names that share long prefixes, are prefixes of each other, hold zero
   // bytes or differ only past 8 and 16 bytes: the result's dictionary is
