@@ -42,12 +42,12 @@ devices and jobs (about 20,000 segments at 3,000 GPUs).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from gpucost.simulate import Fleet  # the four input tables, usage in one order
 
 __all__ = ["ORDERS", "STRINGS", "INTERVAL_S", "Fleet", "FleetData", "realistic_fleet", "inferred_interval"]
 
@@ -65,16 +65,6 @@ ROLE_WEIGHTS = (0.40, 0.20, 0.15, 0.125, 0.125)
 # MIG layouts of one GPU: compute slices (g of 7) per slice.
 MIG_LAYOUTS = ((1, 1, 1, 1, 1, 1, 1), (3, 2, 1, 1))
 LATE_FRACTION = 0.2  # scrapes that come late; the rest are on the node's phase
-
-
-@dataclass
-class Fleet:
-    """The four input tables of ``gpucost.allocate``, usage in one order."""
-
-    costs: pd.DataFrame
-    usage: pd.DataFrame
-    inventory: pd.DataFrame
-    workloads: pd.DataFrame
 
 
 class _Segments:

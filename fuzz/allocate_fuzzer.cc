@@ -236,21 +236,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   absl::StatusOr<gpucost::Allocation> streamed = absl::UnknownError("not run");
   auto allocator = gpucost::Allocator::Create(costs, inventory, wl, policy);
   if (allocator.ok()) {
-    auto part = [&](size_t begin, size_t end) {
-      gpucost::SampleColumns s = samples;
-      const size_t n = end - begin;
-      s.timestamp = s.timestamp.subspan(begin, n);
-      s.resource_id.codes = s.resource_id.codes.subspan(begin, n);
-      s.device = s.device.subspan(begin, n);
-      s.consumer.codes = s.consumer.codes.subspan(begin, n);
-      s.share = s.share.subspan(begin, n);
-      s.util = s.util.subspan(begin, n);
-      s.mem_used = s.mem_used.subspan(begin, n);
-      if (s.duration) s.duration = s.duration->subspan(begin, n);
-      return s;
-    };
-    absl::Status added = (*allocator)->AddSamples(part(0, split));
-    if (added.ok()) added = (*allocator)->AddSamples(part(split, t.timestamp.size()));
+    absl::Status added = (*allocator)->AddSamples(samples.Slice(0, split));
+    if (added.ok()) added = (*allocator)->AddSamples(samples.Slice(split, t.timestamp.size() - split));
     streamed = (*allocator)->Finish();
     if (!added.ok()) Check(!streamed.ok(), "Finish() succeeded after a rejected chunk");
   }

@@ -39,21 +39,6 @@ constexpr int32_t kNoConsumer = -1;
 constexpr double kOversubscribedTolerance = 1e-9;
 using internal::kMaxChunkRows;
 
-// Rows [begin, begin + count) of `s` (clipped at its end).
-SampleColumns SliceRows(const SampleColumns& s, size_t begin, size_t count) {
-  count = std::min(count, s.size() - begin);
-  SampleColumns out = s;
-  out.timestamp = s.timestamp.subspan(begin, count);
-  out.resource_id.codes = s.resource_id.codes.subspan(begin, count);
-  out.device = s.device.subspan(begin, count);
-  out.consumer.codes = s.consumer.codes.subspan(begin, count);
-  out.share = s.share.subspan(begin, count);
-  out.util = s.util.subspan(begin, count);
-  out.mem_used = s.mem_used.subspan(begin, count);
-  if (s.duration) out.duration = s.duration->subspan(begin, count);
-  return out;
-}
-
 std::string Quoted(std::string_view s) { return absl::StrCat("'", absl::string_view(s.data(), s.size()), "'"); }
 
 std::string Num(double v) { return absl::StrCat(v); }
@@ -299,14 +284,7 @@ namespace {
 
 std::string Seconds(double ns) { return absl::StrCat(ns / 1e9, " s"); }
 
-struct SeriesKey {
-  int32_t resource, device, consumer;
-  bool operator==(const SeriesKey&) const = default;
-  template <typename H>
-  friend H AbslHashValue(H h, const SeriesKey& k) {
-    return H::combine(std::move(h), k.resource, k.device, k.consumer);
-  }
-};
+using internal::SeriesKey;
 
 // Slot indices with a meaning of their own in SeriesSum::slot.
 constexpr uint32_t kNoSlot = std::numeric_limits<uint32_t>::max();  // nothing cached
@@ -1687,7 +1665,7 @@ absl::StatusOr<Allocation> Allocate(const CostColumns& costs, const SampleColumn
   }
   // Beyond a chunk's rows: fed as a stream, which gives the same result.
   for (size_t begin = 0; begin < samples.size(); begin += kMaxChunkRows) {
-    GPUCOST_RETURN_IF_ERROR(allocator->AddSamples(SliceRows(samples, begin, kMaxChunkRows)));
+    GPUCOST_RETURN_IF_ERROR(allocator->AddSamples(samples.Slice(begin, kMaxChunkRows)));
   }
   return allocator->Finish();
 }

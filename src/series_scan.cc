@@ -174,15 +174,6 @@ struct alignas(64) DeviceCache {
   }
 };
 
-struct SeriesCodes {
-  int32_t resource, device, consumer;
-  bool operator==(const SeriesCodes&) const = default;
-  template <typename H>
-  friend H AbslHashValue(H h, const SeriesCodes& k) {
-    return H::combine(std::move(h), k.resource, k.device, k.consumer);
-  }
-};
-
 // Rows at the latest instant of a series that differ in value: a row equal
 // to one of them is a copy. More than this many sends the series to the sort.
 constexpr int kTieRows = 4;
@@ -249,7 +240,7 @@ class Scanner {
     // outside the inventory may have) are per worker: no sharing.
     absl::flat_hash_map<uint64_t, int32_t> device_slots;
     std::vector<DeviceCache> hashed_caches;
-    absl::flat_hash_map<SeriesCodes, int32_t> series_ids;
+    absl::flat_hash_map<SeriesKey, int32_t> series_ids;
     const int32_t* rc = s_.resource_id.codes.data();
     const int32_t* dv = s_.device.data();
     const int32_t* cc = s_.consumer.codes.data();
@@ -268,7 +259,7 @@ class Scanner {
     auto series_of = [&](int64_t i, int32_t r, int32_t d, int32_t c) {
       DeviceCache& cache = cache_of(r, d);
       if (const int32_t id = cache.Find(c); id >= 0) [[likely]] return id;
-      auto [it, inserted] = series_ids.try_emplace(SeriesCodes{r, d, c}, static_cast<int32_t>(out.series.size()));
+      auto [it, inserted] = series_ids.try_emplace(SeriesKey{r, d, c}, static_cast<int32_t>(out.series.size()));
       if (inserted) {
         out.series.push_back({r, d, c, i});
         states.emplace_back();

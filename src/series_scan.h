@@ -47,6 +47,16 @@ inline constexpr int32_t kSeriesBits = kGatheredBit - 1;
 // Rows of one chunk: a series id and the two bits share an int32 per row.
 inline constexpr size_t kMaxChunkRows = size_t{1} << 29;
 
+// A series' key: (resource, device, consumer) as codes or ids.
+struct SeriesKey {
+  int32_t resource, device, consumer;
+  bool operator==(const SeriesKey&) const = default;
+  template <typename H>
+  friend H AbslHashValue(H h, const SeriesKey& k) {
+    return H::combine(std::move(h), k.resource, k.device, k.consumer);
+  }
+};
+
 struct Series {
   int32_t resource_code;  // the chunk's codes
   int32_t device;

@@ -14,6 +14,7 @@
 #ifndef GPUCOST_COLUMNS_H_
 #define GPUCOST_COLUMNS_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -106,6 +107,26 @@ struct SampleColumns {
   TimeUnit time_unit = TimeUnit::kNanosecond;
 
   [[nodiscard]] size_t size() const { return timestamp.size(); }
+
+  // Rows [begin, begin + count), each column clipped at its own end (a
+  // column of the wrong length stays wrong, for AddSamples to refuse): a
+  // chunk to feed an Allocator. The dictionaries are shared.
+  [[nodiscard]] SampleColumns Slice(size_t begin, size_t count) const {
+    auto cut = [&](auto column) {
+      const size_t from = std::min(begin, column.size());
+      return column.subspan(from, std::min(count, column.size() - from));
+    };
+    SampleColumns out = *this;
+    out.timestamp = cut(timestamp);
+    out.resource_id.codes = cut(resource_id.codes);
+    out.device = cut(device);
+    out.consumer.codes = cut(consumer.codes);
+    out.share = cut(share);
+    out.util = cut(util);
+    out.mem_used = cut(mem_used);
+    if (duration) out.duration = cut(*duration);
+    return out;
+  }
 };
 
 // SEMANTICS 1.4: one row per consumer with any number of label columns.

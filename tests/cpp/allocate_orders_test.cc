@@ -275,16 +275,7 @@ TEST(AllocateOrders, StreamedInChunksOfAnyOrderEqualsOneShot) {
                                                                    fleet.inventory.columns(), nullptr, policy));
     constexpr size_t kChunk = 40'000;
     for (size_t begin = 0; begin < all.size(); begin += kChunk) {
-      const size_t count = std::min(kChunk, all.size() - begin);
-      SampleColumns chunk = all;
-      chunk.timestamp = all.timestamp.subspan(begin, count);
-      chunk.resource_id.codes = all.resource_id.codes.subspan(begin, count);
-      chunk.device = all.device.subspan(begin, count);
-      chunk.consumer.codes = all.consumer.codes.subspan(begin, count);
-      chunk.share = all.share.subspan(begin, count);
-      chunk.util = all.util.subspan(begin, count);
-      chunk.mem_used = all.mem_used.subspan(begin, count);
-      ASSERT_THAT(allocator->AddSamples(chunk), testing::IsOk());
+      ASSERT_THAT(allocator->AddSamples(all.Slice(begin, kChunk)), testing::IsOk());
     }
     GPUCOST_ASSERT_OK_AND_ASSIGN(Allocation streamed, allocator->Finish());
     ExpectSameResult(streamed, reference, 1e-9);
