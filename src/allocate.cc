@@ -3,10 +3,14 @@
 // 1. Create(): index resources, cut each resource's timeline into segments
 //    (maximal spans where the set of active cost lines does not change) and
 //    validate the tables.
-// 2. AddSamples(): for every sample, add share*overlap, share*util*overlap and
-//    mem_used*overlap to the (segment, consumer) accumulator it overlaps.
-//    Samples come in runs of one series (resource, device, consumer); a run
-//    resolves its accumulator once per segment, not once per sample.
+// 2. AddSamples(): the series pass (series_scan.h) finds every row's series
+//    (resource, device, consumer), checks or infers the interval and drops
+//    rows read twice, in the rows' own order; then, for every sample, add
+//    share*overlap, share*util*overlap and mem_used*overlap to the (segment,
+//    consumer) accumulator it overlaps. Each series keeps the segment it is
+//    in and its sums there, so a series resolves its accumulator once per
+//    segment, not once per sample, however its rows are interleaved with
+//    others'. Workers own resources: each adds its own rows.
 // 3. Finish(): sum each line's segments per consumer, prorate, group, sort.
 //
 // Overlaps are in nanoseconds; the ratios φ are unit-free, and hours are
