@@ -1091,63 +1091,82 @@ int64_t Allocator::State::FindDuplicates(const SampleColumns& s, internal::Chunk
   int64_t found = 0;
   // Values as == sees them: -0.0 and 0.0 alike (x + 0.0 is +0.0 for both).
   auto bits = [](double x) { return std::bit_cast<uint64_t>(x + 0.0); };
-  auto fingerprint = [&](int64_t i) {
-    // Raw values in the chunk's unit, scaled with a wrapping multiply: an absurd
-    // instant or duration is refused later, and must not overflow here.
-    return absl::HashOf(bits(s.share[i]), bits(s.util[i]), bits(s.mem_used[i]),
-                        s.duration ? ScaleInstant((*s.duration)[i], s.time_unit) : -1);
+  // Raw values in the chunk's unit, scaled with a wrapping multiply: an absurd
+  // instant or duration is refused later, and must not overflow here.
+  auto fingerprint = [&](double share, double util, double mem, int64_t raw_duration) {
+    return absl::HashOf(bits(share), bits(util), bits(mem),
+                        s.duration ? ScaleInstant(raw_duration, s.time_unit) : -1);
   };
-  std::vector<std::pair<int64_t, uint64_t>> fresh;
-  std::vector<int64_t> begin, rows;
+  using Item = std::pair<int64_t, uint64_t>;
+  std::vector<std::vector<Item>*> seen;  // per series of the worker: its history
+  std::vector<size_t> old_size;          // what the history held before this chunk
   for (int w = 0; w < chunk.workers; ++w) {
     internal::WorkerSeries& mine = chunk.by_worker[w];
-    // Rows of the series in time order: the rows as given for series in order
-    // (a counting pass), the sorted rows for gathered ones.
-    begin.assign(mine.series.size() + 1, 0);
-    internal::ForOwnedRows(chunk, s, w, [&](int64_t i) {
-      const int32_t id = series_of_row[i];
-      if (id != internal::kBadRow) ++begin[(id & internal::kSeriesBits) + 1];
-    });
-    std::partial_sum(begin.begin(), begin.end(), begin.begin());
-    rows.resize(static_cast<size_t>(begin.back()));
-    std::vector<int64_t> next(begin.begin(), begin.end() - 1);
-    internal::ForOwnedRows(chunk, s, w, [&](int64_t i) {
-      const int32_t id = series_of_row[i];
-      if (id != internal::kBadRow) rows[next[id & internal::kSeriesBits]++] = i;
-    });
-    for (size_t k = 0; k < mine.series.size(); ++k) {
+    const size_t num_series = mine.series.size();
+    // Every key first, then the pointers: an insertion may move the others.
+    std::vector<SeriesKey> keys(num_series);
+    for (size_t k = 0; k < num_series; ++k) {
       const internal::Series& series = mine.series[k];
-      if (series.gathered) {
-        for (int64_t p = series.sorted_begin; p < series.sorted_end; ++p) {
-          rows[begin[k] + p - series.sorted_begin] = mine.gathered_rows[p].chunk_row();
-        }
-      }
       // A null consumer and "" are different values: a row of one never copies the other.
       constexpr int32_t kNullConsumer = kNoConsumer - 1;
-      const SeriesKey key{res_map[series.resource_code], series.device,
-                          series.consumer_code == kNullCode ? kNullConsumer : con_map[series.consumer_code]};
-      std::vector<std::pair<int64_t, uint64_t>>& seen = history[key];
-      fresh.clear();
-      for (int64_t p = begin[k]; p < begin[k + 1]; ++p) {
-        const int64_t row = rows[p];
-        if ((series_of_row[row] & internal::kDroppedBit) != 0) continue;
-        const std::pair<int64_t, uint64_t> item{ScaleInstant(ts[row], s.time_unit), fingerprint(row)};
-        if (!seen.empty() && item.first <= seen.back().first && std::binary_search(seen.begin(), seen.end(), item)) {
-          series_of_row[row] |= internal::kDroppedBit;
-          if (series.gathered) {  // the accumulation reads the gathered copy
-            internal::GatheredRow& copy = mine.gathered_rows[series.sorted_begin + (p - begin[k])];
-            copy.row = ~copy.row;
-          }
-          ++found;
-          continue;
-        }
-        fresh.push_back(item);
+      keys[k] = {res_map[series.resource_code], series.device,
+                 series.consumer_code == kNullCode ? kNullConsumer : con_map[series.consumer_code]};
+      history.try_emplace(keys[k]);
+    }
+    seen.resize(num_series);
+    old_size.resize(num_series);
+    for (size_t k = 0; k < num_series; ++k) {
+      seen[k] = &history.find(keys[k])->second;
+      old_size[k] = seen[k]->size();
+    }
+    // A row is a copy when its (instant, values) are in the history from
+    // earlier chunks; otherwise it joins the history. Rows are read in row
+    // order (series in order) or in their gathered copy (time order), never
+    // by random access; an in-order stream's rows lie past the history's end
+    // and cost one comparison.
+    auto copy_of_earlier = [&](size_t k, const Item& item) {
+      const std::vector<Item>& history_of = *seen[k];
+      const size_t n = old_size[k];
+      if (n == 0 || item.first > history_of[n - 1].first) return false;
+      return std::binary_search(history_of.begin(), history_of.begin() + static_cast<std::ptrdiff_t>(n), item);
+    };
+    internal::ForOwnedRows(chunk, s, w, [&](int64_t i) {
+      const int32_t id = series_of_row[i];
+      if (id == internal::kBadRow || (id & (internal::kDroppedBit | internal::kGatheredBit)) != 0) return;
+      const Item item{ScaleInstant(ts[i], s.time_unit),
+                      fingerprint(s.share[i], s.util[i], s.mem_used[i], s.duration ? (*s.duration)[i] : 0)};
+      if (copy_of_earlier(static_cast<size_t>(id), item)) {
+        series_of_row[i] |= internal::kDroppedBit;
+        ++found;
+      } else {
+        seen[static_cast<size_t>(id)]->push_back(item);
       }
-      std::sort(fresh.begin(), fresh.end());
-      const auto middle = static_cast<std::ptrdiff_t>(seen.size());
-      seen.insert(seen.end(), fresh.begin(), fresh.end());
-      if (middle > 0 && !fresh.empty() && fresh.front() < seen[middle - 1]) {
-        std::inplace_merge(seen.begin(), seen.begin() + middle, seen.end());
+    });
+    for (size_t k = 0; k < num_series; ++k) {
+      const internal::Series& series = mine.series[k];
+      if (!series.gathered) continue;
+      for (int64_t p = series.sorted_begin; p < series.sorted_end; ++p) {
+        internal::GatheredRow& r = mine.gathered_rows[p];
+        if (r.dropped()) continue;
+        const Item item{ScaleInstant(r.t, s.time_unit), fingerprint(r.share, r.util, r.mem, r.duration)};
+        if (copy_of_earlier(k, item)) {
+          series_of_row[r.row] |= internal::kDroppedBit;
+          r.row = ~r.row;  // the accumulation reads the gathered copy
+          ++found;
+        } else {
+          seen[k]->push_back(item);
+        }
+      }
+    }
+    // Each history sorted again: the new part (in time order, ties by value
+    // unordered) sorted, then merged when it goes back before the old end.
+    for (size_t k = 0; k < num_series; ++k) {
+      std::vector<Item>& history_of = *seen[k];
+      const auto middle = history_of.begin() + static_cast<std::ptrdiff_t>(old_size[k]);
+      if (middle == history_of.end()) continue;
+      if (!std::is_sorted(middle, history_of.end())) std::sort(middle, history_of.end());
+      if (middle != history_of.begin() && *middle < *(middle - 1)) {
+        std::inplace_merge(history_of.begin(), middle, history_of.end());
       }
     }
   }
