@@ -52,16 +52,6 @@ std::string Num(double v) { return absl::StrCat(v); }
 constexpr double kMaxDeviceBytes = 0x1p64;
 constexpr std::string_view kOutOfRange = "instant outside 1970-01-01..2200-01-01 UTC";
 
-// Raw bounds of valid sample instants and durations in one time unit, so the
-// hot loop compares without dividing.
-struct RawBounds {
-  int64_t ts_lo, ts_hi, dur_hi;
-};
-constexpr RawBounds BoundsOf(TimeUnit unit) {
-  const auto ticks = static_cast<int64_t>(unit);
-  return {kMinInstant / ticks, kMaxInstant / ticks, kMaxDuration / ticks};
-}
-
 bool IsReserved(std::string_view v) {
   return v == kIdle || v == kUnattributed || v == kUnobserved || v == kUnlabelled;
 }
@@ -785,7 +775,7 @@ absl::Status Allocator::State::BadRowError(const SampleColumns& s, int64_t i,
 
 // One sample's values are valid; a single branch on the hot path.
 template <bool kHasDuration>
-inline bool SampleValuesOk(const RawBounds& b, int64_t raw_ts, double share, double util, double mem,
+inline bool SampleValuesOk(const internal::RawBounds& b, int64_t raw_ts, double share, double util, double mem,
                            int64_t dur) {
   bool ok = (raw_ts >= b.ts_lo) & (raw_ts < b.ts_hi) & (share > 0.0) & (share <= 1.0) & (util >= 0.0) &
             (util <= 1.0) & (mem >= 0.0) & (mem <= kMaxDeviceBytes);
@@ -912,7 +902,7 @@ absl::Status Allocator::State::AccumulateWorker(const SampleColumns& s, const in
   const int64_t* dur = kHasDuration ? s.duration->data() : nullptr;
   const int32_t* series_of_row = chunk.series_of_row.get();
   const TimeUnit unit = s.time_unit;
-  const RawBounds bounds = BoundsOf(unit);
+  const internal::RawBounds bounds = internal::BoundsOf(unit);
   const int64_t interval = interval_ns;
   auto add = [&](SeriesSum& a, int64_t raw_t, int64_t raw_d, double sh, double ut, double me) {
     const int64_t t = ScaleInstant(raw_t, unit);

@@ -5,7 +5,6 @@
 #include <atomic>
 #include <bit>
 #include <cmath>
-#include <functional>
 #include <numeric>
 #include <thread>
 #include <utility>
@@ -59,15 +58,6 @@ double MedianOfSpacings(int64_t* v, size_t count, std::vector<int64_t>& scratch)
   if (!even) return upper;
   const auto lower = static_cast<double>(*std::max_element(scratch.begin(), scratch.begin() + static_cast<std::ptrdiff_t>(upper_at)));
   return 0.5 * (lower + upper);
-}
-
-// Raw bounds of valid instants in the chunk's unit: compared without dividing.
-struct InstantBounds {
-  int64_t lo, hi;
-};
-InstantBounds BoundsOf(TimeUnit unit) {
-  const auto ticks = static_cast<int64_t>(unit);
-  return {kMinInstant / ticks, kMaxInstant / ticks};
 }
 
 // The values a copy must repeat, besides its series and instant.
@@ -280,7 +270,7 @@ class Scanner {
       const int32_t id = series_of(i, r, d, c);
       series_of_row[i] = id;
       const int64_t t = ts[i];
-      if (t < bounds_.lo || t >= bounds_.hi) [[unlikely]] return;
+      if (t < bounds_.ts_lo || t >= bounds_.ts_hi) [[unlikely]] return;
       ScanState& st = states[id];
       if (t > st.last) [[likely]] {
         if (st.last != std::numeric_limits<int64_t>::min()) {
@@ -350,7 +340,7 @@ class Scanner {
       ScanState& st = states[id & kSeriesBits];
       if (!st.irregular || st.gathered) return;
       const int64_t t = ts[i];
-      if (t < bounds_.lo || t >= bounds_.hi || t <= st.last) return;
+      if (t < bounds_.ts_lo || t >= bounds_.ts_hi || t <= st.last) return;
       if (st.last != std::numeric_limits<int64_t>::min()) arena[at[id]++] = t - st.last;
       st.last = t;
     });
@@ -439,7 +429,7 @@ class Scanner {
     GatheredRow* tie_begin = b;
     for (GatheredRow* p = b; p != e; ++p) {
       const int64_t t = p->t;
-      if (t < bounds_.lo || t >= bounds_.hi) [[unlikely]] continue;
+      if (t < bounds_.ts_lo || t >= bounds_.ts_hi) [[unlikely]] continue;
       if (t == prev) {
         for (const GatheredRow* q = tie_begin; q != p; ++q) {
           if (q->t != t || q->dropped()) continue;
@@ -463,7 +453,7 @@ class Scanner {
   const SampleColumns& s_;
   const std::vector<int32_t>& devices_of_code_;
   ChunkSeries& chunk_;
-  InstantBounds bounds_;
+  RawBounds bounds_;
   int64_t devices_ = 0;
   bool dense_ = true;
   std::vector<DeviceCache> caches_;  // dense: per (resource code, device); owned by one worker each

@@ -26,9 +26,20 @@
 #include <vector>
 
 #include "gpucost/columns.h"
+#include "gpucost/time.h"
 #include "uncleared_buffer.h"
 
 namespace gpucost::internal {
+
+// Raw bounds of valid sample instants and durations in one time unit, so
+// hot loops compare without dividing.
+struct RawBounds {
+  int64_t ts_lo, ts_hi, dur_hi;
+};
+constexpr RawBounds BoundsOf(TimeUnit unit) {
+  const auto ticks = static_cast<int64_t>(unit);
+  return {kMinInstant / ticks, kMaxInstant / ticks, kMaxDuration / ticks};
+}
 
 // Median of `v` (for an even count, the mean of the two middle values);
 // reorders `v`. NaN for an empty `v`.
