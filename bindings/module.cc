@@ -5,6 +5,7 @@
 #include "status_to_python.h"
 
 namespace gpucost::python {
+void RegisterModel(pybind11::module_& m);
 void RegisterAllocate(pybind11::module_& m);
 void RegisterCatalog(pybind11::module_& m);
 void RegisterTelemetry(pybind11::module_& m);
@@ -17,6 +18,7 @@ PYBIND11_MODULE(_core, m) {
   m.doc() = "gpucost's C++ core (private; use the gpucost package).";
   m.attr("__version__") = GPUCOST_VERSION;  // the package's one version (CMakeLists.txt)
   gpucost::python::RegisterStatusTranslator();
+  gpucost::python::RegisterModel(m);
   gpucost::python::RegisterAllocate(m);
   gpucost::python::RegisterCatalog(m);
   gpucost::python::RegisterTelemetry(m);

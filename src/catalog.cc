@@ -8,6 +8,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "catalog_data.h"
 #include "gpucost/io/csv.h"
@@ -180,13 +181,6 @@ constexpr std::string_view kDroppedTokens[] = {"NVIDIA", "TESLA", "SXM", "SXM2",
                                                "MEGA", "TENSOR", "CORE", "AMD", "INSTINCT", "OAM"};
 
 }  // namespace
-
-absl::StatusOr<MigBasis> ParseMigBasis(std::string_view basis) {
-  if (basis == "compute") return MigBasis::kCompute;
-  if (basis == "memory") return MigBasis::kMemory;
-  return ParameterError("basis", absl::StrCat("unknown basis '", ToAbsl(basis),
-                                              "' (expected \"compute\" or \"memory\")"));
-}
 
 std::string CanonicalGpuModel(std::string_view name) {
   static const KnownChip kChips[] = {
@@ -409,9 +403,7 @@ absl::StatusOr<const MigProfile*> Catalog::FindMigProfile(std::string_view gpu_m
 absl::StatusOr<double> Catalog::MigShare(std::string_view gpu_model, std::string_view profile,
                                          MigBasis basis) const {
   GPUCOST_ASSIGN_OR_RETURN(const MigProfile* row, FindMigProfile(gpu_model, profile));
-  return basis == MigBasis::kCompute
-             ? static_cast<double>(row->compute_slices) / row->compute_total
-             : static_cast<double>(row->memory_slices) / row->memory_total;
+  return row->Share(basis);
 }
 
 absl::StatusOr<Inventory> BuildInventory(const StringColumn& resource_id, const StringColumn& instance_type,
@@ -486,6 +478,45 @@ absl::StatusOr<Inventory> BuildInventory(const StringColumn& resource_id, const 
   }
   out.resource_id = ids.Finish();
   return out;
+}
+
+absl::Status CheckMigPartition(const MigPartition& partition, const Catalog& catalog) {
+  struct Used {
+    int compute = 0, compute_total = 0, memory = 0, memory_total = 0;
+    std::vector<int32_t> instances;
+    std::vector<absl::string_view> profiles;
+  };
+  absl::flat_hash_map<int32_t, Used> by_device;
+  std::vector<int32_t> devices;  // in order of first appearance, for the message
+  for (const MigSlice& slice : partition.slices) {
+    GPUCOST_ASSIGN_OR_RETURN(const MigProfile* profile, catalog.FindMigProfile(partition.gpu_model, slice.profile));
+    auto [it, inserted] = by_device.try_emplace(slice.device);
+    if (inserted) devices.push_back(slice.device);
+    Used& used = it->second;
+    for (int32_t seen : used.instances) {
+      if (seen == slice.instance) {
+        return absl::InvalidArgumentError(absl::StrCat("MIG partition of device ", slice.device, " (",
+                                                       partition.gpu_model, "): GPU instance ", slice.instance,
+                                                       " appears twice"));
+      }
+    }
+    used.instances.push_back(slice.instance);
+    used.profiles.push_back(ToAbsl(slice.profile));
+    used.compute += profile->compute_slices;
+    used.memory += profile->memory_slices;
+    used.compute_total = profile->compute_total;
+    used.memory_total = profile->memory_total;
+  }
+  for (int32_t device : devices) {
+    const Used& used = by_device[device];
+    if (used.compute > used.compute_total || used.memory > used.memory_total) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "MIG partition of device ", device, " (", partition.gpu_model, "): slices ",
+          absl::StrJoin(used.profiles, " + "), " need ", used.compute, "/", used.compute_total, " compute and ",
+          used.memory, "/", used.memory_total, " memory slices, more than the GPU has"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace gpucost

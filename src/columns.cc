@@ -3,6 +3,9 @@
 #include <string>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
+#include "gpucost/status.h"
+
 namespace gpucost {
 
 int32_t StringEncoder::Add(std::string_view value) {
@@ -34,6 +37,81 @@ EncodedStrings EncodeStrings(std::span<const std::string> values) {
   StringEncoder encoder;
   for (const std::string& v : values) encoder.Add(v);
   return encoder.Finish();
+}
+
+CostColumns CostTable::columns() const {
+  CostColumns out{.resource_id = resource_id.view(), .start = start, .end = end, .cost = cost,
+                  .list_cost = list_cost, .primary = primary, .quantity_hours = quantity_hours};
+  for (int32_t code : currency.codes) {
+    if (code != kNullCode) {
+      out.currency = currency.view();
+      break;
+    }
+  }
+  return out;
+}
+
+SampleColumns SampleTable::columns() const {
+  SampleColumns out{.timestamp = timestamp, .resource_id = resource_id.view(), .device = device,
+                    .consumer = consumer.view(), .share = share, .util = util, .mem_used = mem_used};
+  if (!duration.empty()) out.duration = std::span<const int64_t>(duration);
+  return out;
+}
+
+namespace {
+// "" is null: a charge with no resource, a line in the bill's one currency,
+// a free device.
+void AddOrNull(StringEncoder& encoder, std::string_view value) {
+  if (value.empty()) {
+    encoder.AddNull();
+  } else {
+    encoder.Add(value);
+  }
+}
+}  // namespace
+
+CostTable ToColumns(std::span<const CostLine> lines) {
+  CostTable out;
+  StringEncoder resource, currency;
+  for (const CostLine& line : lines) {
+    AddOrNull(resource, line.resource_id);
+    AddOrNull(currency, line.currency);
+    out.start.push_back(line.start);
+    out.end.push_back(line.end);
+    out.cost.push_back(line.cost);
+    out.list_cost.push_back(line.list_cost);
+    out.quantity_hours.push_back(line.quantity_hours);
+    out.primary.push_back(line.primary ? 1 : 0);
+    out.purchase.push_back(line.purchase);
+    out.category.push_back(line.category);
+  }
+  out.resource_id = resource.Finish();
+  out.currency = currency.Finish();
+  return out;
+}
+
+absl::StatusOr<SampleTable> ToColumns(std::span<const UsageSample> samples) {
+  SampleTable out;
+  StringEncoder resource, consumer;
+  const bool durations = !samples.empty() && samples.front().duration.has_value();
+  for (size_t i = 0; i < samples.size(); ++i) {
+    const UsageSample& s = samples[i];
+    if (s.duration.has_value() != durations) {
+      return RowError("samples", static_cast<long long>(i), "duration",
+                      durations ? "missing, while the first sample has one" : "given, while the first sample has none");
+    }
+    out.timestamp.push_back(s.timestamp);
+    resource.Add(s.resource_id);
+    out.device.push_back(s.device);
+    AddOrNull(consumer, s.consumer);
+    out.share.push_back(s.share);
+    out.util.push_back(s.util);
+    out.mem_used.push_back(s.mem_used);
+    if (durations) out.duration.push_back(*s.duration);
+  }
+  out.resource_id = resource.Finish();
+  out.consumer = consumer.Finish();
+  return out;
 }
 
 }  // namespace gpucost

@@ -27,40 +27,10 @@
 #include "absl/status/statusor.h"
 #include "gpucost/columns.h"
 #include "gpucost/cores.h"
+#include "gpucost/model.h"
 #include "gpucost/time.h"
 
 namespace gpucost {
-
-// The reserved consumer and label values of SEMANTICS 2-4.
-inline constexpr std::string_view kIdle = "__idle__";
-inline constexpr std::string_view kUnattributed = "__unattributed__";
-inline constexpr std::string_view kUnobserved = "__unobserved__";
-inline constexpr std::string_view kUnlabelled = "__unlabelled__";
-
-enum class Basis { kAllocated, kUsed, kBlended };
-enum class IdleMode { kKeep, kShare };
-
-[[nodiscard]] absl::StatusOr<Basis> ParseBasis(std::string_view basis);
-[[nodiscard]] absl::StatusOr<IdleMode> ParseIdleMode(std::string_view idle);
-
-struct AllocationPolicy {
-  Basis basis = Basis::kAllocated;
-  double alpha = 0.5;  // blended weight of GPU time vs memory, in [0, 1]
-  IdleMode idle = IdleMode::kKeep;
-  // Seconds a sample stands for when the samples have no duration column;
-  // absent: inferred from the timestamps (SEMANTICS 1.3; streaming: from the
-  // first chunk without durations). Every series is checked against it.
-  std::optional<double> interval_seconds;
-  // Result groups: "consumer", "resource_id", "period" or label columns of
-  // the workloads table, in the order the result is sorted by.
-  std::vector<std::string> by = {"consumer"};
-  // Required when `by` contains "period".
-  std::optional<PeriodFreq> freq;
-  // Threads for adding samples (0 = AvailableCores()). Chunks under 256k
-  // samples per thread use fewer. Rows are split between threads by
-  // resource, so results are the same for every thread count, to the bit.
-  int threads = 0;
-};
 
 // SEMANTICS 5. The five sample counts add up to samples_total.
 struct Diagnostics {

@@ -32,43 +32,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "gpucost/columns.h"
+#include "gpucost/model.h"
 
 namespace gpucost {
-
-struct InstanceType {
-  std::string provider;       // "aws", "gcp", "azure", or the user's own
-  std::string instance_type;  // as the provider spells it: "p4d.24xlarge"
-  std::string gpu_model;      // canonical model, "A100 40GB"; "" when none
-  int gpus = 0;               // GPU devices the instance sees
-  // Share of one physical GPU behind each device: 1, or e.g. 1/6 for Azure's
-  // Standard_NV6ads_A10_v5.
-  double gpu_fraction = 1.0;
-  double gpu_memory_gib = 0;  // memory of one device
-  int vcpus = 0;              // 0 = depends (GCP n1 + attached GPUs)
-  double memory_gib = 0;      // 0 = depends
-  bool mig_capable = false;
-  // A reference On-Demand hourly price, where a citable source gives one.
-  std::optional<double> on_demand_hourly;
-  std::string price_region;
-  std::string price_date;
-  std::string price_source;
-};
-
-struct MigProfile {
-  std::string gpu_model;  // canonical model, "A100 80GB"
-  std::string profile;    // "1g.10gb", "3g.40gb", "1g.10gb+me"
-  int compute_slices = 0;
-  int compute_total = 0;  // 7 (A100, H100, H200) or 4 (A30)
-  int memory_slices = 0;
-  int memory_total = 0;   // 8, or 4 on the A30
-  double memory_gib = 0;  // the nominal size in the profile name
-};
-
-// Which fraction of a GPU a MIG instance stands for.
-enum class MigBasis { kCompute, kMemory };
-
-// "compute" or "memory".
-[[nodiscard]] absl::StatusOr<MigBasis> ParseMigBasis(std::string_view basis);
 
 // The catalog's spelling of a GPU model name as drivers and exporters report
 // it: "NVIDIA A100-SXM4-80GB" -> "A100 80GB", "NVIDIA H100 80GB HBM3" ->
@@ -136,6 +102,13 @@ class Catalog {
   absl::flat_hash_map<std::string, size_t> by_lower_name_;  // lower-cased
   absl::flat_hash_map<std::string, size_t> mig_by_key_;     // model + '\0' + profile
 };
+
+// Checks that the slices fit their GPU: each profile is known for the model,
+// instance ids are distinct per device, and per device the compute and memory
+// slices add up to no more than the GPU has. kInvalidArgument names the
+// device and the slices.
+[[nodiscard]] absl::Status CheckMigPartition(const MigPartition& partition, const Catalog& catalog);
+
 
 // SEMANTICS 1.2: the inventory as owning columns.
 struct Inventory {

@@ -24,6 +24,8 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "gpucost/model.h"
 #include "gpucost/time.h"
 
 namespace gpucost {
@@ -128,6 +130,36 @@ struct SampleColumns {
     return out;
   }
 };
+
+// The owning columnar forms of the row types. The views they hand out point
+// into them: keep the table alive while the engine reads it.
+struct CostTable {
+  EncodedStrings resource_id, currency;
+  std::vector<int64_t> start, end;
+  std::vector<double> cost, list_cost, quantity_hours;
+  std::vector<uint8_t> primary;
+  std::vector<Purchase> purchase;
+  std::vector<ChargeCategory> category;
+
+  [[nodiscard]] size_t size() const { return start.size(); }
+  // The engine's view; `currency` is set only when some line names one.
+  [[nodiscard]] CostColumns columns() const;
+};
+
+struct SampleTable {
+  EncodedStrings resource_id, consumer;
+  std::vector<int64_t> timestamp, duration;  // duration: empty when no sample has one
+  std::vector<int32_t> device;
+  std::vector<double> share, util, mem_used;
+
+  [[nodiscard]] size_t size() const { return timestamp.size(); }
+  [[nodiscard]] SampleColumns columns() const;
+};
+
+[[nodiscard]] CostTable ToColumns(std::span<const CostLine> lines);
+// Samples either all have a duration or none has: kInvalidArgument names the
+// first sample that differs.
+[[nodiscard]] absl::StatusOr<SampleTable> ToColumns(std::span<const UsageSample> samples);
 
 // SEMANTICS 1.4: one row per consumer with any number of label columns.
 struct LabelColumn {

@@ -1,10 +1,13 @@
 // File: gpucost.h
 //
 // Umbrella header: everything a C++ caller needs to prorate a bill over GPU
-// usage. See docs/guide.md for a walk-through.
+// usage. Read model.h first (the domain), then columns.h (its columnar
+// forms), allocate.h (the engine), io/ (readers) and analyses/. A walk-through
+// of a small service: docs/cpp.md.
 #ifndef GPUCOST_GPUCOST_H_
 #define GPUCOST_GPUCOST_H_
 
+#include "gpucost/model.h"
 #include "gpucost/allocate.h"
 #include "gpucost/analyses/budget.h"
 #include "gpucost/analyses/commitment.h"

@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 import gpucost
+from gpucost.model import Purchase
 from gpucost import money, sheets
 from gpucost.config import Config, Tables, attribute, load_config, load_tables
 from gpucost.join import join_report
@@ -330,7 +331,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     for name, function, help_text in (
             ("idle", "find_idle", "idle GPUs and the dollars they cost"),
-            ("spot", "spot_runs", "spot training runs: every attempt, the true cost per completed run"),
+            (Purchase.SPOT, "spot_runs", "spot training runs: every attempt, the true cost per completed run"),
             ("advise", "advise_commitments", "what reserved capacity / savings plans / spot to buy"),
             ("budget", "budget_status", "budgets: month to date, forecast, alerts")):
         p = sub.add_parser(name, parents=[common], help=help_text, description=help_text.capitalize() + ".")
@@ -340,7 +341,7 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "budget":
             p.add_argument("--budgets", metavar="PATH", help=_BUDGETS_HELP)
             p.add_argument("--today", help="the day to report on (default: the end of the data)")
-        if name == "spot":
+        if name == Purchase.SPOT:
             p.add_argument("--interruptions", metavar="PATH", help="EventBridge spot interruption events (JSON lines)")
         if name == "advise":
             p.add_argument("--rates", metavar="PATH", help="purchase options: instance_type, kind, hourly, term_years")
@@ -655,7 +656,7 @@ def cmd_analysis(args: argparse.Namespace) -> int:
         raise gpucost.Error(f"this build of gpucost has no gpucost.{args.analysis} (an analysis not merged yet)")
     config = configure(args)
     tables = _tables(config, args)
-    key = {"find_idle": "idle", "spot_runs": "spot", "advise_commitments": "advice", "budget_status": "budgets"}[
+    key = {"find_idle": "idle", "spot_runs": Purchase.SPOT, "advise_commitments": "advice", "budget_status": "budgets"}[
         args.analysis]
     if key == "budgets" and tables.budgets is None:
         raise UsageError("gpucost budget needs budgets: --budgets FILE or [budgets] file in the config")

@@ -35,6 +35,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from gpucost.model import Purchase
 from gpucost.simulate import (DEMO_ACCOUNT, DEMO_REGION, DEMO_RI_ARN, DEMO_SP_ARN, DemoFleet,
                               simulate_demo_month)
 
@@ -115,7 +116,7 @@ def focus_frame(fleet: DemoFleet) -> pd.DataFrame:
     commitment = b["commitment_id"].notna()
     is_sp = b["commitment_id"].eq(DEMO_SP_ARN)
     instance = b["instance_type"].notna()
-    spot = b["pricing"].eq("spot")
+    spot = b["pricing"].eq(Purchase.SPOT)
     usage_type = np.where(instance, np.where(spot, "SpotUsage:", "BoxUsage:") + b["instance_type"].fillna(""),
                           None)
     usage_type = np.where(b["service"].eq("Amazon Simple Storage Service"), "TimedStorage-ByteHrs", usage_type)
@@ -195,7 +196,7 @@ def cur2_frame(fleet: DemoFleet) -> pd.DataFrame:
                      "line_item_operation": "RunInstances", "line_item_usage_amount": r.quantity,
                      "pricing_public_on_demand_cost": r.list_cost}
             rate = r.list_cost / r.quantity if r.quantity else 0.0
-            if r.pricing == "spot":
+            if r.pricing == Purchase.SPOT:
                 rows.append(base | {"line_item_line_item_type": "Usage", "pricing_term": "Spot",
                                     "line_item_usage_type": f"SpotUsage:{r.instance_type}",
                                     "line_item_operation": "RunInstances:SV001",

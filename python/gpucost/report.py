@@ -6,6 +6,7 @@ network) a finance reader can open (docs/report.md).
 
 The report calls the library for every number it shows (allocations from
 :func:`gpucost.allocate`; idle findings, spot runs, commitments and budgets
+from gpucost.model import Purchase
 from gpucost's analyses where this build has them) and only formats them. A
 section whose analysis is not available, or has no input, is left out and
 listed at the end; no number is ever made up.
@@ -166,7 +167,7 @@ def _p(text: str) -> str:
 _ANALYSES = {  # section -> the function of the library it needs (other parts of gpucost build them)
     "invoice": "attribute_tagged",
     "idle": "find_idle",
-    "spot": "spot_runs",
+    Purchase.SPOT: "spot_runs",
     "commitments": "commitment_utilization",
     "advice": "advise_commitments",
     "budgets": "budget_status",
@@ -614,7 +615,7 @@ def _section_spot(spot_runs, ctx) -> tuple[Section, dict] | str:
     allocation = gpucost.allocate(ctx["costs"], ctx["usage"], ctx["inventory"], workloads,
                                   by=["consumer", "resource_id"], **ctx["policy"])
     if "pricing" in ctx["costs"].columns:  # the jobs that ran on spot instances, not every multi-pod job
-        spot = set(ctx["costs"].loc[np.asarray(ctx["costs"]["pricing"] == "spot"), "resource_id"].astype(str))
+        spot = set(ctx["costs"].loc[np.asarray(ctx["costs"]["pricing"] == Purchase.SPOT), "resource_id"].astype(str))
         if not spot:
             return "no spot lines in the bill"
         on_spot = set(allocation.loc[allocation["resource_id"].isin(spot), "consumer"])
@@ -633,7 +634,7 @@ def _section_spot(spot_runs, ctx) -> tuple[Section, dict] | str:
         jobs = jobs[jobs["attempts"] > 0]
     shown = _pick(jobs, ["job", ctx["by"][0], "attempts", "interrupted_attempts", "cost", "wasted_cost", "waste_pct",
                          "spot_savings", "cost_per_completed_run"])
-    return _generic_section("spot", "Spot training runs", "Every attempt of each spot job, interrupted ones "
+    return _generic_section(Purchase.SPOT, "Spot training runs", "Every attempt of each spot job, interrupted ones "
                             "included: what a completed run really cost (gpucost.spot_runs).", shown, "spot_runs",
                             full=jobs, total=["cost", "wasted_cost", "spot_savings"])
 
@@ -821,7 +822,7 @@ def _section_invoice(attribute_tagged, ctx) -> tuple[Section, dict] | str:
     return s, {"invoice": top, "invoice_by_team": teams}
 
 
-_OPTIONAL = {"invoice": _section_invoice, "idle": _section_idle, "spot": _section_spot, "commitments": _section_commitments,
+_OPTIONAL = {"invoice": _section_invoice, "idle": _section_idle, Purchase.SPOT: _section_spot, "commitments": _section_commitments,
              "advice": _section_advice, "budgets": _section_budgets}
 
 

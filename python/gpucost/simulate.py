@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gpucost.model import Purchase
 import numpy as np
 import pandas as pd
 
@@ -310,8 +311,8 @@ def simulate_demo_month(*, seed: int = 0, start: str = DEMO_START, days: int = 3
 
     # 1. Four p4d.24xlarge shared by training bursts, chat inference, ad-hoc experiments.
     for i in range(4):
-        k = resource("p4d.24xlarge", "shared-training", "on_demand", "llm")
-        episodes.append((k, 0, steps, "on_demand"))
+        k = resource("p4d.24xlarge", "shared-training", Purchase.ON_DEMAND, "llm")
+        episodes.append((k, 0, steps, Purchase.ON_DEMAND))
         busy = np.zeros((8, steps), dtype=bool)
         for d in (6, 7):
             pod = f"chat/chat-api-{i}-{d - 6}"
@@ -339,7 +340,7 @@ def simulate_demo_month(*, seed: int = 0, start: str = DEMO_START, days: int = 3
     # 2. Eight g5.xlarge serving the ranker under the savings plan.
     for i in range(8):
         k = resource("g5.xlarge", "inference", "commitment", "search")
-        episodes.append((k, 0, steps, "savings_plan"))
+        episodes.append((k, 0, steps, Purchase.SAVINGS_PLAN))
         pod = f"search/ranker-{i}"
         add(k, 0, pod, 1.0, 0.69, 0.0, 14 * GIB, 0, steps, _TRAFFIC)
         if i == 7:
@@ -351,7 +352,7 @@ def simulate_demo_month(*, seed: int = 0, start: str = DEMO_START, days: int = 3
     k = resource("p4d.24xlarge", "mig", "commitment", "vision")
     stop_b, stop_e = step_of(17, 0), step_of(20, 0)
     for b, e in ((0, stop_b), (stop_e, steps)):
-        episodes.append((k, b, e, "reserved"))
+        episodes.append((k, b, e, Purchase.RESERVED))
         for s, (profile, share, mem_gib) in enumerate(MIG_LAYOUT):
             team = ("search", "vision", "fraud", "ads")[s]
             pod = f"{team}/{team}-mig-{profile}-{s}"
@@ -363,8 +364,8 @@ def simulate_demo_month(*, seed: int = 0, start: str = DEMO_START, days: int = 3
             label(pod, team="vision", project="image-tagging", user="svc-vision", job="image-tagging")
 
     # 4. Time-sliced notebooks on a g5.12xlarge, working hours.
-    k = resource("g5.12xlarge", "notebooks", "on_demand", "data-science")
-    episodes.append((k, 0, steps, "on_demand"))
+    k = resource("g5.12xlarge", "notebooks", Purchase.ON_DEMAND, "data-science")
+    episodes.append((k, 0, steps, Purchase.ON_DEMAND))
     users = ("ana", "bo", "chen", "dev", "eli", "fay", "gus", "hana")
     for d in range(4):
         busy = np.zeros(steps, dtype=bool)
@@ -391,9 +392,9 @@ def simulate_demo_month(*, seed: int = 0, start: str = DEMO_START, days: int = 3
             ("diffusion-ablation", 23, [(10.0, 4.0, True), (14.5, 10.0, False)]))
     for job, day, attempts in jobs:
         for a, (hour, length, interrupted) in enumerate(attempts, start=1):
-            k = resource("p4d.24xlarge", "spot-training", "spot", "research")
+            k = resource("p4d.24xlarge", "spot-training", Purchase.SPOT, "research")
             b, e = step_of(day, hour), step_of(day, hour + length)
-            episodes.append((k, b, e, "spot-interrupted-first-hour" if interrupted and length < 1 else "spot"))
+            episodes.append((k, b, e, "spot-interrupted-first-hour" if interrupted and length < 1 else Purchase.SPOT))
             pod = f"research/{job}-attempt-{a}"
             for d in range(8):
                 add(k, d, pod, 1.0, 0.8, 0.0, 34 * GIB, b, e)
@@ -404,9 +405,9 @@ def simulate_demo_month(*, seed: int = 0, start: str = DEMO_START, days: int = 3
 
     # 6. A p3.8xlarge forgotten over a weekend: two hours of work, then nobody until Monday.
     friday = next(day for day in range(days) if weekdays[day] == 4 and day >= 10)
-    k = resource("p3.8xlarge", "forgotten", "on_demand", "research")
+    k = resource("p3.8xlarge", "forgotten", Purchase.ON_DEMAND, "research")
     b, w, e = step_of(friday, 16), step_of(friday, 18), step_of(friday + 3, 10)
-    episodes.append((k, b, e, "on_demand"))
+    episodes.append((k, b, e, Purchase.ON_DEMAND))
     for d in range(4):
         add(k, d, "research/exp-bo-lora", 1.0, 0.6, 0.0, 12 * GIB, b, w)
         add(k, d, "", 1.0, 0.0, 0.0, 0.0, w, e)
@@ -424,15 +425,15 @@ def simulate_demo_month(*, seed: int = 0, start: str = DEMO_START, days: int = 3
     budgets = pd.DataFrame([{"key": "team", "value": t, "amount": a, "thresholds": "80%,100%"}
                             for t, a in DEMO_BUDGETS])
     rates = pd.DataFrame([
-        {"instance_type": "p4d.24xlarge", "kind": "on_demand", "hourly": DEMO_RATES["p4d.24xlarge"], "term_years": None},
-        {"instance_type": "p4d.24xlarge", "kind": "reserved", "hourly": DEMO_RI_RATE, "term_years": 1},
-        {"instance_type": "p4d.24xlarge", "kind": "savings_plan", "hourly": 22.94, "term_years": 1},
-        {"instance_type": "p4d.24xlarge", "kind": "spot", "hourly": DEMO_SPOT_RATE_P4D, "term_years": None},
-        {"instance_type": "g5.xlarge", "kind": "on_demand", "hourly": DEMO_RATES["g5.xlarge"], "term_years": None},
-        {"instance_type": "g5.xlarge", "kind": "reserved", "hourly": 0.62, "term_years": 1},
-        {"instance_type": "g5.xlarge", "kind": "savings_plan", "hourly": DEMO_SP_RATE_G5, "term_years": 1},
-        {"instance_type": "g5.12xlarge", "kind": "on_demand", "hourly": DEMO_RATES["g5.12xlarge"], "term_years": None},
-        {"instance_type": "p3.8xlarge", "kind": "on_demand", "hourly": DEMO_RATES["p3.8xlarge"], "term_years": None},
+        {"instance_type": "p4d.24xlarge", "kind": Purchase.ON_DEMAND, "hourly": DEMO_RATES["p4d.24xlarge"], "term_years": None},
+        {"instance_type": "p4d.24xlarge", "kind": Purchase.RESERVED, "hourly": DEMO_RI_RATE, "term_years": 1},
+        {"instance_type": "p4d.24xlarge", "kind": Purchase.SAVINGS_PLAN, "hourly": 22.94, "term_years": 1},
+        {"instance_type": "p4d.24xlarge", "kind": Purchase.SPOT, "hourly": DEMO_SPOT_RATE_P4D, "term_years": None},
+        {"instance_type": "g5.xlarge", "kind": Purchase.ON_DEMAND, "hourly": DEMO_RATES["g5.xlarge"], "term_years": None},
+        {"instance_type": "g5.xlarge", "kind": Purchase.RESERVED, "hourly": 0.62, "term_years": 1},
+        {"instance_type": "g5.xlarge", "kind": Purchase.SAVINGS_PLAN, "hourly": DEMO_SP_RATE_G5, "term_years": 1},
+        {"instance_type": "g5.12xlarge", "kind": Purchase.ON_DEMAND, "hourly": DEMO_RATES["g5.12xlarge"], "term_years": None},
+        {"instance_type": "p3.8xlarge", "kind": Purchase.ON_DEMAND, "hourly": DEMO_RATES["p3.8xlarge"], "term_years": None},
     ])
     events = pd.DataFrame(interruptions)
     events.insert(2, "kind", "interruption")
@@ -533,41 +534,43 @@ def _demo_bill(resources: pd.DataFrame, episodes: list, steps: int, per_hour: in
             common = dict(instance_type=res["instance_type"], tags=tags, quantity=hours,
                           list_cost=rate * hours, service="Amazon Elastic Compute Cloud",
                           charge_category="Usage", commitment_id=None, commitment_status=None)
-            if how == "on_demand":
-                line(res["resource_id"], s, t, pricing="on_demand", cost=rate * hours, billed_cost=rate * hours,
+            if how == Purchase.ON_DEMAND:
+                line(res["resource_id"], s, t, pricing=Purchase.ON_DEMAND, cost=rate * hours, billed_cost=rate * hours,
                      **common)
-            elif how == "savings_plan":
+            elif how == Purchase.SAVINGS_PLAN:
                 running_g5[h] += 1
-                line(res["resource_id"], s, t, pricing="commitment", cost=DEMO_SP_RATE_G5 * hours, billed_cost=0.0,
+                line(res["resource_id"], s, t, pricing=Purchase.SAVINGS_PLAN, cost=DEMO_SP_RATE_G5 * hours, billed_cost=0.0,
                      **(common | dict(commitment_id=DEMO_SP_ARN, commitment_status="Used")))
-            elif how == "reserved":
+            elif how == Purchase.RESERVED:
                 ri_used[h] = True
-                line(res["resource_id"], s, t, pricing="commitment", cost=DEMO_RI_RATE * hours, billed_cost=0.0,
+                line(res["resource_id"], s, t, pricing=Purchase.RESERVED, cost=DEMO_RI_RATE * hours, billed_cost=0.0,
                      **(common | dict(commitment_id=DEMO_RI_ARN, commitment_status="Used")))
             else:  # spot; AWS does not bill an instance it interrupts in the first hour
                 price = 0.0 if how == "spot-interrupted-first-hour" else DEMO_SPOT_RATE_P4D * hours
-                line(res["resource_id"], s, t, pricing="spot", cost=price, billed_cost=price, **common)
-    no_resource = dict(instance_type=None, quantity=1.0, list_cost=0.0, pricing="commitment")
+                line(res["resource_id"], s, t, pricing=Purchase.SPOT, cost=price, billed_cost=price, **common)
+    no_resource = dict(instance_type=None, quantity=1.0, list_cost=0.0)
     for h in range(days * 24):
         s, t = t0_ns + h * hour_ns, t0_ns + (h + 1) * hour_ns
-        for arn, fee, used in ((DEMO_RI_ARN, DEMO_RI_RATE, DEMO_RI_RATE if ri_used[h] else 0.0),
-                               (DEMO_SP_ARN, DEMO_SP_COMMITMENT, min(DEMO_SP_COMMITMENT, running_g5[h] * DEMO_SP_RATE_G5))):
+        for arn, fee, used, kind in (
+                (DEMO_RI_ARN, DEMO_RI_RATE, DEMO_RI_RATE if ri_used[h] else 0.0, Purchase.RESERVED),
+                (DEMO_SP_ARN, DEMO_SP_COMMITMENT, min(DEMO_SP_COMMITMENT, running_g5[h] * DEMO_SP_RATE_G5),
+                 Purchase.SAVINGS_PLAN)):
             # The commitment's recurring fee (billed, amortized into the usage) and its unused part.
             line(arn, s, t, cost=0.0, billed_cost=fee, charge_category="Purchase", commitment_id=arn,
                  commitment_status=None, service="Amazon Elastic Compute Cloud" if arn == DEMO_RI_ARN
-                 else "Savings Plans for AWS Compute usage", tags={}, **(no_resource | {"list_cost": 0.0}))
+                 else "Savings Plans for AWS Compute usage", tags={}, pricing=kind, **no_resource)
             if fee - used > 1e-9:
                 line(arn, s, t, cost=fee - used, billed_cost=0.0, charge_category="Usage", commitment_id=arn,
                      commitment_status="Unused", service="Amazon Elastic Compute Cloud" if arn == DEMO_RI_ARN
-                     else "Savings Plans for AWS Compute usage", tags={}, **no_resource)
+                     else "Savings Plans for AWS Compute usage", tags={}, pricing=kind, **no_resource)
     for day in range(days):
         s, t = t0_ns + day * 24 * hour_ns, t0_ns + (day + 1) * 24 * hour_ns
         line(f"arn:aws:s3:::acme-ml-checkpoints", s, t, cost=38.40, billed_cost=38.40, list_cost=38.40,
-             pricing="on_demand", instance_type=None, quantity=1670.0, service="Amazon Simple Storage Service",
+             pricing=Purchase.ON_DEMAND, instance_type=None, quantity=1670.0, service="Amazon Simple Storage Service",
              charge_category="Usage", commitment_id=None, commitment_status=None,
              tags={"team-id": "llm", "project-id": "llm-pretrain"})
         line(f"arn:aws:ec2:{DEMO_REGION}:{DEMO_ACCOUNT}:natgateway/nat-0ml", s, t, cost=21.60, billed_cost=21.60,
-             list_cost=21.60, pricing="on_demand", instance_type=None, quantity=480.0,
+             list_cost=21.60, pricing=Purchase.ON_DEMAND, instance_type=None, quantity=480.0,
              service="Amazon Virtual Private Cloud", charge_category="Usage", commitment_id=None,
              commitment_status=None, tags={})
     bill = pd.DataFrame(rows)

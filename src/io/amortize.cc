@@ -41,10 +41,11 @@ using Kind = CommitmentNote::Kind;
 
 bool IsFee(Kind kind) { return kind == Kind::kResourceFee || kind == Kind::kSpendFee || kind == Kind::kOffsetFee; }
 
-// Words that do not tell one resource from another.
+// Words that do not tell one resource from another (the spot purchase's name
+// included: "Spot Preemptible Nvidia Tesla A100 GPU" is the A100 GPU too).
 bool Noise(std::string_view word) {
-  return word.empty() || word == "nvidia" || word == "tesla" || word == "spot" || word == "preemptible" ||
-         word == "instance" || word == "predefined" || word == "custom" || word == "extended";
+  return word.empty() || word == "nvidia" || word == "tesla" || word == ToString(Purchase::kSpot) ||
+         word == "preemptible" || word == "instance" || word == "predefined" || word == "custom" || word == "extended";
 }
 
 }  // namespace
@@ -179,9 +180,9 @@ absl::Status AmortizeCommitments(LineBuilder& out) {
       line.effective = part;
       line.billed = 0;
       line.list = kNaN;
-      line.charge_category = "Usage";
+      line.charge_category = ToString(ChargeCategory::kUsage);
       line.commitment_status = "Unused";
-      line.pricing = "commitment";
+      line.pricing = ToString(Purchase::kCommittedUse);
       out.UseTagsOf(fee.line);
       GPUCOST_RETURN_IF_ERROR(out.Commit(line, internal_error));
     }

@@ -98,7 +98,7 @@ absl::Status AzureFormat::Normalise(const Row& row, LineBuilder& out) {
   // A scale set's line names its instance in additionalInfo.VMName.
   GPUCOST_RETURN_IF_ERROR(AzureScaleSetInstance(row, layout.col(kAdditionalInfo), out, &line.resource_id));
   line.resource_name = row.Text(layout.col(kResourceName));
-  line.provider = "azure";
+  line.provider = ToString(Provider::kAzure);
   line.account = row.Text(layout.col(kSubscription));
   line.region = row.Text(layout.col(kRegion));
   line.service = row.Text(layout.col(kMeterCategory));
@@ -112,25 +112,27 @@ absl::Status AzureFormat::Normalise(const Row& row, LineBuilder& out) {
   const std::string_view benefit = row.Text(layout.col(kBenefitId));
   line.commitment_id = !reservation.empty() ? reservation : benefit;
   const bool unused = charge == "unusedreservation" || charge == "unusedsavingsplan";
-  if (model == "spot") {
-    line.pricing = "spot";
-  } else if (model == "reservation" || model == "savingsplan" || unused) {
-    line.pricing = "commitment";
-  } else if (model == "ondemand" || (model.empty() && charge == "usage")) {
-    line.pricing = "on_demand";
-  } else {
-    line.pricing = "other";
+  // PricingModel: OnDemand, Reservation, SavingsPlan or Spot (the model's
+  // own words or aliases); unused commitments may leave it empty.
+  Purchase purchase = ParsePurchase(model).value_or(Purchase::kOther);
+  if (charge == "unusedreservation") {
+    purchase = Purchase::kReserved;
+  } else if (charge == "unusedsavingsplan") {
+    purchase = Purchase::kSavingsPlan;
+  } else if (model.empty() && charge == "usage") {
+    purchase = Purchase::kOnDemand;
   }
+  line.pricing = ToString(purchase);
   if (charge == "usage" || unused) {
-    line.charge_category = "Usage";
+    line.charge_category = ToString(ChargeCategory::kUsage);
   } else if (charge == "purchase") {
-    line.charge_category = "Purchase";
+    line.charge_category = ToString(ChargeCategory::kPurchase);
   } else if (charge == "refund") {
-    line.charge_category = "Credit";
+    line.charge_category = ToString(ChargeCategory::kCredit);
   } else if (charge == "tax") {
-    line.charge_category = "Tax";
+    line.charge_category = ToString(ChargeCategory::kTax);
   } else {
-    line.charge_category = "Adjustment";
+    line.charge_category = ToString(ChargeCategory::kAdjustment);
   }
   if (unused) {
     line.commitment_status = "Unused";

@@ -32,8 +32,6 @@ absl::StatusOr<CostAmount> ParseCostAmount(std::string_view amount) {
 
 namespace internal {
 
-absl::string_view ToAbsl(std::string_view sv) { return {sv.data(), sv.size()}; }
-
 namespace {
 
 std::string Lower(std::string_view s) {
@@ -115,14 +113,6 @@ Layout MapColumns(std::span<const std::string> header, std::span<const ColumnSpe
     }
   }
   return layout;
-}
-
-bool HasZoneDesignator(std::string_view text) {
-  text = TrimSpaces(text);
-  if (text.empty()) return false;
-  if (text.back() == 'Z' || text.back() == 'z' || absl::EndsWith(ToAbsl(text), "UTC")) return true;
-  // An offset after the time of day: "2025-03-01T10:00:00+02:00".
-  return text.size() > 11 && text.find_first_of("+-", 11) != std::string_view::npos;
 }
 
 double UsageHours(double amount, std::string_view unit) {

@@ -26,6 +26,7 @@
 #include "absl/container/node_hash_set.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
@@ -35,60 +36,22 @@
 #include "gpucost/io/billing.h"
 #include "gpucost/io/csv.h"
 #include "gpucost/status.h"
+#include "io/cells.h"
+#include "io/json_cells.h"
 
 namespace gpucost::io::internal {
 
 inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-absl::string_view ToAbsl(std::string_view sv);
-
-// Whether a timestamp's text carries its zone ("Z", "+02:00", " UTC").
-bool HasZoneDesignator(std::string_view text);
-
-
-// Result of reading a typed value from a cell.
-enum class Parsed { kOk, kNull, kBad };
-
-// How a tag (or label) value was written: a JSON string, or another JSON
-// scalar kept as its JSON text (number, true, false, null).
-enum class ValueKind { kString, kRaw };
-using PairSink = absl::FunctionRef<void(std::string_view key, std::string_view value, ValueKind kind)>;
-// A GCP credit: amount (negative), type and name.
-using CreditSink = absl::FunctionRef<void(double amount, std::string_view type, std::string_view name)>;
-
-// The logical columns of a format and the column names each may have in an
-// export (the first is the canonical spelling, used in errors).
-struct ColumnSpec {
-  int field;
-  std::array<std::string_view, 8> names;  // unused entries are empty
-};
-
-// Where a format's fields are in one input: physical column per field.
-struct Layout {
-  std::vector<int> column;         // per field: physical column, or -1
-  std::vector<std::string> names;  // physical column names
-  std::vector<std::string> field_names;  // per field: the name to report
-  // Extra tag columns (legacy CUR "resourceTags/user:team"): column -> key.
-  std::vector<std::pair<int, std::string>> tag_columns;
-
-  [[nodiscard]] int col(int field) const { return column[field]; }
-  [[nodiscard]] bool has(int field) const { return column[field] >= 0; }
-  [[nodiscard]] const std::string& name(int field) const { return field_names[field]; }
-};
+// Whether `text` contains `part`, ignoring ASCII case.
+inline bool ContainsIgnoreCase(std::string_view text, std::string_view part) {
+  return absl::StrContains(absl::AsciiStrToLower(ToAbsl(text)), absl::AsciiStrToLower(ToAbsl(part)));
+}
 
 // Maps `header` to `specs`: exact names first, then case-insensitively.
 // `tag_key` says whether a column is a tag column and with which key.
 Layout MapColumns(std::span<const std::string> header, std::span<const ColumnSpec> specs, int field_count,
                   std::optional<std::string> (*tag_key)(std::string_view column));
-
-// JSON helpers (json_cells.cc, the only user of simdjson).
-// Tags as a JSON object ({"k": "v", ...}), an array of {"key":..,"value":..}
-// objects (GCP labels), or Azure's brace-less object ("k": "v", ...).
-absl::Status ParseTagsJson(std::string_view text, PairSink sink);
-// GCP credits: a JSON array of {"amount": .., "type": .., "name": ..}.
-absl::Status ParseCreditsJson(std::string_view text, CreditSink sink);
-// The value of `key` in a flat JSON object (as text), if any.
-absl::Status JsonObjectValue(std::string_view text, std::string_view key, std::string* value, bool* found);
 
 // ---- rows -------------------------------------------------------------------
 
@@ -193,52 +156,6 @@ class ArrowRow {
   std::string_view source_;
   const Layout& layout_;
   mutable std::string scratch_;  // Text() of non-string columns
-};
-
-// One JSON line (BigQuery export): "columns" are the format's fields, looked
-// up by dotted path ("service.description" = {"service": {"description"}}).
-class JsonLine;  // json_cells.cc
-class JsonRow {
- public:
-  JsonRow(const JsonLine& line, int64_t line_number, std::string_view source, const Layout& layout)
-      : line_(line), line_number_(line_number), source_(source), layout_(layout) {}
-
-  [[nodiscard]] bool IsNull(int col) const;
-  [[nodiscard]] std::string_view Text(int col) const;
-  [[nodiscard]] Parsed Number(int col, double* out) const;
-  [[nodiscard]] Parsed Instant(int col, int64_t* out) const;
-  [[nodiscard]] Parsed Day(int col, int64_t* out) const { return Instant(col, out); }
-  [[nodiscard]] bool Naive(int col) const { return !IsNull(col) && !HasZoneDesignator(Text(col)); }
-  [[nodiscard]] bool RawText(int col, std::string_view* text) const;
-  [[nodiscard]] absl::Status Pairs(int col, PairSink sink) const;
-  [[nodiscard]] absl::Status Credits(int col, CreditSink sink) const;
-  [[nodiscard]] std::string_view Shown(int col) const { return Text(col); }
-  [[nodiscard]] absl::Status Error(std::string_view column, std::string_view what) const {
-    return LineError(source_, line_number_, column, what);
-  }
-  [[nodiscard]] const Layout& layout() const { return layout_; }
-
- private:
-  const JsonLine& line_;
-  int64_t line_number_;
-  std::string_view source_;
-  const Layout& layout_;
-  mutable std::string scratch_;
-};
-
-// Splits JSON lines and parses each into fields (json_cells.cc).
-class JsonLinesParser {
- public:
-  // `paths[field]`: the dotted paths a field may have, first match wins.
-  explicit JsonLinesParser(std::vector<std::vector<std::string>> paths);
-  ~JsonLinesParser();
-  // Parses one line; the JsonLine stays valid until the next call.
-  absl::Status Parse(std::string_view text, std::string_view source, int64_t line_number);
-  [[nodiscard]] const JsonLine& line() const { return *line_; }
-
- private:
-  std::unique_ptr<JsonLine> line_;
-  std::vector<std::vector<std::string>> paths_;
 };
 
 // ---- output -----------------------------------------------------------------

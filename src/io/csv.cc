@@ -269,6 +269,14 @@ bool CivilToNanos(int year, int month, int day, int64_t seconds_of_day, int64_t*
 
 }  // namespace
 
+bool HasZoneDesignator(std::string_view text) {
+  text = TrimSpaces(text);
+  if (text.empty()) return false;
+  if (text.back() == 'Z' || text.back() == 'z' || text.ends_with("UTC")) return true;
+  // An offset after the time of day: "2025-03-01T10:00:00+02:00".
+  return text.size() > 11 && text.find_first_of("+-", 11) != std::string_view::npos;
+}
+
 bool ParseInstant(std::string_view t, int64_t* ns) {
   t = TrimSpaces(t);
   int year = 0, month = 0, day = 0;

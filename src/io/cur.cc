@@ -147,7 +147,7 @@ absl::Status CurFormat::Normalise(const Row& row, LineBuilder& out) {
   line.effective = amortized;
 
   line.resource_id = row.Text(layout.col(kResourceId));
-  line.provider = "aws";
+  line.provider = ToString(Provider::kAws);
   line.account = row.Text(layout.col(kAccount));
   line.service = row.Text(layout.col(kService));
   line.sku = row.Text(layout.col(kSku));
@@ -168,32 +168,33 @@ absl::Status CurFormat::Normalise(const Row& row, LineBuilder& out) {
   if (instance.empty()) instance = InstanceTypeFromUsageType(usage_type);
   line.instance_type = out.CatalogInstanceType(instance);
 
-  const bool commitment_type = Is(type, "DiscountedUsage") || Is(type, "SavingsPlanCoveredUsage") ||
-                               Is(type, "SavingsPlanNegation") || Is(type, "SavingsPlanRecurringFee") ||
-                               Is(type, "SavingsPlanUpfrontFee") || Is(type, "RIFee") ||
-                               (Is(type, "Fee") && !ri_arn.empty());
+  const bool reserved = Is(type, "DiscountedUsage") || Is(type, "RIFee") || (Is(type, "Fee") && !ri_arn.empty());
+  const bool savings_plan = Is(type, "SavingsPlanCoveredUsage") || Is(type, "SavingsPlanNegation") ||
+                            Is(type, "SavingsPlanRecurringFee") || Is(type, "SavingsPlanUpfrontFee");
   const std::string_view term = row.Text(layout.col(kTerm));
+  Purchase purchase = Purchase::kOther;
   if (absl::StrContains(ToAbsl(usage_type), "SpotUsage") || term == "Spot") {
-    line.pricing = "spot";
-  } else if (commitment_type) {
-    line.pricing = "commitment";
+    purchase = Purchase::kSpot;
+  } else if (reserved) {
+    purchase = Purchase::kReserved;
+  } else if (savings_plan) {
+    purchase = Purchase::kSavingsPlan;
   } else if (Is(type, "Usage")) {
-    line.pricing = "on_demand";
-  } else {
-    line.pricing = "other";
+    purchase = Purchase::kOnDemand;
   }
+  line.pricing = ToString(purchase);
   if (Is(type, "Usage") || Is(type, "DiscountedUsage") || Is(type, "SavingsPlanCoveredUsage") ||
       Is(type, "SavingsPlanNegation")) {
-    line.charge_category = "Usage";
+    line.charge_category = ToString(ChargeCategory::kUsage);
   } else if (Is(type, "Fee") || Is(type, "RIFee") || Is(type, "SavingsPlanRecurringFee") ||
              Is(type, "SavingsPlanUpfrontFee")) {
-    line.charge_category = "Purchase";
+    line.charge_category = ToString(ChargeCategory::kPurchase);
   } else if (Is(type, "Tax")) {
-    line.charge_category = "Tax";
+    line.charge_category = ToString(ChargeCategory::kTax);
   } else if (Is(type, "Credit") || Is(type, "Refund") || absl::EndsWith(ToAbsl(type), "Discount")) {
-    line.charge_category = "Credit";
+    line.charge_category = ToString(ChargeCategory::kCredit);
   } else {
-    line.charge_category = "Adjustment";
+    line.charge_category = ToString(ChargeCategory::kAdjustment);
   }
   if (Is(type, "DiscountedUsage") || Is(type, "SavingsPlanCoveredUsage")) {
     line.commitment_status = "Used";

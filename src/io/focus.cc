@@ -12,7 +12,7 @@ namespace {
 
 enum Field {
   kStart, kEnd, kBilled, kEffective, kList, kResourceId, kResourceName, kProvider, kAccount, kRegion,
-  kService, kSku, kChargeCategory, kPricingCategory, kCommitmentId, kCommitmentStatus, kCurrency, kTags,
+  kService, kSku, kChargeCategory, kPricingCategory, kCommitmentId, kCommitmentType, kCommitmentStatus, kCurrency, kTags,
   kSkuPriceDetails, kUsageType, kSkuDetails, kConsumedQuantity, kConsumedUnit, kPricingCurrency,
   kChargeDescription, kSkuMeter, kSkuDescription, kSystemLabels, kMeterName, kMeterCategory, kCount,
 };
@@ -34,6 +34,7 @@ constexpr ColumnSpec kColumns[] = {
     {kChargeCategory, {"ChargeCategory"}},
     {kPricingCategory, {"PricingCategory"}},
     {kCommitmentId, {"CommitmentDiscountId"}},
+    {kCommitmentType, {"CommitmentDiscountType"}},
     {kCommitmentStatus, {"CommitmentDiscountStatus"}},
     {kCurrency, {"BillingCurrency"}},
     {kTags, {"Tags"}},
@@ -54,19 +55,22 @@ constexpr ColumnSpec kColumns[] = {
     {kMeterCategory, {"x_SkuMeterCategory"}},
 };
 
-std::string_view NormaliseProvider(std::string_view name) {
-  if (absl::EqualsIgnoreCase(ToAbsl(name), "AWS") || absl::EqualsIgnoreCase(ToAbsl(name), "Amazon Web Services")) {
-    return "aws";
+// The commitment a FOCUS line uses or buys: CommitmentDiscountType as the
+// providers write it ("Reserved Instance", "Savings Plan", "Reservation",
+// "Committed Use Discount"), else what its id names (an AWS RI or savings
+// plan ARN, an Azure reservation order), else an untyped commitment.
+Purchase CommitmentKind(std::string_view type, std::string_view id) {
+  if (ContainsIgnoreCase(type, "savings")) return Purchase::kSavingsPlan;
+  if (ContainsIgnoreCase(type, "reserv")) return Purchase::kReserved;
+  if (ContainsIgnoreCase(type, "committed") || ContainsIgnoreCase(type, "commitment")) {
+    return Purchase::kCommittedUse;
   }
-  if (absl::EqualsIgnoreCase(ToAbsl(name), "Microsoft") || absl::EqualsIgnoreCase(ToAbsl(name), "Azure") ||
-      absl::EqualsIgnoreCase(ToAbsl(name), "Microsoft Azure")) {
-    return "azure";
+  if (ContainsIgnoreCase(id, "savingsplan")) return Purchase::kSavingsPlan;  // AWS ARN, Azure order
+  if (absl::StrContains(ToAbsl(id), ":reserved-instances/") || ContainsIgnoreCase(id, "/reservationorders/")) {
+    return Purchase::kReserved;
   }
-  if (absl::EqualsIgnoreCase(ToAbsl(name), "Google Cloud") || absl::EqualsIgnoreCase(ToAbsl(name), "Google") ||
-      absl::EqualsIgnoreCase(ToAbsl(name), "GCP") || absl::EqualsIgnoreCase(ToAbsl(name), "Google Cloud Platform")) {
-    return "gcp";
-  }
-  return name;
+  if (ContainsIgnoreCase(id, "/commitments/")) return Purchase::kCommittedUse;
+  return Purchase::kCommitment;
 }
 
 int AmountField(CostAmount amount) {
@@ -100,7 +104,7 @@ absl::Status FocusFormat::Normalise(const Row& row, LineBuilder& out) {
   GPUCOST_RETURN_IF_ERROR(ReadAmount(row, kList, false, kNaN, &line.list));
   line.resource_id = row.Text(layout.col(kResourceId));
   line.resource_name = row.Text(layout.col(kResourceName));
-  line.provider = NormaliseProvider(row.Text(layout.col(kProvider)));
+  line.provider = CanonicalProviderName(row.Text(layout.col(kProvider)));
   line.account = row.Text(layout.col(kAccount));
   line.region = row.Text(layout.col(kRegion));
   line.service = row.Text(layout.col(kService));
@@ -112,7 +116,7 @@ absl::Status FocusFormat::Normalise(const Row& row, LineBuilder& out) {
   line.pricing_currency = row.Text(layout.col(kPricingCurrency));
   // Azure's ARM ids are case-insensitive: lower case, as the cost-details
   // reader and read_nodes write them.
-  line.lowercase_resource = line.provider == "azure" || absl::StartsWithIgnoreCase(ToAbsl(line.resource_id), "/subscriptions/");
+  line.lowercase_resource = line.provider == ToString(Provider::kAzure) || absl::StartsWithIgnoreCase(ToAbsl(line.resource_id), "/subscriptions/");
   // Azure's FOCUS export bills a scale set's VMs on the scale set; its
   // x_SkuDetails (cost details' AdditionalInfo) names the instance.
   if (line.lowercase_resource) {
@@ -130,15 +134,15 @@ absl::Status FocusFormat::Normalise(const Row& row, LineBuilder& out) {
   // Purchases of a commitment, its covered usage and its unused rows all
   // carry the commitment's id; Dynamic pricing is spot / low priority.
   const std::string_view category = row.Text(layout.col(kPricingCategory));
+  Purchase purchase = Purchase::kOther;
   if (!line.commitment_id.empty() || absl::EqualsIgnoreCase(ToAbsl(category), "Committed")) {
-    line.pricing = "commitment";
+    purchase = CommitmentKind(row.Text(layout.col(kCommitmentType)), line.commitment_id);
   } else if (absl::EqualsIgnoreCase(ToAbsl(category), "Dynamic")) {
-    line.pricing = "spot";
+    purchase = Purchase::kSpot;
   } else if (absl::EqualsIgnoreCase(ToAbsl(category), "Standard")) {
-    line.pricing = "on_demand";
-  } else {
-    line.pricing = "other";
+    purchase = Purchase::kOnDemand;
   }
+  line.pricing = ToString(purchase);
 
   // Instance type: FOCUS 1.2 SkuPriceDetails.InstanceType, else the
   // provider's own columns (AWS usage type, Azure SKU details).
@@ -159,7 +163,7 @@ absl::Status FocusFormat::Normalise(const Row& row, LineBuilder& out) {
   // cost-details reader does, when the catalog knows it.
   std::string meter_size;
   const int meter = row.IsNull(layout.col(kMeterName)) ? layout.col(kSkuMeter) : layout.col(kMeterName);
-  if (instance.empty() && line.provider == "azure" && !row.IsNull(meter) &&
+  if (instance.empty() && line.provider == ToString(Provider::kAzure) && !row.IsNull(meter) &&
       (absl::EqualsIgnoreCase(ToAbsl(row.Text(layout.col(kMeterCategory))), "Virtual Machines") ||
        absl::EqualsIgnoreCase(ToAbsl(line.service), "Virtual Machines"))) {
     meter_size = AzureVmSizeFromMeter(row.Text(meter));
@@ -184,13 +188,13 @@ absl::Status FocusFormat::Normalise(const Row& row, LineBuilder& out) {
   // The resource's time: a usage line consumed in hours (an instance-hour;
   // for GCP's GPU SKU, GPU-hours per GPU of the machine type), not the
   // unused part of a commitment (its ResourceId is the commitment).
-  const bool usage = absl::EqualsIgnoreCase(ToAbsl(line.charge_category), "Usage") &&
+  const bool usage = absl::EqualsIgnoreCase(ToAbsl(line.charge_category), ToAbsl(ToString(ChargeCategory::kUsage))) &&
                      !absl::EqualsIgnoreCase(ToAbsl(line.commitment_status), "Unused") && !line.resource_id.empty();
   if (usage) {
     double consumed = kNaN;
     GPUCOST_RETURN_IF_ERROR(ReadAmount(row, kConsumedQuantity, false, kNaN, &consumed));
     const double hours = UsageHours(consumed, row.Text(layout.col(kConsumedUnit)));
-    if (line.provider == "gcp") {
+    if (line.provider == ToString(Provider::kGcp)) {
       if (line.gpu_sku || core_sku) {
         line.primary_rank = line.gpu_sku ? 2 : 1;
         // GPU-seconds per GPU of the machine type; core-seconds per core.

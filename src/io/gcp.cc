@@ -50,10 +50,6 @@ struct Credit {
   std::string type;  // a copy: the JSON it came from is reused for the next cell
 };
 
-bool ContainsIgnoreCase(std::string_view text, std::string_view part) {
-  return absl::StrContains(absl::AsciiStrToLower(ToAbsl(text)), absl::AsciiStrToLower(ToAbsl(part)));
-}
-
 bool IsCommitmentCredit(std::string_view type) {
   return absl::StartsWith(ToAbsl(type), "COMMITTED_USAGE_DISCOUNT") || type == "FEE_UTILIZATION_OFFSET";
 }
@@ -126,7 +122,7 @@ absl::Status GcpFormat::Normalise(const Row& row, LineBuilder& out) {
     line.resource_id = out.Stable(canonical);
   }
   if (line.resource_id.empty()) line.resource_id = line.resource_name;
-  line.provider = "gcp";
+  line.provider = ToString(Provider::kGcp);
   line.account = row.Text(layout.col(kProject));
   line.service = row.Text(layout.col(kService));
   line.sku = row.Text(layout.col(kSku));
@@ -182,24 +178,24 @@ absl::Status GcpFormat::Normalise(const Row& row, LineBuilder& out) {
   }
   if (note) note->gross = cost;
   const bool other = cost_type == "tax" || cost_type == "adjustment" || cost_type == "rounding_error";
+  Purchase purchase = Purchase::kOnDemand;
   if (other) {
-    line.pricing = "other";
+    purchase = Purchase::kOther;
   } else if (ContainsIgnoreCase(description, "Preemptible") ||
              absl::StartsWithIgnoreCase(ToAbsl(description), "Spot ")) {
-    line.pricing = "spot";
+    purchase = Purchase::kSpot;
   } else if (commitment_sku || (!separate && commitment_credit)) {
-    line.pricing = "commitment";
-  } else {
-    line.pricing = "on_demand";
+    purchase = Purchase::kCommittedUse;
   }
+  line.pricing = ToString(purchase);
   if (cost_type == "tax") {
-    line.charge_category = "Tax";
+    line.charge_category = ToString(ChargeCategory::kTax);
   } else if (cost_type == "adjustment" || cost_type == "rounding_error") {
-    line.charge_category = "Adjustment";
+    line.charge_category = ToString(ChargeCategory::kAdjustment);
   } else if (commitment_sku) {
-    line.charge_category = "Purchase";
+    line.charge_category = ToString(ChargeCategory::kPurchase);
   } else {
-    line.charge_category = "Usage";
+    line.charge_category = ToString(ChargeCategory::kUsage);
   }
 
   // The VM's time is billed as GPU, core and memory SKU lines: the GPU line
@@ -244,8 +240,8 @@ absl::Status GcpFormat::Normalise(const Row& row, LineBuilder& out) {
       Line c = line;
       c.billed = c.effective = credit.amount;
       c.list = 0;
-      c.charge_category = "Credit";
-      c.pricing = IsCommitmentCredit(credit.type) ? "commitment" : "other";
+      c.charge_category = ToString(ChargeCategory::kCredit);
+      c.pricing = ToString(IsCommitmentCredit(credit.type) ? Purchase::kCommittedUse : Purchase::kOther);
       c.sku = credit.type.empty() ? line.sku : out.Stable(credit.type);
       c.primary_rank = 0;
       c.quantity_hours = kNaN;

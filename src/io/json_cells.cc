@@ -1,13 +1,11 @@
-// JSON inside billing exports: tag objects, GCP label and credit arrays, and
-// BigQuery's JSON-lines export. The only translation unit that includes
-// simdjson (it is a large header).
+#include "io/json_cells.h"
+
 #include <charconv>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "billing_internal.h"
 #include "simdjson.h"
 
 namespace gpucost::io::internal {

@@ -130,7 +130,7 @@ absl::StatusOr<ProviderId> ParseProviderId(std::string_view provider_id, std::st
   }
   out.provider = std::string(provider_id.substr(0, scheme_end));
   std::string_view rest = provider_id.substr(scheme_end + 3);
-  if (out.provider == "azure") {
+  if (out.provider == ToString(Provider::kAzure)) {
     // The ARM id, in lower case as the bill readers write it (ARM ids are
     // case-insensitive; AKS and the cost exports spell them differently).
     while (rest.size() > 1 && rest[0] == '/' && rest[1] == '/') rest.remove_prefix(1);

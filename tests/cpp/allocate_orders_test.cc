@@ -14,7 +14,7 @@
 #include "gmock/gmock.h"
 #include "gpucost/allocate.h"
 #include "gtest/gtest.h"
-#include "series_scan.h"
+#include "engine/series_scan.h"
 #include "testing/status_matchers.h"
 #include "testing/tables.h"
 

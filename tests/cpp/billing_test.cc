@@ -61,7 +61,7 @@ TEST(ReadFocus, Focus12AllRowsBecomeLines) {
   EXPECT_DOUBLE_EQ(lines.list_cost[od], 32.7726);
 
   const size_t sp = LineOf(lines, "i-0bbb");
-  EXPECT_EQ(At(lines.pricing, sp), "commitment");
+  EXPECT_EQ(At(lines.pricing, sp), "savings_plan");
   EXPECT_EQ(At(lines.commitment_status, sp), "Used");
   EXPECT_DOUBLE_EQ(lines.cost[sp], 20.3190);
   EXPECT_DOUBLE_EQ(lines.billed_cost[sp], 0);
@@ -194,7 +194,7 @@ TEST(ReadCur, LegacyAmortizedAsAwsDefinesIt) {
   EXPECT_EQ(At(lines.region, od), "us-east-1");
   EXPECT_EQ(At(lines.pricing, LineOf(lines, "i-0ccc")), "spot");
   const size_t ri = LineOf(lines, "i-0ggg");
-  EXPECT_EQ(At(lines.pricing, ri), "commitment");
+  EXPECT_EQ(At(lines.pricing, ri), "reserved");
   EXPECT_EQ(At(lines.commitment_status, ri), "Used");
   EXPECT_THAT(At(lines.commitment_id, ri), HasSubstr("reserved-instances"));
   for (size_t i = 0; i < lines.size(); ++i) {
@@ -265,7 +265,7 @@ TEST(ReadGcp, CsvAndJsonLinesAgree) {
   EXPECT_EQ(At(csv.resource_id, core), "projects/ml-prod/zones/us-central1-a/instances/trainer-1");
   EXPECT_EQ(At(csv.instance_id, core), "1111");
   const size_t cud = LineOf(csv, "instances/serve-1");
-  EXPECT_EQ(At(csv.pricing, cud), "commitment");
+  EXPECT_EQ(At(csv.pricing, cud), "cud");
   // The CUD fee of the hour (1.50, no usage amounts to tell its use) is
   // amortized onto the one line it covered (src/io/amortize.cc).
   EXPECT_NEAR(csv.cost[cud], 2.9339 - 1.6137 + 1.50, 1e-12);
@@ -310,7 +310,7 @@ TEST(ReadAzure, AmortizedDataset) {
   EXPECT_EQ(At(lines.instance_type, t4), "Standard_NC4as_T4_v3");  // from the meter name
   EXPECT_EQ(At(lines.tags, t4), R"({"team":"cv","env":"dev"})");    // brace-less tags
   EXPECT_EQ(At(lines.pricing, LineOf(lines, "nd-spot-1")), "spot");
-  EXPECT_EQ(At(lines.pricing, LineOf(lines, "nc-sp-1")), "commitment");
+  EXPECT_EQ(At(lines.pricing, LineOf(lines, "nc-sp-1")), "savings_plan");
   int unused = 0;
   for (size_t i = 0; i < lines.size(); ++i) unused += At(lines.commitment_status, i) == "Unused";
   EXPECT_EQ(unused, 2);

@@ -101,6 +101,10 @@ class CsvTokenizer {
 //   hour 0-23, minute and second 0-59).
 [[nodiscard]] bool ParseInstant(std::string_view text, int64_t* ns);
 
+// Whether a timestamp's text carries its zone ("Z", "+02:00", " UTC"):
+// text without one is local time of a zone the caller must know.
+[[nodiscard]] bool HasZoneDesignator(std::string_view text);
+
 // Parses a US-style date MM/DD/YYYY (older Azure exports) as midnight UTC.
 [[nodiscard]] bool ParseUsDate(std::string_view text, int64_t* ns);
 

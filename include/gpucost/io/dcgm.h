@@ -90,8 +90,6 @@ struct DcgmMetric {
 [[nodiscard]] std::span<const DcgmMetric> DcgmMetrics();
 [[nodiscard]] std::vector<std::string_view> DcgmMetricNames();
 
-enum class MigShareBasis { kCompute, kMemory };
-
 struct DcgmOptions {
   // Labels naming the node, tried in order; the first present and non-empty
   // wins. Relabelled setups usually have `node` or `kubernetes_node`; the

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from gpucost.model import Purchase
 from gpucost import _core
 from gpucost.catalog import instance_types
 from gpucost.analyses._tables import (NANOS_PER_HOUR, frame, instant_ns, instants_ns, raise_first, row_error,
@@ -30,8 +31,8 @@ from gpucost.errors import InvalidInputError
 __all__ = ["advise_commitments", "amortize", "COMMITMENT_KINDS", "HOURS_PER_MONTH"]
 
 HOURS_PER_MONTH = 730.0
-COMMITMENT_KINDS = ("reserved", "savings_plan", "cud")
-KINDS = ("on_demand", "spot", *COMMITMENT_KINDS)
+COMMITMENT_KINDS = (Purchase.RESERVED, Purchase.SAVINGS_PLAN, Purchase.COMMITTED_USE)
+KINDS = (Purchase.ON_DEMAND, Purchase.SPOT, *COMMITMENT_KINDS)
 GROUPINGS = {"instance_type": "instance", "family": "GPU", "gpu_model": "GPU"}
 # Which commitment kinds each class may be advised (training: flexible ones
 # only, whatever is asked; see `allowed`).
@@ -145,14 +146,14 @@ def _rates(rates: Any, group_col: str, terms: Sequence[int]) -> pd.DataFrame:
     given_payment = r["payment"].astype(object) if "payment" in r else pd.Series(None, index=r.index, dtype=object)
     r["payment"] = given_payment.fillna(default_payment).where(commitment, None)
     if "flexible" in r:
-        r["flexible"] = r["flexible"].fillna(r["kind"] == "savings_plan").astype(bool)
+        r["flexible"] = r["flexible"].fillna(r["kind"] == Purchase.SAVINGS_PLAN).astype(bool)
     else:
-        r["flexible"] = r["kind"] == "savings_plan"
+        r["flexible"] = r["kind"] == Purchase.SAVINGS_PLAN
     label = r["kind"] + np.where(commitment, " " + pd.Series(years).fillna(0).astype(int).astype(str) + "y " +
                                  r["payment"].astype(str), "")
     r["option"] = r["option"].fillna(label) if "option" in r else label
     r["row"] = np.arange(len(r))
-    for kind in ("on_demand", "spot"):
+    for kind in (Purchase.ON_DEMAND, Purchase.SPOT):
         dup = (r["kind"] == kind) & r.duplicated([group_col, "kind"])
         if dup.any():
             row = int(np.flatnonzero(dup.to_numpy())[0])
@@ -361,7 +362,7 @@ def advise_commitments(costs: Any, usage: Any, inventory: Any, workloads: Any = 
     uncovered_money = money - covered_money.sum(axis=1)
 
     on_demand = _on_demand_rates(lines, option_rates, cat, group_by, unit, inventory)
-    spot = option_rates[option_rates["kind"] == "spot"].set_index(group_by)["rate"]
+    spot = option_rates[option_rates["kind"] == Purchase.SPOT].set_index(group_by)["rate"]
     commitments = option_rates[option_rates["kind"].isin(COMMITMENT_KINDS)]
 
     # Problems: per curve a baseline (nothing committed) and every allowed
@@ -377,12 +378,12 @@ def advise_commitments(costs: Any, usage: Any, inventory: Any, workloads: Any = 
     spot_eff = curves[group_by].map(spot).astype(np.float64) * (1 + interruption_overhead)
     use_spot = curves["class"].isin(list(interruptible)) & (spot_eff < curves["r_o"])
     curves["r_x"] = np.where(use_spot, spot_eff, curves["r_o"])
-    curves["excess_on"] = np.where(use_spot, "spot", "on_demand")
+    curves["excess_on"] = np.where(use_spot, Purchase.SPOT, Purchase.ON_DEMAND)
 
     options = curves.merge(commitments, on=group_by, how="inner")
     options = options[[k in allowed_kinds.get(c, ()) for k, c in zip(options["kind"], options["class"])]]
     options = options[(options["class"] != "training") | options["flexible"]]
-    baseline = curves.assign(option=np.where(use_spot, "spot", "on_demand"), kind=curves["excess_on"],
+    baseline = curves.assign(option=np.where(use_spot, Purchase.SPOT, Purchase.ON_DEMAND), kind=curves["excess_on"],
                              rate=curves["r_x"], upfront=0.0, term_years=np.nan, payment=None, row=-1)
     candidates = pd.concat([baseline, options], ignore_index=True)
     candidates["is_baseline"] = candidates["row"] < 0
@@ -399,7 +400,7 @@ def advise_commitments(costs: Any, usage: Any, inventory: Any, workloads: Any = 
     # are a dollar rate, any level.
     # Spend-based (flexible) CUDs are a dollar rate like savings plans.
     flexible = candidates["flexible"].astype(object).fillna(False).astype(bool).to_numpy()
-    whole_kind = (candidates["kind"] == "reserved").to_numpy() | ((candidates["kind"] == "cud").to_numpy() & ~flexible)
+    whole_kind = (candidates["kind"] == Purchase.RESERVED).to_numpy() | ((candidates["kind"] == Purchase.COMMITTED_USE).to_numpy() & ~flexible)
     whole = np.tile(whole_kind.astype(np.uint8), len(plan))
     level = np.full(len(plan) * n, nan)
     base = candidates["is_baseline"].to_numpy()
@@ -460,10 +461,10 @@ def advise_commitments(costs: Any, usage: Any, inventory: Any, workloads: Any = 
     out["on_demand_rate"] = curves["r_o"]
     out["commitment_per_hour"] = np.where(committed, chosen["rate"] * chosen["level"], 0.0)
     out["upfront_total"] = np.where(committed, chosen["upfront"] * chosen["level"], 0.0)
-    dollars = committed & ((out["purchase"] == "savings_plan").to_numpy() | (
-        (out["purchase"] == "cud").to_numpy() & chosen["flexible"].astype(object).fillna(False).astype(bool).to_numpy()))
+    dollars = committed & ((out["purchase"] == Purchase.SAVINGS_PLAN).to_numpy() | (
+        (out["purchase"] == Purchase.COMMITTED_USE).to_numpy() & chosen["flexible"].astype(object).fillna(False).astype(bool).to_numpy()))
     out["sold_in"] = np.where(~committed, "", np.where(~dollars, unit + "s", np.where(
-        out["purchase"] == "cud", "$ an hour of on-demand spend", "$ an hour")))
+        out["purchase"] == Purchase.COMMITTED_USE, "$ an hour of on-demand spend", "$ an hour")))
     out["buy"] = [_buy(s, lv, ph, lv * ro, unit) if c else "" for s, lv, ph, ro, c in
                   zip(out["sold_in"], out["level"], out["commitment_per_hour"], curves["r_o"], committed)]
     out["monthly_today"] = money / t * per_month
@@ -623,7 +624,7 @@ def _existing_capacity(existing: Any, group_by: str, groups: pd.Index, first: in
     # Savings plans and spend-based CUDs are bought in $ an hour (a CUD row
     # with `hourly` and no `count`: $ of on-demand spend an hour, `rate` the
     # on-demand $ per unit-hour); reservations and resource-based CUDs in units.
-    sp = (kind == "savings_plan") | ((kind == "cud") & ~np.isfinite(count) & np.isfinite(hourly))
+    sp = (kind == Purchase.SAVINGS_PLAN) | ((kind == Purchase.COMMITTED_USE) & ~np.isfinite(count) & np.isfinite(hourly))
     raise_first(name, "count", ~sp & ~(np.isfinite(count) & (count > 0)),
                 lambda r: f"a {kind[r]} needs its count of units > 0 (got {count[r]})")
     raise_first(name, "hourly", sp & ~(np.isfinite(hourly) & (hourly > 0)),
@@ -637,7 +638,7 @@ def _existing_capacity(existing: Any, group_by: str, groups: pd.Index, first: in
         flag = pd.Series(e["convertible"], dtype=object).map(_truth).to_numpy()
         raise_first(name, "convertible", pd.isna(flag), lambda r: f"'{e['convertible'].iat[r]}' is not true or false")
         convertible = flag.astype(bool)
-    raise_first(name, "convertible", convertible & (kind != "reserved"),
+    raise_first(name, "convertible", convertible & (kind != Purchase.RESERVED),
                 lambda r: f"only reservations are convertible (a {kind[r]} is not)")
     raise_first(name, "rate", convertible & ~(np.isfinite(rate) & (rate > 0)),
                 lambda r: f"a convertible reservation needs its $ per unit-hour (got {rate[r]})")
@@ -729,7 +730,7 @@ def _convert(out: pd.DataFrame, spare: pd.Series, spare_rate: pd.Series, group_b
         return out
     family = instance_family(out[group_by]).to_numpy(object)
     left = out["level"].to_numpy(np.float64).copy()
-    target = (out["recommended"] & (out["purchase"] == "reserved") & (out["level"] > 0)).to_numpy()
+    target = (out["recommended"] & (out["purchase"] == Purchase.RESERVED) & (out["level"] > 0)).to_numpy()
     for g in spare[spare > 0].sort_values(ascending=False).index:
         k_left, r_g = float(spare[g]), float(spare_rate[g])
         fam = instance_family(pd.Series([g])).iat[0]
@@ -799,7 +800,7 @@ def _count(n: float, unit: str) -> str:
 def _action(row: dict) -> str:
     if row["recommended"] and row["buy"]:
         return f"add {row['buy']}"
-    if row["recommended"] and row["purchase"] == "spot":
+    if row["recommended"] and row["purchase"] == Purchase.SPOT:
         return "move to spot"
     if row["expiring_level"] > 0:
         return "let expire"
@@ -844,7 +845,7 @@ def _on_demand_rates(lines: pd.DataFrame, rates: pd.DataFrame, cat: pd.DataFrame
     priced = lines[np.isfinite(lines["list_cost"]) & (lines["list_cost"] > 0) & (lines["units"] > 0)]
     sums = priced.groupby("group")[["list_cost", "units"]].sum()
     observed = sums["list_cost"] / sums["units"]
-    given = rates[rates["kind"] == "on_demand"].set_index(group_by)["rate"]
+    given = rates[rates["kind"] == Purchase.ON_DEMAND].set_index(group_by)["rate"]
     out = given.combine_first(observed)
     if "on_demand_hourly" in cat:
         price = pd.to_numeric(cat["on_demand_hourly"], errors="coerce")
@@ -856,7 +857,7 @@ def _on_demand_rates(lines: pd.DataFrame, rates: pd.DataFrame, cat: pd.DataFrame
     return out.dropna()
 
 
-_KIND_WORDS = {"reserved": "reservation", "savings_plan": "savings plan", "cud": "committed use discount"}
+_KIND_WORDS = {Purchase.RESERVED: "reservation", Purchase.SAVINGS_PLAN: "savings plan", Purchase.COMMITTED_USE: "committed use discount"}
 
 
 def _rate(x: float) -> str:
@@ -906,7 +907,7 @@ def _reason_core(row: dict, group_by: str, overhead: float, sensitivity: float) 
         return (f"{where}: {demand}. Keep as is: the cheapest change would cost "
                 f"{_money(-row['savings_if_changed'])}/month more than today's {_money(row['monthly_if_unchanged'])} "
                 + ("(work already on spot is billed without the "
-                   f"{overhead:.0%} interruption overhead the advice adds to spot)." if row['excess_on'] == "spot"
+                   f"{overhead:.0%} interruption overhead the advice adds to spot)." if row['excess_on'] == Purchase.SPOT
                    else "(usage already covered by commitments, or billed below the rates given)."))
     if cls == "idle":
         return (f"{where}: whole instances nobody used ({demand}). Terminate idle instances "
@@ -918,7 +919,7 @@ def _reason_core(row: dict, group_by: str, overhead: float, sensitivity: float) 
         return (f"{where}: interactive sessions ({demand}) belong on demand with idle shutdown; "
                 f"today {_money(row['monthly_today'])}/month.")
     spot_words = ""
-    if row['excess_on'] == "spot":
+    if row['excess_on'] == Purchase.SPOT:
         spot_words = (f" Interruptible work runs on spot at {_rate(row['excess_rate'])}/{unit}-hour "
                       f"including a {overhead:.0%} interruption overhead (on demand {_rate(row['on_demand_rate'])}).")
     if row['purchase'] in COMMITMENT_KINDS:

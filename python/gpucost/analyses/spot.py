@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
+from gpucost.model import Purchase
 from gpucost.analyses._common import (
     NS_PER_S,
     as_frame,
@@ -306,7 +307,7 @@ def spot_runs(allocation: pd.DataFrame, workloads: Any, interruptions: Any = Non
     3. a later attempt of the same job exists (one that starts after this
        one ended, within ``slack``: replicas running side by side are not
        retries): interrupted when its
-       instances' lines are ``pricing == "spot"`` in ``costs`` (source
+       instances' lines are ``pricing == Purchase.SPOT`` in ``costs`` (source
        ``billing``: the lines stopped while the job had not finished), or
        when a ``rebalance`` recommendation hit one of its instances (source
        ``rebalance``); failed otherwise (source ``restart``);
@@ -429,7 +430,7 @@ def spot_runs(allocation: pd.DataFrame, workloads: Any, interruptions: Any = Non
     rules = [
         (state != "", state, "state"),
         (hit_interruption, "interrupted", "event"),
-        (att["later_exists"].to_numpy() & (att["pricing"].str.contains("spot").to_numpy()), "interrupted",
+        (att["later_exists"].to_numpy() & (att["pricing"].str.contains(Purchase.SPOT).to_numpy()), "interrupted",
          "billing"),
         (att["later_exists"].to_numpy() & hit_rebalance, "interrupted", "rebalance"),
         (att["later_exists"].to_numpy(), "failed", "restart"),

@@ -6,8 +6,9 @@ GCP, Azure normalised to one vocabulary): ``commitment_id``,
 ``commitment_status`` (``Used``/``Unused``), ``charge_category``
 (``Purchase`` rows are what was paid for commitments), ``effective_cost``
 (amortised), ``billed_cost`` (invoiced), ``list_cost`` (on-demand
-equivalent) and ``pricing`` (``on_demand``, ``commitment``, ``spot``,
-``other``). Where ``effective_cost`` or ``billed_cost`` is absent or missing
+equivalent) and ``pricing`` (a :class:`gpucost.Purchase`: ``on_demand``,
+``spot``, the commitments ``reserved``, ``savings_plan``, ``cud`` and
+``commitment``, ``other``). Where ``effective_cost`` or ``billed_cost`` is absent or missing
 on a row, ``cost`` stands in for it.
 """
 
@@ -20,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from gpucost.analyses._common import check_freq, floor_ns
+from gpucost.model import COMMITMENTS, ChargeCategory, Purchase
 from gpucost.analyses._tables import (
     NANOS_PER_HOUR,
     finite_floats,
@@ -35,6 +37,8 @@ from gpucost.analyses._tables import (
 __all__ = ["commitment_utilization", "commitment_coverage", "spot_savings"]
 
 _NAME = "costs"
+# Coverage columns named after the purchases they sum.
+_SPOT, _ON_DEMAND = Purchase.SPOT.value, Purchase.ON_DEMAND.value
 
 
 def _period(start_ns: np.ndarray, freq: str | None) -> pd.Series:
@@ -144,27 +148,27 @@ def commitment_coverage(costs: Any, *, by: Sequence[str] | str = ("instance_type
     status = _optional_strings(costs, "commitment_status")
     pricing = _optional_strings(costs, "pricing")
     category = _optional_strings(costs, "charge_category")
-    usage = (pd.isna(category) | (category == "Usage")) & (status != "Unused")
-    covered = (status == "Used") | (pricing == "commitment")
+    usage = (pd.isna(category) | (category == ChargeCategory.USAGE)) & (status != "Unused")
+    covered = (status == "Used") | np.isin(pricing, list(COMMITMENTS))
     groups = {c: pd.Series(strings(t, _NAME, c), dtype=object).fillna("(none)").to_numpy()[usage] for c in by_list}
     data = pd.DataFrame({
         **groups,
         "period": _period(start, freq).to_numpy()[usage],
         "on_demand_equivalent": listed[usage],
         "covered": np.where(covered, listed, 0.0)[usage],
-        "spot": np.where(~covered & (pricing == "spot"), listed, 0.0)[usage],
-        "on_demand": np.where(~covered & (pricing == "on_demand"), listed, 0.0)[usage],
+        _SPOT: np.where(~covered & (pricing == Purchase.SPOT), listed, 0.0)[usage],
+        _ON_DEMAND: np.where(~covered & (pricing == Purchase.ON_DEMAND), listed, 0.0)[usage],
         "cost": cost[usage],
     })
-    data["other"] = data["on_demand_equivalent"] - data["covered"] - data["spot"] - data["on_demand"]
+    data["other"] = data["on_demand_equivalent"] - data["covered"] - data[_SPOT] - data[_ON_DEMAND]
     keys = [*by_list, "period"] if freq is not None else by_list
     out = data.drop(columns=[] if freq is not None else ["period"]).groupby(
         keys, sort=True, dropna=False, as_index=False).sum()
     total = out["on_demand_equivalent"]
-    for part in ("covered", "spot", "on_demand"):
+    for part in ("covered", _SPOT, _ON_DEMAND):
         out[f"{part}_share"] = (out[part] / total).where(total != 0)
     out = out.rename(columns={"covered_share": "coverage"})
-    return out[[*keys, "on_demand_equivalent", "covered", "spot", "on_demand", "other", "coverage", "spot_share",
+    return out[[*keys, "on_demand_equivalent", "covered", _SPOT, _ON_DEMAND, "other", "coverage", "spot_share",
                 "on_demand_share", "cost"]]
 
 
@@ -193,7 +197,7 @@ def spot_savings(costs: Any, *, by: Sequence[str] | str = ("instance_type",),
     cost = finite_floats(t, _NAME, "cost")
     pricing = strings(t, _NAME, "pricing")
     category = _optional_strings(costs, "charge_category")
-    spot = (pricing == "spot") & (pd.isna(category) | (category == "Usage"))
+    spot = (pricing == Purchase.SPOT) & (pd.isna(category) | (category == ChargeCategory.USAGE))
     listed = t.floats("list_cost") if t.has("list_cost") else np.full(len(t), np.nan)
     reference = listed.copy()
     source = np.full(len(t), "list_cost", dtype=object)

@@ -307,21 +307,6 @@ struct alignas(64) SeriesSum {
 
 }  // namespace
 
-absl::StatusOr<Basis> ParseBasis(std::string_view basis) {
-  if (basis == "allocated") return Basis::kAllocated;
-  if (basis == "used") return Basis::kUsed;
-  if (basis == "blended") return Basis::kBlended;
-  return ParameterError("basis", absl::StrCat("unknown basis ", Quoted(basis),
-                                              " (expected \"allocated\", \"used\" or \"blended\")"));
-}
-
-absl::StatusOr<IdleMode> ParseIdleMode(std::string_view idle) {
-  if (idle == "keep") return IdleMode::kKeep;
-  if (idle == "share") return IdleMode::kShare;
-  return ParameterError("idle", absl::StrCat("unknown idle mode ", Quoted(idle),
-                                             " (expected \"keep\" or \"share\")"));
-}
-
 struct Allocator::State {
   AllocationPolicy policy;
   int64_t interval_ns = 0;  // 0 until given or inferred

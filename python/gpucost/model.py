@@ -1,0 +1,105 @@
+"""The domain's words, as the C++ model (include/gpucost/model.h) spells them.
+
+Each enum is a :class:`enum.StrEnum`: its members *are* the strings tables,
+configs and results carry, so ``Purchase.SPOT == "spot"`` and a member goes
+wherever a string went (``allocate(..., basis=Basis.USED)``,
+``costs["pricing"] == Purchase.SPOT``). Plain strings keep working.
+``tests/python/test_model.py`` checks every enum against the C++ spelling
+tables, value by value and in order.
+
+Examples
+--------
+>>> from gpucost import Purchase, Basis
+>>> Purchase("savings_plan").is_commitment
+True
+>>> [p.value for p in Purchase if p.is_commitment]
+['reserved', 'savings_plan', 'cud', 'commitment']
+>>> Basis.USED == "used"
+True
+"""
+
+from __future__ import annotations
+
+import enum
+
+__all__ = ["Provider", "MigBasis", "Purchase", "Payment", "ChargeCategory", "Basis", "IdleMode", "COMMITMENTS"]
+
+
+class Provider(enum.StrEnum):
+    """Who sells the GPU time: a cloud, hardware you own (``onprem``), or another seller."""
+
+    AWS = "aws"
+    GCP = "gcp"
+    AZURE = "azure"
+    ONPREM = "onprem"
+    OTHER = "other"
+
+
+class MigBasis(enum.StrEnum):
+    """Which fraction of a GPU a MIG slice stands for: compute slices (default) or memory slices."""
+
+    COMPUTE = "compute"
+    MEMORY = "memory"
+
+
+class Purchase(enum.StrEnum):
+    """How GPU time was bought: the ``pricing`` column of cost lines.
+
+    ``commitment`` is a commitment discount whose kind the export does not
+    say (FOCUS ``Committed`` without a ``CommitmentDiscountType``).
+    """
+
+    ON_DEMAND = "on_demand"
+    SPOT = "spot"
+    RESERVED = "reserved"
+    SAVINGS_PLAN = "savings_plan"
+    COMMITTED_USE = "cud"
+    COMMITMENT = "commitment"
+    CAPACITY_BLOCK = "capacity_block"
+    OWNED = "owned"
+    LEASE = "lease"
+    RATE_CARD = "rate_card"
+    OTHER = "other"
+
+    @property
+    def is_commitment(self) -> bool:
+        """A commitment discount: reserved, savings plan, CUD or an untyped commitment."""
+        return self in COMMITMENTS
+
+
+COMMITMENTS: frozenset[Purchase] = frozenset(
+    {Purchase.RESERVED, Purchase.SAVINGS_PLAN, Purchase.COMMITTED_USE, Purchase.COMMITMENT})
+"""The commitment discounts, for ``costs["pricing"].isin(COMMITMENTS)``."""
+
+
+class Payment(enum.StrEnum):
+    """How a commitment is paid for."""
+
+    NO_UPFRONT = "no_upfront"
+    PARTIAL_UPFRONT = "partial_upfront"
+    ALL_UPFRONT = "all_upfront"
+
+
+class ChargeCategory(enum.StrEnum):
+    """What a bill line is, in FOCUS's words: the ``charge_category`` column."""
+
+    USAGE = "Usage"
+    PURCHASE = "Purchase"
+    TAX = "Tax"
+    CREDIT = "Credit"
+    ADJUSTMENT = "Adjustment"
+
+
+class Basis(enum.StrEnum):
+    """What a consumer pays for: GPU time held, GPU time kept busy, or a blend with memory."""
+
+    ALLOCATED = "allocated"
+    USED = "used"
+    BLENDED = "blended"
+
+
+class IdleMode(enum.StrEnum):
+    """Idle cost kept on ``__idle__`` or shared over the line's consumers."""
+
+    KEEP = "keep"
+    SHARE = "share"
