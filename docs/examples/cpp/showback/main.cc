@@ -4,8 +4,8 @@
 // through it, README.md beside it says how to run it.
 //
 //   showback --bill FILE [--format cur|focus] [--node NODE=RESOURCE_ID]...
-//            [--by namespace] [--basis allocated|used|blended] [--idle keep|share]
-//            SCRAPE.prom|DIR...
+//            [--by namespace|pod|consumer[,...]] [--basis allocated|used|blended]
+//            [--idle keep|share] SCRAPE.prom|DIR...
 //
 // Prints one row per group (cost, GPU-hours held, idle cost) and a total
 // that equals the bill's GPU cost. An error prints the library's message
@@ -173,7 +173,8 @@ gpucost::CostColumns CostColumnsOf(const GpuLines& gpu, const gpucost::io::CostL
 absl::StatusOr<std::optional<int64_t>> ScrapeInstant(const fs::path& path) {
   const std::string name = path.filename().string();
   auto digits = [&](size_t at, size_t n) {
-    return std::all_of(name.begin() + at, name.begin() + at + n, [](char c) { return c >= '0' && c <= '9'; });
+    const std::string_view part = std::string_view(name).substr(at, n);
+    return std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
   };
   for (size_t at = 0; at + 16 <= name.size(); ++at) {
     if (digits(at, 8) && name[at + 8] == 'T' && digits(at + 9, 6) && name[at + 15] == 'Z') {
@@ -281,7 +282,9 @@ absl::Status Print(const gpucost::Allocation& result, const GpuLines& gpu, const
     const bool named = currency < keys.size() && gpu.currency[i] != gpucost::kNullCode;
     totals[named ? lines.currency.values[gpu.currency[i]] : ""].billed += gpu.cost[i];
   }
-  for (const auto& [name, total] : totals) {
+  for (const auto& entry : totals) {
+    const std::string& name = entry.first;
+    const Total& total = entry.second;
     cells([&](size_t k) { return k == 0 ? std::string("total") : k == currency ? name : ""; });
     std::printf("%12.4f %10.2f %12.4f\n", total.cost, total.gpu_hours, total.idle_cost);
     if (std::abs(total.cost - total.billed) > 1e-9 * std::max(1.0, std::abs(total.billed))) {
