@@ -2,6 +2,7 @@
 
     gpucost demo                         the demo month: showback table + HTML report
     gpucost check    --config gpucost.toml   what the inputs hold and how they join (exit 0, 1 warnings, 2 errors)
+    gpucost check    --config gpucost.toml --plan   the plan of sources, nothing read
     gpucost allocate --bill B --telemetry T --pods P [--format csv|json|xlsx|table] [--decimals N|raw] [--sql URL]
     gpucost report   --config gpucost.toml --output showback.html [--xlsx showback.xlsx]
     gpucost idle | spot | advise | budget   the analyses
@@ -34,6 +35,7 @@ from gpucost.model import Purchase
 from gpucost import money, sheets
 from gpucost.config import Config, Tables, attribute, load_config, load_tables
 from gpucost.join import join_report
+from gpucost.plan import PlanError, plan_sources
 from gpucost.frames import for_export
 
 __all__ = ["main", "build_parser", "format_money_table", "EXIT_OK", "EXIT_ERROR", "EXIT_BAD_INPUT"]
@@ -311,6 +313,9 @@ def build_parser() -> argparse.ArgumentParser:
                                    "2 on errors.")
     _add_sources(p)
     _add_policy(p, by=None)
+    p.add_argument("--plan", action="store_true",
+                   help="print the plan of sources (each source's kind, files and options, and the table it feeds) "
+                        "and every problem found without reading data; read nothing (exit 0, or 2 with problems)")
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("report", parents=[common], help="write the HTML showback report",
@@ -548,6 +553,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_check(args: argparse.Namespace) -> int:
     from gpucost.check import check_tables
     config = configure(args)
+    if args.plan:
+        plan = plan_sources(config)
+        print("\n".join(cli_message(line) for line in plan.lines()))  # problems in flags' and keys' words
+        return EXIT_BAD_INPUT if plan.problems else EXIT_OK
     stated = "interval" in config.policy or "step" in config.sources
     tables = _tables(config, args)
     result = check_tables(tables, names=_source_names(config), interval=config.policy.get("interval"),
@@ -797,7 +806,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         if isinstance(exc, OSError) and exc.filename:
             message = f"{exc.filename}: {exc.strerror}"
-        print(f"gpucost {args.command}: error: {cli_message(message)}", file=sys.stderr)
+        for line in [str(p) for p in exc.problems] if isinstance(exc, PlanError) else [message]:  # one per problem
+            print(f"gpucost {args.command}: error: {cli_message(line)}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except BrokenPipeError:  # `gpucost ... | head`
         return EXIT_OK

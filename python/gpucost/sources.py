@@ -1,6 +1,6 @@
 """The files a gpucost config names, read into one bill, one usage table and
-one workloads table (docs/cli.md). The command uses it through
-:func:`gpucost.config.load_tables`; a pipeline can call these directly.
+one workloads table (docs/cli.md). The command uses it through the plan of
+sources (:mod:`gpucost.plan`); a pipeline can call these directly.
 
 - Bills in parts: a list, a glob, a directory or an AWS CUR / Data Exports
   manifest (``*-Manifest.json``) is read part by part by one reader and the
@@ -34,7 +34,7 @@ import pandas as pd
 
 from gpucost.errors import InvalidInputError
 
-__all__ = ["bill_parts", "sniff", "read_bill", "concat_usage", "merge_workloads", "namespace_labels",
+__all__ = ["bill_parts", "sniff", "read_bill", "join_parts", "concat_usage", "merge_workloads", "namespace_labels",
            "check_label_keys", "scrape_instant", "scrape_files", "host_of", "label_keys_in", "read_pod_labels"]
 
 GZIP, ZSTD, PARQUET = b"\x1f\x8b", b"\x28\xb5\x2f\xfd", b"PAR1"
@@ -189,11 +189,17 @@ def read_bill(parts: Sequence[Path], reader: Callable[..., pd.DataFrame], **kwar
     """Every part through `reader` (a gpucost.read_* function), concatenated
     into one bill; the parts' ``attrs`` reports are kept per part under
     ``attrs["parts"]`` and their counts summed."""
-    frames = [reader(part, **kwargs) for part in parts]
+    return join_parts([reader(part, **kwargs) for part in parts], [str(p) for p in parts])
+
+
+def join_parts(frames: Sequence[pd.DataFrame], names: Sequence[str]) -> pd.DataFrame:
+    """The frames of a bill's parts (named ``names``) as one bill; the
+    parts' ``attrs`` reports kept per part under ``attrs["parts"]`` and
+    their counts summed. One part is returned as it is."""
     if len(frames) == 1:
         return frames[0]
     out = concat_frames(frames)
-    out.attrs = merge_attrs([f.attrs for f in frames], [str(p) for p in parts])
+    out.attrs = merge_attrs([f.attrs for f in frames], names)
     return out
 
 

@@ -1,0 +1,897 @@
+"""The plan of a run's sources: everything a config names, resolved and
+checked before any data is read (docs/cli.md, "The plan of sources").
+
+:func:`plan_sources` turns a :class:`~gpucost.config.Config` into a
+:class:`SourcePlan`: every path, glob, directory and manifest resolved to
+files; each bill part's format and each log's kind sniffed from its first
+bytes; everything that can be checked without reading data checked (files
+exist, options that need each other are there, a stated step is a positive
+number of seconds), and every problem found kept, each with its config key
+and file, to be reported at once (:class:`PlanError`). Each :class:`Source`
+says what it is (``kind``), which key named it, its files and options, and
+which tables it feeds (``costs``, ``usage``, ``workloads``, ``inventory``,
+``extras``). ``gpucost check --plan`` prints it.
+
+:func:`read_plan` reads a plan into the allocation's tables
+(:class:`~gpucost.config.Tables`); :func:`gpucost.config.load_tables` is
+``read_plan(plan_sources(config))``. Each source's :meth:`Source.frames`
+yields its frames one at a time (a bill part, a log, a scrape instant, an
+accounting file), so a streaming reader can consume them; the in-memory path
+joins them (:meth:`Source.frame`).
+
+Example (in an empty folder: both problems at once, nothing read):
+
+    >>> config = gpucost.config.load_config(None)
+    >>> config.sources.update(costs="costs.csv", usage="usage.csv")
+    >>> [str(p) for p in plan_sources(config).problems]
+    ['costs.csv: no such file (costs)', 'usage.csv: no such file (usage)']
+"""
+
+from __future__ import annotations
+
+import math
+import types
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+import gpucost
+from gpucost import sources
+from gpucost.config import DEFAULT_LABELS, Config, Tables, instance_ids
+from gpucost.errors import InvalidInputError
+
+__all__ = ["TABLES", "Problem", "PlanError", "Source", "SourcePlan", "Reading", "plan_sources", "read_plan",
+           "plan_bill", "read_table", "detect_bill"]
+
+#: The tables a source feeds (extras: budgets, rates, interruptions, commitments already bought).
+TABLES = ("costs", "usage", "workloads", "inventory", "extras")
+BILL_READERS = {"focus": "read_focus", "cur": "read_cur", "gcp": "read_gcp_billing", "azure": "read_azure_costs"}
+#: The [sources] keys that give usage samples (one is needed).
+USAGE_KEYS = ("prometheus", "telemetry", "dcgm_text", "nvidia_smi", "sacct", "usage")
+_NUMERIC = ("cost", "list_cost", "share", "util", "mem_used", "duration", "device", "mem_capacity", "amount",
+            "hourly")
+
+
+# ---- what a plan holds ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A problem found without reading data: the config key at fault, the
+    message (naming the file and the key), the file when there is one."""
+
+    key: str
+    message: str
+    file: str | None = None
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class PlanError(InvalidInputError):
+    """Every problem of a plan at once: the message has one line per problem
+    (``problems``), and the location fields are the first one's."""
+
+    def __init__(self, problems: Sequence[Problem]):
+        self.problems = tuple(problems)
+        super().__init__("\n".join(p.message for p in self.problems))
+        for name, value in InvalidInputError(self.problems[0].message).location().items():
+            setattr(self, name, value)
+
+
+class Reading:
+    """One read of a plan: what its sources share, read once (the hosts and
+    nodes tables, pid_jobs, Slurm accounting files, the demo month), and
+    whether readers show a progress bar."""
+
+    def __init__(self, progress: bool = False):
+        self.progress = progress
+        self._cache: dict[Any, Any] = {}
+
+    def once(self, key: Any, read: Callable[[], Any]) -> Any:
+        if key not in self._cache:
+            self._cache[key] = read()
+        return self._cache[key]
+
+
+@dataclass(frozen=True)
+class Source:
+    """One source of a plan.
+
+    - ``key``: the config key that names it (``[sources]``; ``budgets`` for
+      ``[budgets] file``);
+    - ``kind``: what it is: a bill format (``focus``, ``cur``, ``gcp``,
+      ``azure``), ``prometheus`` (live), ``query_range`` (saved answers),
+      ``dcgm_text``, ``nvidia_smi``, ``sacct``, ``kubectl_pods``,
+      ``kubectl_nodes``, ``kube_node_info``, ``kube_pod_labels``,
+      ``kube_pod_info``, ``hosts``, ``table`` (gpucost's own), ``catalog``
+      (the inventory from the bill's instance types), ``spot_interruptions``,
+      ``demo``;
+    - ``feeds``: the tables it feeds, of :data:`TABLES`;
+    - ``files``: its files, resolved (globs, directories, manifests);
+    - ``options``: what its reader is given (format, step, time zone, ...);
+    - ``uses``: the lookup sources read with it (hosts, nodes, pid_jobs).
+    """
+
+    key: str
+    kind: str
+    feeds: tuple[str, ...]
+    files: tuple[Path, ...] = ()
+    options: Mapping[str, Any] = field(default_factory=dict)
+    uses: tuple[Source, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "options", types.MappingProxyType(dict(self.options)))
+
+    def frames(self, reading: Reading | None = None, table: str | None = None) -> Iterator[pd.DataFrame]:
+        """Its frames of ``table`` (default: the first it feeds), one at a
+        time: a bill part, a kubectl snapshot, an nvidia-smi log, a Slurm
+        accounting file, the scrapes of one instant. Saved Prometheus answers
+        are one frame (each metric is its own file, so a sample needs them
+        all), and so are a live query and gpucost's own tables."""
+        table = table or self.feeds[0]
+        if table not in self.feeds:
+            raise ValueError(f"{self.key}: feeds {', '.join(self.feeds)}, not {table}")
+        yield from _READERS[self.kind](self, reading or Reading(), table)
+
+    def frame(self, reading: Reading | None = None, table: str | None = None) -> pd.DataFrame | None:
+        """Its frames of ``table`` as one (the in-memory path): a bill's
+        parts with their reports under ``attrs["parts"]``, the others'
+        rows concatenated."""
+        reading = reading or Reading()
+        table = table or self.feeds[0]
+        frames = list(self.frames(reading, table))
+        if self.kind in BILL_READERS:
+            return sources.join_parts(frames, [str(p) for p in self.files])
+        if self.kind == "sacct":
+            if table == "workloads":
+                return sources.merge_workloads(frames)
+            usage = sources.concat_frames(frames)
+            usage.attrs["diagnostics"] = {str(p): _sacct_result(self, reading, p).diagnostics for p in self.files}
+            return usage
+        return sources.concat_frames(frames) if frames else None
+
+    def describe(self, base: Path | None = None) -> str:
+        """One line: key, kind, the tables it feeds, its files and options."""
+        files = _show_files(self.files, base)
+        if "logs" in self.options:  # each log's kind and its apps log
+            files = ", ".join(f"{_show_files([Path(p)], base)} ({mon}" + (
+                f", apps {_show_files([Path(a)], base)})" if a else ")") for p, mon, a in self.options["logs"])
+        shown = {k: v for k, v in self.options.items()
+                 if k not in ("labels", "instants", "logs", "format") and v is not None and v is not False}
+        if "bearer_token" in shown:
+            shown["bearer_token"] = "***"
+        text = ", ".join(f"{k} {_show(v)}" for k, v in shown.items())
+        if "instants" in self.options:
+            text = _join(f"{len(self.options['instants'])} scrape instants", text)
+        if self.uses:
+            text = _join(text, "with " + ", ".join(u.key for u in self.uses))
+        what = _join(files, text)
+        return f"{self.key:<15} {self.kind:<17} -> {'+'.join(self.feeds):<16} {what}".rstrip()
+
+
+@dataclass(frozen=True)
+class SourcePlan:
+    """Every source of a run, resolved and checked, nothing read: see the
+    module's documentation. ``step`` is the stated step (``step`` in
+    [sources] or ``interval`` in [policy]; None: each source's own spacing,
+    from its data), ``step_key`` where it was stated; ``labels`` result
+    column -> pod label key (the defaults and [labels]), ``wanted`` those
+    [labels] gave, ``namespaces`` [labels.namespaces]."""
+
+    sources: tuple[Source, ...]
+    problems: tuple[Problem, ...] = ()
+    step: float | None = None
+    step_key: str | None = None
+    labels: Mapping[str, str] = field(default_factory=dict)
+    wanted: Mapping[str, str] = field(default_factory=dict)
+    namespaces: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    name: str = "config"
+    base: Path = field(default_factory=lambda: Path("."))
+
+    def find(self, key: str, kind: str | None = None) -> Source | None:
+        """The source named by ``key`` (of ``kind``), or None."""
+        return next((s for s in self.sources if s.key == key and kind in (None, s.kind)), None)
+
+    def feeding(self, table: str) -> tuple[Source, ...]:
+        """The sources that feed ``table``, in reading order."""
+        return tuple(s for s in self.sources if table in s.feeds)
+
+    def check(self) -> None:
+        """Raises :class:`PlanError` with every problem, if any."""
+        if self.problems:
+            raise PlanError(self.problems)
+
+    def lines(self) -> list[str]:
+        """What ``gpucost check --plan`` prints."""
+        out = [f"plan of {self.name}: {len(self.sources)} sources, nothing read yet",
+               f"  {'key':<15} {'kind':<17} -> {'feeds':<16} files, options"]
+        out += [f"  {s.describe(self.base)}" for s in self.sources]
+        step = "each source's own spacing (from its data)" if self.step is None else \
+            f"{_show(self.step)} s ({self.step_key} in [{'sources' if self.step_key == 'step' else 'policy'}])"
+        out.append(f"step: {step}")
+        if self.problems:
+            out.append("problems")
+            out += [f"  error: {p.message}" for p in self.problems]
+        return out
+
+    def __str__(self) -> str:
+        return "\n".join(self.lines())
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, (list, tuple)):
+        return ",".join(map(str, value))
+    return str(value)
+
+
+def _join(a: str, b: str) -> str:
+    return f"{a}; {b}" if a and b else a or b
+
+
+def _show_files(files: Sequence[Path], base: Path | None, most: int = 3) -> str:
+    def rel(p: Path) -> str:
+        try:
+            return str(p.relative_to(base)) if base is not None else str(p)
+        except ValueError:
+            return str(p)
+
+    shown = ", ".join(rel(p) for p in files[:most])
+    return shown + (f", ... ({len(files)} files)" if len(files) > most else "")
+
+
+# ---- planning ----------------------------------------------------------------------------
+
+
+class _Planner:
+    """Collects the sources and the problems of one config."""
+
+    def __init__(self, config: Config):
+        self.config = config
+        self.s = config.sources
+        self.problems: list[Problem] = []
+
+    def problem(self, key: str, message: str, file: Any = None) -> None:
+        self.problems.append(Problem(key, message, None if file is None else str(file)))
+
+    def paths(self, key: str) -> list[Path]:
+        """The paths a key names, globs expanded; a glob that matches nothing is a problem."""
+        value = self.s[key]
+        out: list[Path] = []
+        for item in [value] if isinstance(value, str) else value:
+            try:
+                out += self.config.paths(item, key=key)
+            except InvalidInputError as exc:
+                self.problem(key, str(exc), item)
+        return list(dict.fromkeys(out))
+
+    def expand(self, key: str, resolve: Callable[[list[Path]], list[Path]]) -> list[Path]:
+        """The files of each path a key names, through ``resolve`` (a bill's
+        parts, a folder's scrapes); each path it refuses is a problem."""
+        out: list[Path] = []
+        for path in self.paths(key):
+            try:
+                out += resolve([path])
+            except InvalidInputError as exc:
+                self.problem(key, str(exc), path)
+        return out
+
+    def files(self, key: str) -> list[Path]:
+        """The files a key names: each must exist."""
+        found = []
+        for path in self.paths(key):
+            if path.exists():
+                found.append(path)
+            else:
+                self.problem(key, f"{path}: no such file ({key})", path)
+        return found
+
+    def table(self, key: str, feeds: tuple[str, ...], value: str | None = None, kind: str = "table") -> Source:
+        """gpucost's own table (CSV or Parquet) a key names."""
+        path = self.config.path(self.s[key] if value is None else value)
+        if not path.exists():
+            self.problem(key, f"{path}: no such file ({key})", path)
+        elif _table_format(path) is None:
+            self.problem(key, f"{path}: unknown table format (use .csv, .csv.gz or .parquet)", path)
+        return Source(key, kind, feeds, (path,))
+
+    def needs_live(self, key: str) -> None:
+        """``key = "prometheus"`` asks the live server: it needs the server and the range."""
+        if "prometheus" not in self.s or "start" not in self.s or "end" not in self.s:
+            self.problem(key, f"{key} = \"prometheus\" needs --prometheus, --start and --end "
+                              "(prometheus, start, end in [sources])")
+
+    def live(self) -> dict:
+        s = self.s
+        return {"url": s.get("prometheus"), "start": s.get("start"), "end": s.get("end"),
+                **({"bearer_token": s["bearer_token"]} if "bearer_token" in s else {})}
+
+    def bill(self) -> Source:
+        s = self.s
+        fmt = s.get("bill_format", "auto")
+        if fmt not in BILL_READERS and fmt != "auto":
+            self.problem("bill_format", f"{self.config.name}: [sources]: bill_format {fmt!r} is not one of auto, "
+                                        f"{', '.join(BILL_READERS)}")
+            fmt = None
+        dataset = s.get("bill_dataset", "auto")
+        if dataset not in ("auto", "actual", "amortized"):
+            self.problem("bill_dataset", f"{self.config.name}: [sources]: bill_dataset {dataset!r} is not one of "
+                                         "auto, actual, amortized")
+        parts = list(dict.fromkeys(self.expand("bill", sources.bill_parts)))
+        if fmt == "auto":
+            found: dict[Path, str] = {}
+            for part in parts:
+                try:
+                    found[part] = detect_bill(part)
+                except InvalidInputError as exc:
+                    self.problem("bill", str(exc), part)
+            kinds = sorted(set(found.values()))
+            if len(kinds) > 1:
+                first = {k: next(p for p, v in found.items() if v == k) for k in kinds}
+                self.problem("bill", "bill: the parts are of different formats: "
+                                     + ", ".join(f"{first[k]} is {k}" for k in kinds))
+            fmt = kinds[0] if len(kinds) == 1 else None
+        return Source("bill", fmt or "bill", ("costs",), tuple(parts),
+                      {"format": fmt, "dataset": dataset, "tz": s.get("bill_tz")})
+
+    def dcgm(self) -> dict:
+        """The options every DCGM reader gets."""
+        options: dict[str, Any] = {"keep_unknown_nodes": bool(self.s.get("keep_unknown_nodes", False))}
+        names = self.s.get("exporter_names")
+        if names is not None:  # the exporter's own pod/container names: its labels on a free GPU are no workload
+            options["exporter_names"] = [names] if isinstance(names, str) else list(names)
+        return options
+
+    def nvidia_smi(self, given: float | None, hosts: Source | None, pid_jobs: Source | None) -> Source:
+        """nvidia-smi logs, one per host (the file name up to its first dot),
+        each paired with the compute-apps log of its host; --query-gpu or
+        dmon/pmon from the first bytes."""
+        logs = self.paths("nvidia_smi")
+        apps: dict[str, Path] = {}
+        if "nvidia_smi_apps" in self.s:
+            for path in self.files("nvidia_smi_apps"):
+                host = sources.host_of(path)
+                if host in apps:
+                    self.problem("nvidia_smi_apps", f"{path}: a second compute-apps log of host '{host}' (first "
+                                                    f"{apps[host]})", path)
+                else:
+                    apps[host] = path
+        for host in sorted(set(apps) - {sources.host_of(p) for p in logs}):
+            self.problem("nvidia_smi_apps", f"{apps[host]}: compute-apps log of host '{host}' has no GPU log "
+                                            "(nvidia_smi) of the same host", apps[host])
+        entries = []
+        for path in logs:
+            if not path.exists():
+                self.problem("nvidia_smi", f"{path}: no such file (nvidia_smi)", path)
+                continue
+            apps_log = apps.get(sources.host_of(path))
+            entries.append((str(path), "dmon" if _is_mon_log(path) else "query-gpu",
+                            None if apps_log is None else str(apps_log)))
+        uses = tuple(u for u in (hosts, pid_jobs) if u is not None)
+        return Source("nvidia_smi", "nvidia_smi", ("usage",), tuple(Path(p) for p, _, _ in entries),
+                      {"interval": given, "timezone": self.s.get("timezone", "UTC"), "logs": tuple(entries)}, uses)
+
+
+def plan_sources(config: Config) -> SourcePlan:
+    """The plan of the sources ``config`` names (see the module's
+    documentation): nothing is read but the first bytes of bill parts and
+    logs, manifests and directory listings. Problems are kept in
+    ``problems``, not raised: :meth:`SourcePlan.check` raises them all."""
+    p = _Planner(config)
+    s = config.sources
+    out: list[Source] = []
+    stated = s.get("step", config.policy.get("interval"))
+    step_key = "step" if "step" in s else "interval" if "interval" in config.policy else None
+    if stated is not None:
+        value = float(stated)
+        if not math.isfinite(value) or value <= 0:
+            p.problem(step_key, f"parameter '{step_key}': {value} is not a positive number of seconds")
+    budgets = None
+    if "file" in config.budgets:
+        budgets = p.table("budgets", ("extras",), config.budgets["file"], kind="budgets")
+        out.append(budgets)
+    common = {"name": config.name, "base": config.base}
+    if s.get("demo"):
+        out.append(Source("demo", "demo", ("costs", "usage", "workloads", "inventory", "extras")))
+        if "existing" in s:
+            out.append(p.table("existing", ("extras",)))
+        return SourcePlan(tuple(out), tuple(p.problems), None if stated is None else float(stated), step_key,
+                          **common)
+
+    # costs
+    if "bill" in s:
+        out.append(p.bill())
+    elif "costs" in s:
+        out.append(p.table("costs", ("costs",)))
+    else:
+        p.problem("bill", "no bill: give --bill (a FOCUS/CUR/GCP/Azure export), --costs (a cost lines table) or "
+                          "--demo")
+
+    # usage: lookups first (hosts, then nodes), then every telemetry source
+    step = float(stated) if stated is not None else 60.0
+    given = None if stated is None else step
+    hosts = p.table("hosts", ("usage",), kind="hosts") if "hosts" in s else None
+    nodes = None
+    if s.get("nodes") in ("prometheus", ["prometheus"]):  # kube-state-metrics' kube_node_info over the range
+        p.needs_live("nodes")
+        nodes = Source("nodes", "kube_node_info", ("usage",), (), p.live(), uses=(hosts,) if hosts else ())
+    elif "nodes" in s:
+        nodes = Source("nodes", "kubectl_nodes", ("usage",), tuple(p.files("nodes")),
+                       uses=(hosts,) if hosts else ())
+    out += [x for x in (hosts, nodes) if x is not None]
+    lookups = tuple(x for x in (nodes, hosts) if x is not None)
+    dcgm = p.dcgm()
+    if "prometheus" in s:
+        for key in ("start", "end"):
+            if key not in s:
+                p.problem("prometheus", f"--prometheus needs --{key} ({key} in [sources])")
+        url = s["prometheus"]
+        if not url.startswith(("http://", "https://")):
+            p.problem("prometheus", f"parameter 'url': {url!r} is not an http(s) URL")
+        for key in ("start", "end"):
+            if key in s:
+                try:
+                    gpucost.prometheus.to_ns(s[key], key)
+                except InvalidInputError as exc:
+                    p.problem(key, str(exc))
+        out.append(Source("prometheus", "prometheus", ("usage",), (), {**p.live(), "step": step, **dcgm}, lookups))
+    if "telemetry" in s:
+        out.append(Source("telemetry", "query_range", ("usage",), tuple(p.files("telemetry")),
+                          {"step": given, **dcgm}, lookups))
+    if "dcgm_text" in s:
+        # Each scrape's instant: its own timestamps, else its name, else its mtime. Scrapes of one
+        # instant (several hosts) are read in one call.
+        scrapes = p.expand("dcgm_text", sources.scrape_files)
+        by_instant: dict[pd.Timestamp, list[str]] = {}
+        for path in scrapes:
+            by_instant.setdefault(sources.scrape_instant(path), []).append(str(path))
+        out.append(Source("dcgm_text", "dcgm_text", ("usage",), tuple(scrapes),
+                          {"interval": given, **dcgm,
+                           "instants": tuple((t, tuple(group)) for t, group in by_instant.items())}, lookups))
+    if "nvidia_smi" in s:
+        pid_jobs = p.table("pid_jobs", ("usage",)) if "pid_jobs" in s else None
+        if pid_jobs is not None:
+            out.append(pid_jobs)
+        out.append(p.nvidia_smi(given, hosts, pid_jobs))
+    if "sacct" in s:  # its samples and its jobs' labels, read once
+        out.append(Source("sacct", "sacct", ("usage", "workloads"), tuple(p.files("sacct")),
+                          {"timezone": s.get("timezone", "UTC")}, (hosts,) if hosts else ()))
+    if "usage" in s:
+        out.append(p.table("usage", ("usage",)))
+    if not any(key in s for key in USAGE_KEYS):
+        p.problem("telemetry", "no telemetry: give --prometheus URL, --telemetry FILES (saved Prometheus answers), "
+                               "--dcgm-text (exporter scrapes), --nvidia-smi (logs), --sacct (Slurm accounting) or "
+                               "--usage (a usage samples table)")
+
+    # workloads
+    wanted = {k: v for k, v in config.labels.items() if k != "namespaces"}
+    labels = {**DEFAULT_LABELS, **wanted}
+    if "pods" in s:
+        out.append(Source("pods", "kubectl_pods", ("workloads",), tuple(p.files("pods")), {"labels": labels}))
+    if s.get("pod_labels") in ("prometheus", ["prometheus"]):
+        p.needs_live("pod_labels")
+        out.append(Source("pod_labels", "kube_pod_labels_live", ("workloads",), (), {**p.live(), "labels": labels}))
+    elif "pod_labels" in s:
+        files = p.files("pod_labels")
+        info = [f for f in files if sources.is_kube_pod_info(f)]
+        ksm = [f for f in files if f not in info]
+        if ksm:
+            out.append(Source("pod_labels", "kube_pod_labels", ("workloads",), tuple(ksm), {"labels": labels}))
+        if info:
+            out.append(Source("pod_labels", "kube_pod_info", ("workloads",), tuple(info)))
+    if "workloads" in s:
+        out.append(p.table("workloads", ("workloads",)))
+    namespaces = config.labels.get("namespaces", {})
+    for ns, values in namespaces.items():
+        unknown = set(values) - set(labels)
+        if unknown:
+            p.problem("namespaces", f"[labels.namespaces]: '{ns}': unknown label column '{sorted(unknown)[0]}' "
+                                    f"(the columns are {', '.join(labels)})")
+
+    # inventory, extras
+    if "inventory" in s:
+        out.append(p.table("inventory", ("inventory",)))
+    elif "bill" in s or "costs" in s:
+        out.append(Source("inventory", "catalog", ("inventory",), (), {"from": "bill" if "bill" in s else "costs"}))
+    if "interruptions" in s:
+        path = config.path(s["interruptions"])
+        if not path.exists():
+            p.problem("interruptions", f"{path}: no such file (interruptions)", path)
+        out.append(Source("interruptions", "spot_interruptions", ("extras",), (path,)))
+    for key in ("rates", "existing"):
+        if key in s:
+            out.append(p.table(key, ("extras",)))
+    return SourcePlan(tuple(out), tuple(p.problems), None if stated is None else float(stated), step_key,
+                      labels=labels, wanted=wanted, namespaces=namespaces, **common)
+
+
+def plan_bill(config: Config) -> Source:
+    """The bill's source alone (its parts and format); :class:`PlanError`
+    with its problems."""
+    planner = _Planner(config)
+    bill = planner.bill()
+    if planner.problems:
+        raise PlanError(planner.problems)
+    return bill
+
+
+def detect_bill(path: Path) -> str:
+    """The bill format from the columns, read from the file's bytes: gzip,
+    zstd and Parquet are recognised by their magic bytes whatever the name."""
+    if not path.exists():
+        raise InvalidInputError(f"{path}: no such file (bill)")
+    _, header = sources.sniff(path)
+    if "ChargePeriodStart" in header or "EffectiveCost" in header:
+        return "focus"
+    if "lineItem/" in header or "line_item_" in header:
+        return "cur"
+    if "usage_start_time" in header or "sku.id" in header or "sku" in header and "cost_type" in header:
+        return "gcp"
+    if "costinbillingcurrency" in header.lower():
+        return "azure"
+    raise InvalidInputError(f"{path}: line 1: not a FOCUS, CUR, GCP or Azure header; set bill_format")
+
+
+def _is_mon_log(path: Path) -> bool:
+    """An ``nvidia-smi dmon``/``pmon`` log starts with a ``#`` header line; a
+    ``--query-gpu`` CSV log with its field names."""
+    with open(path, encoding="utf-8", errors="replace") as f:
+        head = f.read(256).lstrip()
+    return head.startswith("#")
+
+
+def _table_format(path: Path) -> str | None:
+    suffixes = "".join(path.suffixes[-2:]).lower()
+    if suffixes.endswith(".parquet") or suffixes.endswith(".pq"):
+        return "parquet"
+    return "csv" if ".csv" in suffixes else None
+
+
+# ---- reading -----------------------------------------------------------------------------
+
+
+def read_table(path: Path, name: str) -> pd.DataFrame:
+    """gpucost's own tables: CSV (instants parsed as UTC) or Parquet."""
+    if not path.exists():
+        raise InvalidInputError(f"{path}: no such file ({name})")
+    fmt = _table_format(path)
+    if fmt == "parquet":
+        return pd.read_parquet(path)
+    if fmt == "csv":
+        try:
+            frame = pd.read_csv(path, keep_default_na=False, na_values=[""])
+        except (pd.errors.ParserError, UnicodeDecodeError, EOFError, OSError) as exc:
+            raise InvalidInputError(f"{path}: {str(exc).strip().splitlines()[0]}") from None
+        for column in ("start", "end", "timestamp"):
+            if column in frame.columns:
+                parsed = pd.to_datetime(frame[column], utc=True, errors="coerce", format="ISO8601")
+                bad = parsed.isna() & frame[column].notna()
+                if bad.any():
+                    row = int(bad.to_numpy().nonzero()[0][0])
+                    raise InvalidInputError(f"{path}: line {row + 2}, column '{column}': {frame[column].iloc[row]!r} "
+                                            "is not an ISO 8601 instant")
+                frame[column] = parsed
+        for column in _NUMERIC:
+            if column in frame.columns and not pd.api.types.is_numeric_dtype(frame[column]):
+                numbers = pd.to_numeric(frame[column], errors="coerce")
+                bad = numbers.isna() & frame[column].notna()
+                if bad.any():
+                    row = int(bad.to_numpy().nonzero()[0][0])
+                    raise InvalidInputError(f"{path}: line {row + 2}, column '{column}': {frame[column].iloc[row]!r} "
+                                            "is not a number")
+                frame[column] = numbers
+        for column in ("consumer",):
+            if column in frame.columns:
+                frame[column] = frame[column].fillna("")
+        return frame
+    raise InvalidInputError(f"{path}: unknown table format (use .csv, .csv.gz or .parquet)")
+
+
+def _need(name: str, issue: str) -> Callable:
+    function = getattr(gpucost, name, None)
+    if function is None:
+        module, _, attr = name.rpartition(".")
+        if module:
+            try:
+                function = getattr(__import__(f"gpucost.{module}", fromlist=[attr]), attr)
+            except (ImportError, AttributeError):
+                function = None
+    if function is None:
+        raise gpucost.Error(f"this build of gpucost has no gpucost.{name} (built by {issue}); use gpucost's own "
+                            "tables (--costs, --usage, --inventory, --workloads) or --demo")
+    return function
+
+
+def _client(options: Mapping[str, Any]):
+    from gpucost.prometheus import PrometheusClient
+    return PrometheusClient(options["url"], **({"bearer_token": options["bearer_token"]}
+                                               if "bearer_token" in options else {}))
+
+
+def _uses(source: Source, kind: str) -> Source | None:
+    return next((u for u in source.uses if u.kind == kind), None)
+
+
+def _hosts_table(hosts: Source | None, reading: Reading) -> pd.DataFrame | None:
+    """``hosts``: host (or node) -> resource_id in the bill, optional tz."""
+    if hosts is None:
+        return None
+    return reading.once("hosts", lambda: next(hosts.frames(reading)))
+
+
+def _nodes_table(nodes: Source | None, hosts: Source | None, reading: Reading) -> pd.DataFrame | None:
+    """node -> resource_id for DCGM series: kubectl node dumps (or
+    kube_node_info) and the hosts table."""
+    def build() -> pd.DataFrame | None:
+        frames = list(nodes.frames(reading)) if nodes is not None else []
+        table = _hosts_table(hosts, reading)
+        if table is not None:
+            frames.append(table.rename(columns={"host": "node"})[["node", "resource_id"]])
+        if not frames:
+            return None
+        return pd.concat(frames, ignore_index=True).drop_duplicates("node", keep="last").reset_index(drop=True)
+    return reading.once("nodes", build)
+
+
+def _dcgm_options(source: Source, reading: Reading) -> dict:
+    nodes = _nodes_table(_uses(source, "kube_node_info") or _uses(source, "kubectl_nodes"),
+                         _uses(source, "hosts"), reading)
+    return {"nodes": nodes, "keep_unknown_nodes": source.options["keep_unknown_nodes"],
+            **({"exporter_names": source.options["exporter_names"]} if "exporter_names" in source.options else {})}
+
+
+def _read_bill(source: Source, reading: Reading, table: str) -> Iterator[pd.DataFrame]:
+    o = source.options
+    reader = _need(BILL_READERS[o["format"]], "the billing issue")
+    options: dict = {"progress": reading.progress, "tz": o["tz"]}
+    if o["format"] == "azure":
+        options["dataset"] = o["dataset"]
+    elif o["dataset"] == "actual":
+        # Only Azure exports the two datasets as separate files; the others'
+        # billed amount is the actual cost.
+        options["amount"] = "billed"
+    for part in source.files:
+        yield reader(part, **options)
+
+
+def _read_own_table(source: Source, reading: Reading, table: str) -> Iterator[pd.DataFrame]:
+    yield read_table(source.files[0], source.key)
+
+
+def _read_budgets(source: Source, reading: Reading, table: str) -> Iterator[pd.DataFrame]:
+    frame = read_table(source.files[0], "budgets")
+    for column in ("amount",):
+        if column not in frame.columns:
+            raise InvalidInputError(f"{source.files[0]}: missing required column '{column}'")
+    yield frame
+
+
+def _read_hosts(source: Source, reading: Reading, table: str) -> Iterator[pd.DataFrame]:
+    path = source.files[0]
+    frame = read_table(path, "hosts").rename(columns={"node": "host"})
+    for column in ("host", "resource_id"):
+        if column not in frame.columns:
+            raise InvalidInputError(f"{path}: missing required column '{column}' (hosts: host, resource_id[, tz])")
+    frame["host"] = frame["host"].astype(str)
+    frame["resource_id"] = frame["resource_id"].astype(str)
+    yield frame
+
+
+def _read_kubectl_nodes(source: Source, reading: Reading, table: str) -> Iterator[pd.DataFrame]:
+    read = _need("kubernetes.read_nodes", "the telemetry issue")
+    for path in source.files:
+        yield read(path)[["node", "resource_id"]]
+
+
+def _fetch_node_info(source: Source, reading: Reading, table: str) -> Iterator[pd.DataFrame]:
+    from gpucost import kubernetes
+    o = source.options
+    yield kubernetes.fetch_nodes(_client(o), o["start"], o["end"])[["node", "resource_id"]]
+
+
+def _fetch_usage(source: Source, reading: Reading, table: str) -> Iterator[pd.DataFrame]:
+    fetch = _need("prometheus.fetch_usage", "the telemetry issue")
+    o = source.options
+    yield fetch(o["url"], o["start"], o["end"], step=o["step"], **_dcgm_options(source, reading),
+                **({"bearer_token": o["bearer_token"]} if "bearer_token" in o else {}))
+
+
+def _read_answers(source: Source, reading: Reading, table: str) -> Iterator[pd.DataFrame]:
+    read = _need("prometheus.read_query_range", "the telemetry issue")
+    yield read([str(p) for p in source.files], step=source.options["step"], **_dcgm_options(source, reading))
+
+
+def _read_scrapes(source: Source, reading: Reading, table: str) -> Iterator[pd.DataFrame]:
+    read = _need("prometheus.read_dcgm_text", "the telemetry issue")
+    dcgm = _dcgm_options(source, reading)
+    for instant, group in source.options["instants"]:
+        yield read(list(group), timestamp=instant, interval=source.options["interval"], **dcgm)
+
+
+def _read_nvidia_smi(source: Source, reading: Reading, table: str) -> Iterator[pd.DataFrame]:
+    """nvidia-smi logs, one frame per host's log; the hosts table maps hosts
+    to bill ids and time zones."""
+    read = _need("read_nvidia_smi", "the telemetry issue")
+    hosts = _hosts_table(_uses(source, "hosts"), reading)
+    jobs_source = next((u for u in source.uses if u.key == "pid_jobs"), None)
+    pid_jobs = None if jobs_source is None else reading.once("pid_jobs", lambda: next(jobs_source.frames(reading)))
+    ids = dict(zip(hosts["host"], hosts["resource_id"])) if hosts is not None else {}
+    zones = dict(zip(hosts["host"], hosts["tz"].astype(str))) if hosts is not None and "tz" in hosts else {}
+    for log, kind, apps in source.options["logs"]:
+        path = Path(log)
+        host = sources.host_of(path)
+        jobs = pid_jobs
+        if pid_jobs is not None and "host" in pid_jobs.columns:
+            jobs = pid_jobs[pid_jobs["host"].astype(str) == host]
+        tz = zones.get(host, source.options["timezone"])
+        apps_log = None if apps is None else Path(apps)
+        if kind == "dmon":  # nvidia-smi dmon/pmon; the host's apps log, if any, a pmon log
+            yield _need("read_nvidia_smi_mon", "issue 15")(path, resource_id=ids.get(host, host), tz=tz,
+                                                           pmon=apps_log, pid_jobs=jobs,
+                                                           interval=source.options["interval"])
+        else:
+            yield read(path, resource_id=ids.get(host, host), tz=tz, apps=apps_log, pid_jobs=jobs,
+                       interval=source.options["interval"])
+
+
+def _sacct_result(source: Source, reading: Reading, path: Path) -> Any:
+    """One Slurm accounting file, read once per reading (its samples and its job labels)."""
+    def read() -> Any:
+        hosts = _hosts_table(_uses(source, "hosts"), reading)
+        nodes = hosts.rename(columns={"host": "node"})[["node", "resource_id"]] if hosts is not None else None
+        return _need("read_slurm_sacct", "the telemetry issue")(path, source.options["timezone"], nodes=nodes)
+    return reading.once(("sacct", path), read)
+
+
+def _read_sacct(source: Source, reading: Reading, table: str) -> Iterator[pd.DataFrame]:
+    for path in source.files:
+        result = _sacct_result(source, reading, path)
+        yield result.usage if table == "usage" else result.workloads
+
+
+def _read_pods(source: Source, reading: Reading, table: str) -> Iterator[pd.DataFrame]:
+    read = _need("kubernetes.read_pods", "the telemetry issue")
+    for path in source.files:  # several snapshots: merged by read_plan
+        yield read(path, labels=dict(source.options["labels"]))
+
+
+def _read_pod_labels(source: Source, reading: Reading, table: str) -> Iterator[pd.DataFrame]:
+    # One call for all files: a pod whose labels changed keeps the latest, whichever file has it.
+    yield sources.read_pod_labels(list(source.files), dict(source.options["labels"]))
+
+
+def _read_pod_info(source: Source, reading: Reading, table: str) -> Iterator[pd.DataFrame]:
+    yield sources.pods_from_info([(p.read_text(encoding="utf-8"), str(p)) for p in source.files])
+
+
+def _fetch_pod_labels(source: Source, reading: Reading, table: str) -> Iterator[pd.DataFrame]:
+    """kube-state-metrics' kube_pod_labels and kube_pod_info from the live server over [start, end)."""
+    from gpucost import _core, kubernetes
+    from gpucost.frames import workloads_frame
+    o = source.options
+    keys = [(str(c), str(k)) for c, k in o["labels"].items()]
+    client = _client(o)
+    step = 3600.0
+    bodies = kubernetes._range_bodies(client, "kube_pod_labels", o["start"], o["end"], step)
+    info = kubernetes._range_bodies(client, "kube_pod_info", o["start"], o["end"], step)
+    yield workloads_frame(_core.kube_pod_labels(bodies, keys))
+    yield sources.pods_from_info([(b, n) for b, n, _ in info])
+
+
+def _read_demo(source: Source, reading: Reading, table: str) -> Iterator[pd.DataFrame]:
+    from gpucost.demo import demo_fleet
+    fleet = reading.once("demo", demo_fleet)
+    frames = {"costs": fleet.costs, "usage": fleet.usage, "workloads": fleet.workloads,
+              "inventory": fleet.inventory, "extras": fleet.rates}
+    yield frames[table]
+
+
+def _read_nothing(source: Source, reading: Reading, table: str) -> Iterator[pd.DataFrame]:
+    """Sources read by what uses them: the catalog's inventory (from the cost
+    lines, by read_plan), spot interruptions (by the spot analysis)."""
+    return iter(())
+
+
+_READERS: dict[str, Callable[[Source, Reading, str], Iterator[pd.DataFrame]]] = {
+    **{fmt: _read_bill for fmt in BILL_READERS}, "table": _read_own_table, "budgets": _read_budgets,
+    "hosts": _read_hosts, "kubectl_nodes": _read_kubectl_nodes, "kube_node_info": _fetch_node_info,
+    "prometheus": _fetch_usage, "query_range": _read_answers, "dcgm_text": _read_scrapes,
+    "nvidia_smi": _read_nvidia_smi, "sacct": _read_sacct, "kubectl_pods": _read_pods,
+    "kube_pod_labels": _read_pod_labels, "kube_pod_info": _read_pod_info, "kube_pod_labels_live": _fetch_pod_labels,
+    "demo": _read_demo, "catalog": _read_nothing, "spot_interruptions": _read_nothing,
+}
+
+
+def read_plan(plan: SourcePlan, *, progress: bool = False) -> Tables:
+    """Reads every source of ``plan`` into the allocation's tables (after
+    :meth:`SourcePlan.check`: a plan with problems reads nothing).
+
+    The bill's parts as one bill (EC2 instance ARNs become instance ids, see
+    :func:`gpucost.config.instance_ids`) or gpucost's own ``costs`` table;
+    every telemetry source combined into one usage table, each sample
+    standing for its own source's interval; workloads from every label
+    source merged (later sources win), with the ``[labels.namespaces]``
+    fallback; the inventory from ``inventory`` or the bill's instance types
+    and the catalog. ``progress``: the bill readers' progress bar."""
+    plan.check()
+    reading = Reading(progress)
+    budgets_source = plan.find("budgets")
+    budgets = None if budgets_source is None else budgets_source.frame(reading)
+    existing_source = plan.find("existing")
+    if plan.find("demo") is not None:
+        from gpucost.demo import demo_fleet
+        fleet = reading.once("demo", demo_fleet)
+        return Tables(fleet.costs, fleet.usage, fleet.inventory, fleet.workloads, bill=fleet.bill,
+                      budgets=budgets if budgets is not None else fleet.budgets,
+                      interruptions=fleet.interruptions, rates=fleet.rates, interval=fleet.interval,
+                      existing=None if existing_source is None else existing_source.frame(reading))
+    bill = None
+    costs_source = plan.feeding("costs")[0]
+    costs = costs_source.frame(reading)
+    if costs_source.key == "bill":
+        bill = costs = instance_ids(costs)
+
+    # usage: the lookups as the readers need them (hosts, then nodes), then each telemetry source
+    hosts = plan.find("hosts")
+    _hosts_table(hosts, reading)
+    _nodes_table(plan.find("nodes"), hosts, reading)
+    telemetry = [s for s in plan.feeding("usage") if s.key in USAGE_KEYS]
+    frames = [s.frame(reading, "usage") for s in telemetry]
+    step = plan.step if plan.step is not None else 60.0
+    usage = sources.concat_usage(frames, [step] * len(frames), [s.key for s in telemetry],
+                                 [[s.options["url"]] if s.kind == "prometheus" else [str(p) for p in s.files]
+                                  for s in telemetry])
+    if plan.step is None:
+        spacing = usage.attrs.get("telemetry", {}).get("spacing_seconds") if isinstance(
+            usage.attrs.get("telemetry"), dict) else None
+        if spacing:
+            step = float(spacing)
+        elif "duration" not in usage.columns and len(usage):
+            # The engine's own inference (docs/semantics.md 1.3), so the analyses use the same interval.
+            from gpucost.allocation import infer_interval, series_spacings
+            step = infer_interval(series_spacings(usage))
+
+    workloads = _workloads(plan, reading, usage)
+    inventory_source = plan.feeding("inventory")[0]
+    if inventory_source.kind == "table":
+        inventory = inventory_source.frame(reading)
+    elif "instance_type" in costs.columns:
+        inventory = gpucost.inventory(costs)
+    else:
+        raise InvalidInputError("no inventory: give --inventory (resource_id, device, mem_capacity), or a bill "
+                                "whose lines carry instance types")
+    interruptions = plan.find("interruptions")
+    rates = plan.find("rates")
+    return Tables(costs, usage, inventory, workloads, bill=bill, budgets=budgets,
+                  interruptions=None if interruptions is None else interruptions.files[0],
+                  rates=None if rates is None else rates.frame(reading), interval=step,
+                  existing=None if existing_source is None else existing_source.frame(reading))
+
+
+def _workloads(plan: SourcePlan, reading: Reading, usage: pd.DataFrame) -> pd.DataFrame | None:
+    """Every label source merged (later sources win); a configured label key
+    no pod carries is an error listing those that exist."""
+    kubernetes: list[pd.DataFrame] = []
+    for source in plan.feeding("workloads"):
+        if source.kind in ("kubectl_pods", "kube_pod_labels", "kube_pod_info", "kube_pod_labels_live"):
+            kubernetes += source.frames(reading)
+    frames = list(kubernetes)
+    if kubernetes and plan.wanted:
+        pod_files = [p for s in plan.sources if s.kind == "kubectl_pods" for p in s.files]
+        ksm_files = [p for s in plan.sources if s.kind == "kube_pod_labels" for p in s.files]
+        sources.check_label_keys(sources.merge_workloads(kubernetes), plan.wanted,
+                                 lambda: sources.label_keys_in(pod_files, ksm_files), "[labels] (--label)")
+    for source in plan.feeding("workloads"):
+        if source.kind in ("sacct", "table"):
+            frames.append(source.frame(reading, "workloads"))
+    workloads = sources.merge_workloads(frames)
+    namespaces = {ns: dict(v) for ns, v in plan.namespaces.items()}
+    if namespaces and "consumer" in usage.columns:
+        consumers = pd.Series(usage["consumer"]).astype("category").cat.categories.astype(str).tolist()
+        workloads = sources.namespace_labels(workloads, consumers, namespaces, list(plan.labels))
+    return workloads
