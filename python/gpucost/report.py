@@ -6,7 +6,6 @@ network) a finance reader can open (docs/report.md).
 
 The report calls the library for every number it shows (allocations from
 :func:`gpucost.allocate`; idle findings, spot runs, commitments and budgets
-from gpucost.model import Purchase
 from gpucost's analyses where this build has them) and only formats them. A
 section whose analysis is not available, or has no input, is left out and
 listed at the end; no number is ever made up.
@@ -30,6 +29,7 @@ from gpucost.currency import convert_currency, currencies
 from gpucost.errors import InvalidInputError
 from gpucost.frames import Table
 from gpucost.join import JoinReport, apply_rule, called_from_gpucost, join_report
+from gpucost.model import Purchase
 from gpucost.money import minor_unit, round_half_away, round_parts
 
 __all__ = ["report", "Report", "Section", "html_table", "analysis"]
