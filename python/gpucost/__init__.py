@@ -65,8 +65,8 @@ __version__: str = _core.__version__
 # Submodules with heavy dependencies (dask, pyspark, SQLAlchemy, ...) load on
 # first use, so `import gpucost` stays fast and `gpucost.dask.allocate` works
 # after a plain `import gpucost`.
-_LAZY = ("dask", "spark", "pipeline", "metrics", "demo", "simulate", "config", "sources", "cli", "stream", "chunks",
-         "hosts", "billing", "attribution", "frames")
+_LAZY = ("dask", "spark", "pipeline", "metrics", "demo", "simulate", "config", "plan", "sources", "cli", "stream",
+         "chunks", "hosts", "billing", "attribution", "frames")
 
 
 def __getattr__(name: str):
