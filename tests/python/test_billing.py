@@ -19,6 +19,7 @@ import pytest
 
 import gpucost
 from gpucost import billing
+from gpucost.model import COMMITMENTS
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "billing"
 SPEC_EXAMPLES = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "focus-spec-examples"
@@ -125,7 +126,7 @@ def test_focus_columns():
     assert (od.pricing, od.instance_type, od.gpu, od.provider) == ("on_demand", "p4d.24xlarge", True, "aws")
     assert od.end - od.start == pd.Timedelta("1h")
     assert json.loads(od.tags) == {"team": "llm-train", "project-id": "p-llm"}
-    assert by_resource(lines, "i-0bbb").pricing == "commitment"
+    assert by_resource(lines, "i-0bbb").pricing == "savings_plan"  # its CommitmentDiscountType
     assert by_resource(lines, "i-0ccc").pricing == "spot"
     assert json.loads(by_resource(lines, "i-0fff").tags)["note"] == 'says "hi", twice'
     assert not by_resource(lines, "vol-0ddd").gpu
@@ -355,7 +356,7 @@ def test_focus_spec_examples():
         assert lines.cost.sum() == pytest.approx(num(unique["EffectiveCost"]).sum())
         assert lines.billed_cost.sum() == pytest.approx(num(unique["BilledCost"]).sum())
         committed = unique["CommitmentDiscountId"].replace("null", "") != ""
-        assert (lines.pricing[committed.to_numpy()] == "commitment").all()
+        assert lines.pricing[committed.to_numpy()].isin(list(COMMITMENTS)).all()
         unused = (unique.get("CommitmentDiscountStatus", pd.Series(dtype=str)) == "Unused").to_numpy()
         if unused.any():
             assert (lines.commitment_status[unused] == "Unused").all()

@@ -174,7 +174,7 @@ def test_azure_partial_day_spot_vm_bills_its_quantity():
     vm = costs[costs.primary]
     spot = vm[vm.pricing == "spot"]
     assert spot.quantity_hours.tolist() == [12.0]
-    reserved = vm[vm.pricing == "commitment"]
+    reserved = vm[vm.pricing == "reserved"]
     assert reserved.quantity_hours.tolist() == [24.0, 24.0]
     # The disk line is money, not hours.
     assert not costs[costs.service == "Storage"].primary.any()

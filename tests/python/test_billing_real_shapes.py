@@ -49,7 +49,7 @@ def test_azure_focus_export_rows_totals_and_join():
     assert list(effective["instance_type"].astype(object)[[0, 1, 4]]) == [
         "Standard_ND96isr_H100_v5", "Standard_ND96isr_H100_v5", "Standard_NC24ads_A100_v4"]
     assert list(effective["quantity_hours"][[0, 1, 4]]) == [24.0, 24.0, 24.0]
-    assert list(effective["pricing"].astype(object)[:2]) == ["on_demand", "commitment"]
+    assert list(effective["pricing"].astype(object)[:2]) == ["on_demand", "reserved"]
     # A tag whose value is JSON null stays a tag (null), the others as written.
     assert '"aks-managed-poolName":null' in effective["tags"].astype(str)[0]
     assert effective["tags"].astype(str)[1] == '{"team":"inference"}'

@@ -65,3 +65,20 @@ def test_readers_write_purchase_spellings(tmp_path):
     assert {"on_demand", "spot", "reserved", "savings_plan"} <= values
     covered = bill[bill["commitment_status"].astype(object) == "Used"]
     assert set(covered["pricing"].astype(str)) <= {p.value for p in COMMITMENTS}
+
+
+def test_purchase_words_are_spelled_only_by_the_enums():
+    """Issue 28's rule: "on_demand" and "spot" appear, quoted, only in the
+    spelling tables (src/model.cc, python/gpucost/model.py, documented in
+    include/gpucost/model.h); everything else
+    names the enum, so a new purchase model is added in one place."""
+    import re
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[2]
+    allowed = {root / "src" / "model.cc", root / "python" / "gpucost" / "model.py",
+               root / "include" / "gpucost" / "model.h"}
+    pattern = re.compile(r'"(on_demand|spot)"')
+    found = [f"{path.relative_to(root)}:{n}" for folder in ("src", "python", "include", "bindings")
+             for path in sorted((root / folder).rglob("*")) if path.suffix in (".cc", ".h", ".py") and path not in allowed
+             for n, line in enumerate(path.read_text().splitlines(), 1) if pattern.search(line)]
+    assert found == []

@@ -122,7 +122,7 @@ struct CostLines {
   EncodedStrings service;
   EncodedStrings sku;
   EncodedStrings instance_type;
-  EncodedStrings pricing;  // "on_demand", "commitment", "spot", "other"
+  EncodedStrings pricing;  // a Purchase, as ToString(Purchase) spells it (model.h)
   // FOCUS ChargeCategory vocabulary: Usage, Purchase, Tax, Credit, Adjustment.
   EncodedStrings charge_category;
   EncodedStrings commitment_id;      // reservation / savings plan / CUD id
