@@ -39,8 +39,11 @@ def set_num_threads(n: int) -> None:
     floating-point rounding (1e-12 relative). Chunks smaller than 262,144
     samples per thread use fewer threads.
 
-    Example:
+    Examples:
         >>> gpucost.set_num_threads(1)   # leave the other cores to Dask workers
+        >>> gpucost.get_num_threads()
+        1
+        >>> gpucost.set_num_threads(0)   # back to one per core
     """
     global _num_threads
     _num_threads = _check_threads(n)
@@ -48,7 +51,12 @@ def set_num_threads(n: int) -> None:
 
 def get_num_threads() -> int:
     """The engine's thread setting (0 = one per core); see :func:`set_num_threads`
-    and, for what 0 resolves to, :func:`available_cores`."""
+    and, for what 0 resolves to, :func:`available_cores`.
+
+    Examples:
+        >>> gpucost.get_num_threads()   # the default: one per core
+        0
+    """
     return _num_threads
 
 
@@ -58,7 +66,13 @@ def available_cores() -> int:
     its cgroup CPU limit (:func:`cgroup_cpu_limit`: a container's ``--cpus``,
     a Kubernetes CPU limit), at least 1. ``threads=0`` means this many, so the
     engine never starts more threads than it may run. The engine's own count
-    (C++ ``gpucost::AvailableCores()``), so Python and C++ never disagree."""
+    (C++ ``gpucost::AvailableCores()``), so Python and C++ never disagree.
+
+    Examples:
+        >>> n = gpucost.available_cores()   # 2 on a 2-core VM, 4 under `taskset -c 0-3`
+        >>> n >= 1
+        True
+    """
     return _core.available_cores()
 
 
@@ -303,9 +317,34 @@ def allocate(
         gpucost.JoinWarning: one per join problem that changes the numbers
             (docs/semantics.md, "What gpucost refuses, repairs and warns about").
 
-    Example:
-        >>> result = gpucost.allocate(costs, usage, inventory, workloads, by=["team"])
-        >>> table = gpucost.allocate(costs, usage, inventory, output="arrow", threads=2)
+    Examples:
+        One GPU billed $8 for two hours, sampled every 30 minutes: ``train``
+        held it for an hour, ``infer`` for half an hour, nobody for the last
+        half hour (a sample without consumer):
+
+        >>> costs = pd.DataFrame({"resource_id": ["node-1"], "start": [pd.Timestamp("2026-03-01 00:00", tz="UTC")],
+        ...                       "end": [pd.Timestamp("2026-03-01 02:00", tz="UTC")], "cost": [8.0]})
+        >>> usage = pd.DataFrame({"timestamp": pd.date_range("2026-03-01", periods=4, freq="30min", tz="UTC"),
+        ...                       "resource_id": "node-1", "device": 0, "consumer": ["train", "train", "infer", None],
+        ...                       "share": 1.0, "util": [0.9, 0.8, 0.3, 0.0], "mem_used": 40 * 2**30})
+        >>> inventory = pd.DataFrame({"resource_id": ["node-1"], "device": [0], "mem_capacity": [80 * 2**30]})
+        >>> workloads = pd.DataFrame({"consumer": ["train", "infer"], "team": ["research", "product"]})
+        >>> result = gpucost.allocate(costs, usage, inventory, workloads, by="team")
+        >>> result[["team", "cost", "idle_cost", "gpu_hours", "effective_gpu_hours"]]
+               team  cost  idle_cost  gpu_hours  effective_gpu_hours
+        0  __idle__   2.0        2.0        0.5                 0.00
+        1   product   2.0        0.0        0.5                 0.15
+        2  research   4.0        0.0        1.0                 0.85
+        >>> print(result["cost"].sum())   # money in == money out
+        8.0
+        >>> result.attrs["diagnostics"]["interval"]   # inferred from the timestamps
+        1800.0
+        >>> gpucost.allocate(costs, usage, inventory, basis="used", idle="share")[["consumer", "cost"]]
+          consumer  cost
+        0    infer   1.2
+        1    train   6.8
+        >>> gpucost.allocate(costs, usage, inventory, output="arrow").column_names[:3]
+        ['consumer', 'cost', 'idle_cost']
     """
     output = check_output(output)
     policy = _policy(basis, alpha, idle, interval, by, freq, threads)
@@ -331,11 +370,21 @@ class Allocator:
     (give ``interval`` when chunks are not in time order). Tables and chunks
     may be anything :func:`allocate` takes; ``threads`` is fixed here.
 
-    Example:
-        >>> alloc = gpucost.Allocator(costs, inventory, workloads, by=["team"])
-        >>> for chunk in chunks:
-        ...     alloc.add(chunk)
-        >>> result = alloc.finish()
+    Examples:
+        >>> costs = pd.DataFrame({"resource_id": ["node-1"], "start": [pd.Timestamp("2026-03-01 00:00", tz="UTC")],
+        ...                       "end": [pd.Timestamp("2026-03-01 02:00", tz="UTC")], "cost": [8.0]})
+        >>> inventory = pd.DataFrame({"resource_id": ["node-1"], "device": [0], "mem_capacity": [80 * 2**30]})
+        >>> usage = pd.DataFrame({"timestamp": pd.date_range("2026-03-01", periods=4, freq="30min", tz="UTC"),
+        ...                       "resource_id": "node-1", "device": 0, "consumer": ["train", "train", "infer", "infer"],
+        ...                       "share": 1.0, "util": 0.5, "mem_used": 40 * 2**30})
+        >>> alloc = gpucost.Allocator(costs, inventory, interval=1800)
+        >>> alloc.add(usage.iloc[2:])   # chunks of any size, in any order
+        >>> alloc.add(usage.iloc[:2])
+        >>> alloc.finish()[["consumer", "cost", "gpu_hours"]]
+           consumer  cost  gpu_hours
+        0  __idle__   0.0        0.0
+        1     infer   4.0        1.0
+        2     train   4.0        1.0
     """
 
     def __init__(self, costs: Any, inventory: Any, workloads: Any = None, *, basis: str = "allocated",

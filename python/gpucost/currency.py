@@ -6,9 +6,7 @@ one total is wanted, the lines are converted first with the user's own rates
 (the finance team's month-end or daily rates), never with rates gpucost makes
 up.
 
-Example:
-    >>> rates = pd.DataFrame({"currency": ["EUR"], "date": ["2026-03-01"], "rate": [1.08]})
-    >>> usd = gpucost.convert_currency(costs, rates, to="USD")
+Examples: :func:`convert_currency`.
 """
 
 from __future__ import annotations
@@ -52,6 +50,23 @@ def convert_currency(costs: pd.DataFrame, rates: Any, to: str) -> pd.DataFrame:
     Raises:
         gpucost.InvalidInputError: a line whose currency has no rate on or
             before its start (naming the row), or a bad rates table.
+
+    Examples:
+        >>> costs = pd.DataFrame({"resource_id": ["node-1", "node-2", "node-3"], "cost": [10.0, 10.0, 10.0],
+        ...                       "currency": ["USD", "EUR", "EUR"],
+        ...                       "start": pd.to_datetime(["2026-03-01", "2026-03-01", "2026-03-02"], utc=True),
+        ...                       "end": pd.to_datetime(["2026-03-02", "2026-03-02", "2026-03-03"], utc=True)})
+        >>> rates = pd.DataFrame({"currency": ["EUR", "EUR"], "date": ["2026-03-01", "2026-03-02"],
+        ...                       "rate": [1.08, 1.10]})   # 1 EUR = rate USD from date on
+        >>> gpucost.convert_currency(costs, rates, to="USD")[["resource_id", "cost", "currency", "original_currency", "rate"]]
+          resource_id  cost currency original_currency  rate
+        0      node-1  10.0      USD               USD  1.00
+        1      node-2  10.8      USD               EUR  1.08
+        2      node-3  11.0      USD               EUR  1.10
+        >>> gpucost.convert_currency(costs, rates.iloc[1:], to="USD")
+        Traceback (most recent call last):
+            ...
+        gpucost.errors.InvalidInputError: costs: row 1, column 'start': no EUR rate on or before 2026-03-01 (the first is 2026-03-02)
     """
     if "currency" not in costs.columns:
         raise InvalidInputError("costs: no 'currency' column: nothing says which currency the amounts are in")

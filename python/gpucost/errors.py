@@ -15,7 +15,17 @@ __all__ = ["Error", "InvalidInputError", "conversion_hint"]
 
 
 class Error(RuntimeError):
-    """Base class of every error gpucost raises on purpose."""
+    """Base class of every error gpucost raises on purpose.
+
+    Examples:
+        >>> issubclass(gpucost.InvalidInputError, gpucost.Error), issubclass(gpucost.JoinError, gpucost.Error)
+        (True, True)
+        >>> try:
+        ...     gpucost.set_num_threads(-1)
+        ... except gpucost.Error as e:
+        ...     print(type(e).__name__, "-", e)
+        InvalidInputError - threads: expected an integer >= 0 (0 = one per core), got -1
+    """
 
 
 class InvalidInputError(Error, ValueError):
@@ -37,11 +47,27 @@ class InvalidInputError(Error, ValueError):
     ``usage: column 'share': not numeric``, ``costs: missing required column 'end'``
     and ``parameter 'alpha': 1.5 is outside [0, 1]``.
 
-    Example:
+    Examples:
+        The second sample's share is 1.5: the error names its row and column.
+
+        >>> costs = pd.DataFrame({"resource_id": ["node-1"], "cost": [8.0],
+        ...                       "start": [pd.Timestamp("2026-03-01 00:00", tz="UTC")],
+        ...                       "end": [pd.Timestamp("2026-03-01 02:00", tz="UTC")]})
+        >>> usage = pd.DataFrame({"timestamp": pd.date_range("2026-03-01", periods=2, freq="h", tz="UTC"),
+        ...                       "resource_id": "node-1", "device": 0, "consumer": "train",
+        ...                       "share": [1.0, 1.5], "util": 0.9, "mem_used": 0.0})
+        >>> inventory = pd.DataFrame({"resource_id": ["node-1"], "device": [0], "mem_capacity": [80 * 2**30]})
         >>> try:
         ...     gpucost.allocate(costs, usage, inventory)
         ... except gpucost.InvalidInputError as e:
-        ...     bad = usage.iloc[e.row] if e.table == "usage" and e.row is not None else None
+        ...     print(e)
+        ...     print(e.table, e.row, e.column)
+        ...     print(usage.iloc[e.row][e.column])
+        usage: row 1, column 'share': 1.5 is outside (0, 1]
+        usage 1 share
+        1.5
+        >>> issubclass(gpucost.InvalidInputError, ValueError)
+        True
     """
 
     table: str | None

@@ -435,9 +435,21 @@ def result_attrs(result: Any) -> dict:
     metadata (kept by Parquet files); for a Polars result, kept beside it
     (a frame derived from it has none). ``{}`` when the result has none.
 
-    Example:
-        >>> result = gpucost.allocate(costs, usage, inventory, output="arrow")
-        >>> gpucost.result_attrs(result)["diagnostics"]["samples_used"]
+    Examples:
+        >>> costs = pd.DataFrame({"resource_id": ["node-1"], "cost": [8.0],
+        ...                       "start": [pd.Timestamp("2026-03-01 00:00", tz="UTC")],
+        ...                       "end": [pd.Timestamp("2026-03-01 02:00", tz="UTC")]})
+        >>> usage = pd.DataFrame({"timestamp": pd.date_range("2026-03-01", periods=4, freq="30min", tz="UTC"),
+        ...                       "resource_id": "node-1", "device": 0, "consumer": ["a", "a", "b", None],
+        ...                       "share": 1.0, "util": 0.9, "mem_used": 0.0})
+        >>> inventory = pd.DataFrame({"resource_id": ["node-1"], "device": [0], "mem_capacity": [80 * 2**30]})
+        >>> table = gpucost.allocate(costs, usage, inventory, output="arrow")
+        >>> attrs = gpucost.result_attrs(table)
+        >>> attrs["diagnostics"]["samples_used"], attrs["diagnostics"]["samples_no_consumer"]
+        (3, 1)
+        >>> attrs["join"][["resource_id", "lines", "samples", "cost_observed"]]
+          resource_id  lines  samples  cost_observed
+        0      node-1      1        4            8.0
     """
     if isinstance(result, pd.DataFrame):
         return result.attrs

@@ -10,10 +10,7 @@ that turns its problems into :class:`JoinWarning` warnings (or, under
 ``strict``, a :class:`JoinError`). Nothing here re-derives a number: it only
 reads what the engine and the readers counted.
 
-Example:
-    >>> result = gpucost.allocate(costs, usage, inventory, workloads, by=["team"])
-    >>> report = gpucost.join_report(result, costs, usage)
-    >>> print(report.text())
+Examples: :func:`join_report`, :func:`check_join`, :func:`checks`.
 """
 
 from __future__ import annotations
@@ -43,12 +40,48 @@ _SHOWN_IDS = 3  # resource ids named in one message
 class JoinWarning(UserWarning):
     """An input that changes the numbers: a bill line without telemetry, telemetry
     without a bill line, periods that do not meet, hours counted twice... The
-    message names the cause, the money at stake and the fix."""
+    message names the cause, the money at stake and the fix.
+
+    Examples:
+        ``node-2`` is billed but no sample names it; a warnings filter turns
+        the warning into an error:
+
+        >>> costs = pd.DataFrame({"resource_id": ["node-1", "node-2"], "cost": [8.0, 6.0],
+        ...                       "start": pd.Timestamp("2026-03-01 00:00", tz="UTC"),
+        ...                       "end": pd.Timestamp("2026-03-01 02:00", tz="UTC")})
+        >>> usage = pd.DataFrame({"timestamp": pd.date_range("2026-03-01", periods=4, freq="30min", tz="UTC"),
+        ...                       "resource_id": "node-1", "device": 0, "consumer": "train",
+        ...                       "share": 1.0, "util": 0.9, "mem_used": 40 * 2**30})
+        >>> inventory = pd.DataFrame({"resource_id": ["node-1", "node-2"], "device": 0, "mem_capacity": 80 * 2**30})
+        >>> import warnings
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("error", gpucost.JoinWarning)
+        ...     gpucost.allocate(costs, usage, inventory)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+            ...
+        gpucost.join.JoinWarning: 1 billed GPU resource(s) have lines without any telemetry (node-2): $6.00 is on ...
+    """
 
 
 class JoinError(InvalidInputError):
     """Nothing joined (or, under ``strict``, any join warning): no result is
-    returned, since every number would be wrong."""
+    returned, since every number would be wrong.
+
+    Examples:
+        The bill names ``node-1``, the telemetry ``i-0abc``: nothing joins.
+
+        >>> costs = pd.DataFrame({"resource_id": ["node-1"], "cost": [8.0],
+        ...                       "start": [pd.Timestamp("2026-03-01 00:00", tz="UTC")],
+        ...                       "end": [pd.Timestamp("2026-03-01 02:00", tz="UTC")]})
+        >>> usage = pd.DataFrame({"timestamp": pd.date_range("2026-03-01", periods=4, freq="30min", tz="UTC"),
+        ...                       "resource_id": "i-0abc", "device": 0, "consumer": "train",
+        ...                       "share": 1.0, "util": 0.9, "mem_used": 0.0})
+        >>> inventory = pd.DataFrame({"resource_id": ["node-1"], "device": [0], "mem_capacity": [80 * 2**30]})
+        >>> gpucost.allocate(costs, usage, inventory)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+            ...
+        gpucost.join.JoinError: no usage sample joined a billed GPU line ($8.00 billed): the telemetry names 1 ...
+    """
 
 
 @dataclass(frozen=True)
@@ -73,6 +106,29 @@ class JoinReport:
     problems: the problems found, errors first.
     billing, telemetry: the readers' reports, when the tables came from readers.
     labels: per label column of the result, the share of held GPU-hours with a value.
+
+    Examples:
+        >>> costs = pd.DataFrame({"resource_id": ["node-1", "node-2"], "cost": [8.0, 6.0],
+        ...                       "start": pd.Timestamp("2026-03-01 00:00", tz="UTC"),
+        ...                       "end": pd.Timestamp("2026-03-01 02:00", tz="UTC")})
+        >>> usage = pd.DataFrame({"timestamp": pd.date_range("2026-03-01", periods=4, freq="30min", tz="UTC"),
+        ...                       "resource_id": "node-1", "device": 0, "consumer": "train",
+        ...                       "share": 1.0, "util": 0.9, "mem_used": 40 * 2**30})
+        >>> inventory = pd.DataFrame({"resource_id": ["node-1", "node-2"], "device": 0, "mem_capacity": 80 * 2**30})
+        >>> with gpucost.join.checks(False):   # no warning: the report says it
+        ...     result = gpucost.allocate(costs, usage, inventory)
+        >>> report = gpucost.join_report(result)
+        >>> report.ok
+        False
+        >>> [p.kind for p in report.problems]
+        ['unobserved']
+        >>> report.summary()
+          currency  cost  cost_observed  cost_unobserved  cost_unattributed  billed_gpu_hours  unjoined_gpu_hours
+        0           14.0            8.0              6.0                0.0               4.0                 0.0
+        >>> report.resources[["resource_id", "lines", "samples", "cost_observed", "cost_unobserved"]]
+          resource_id  lines  samples  cost_observed  cost_unobserved
+        0      node-1      1        4            8.0              0.0
+        1      node-2      1        0            0.0              6.0
     """
 
     resources: pd.DataFrame
@@ -247,6 +303,25 @@ def join_report(result: pd.DataFrame, costs: Any = None, usage: Any = None, *, c
 
     Returns:
         A :class:`JoinReport`; ``report.problems`` lists what changes the numbers.
+
+    Examples:
+        >>> costs = pd.DataFrame({"resource_id": ["node-1", "node-2"], "cost": [8.0, 6.0],
+        ...                       "start": pd.Timestamp("2026-03-01 00:00", tz="UTC"),
+        ...                       "end": pd.Timestamp("2026-03-01 02:00", tz="UTC")})
+        >>> usage = pd.DataFrame({"timestamp": pd.date_range("2026-03-01", periods=4, freq="30min", tz="UTC"),
+        ...                       "resource_id": "node-1", "device": 0, "consumer": "train",
+        ...                       "share": 1.0, "util": 0.9, "mem_used": 40 * 2**30})
+        >>> inventory = pd.DataFrame({"resource_id": ["node-1", "node-2"], "device": 0, "mem_capacity": 80 * 2**30})
+        >>> with gpucost.join.checks(False):   # no warning: the report says it
+        ...     result = gpucost.allocate(costs, usage, inventory)
+        >>> print(gpucost.join_report(result).text())  # doctest: +NORMALIZE_WHITESPACE
+        cost lines: 2 (1 without telemetry, 0 not on a GPU resource)
+        usage samples: 4 (4 joined, 0 of free GPUs, 0 read twice and dropped, 0 on resources not billed,
+            0 outside every bill line)
+        interval: 1800 s
+        money (no currency): billed $14.00, with telemetry $8.00, without telemetry $6.00, not on a GPU $0.00
+        warning: 1 billed GPU resource(s) have lines without any telemetry (node-2): $6.00 is on __unobserved__,
+            neither used nor idle. Fix: give their telemetry, or map their hosts to instance ids (nodes= of the reader)
     """
     attrs = result_attrs(result)
     diagnostics = dict(attrs.get("diagnostics") or {})
@@ -405,7 +480,23 @@ def check_join(result: pd.DataFrame, costs: Any = None, usage: Any = None, *, st
                caller: str = "python", stacklevel: int = 2) -> JoinReport:
     """Applies the warning rule: each problem becomes a :class:`JoinWarning`;
     an error (nothing joined), or any problem under ``strict``, raises
-    :class:`JoinError`. Returns the report."""
+    :class:`JoinError`. Returns the report.
+
+    Examples:
+        >>> costs = pd.DataFrame({"resource_id": ["node-1", "node-2"], "cost": [8.0, 6.0],
+        ...                       "start": pd.Timestamp("2026-03-01 00:00", tz="UTC"),
+        ...                       "end": pd.Timestamp("2026-03-01 02:00", tz="UTC")})
+        >>> usage = pd.DataFrame({"timestamp": pd.date_range("2026-03-01", periods=4, freq="30min", tz="UTC"),
+        ...                       "resource_id": "node-1", "device": 0, "consumer": "train",
+        ...                       "share": 1.0, "util": 0.9, "mem_used": 40 * 2**30})
+        >>> inventory = pd.DataFrame({"resource_id": ["node-1", "node-2"], "device": 0, "mem_capacity": 80 * 2**30})
+        >>> with gpucost.join.checks(False):
+        ...     result = gpucost.allocate(costs, usage, inventory)
+        >>> gpucost.check_join(result, strict=True)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+            ...
+        gpucost.join.JoinError: 1 billed GPU resource(s) have lines without any telemetry (node-2): ... [strict=True]
+    """
     report = join_report(result, costs, usage, caller=caller)
     apply_rule(report, strict=strict, caller=caller, stacklevel=stacklevel + 1)
     return report
@@ -434,9 +525,21 @@ def checks(enabled: bool):
     that explore inputs known not to line up. The join table and diagnostics
     are still on every result; :func:`check_join` still works.
 
-    Example:
-        >>> with gpucost.join.checks(False):
+    Examples:
+        >>> costs = pd.DataFrame({"resource_id": ["node-1", "node-2"], "cost": [8.0, 6.0],
+        ...                       "start": pd.Timestamp("2026-03-01 00:00", tz="UTC"),
+        ...                       "end": pd.Timestamp("2026-03-01 02:00", tz="UTC")})
+        >>> usage = pd.DataFrame({"timestamp": pd.date_range("2026-03-01", periods=4, freq="30min", tz="UTC"),
+        ...                       "resource_id": "node-1", "device": 0, "consumer": "train",
+        ...                       "share": 1.0, "util": 0.9, "mem_used": 40 * 2**30})
+        >>> inventory = pd.DataFrame({"resource_id": ["node-1", "node-2"], "device": 0, "mem_capacity": 80 * 2**30})
+        >>> with gpucost.join.checks(False):   # node-2 has no telemetry: no warning
         ...     partial = gpucost.allocate(costs, usage, inventory)
+        >>> partial[["consumer", "cost"]]
+                 consumer  cost
+        0        __idle__   0.0
+        1  __unobserved__   6.0
+        2           train   8.0
     """
     token = _CHECKS.set(bool(enabled))
     try:

@@ -71,9 +71,33 @@ def allocate_stream(
             No result is returned, and ``output`` is not written.
         gpucost.Error: the output could not be written.
 
-    Example:
-        >>> result = gpucost.allocate_stream(costs, "telemetry/2026-03-*.csv.gz", inventory,
-        ...                                  by=["team"], progress=True)
+    Examples:
+        Telemetry in two compressed CSV files, read one chunk at a time:
+
+        >>> costs = pd.DataFrame({"resource_id": ["node-1"], "cost": [8.0],
+        ...                       "start": [pd.Timestamp("2026-03-01 00:00", tz="UTC")],
+        ...                       "end": [pd.Timestamp("2026-03-01 02:00", tz="UTC")]})
+        >>> inventory = pd.DataFrame({"resource_id": ["node-1"], "device": [0], "mem_capacity": [80 * 2**30]})
+        >>> usage = pd.DataFrame({"timestamp": pd.date_range("2026-03-01", periods=4, freq="30min", tz="UTC"),
+        ...                       "resource_id": "node-1", "device": 0, "consumer": ["train", "train", "infer", "infer"],
+        ...                       "share": 1.0, "util": 0.5, "mem_used": 0.0})
+        >>> usage.iloc[:2].to_csv("usage-00.csv.gz", index=False)
+        >>> usage.iloc[2:].to_csv("usage-01.csv.gz", index=False)
+        >>> result = gpucost.allocate_stream(costs, "usage-*.csv.gz", inventory, chunk_rows=1)
+        >>> result[["consumer", "cost", "gpu_hours"]]
+           consumer  cost  gpu_hours
+        0  __idle__   0.0        0.0
+        1     infer   4.0        1.0
+        2     train   4.0        1.0
+        >>> print(gpucost.allocate_stream(costs, "usage-*.csv.gz", inventory, output="showback.csv")["cost"].sum())
+        8.0
+        >>> from pathlib import Path
+        >>> print(Path("showback.csv").read_text())
+        consumer,cost,idle_cost,gpu_hours,effective_gpu_hours,mem_gib_hours,cost_per_effective_gpu_hour
+        __idle__,0.0,0.0,0.0,0.0,0.0,
+        infer,4.0,0.0,1.0,0.5,0.0,8.0
+        train,4.0,0.0,1.0,0.5,0.0,8.0
+        <BLANKLINE>
     """
     if chunk_rows <= 0 or block_size <= 0:
         raise InvalidInputError("chunk_rows and block_size must be positive")
