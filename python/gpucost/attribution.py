@@ -12,12 +12,14 @@ total always stays the bill's:
   file system) over the groups, in proportion to their GPU cost or evenly.
 
 Both work on allocation results (one row per group) and on whole columns of
-the cost lines; tags are parsed once per distinct tag set, never per line.
+the cost lines; tags are parsed once per distinct tag set, never per line::
 
->>> result = gpucost.allocate(costs, usage, inventory, workloads, by="project")     # doctest: +SKIP
->>> result = gpucost.attribute_tagged(result, costs, tag="project-id", inventory=inventory)  # doctest: +SKIP
->>> result = gpucost.share_costs(result, costs, {"service": "Amazon Virtual Private Cloud"},
-...                              by="project", inventory=inventory)                  # doctest: +SKIP
+    result = gpucost.allocate(costs, usage, inventory, workloads, by="project")
+    result = gpucost.attribute_tagged(result, costs, tag="project-id", inventory=inventory)
+    result = gpucost.share_costs(result, costs, {"service": "Amazon Virtual Private Cloud"},
+                                 by="project", inventory=inventory)
+
+(:func:`attribute_tagged` and :func:`share_costs` have examples that run.)
 """
 
 from __future__ import annotations
@@ -107,6 +109,36 @@ def attribute_tagged(allocation: pd.DataFrame, costs: pd.DataFrame, tag: str | S
     Raises:
         gpucost.InvalidInputError: when the cost lines do not match the
             allocation's ``__unattributed__`` cost, or a column is missing.
+
+    Examples:
+        A GPU node ($8), a bucket tagged ``team=research`` ($2) and a support
+        fee ($1): the bucket and the fee are ``__unattributed__`` after the
+        allocation; the tag charges the bucket to research.
+
+        >>> costs = pd.DataFrame({"resource_id": ["node-1", "bucket-1", ""], "cost": [8.0, 2.0, 1.0],
+        ...                       "service": ["EC2", "S3", "Support"],
+        ...                       "tags": ["{}", '{"team": "research"}', "{}"],
+        ...                       "start": pd.Timestamp("2026-03-01 00:00", tz="UTC"),
+        ...                       "end": pd.Timestamp("2026-03-01 02:00", tz="UTC")})
+        >>> usage = pd.DataFrame({"timestamp": pd.date_range("2026-03-01", periods=4, freq="30min", tz="UTC"),
+        ...                       "resource_id": "node-1", "device": 0, "consumer": ["train", "train", "infer", "infer"],
+        ...                       "share": 1.0, "util": 0.5, "mem_used": 0.0})
+        >>> inventory = pd.DataFrame({"resource_id": ["node-1"], "device": [0], "mem_capacity": [80 * 2**30]})
+        >>> workloads = pd.DataFrame({"consumer": ["train", "infer"], "team": ["research", "product"]})
+        >>> allocation = gpucost.allocate(costs, usage, inventory, workloads, by="team")
+        >>> allocation[["team", "cost"]]
+                       team  cost
+        0          __idle__   0.0
+        1  __unattributed__   3.0
+        2           product   4.0
+        3          research   4.0
+        >>> tagged = gpucost.attribute_tagged(allocation, costs, tag="team", inventory=inventory)
+        >>> tagged[["team", "cost", "gpu_cost", "tagged_cost", "unattributed_cost"]]
+                       team  cost  gpu_cost  tagged_cost  unattributed_cost
+        0          __idle__   0.0       0.0          0.0                0.0
+        1  __unattributed__   1.0       0.0          0.0                1.0
+        2           product   4.0       4.0          0.0                0.0
+        3          research   6.0       4.0          2.0                0.0
     """
     _frames(allocation, costs)
     keys = [tag] if isinstance(tag, str) else [str(t) for t in tag]
@@ -169,6 +201,31 @@ def share_costs(allocation: pd.DataFrame, costs: pd.DataFrame, selector: Any, by
         ``__unattributed__``, which gives them up) and ``cost`` = own + shared,
         then the input's other columns. ``__idle__`` and ``__unattributed__``
         receive no share. ``cost.sum()`` is unchanged.
+
+    Examples:
+        The support fee ($1) shared evenly over the teams, after the tagged
+        bucket went to research (see :func:`attribute_tagged`):
+
+        >>> costs = pd.DataFrame({"resource_id": ["node-1", "bucket-1", ""], "cost": [8.0, 2.0, 1.0],
+        ...                       "service": ["EC2", "S3", "Support"],
+        ...                       "tags": ["{}", '{"team": "research"}', "{}"],
+        ...                       "start": pd.Timestamp("2026-03-01 00:00", tz="UTC"),
+        ...                       "end": pd.Timestamp("2026-03-01 02:00", tz="UTC")})
+        >>> usage = pd.DataFrame({"timestamp": pd.date_range("2026-03-01", periods=4, freq="30min", tz="UTC"),
+        ...                       "resource_id": "node-1", "device": 0, "consumer": ["train", "train", "infer", "infer"],
+        ...                       "share": 1.0, "util": 0.5, "mem_used": 0.0})
+        >>> inventory = pd.DataFrame({"resource_id": ["node-1"], "device": [0], "mem_capacity": [80 * 2**30]})
+        >>> workloads = pd.DataFrame({"consumer": ["train", "infer"], "team": ["research", "product"]})
+        >>> allocation = gpucost.allocate(costs, usage, inventory, workloads, by="team")
+        >>> tagged = gpucost.attribute_tagged(allocation, costs, tag="team", inventory=inventory)
+        >>> shared = gpucost.share_costs(tagged, costs, {"service": "Support"}, by="team", split="even",
+        ...                              inventory=inventory)
+        >>> shared[["team", "own_cost", "shared_cost", "cost"]]
+                       team  own_cost  shared_cost  cost
+        0          __idle__       0.0          0.0   0.0
+        1  __unattributed__       1.0         -1.0   0.0
+        2           product       4.0          0.5   4.5
+        3          research       6.0          0.5   6.5
     """
     if split not in ("weighted", "even"):
         raise InvalidInputError(f"parameter 'split': unknown split '{split}' (expected \"weighted\" or \"even\")")

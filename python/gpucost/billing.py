@@ -1,8 +1,10 @@
-"""Cloud billing exports as cost lines (SEMANTICS 1.1) ready for gpucost.allocate.
+"""Cloud billing exports as cost lines (SEMANTICS 1.1) ready for gpucost.allocate::
 
->>> costs = gpucost.read_focus("focus-2025-03.csv.gz")          # doctest: +SKIP
->>> inventory = gpucost.inventory(costs)                           # doctest: +SKIP
->>> gpucost.allocate(costs, usage, inventory)                      # doctest: +SKIP
+    costs = gpucost.read_focus("focus-2025-03.csv.gz")
+    inventory = gpucost.inventory(costs)
+    gpucost.allocate(costs, usage, inventory)
+
+(each reader's docstring has an example that runs).
 
 Every reader returns one row per row of the export (nothing is dropped but
 rows read twice, so ``costs.cost.sum()`` is the export's own total of the
@@ -95,6 +97,26 @@ def read_focus(source: Any, *, amount: str = "effective", expand_tags: Sequence[
     commitments, credits, taxes and rows without a resource stay lines (they
     become ``__unattributed__`` in an allocation). ``expand_tags`` lists tag
     keys to add as columns (``tag_<key>``, or a mapping of key to column name).
+
+    ``source`` is a path (CSV, ``.gz``/``.zst``, Parquet), a file object, a
+    pandas DataFrame or a pyarrow Table with FOCUS's column names.
+
+    Examples:
+        >>> bill = pd.DataFrame({
+        ...     "ProviderName": "AWS", "BillingCurrency": "USD", "ChargeCategory": "Usage",
+        ...     "ChargePeriodStart": "2026-03-01T00:00:00Z", "ChargePeriodEnd": "2026-03-01T01:00:00Z",
+        ...     "ResourceId": ["arn:aws:ec2:us-west-2:111122223333:instance/i-0aaa", "vol-1"],
+        ...     "x_UsageType": ["USW2-BoxUsage:p4d.24xlarge", "USW2-EBS:VolumeUsage.gp3"],
+        ...     "PricingCategory": "Standard", "BilledCost": [32.77, 0.1], "EffectiveCost": [32.77, 0.1],
+        ...     "ListCost": [32.77, 0.1], "Tags": ['{"team": "llm-train"}', "{}"]})
+        >>> bill.to_csv("focus.csv", index=False)
+        >>> costs = gpucost.read_focus("focus.csv", expand_tags=["team"])
+        >>> costs[["resource_id", "start", "cost", "pricing", "instance_type", "gpu", "tag_team"]]
+          resource_id                     start   cost    pricing instance_type    gpu   tag_team
+        0      i-0aaa 2026-03-01 00:00:00+00:00  32.77  on_demand  p4d.24xlarge   True  llm-train
+        1       vol-1 2026-03-01 00:00:00+00:00   0.10  on_demand           NaN  False        NaN
+        >>> costs.attrs["billing"]["rows_read"], costs.attrs["billing"]["currencies"]
+        (2, ['USD'])
     """
     return _read("focus", source, amount=amount, expand_tags=expand_tags, catalog=catalog, progress=progress, tz=tz)
 
@@ -110,6 +132,23 @@ def read_cur(source: Any, *, amount: str = "effective", expand_tags: Sequence[st
     fees); ``"billed"`` is the unblended cost; ``"list"`` the public On-Demand
     cost. A tag key in ``expand_tags`` also matches ``user:<key>`` and
     ``user_<key>``.
+
+    Examples:
+        A legacy CUR (CUR 2.0's ``line_item_*`` names work the same): an
+        On-Demand p4d hour and a spot g5 hour.
+
+        >>> cur = pd.DataFrame({
+        ...     "lineItem/UsageStartDate": "2026-03-01T00:00:00Z", "lineItem/UsageEndDate": "2026-03-01T01:00:00Z",
+        ...     "lineItem/ResourceId": ["i-0aaa", "i-0bbb"], "lineItem/LineItemType": "Usage",
+        ...     "lineItem/UsageType": ["USW2-BoxUsage:p4d.24xlarge", "USW2-SpotUsage:g5.xlarge"],
+        ...     "lineItem/UnblendedCost": [32.77, 0.42], "lineItem/CurrencyCode": "USD",
+        ...     "lineItem/UsageAmount": 1.0, "pricing/publicOnDemandCost": [32.77, 1.006],
+        ...     "resourceTags/user:team": ["llm-train", "cv"]})
+        >>> costs = gpucost.read_cur(cur, expand_tags=["team"])
+        >>> costs[["resource_id", "cost", "list_cost", "pricing", "instance_type", "gpu", "tag_team"]]
+          resource_id   cost  list_cost    pricing instance_type   gpu   tag_team
+        0      i-0aaa  32.77     32.770  on_demand  p4d.24xlarge  True  llm-train
+        1      i-0bbb   0.42      1.006       spot     g5.xlarge  True         cv
     """
     return _read("cur", source, amount=amount, expand_tags=expand_tags, catalog=catalog, progress=progress, tz=tz)
 
@@ -136,6 +175,26 @@ def read_gcp_billing(source: Any, *, amount: str = "effective", credits: str = "
     ``frame.attrs["billing"]`` says ``commitments`` (``amortized`` or
     ``as billed``) and counts ``cud_lines_without_fee`` (covered usage whose
     fee is not in the export; a warning when not 0).
+
+    Examples:
+        An a2-highgpu-1g VM's hour: its GPU SKU and its cores.
+
+        >>> export = pd.DataFrame({
+        ...     "usage_start_time": "2026-03-01 00:00:00 UTC", "usage_end_time": "2026-03-01 01:00:00 UTC",
+        ...     "service.description": "Compute Engine",
+        ...     "sku.description": ["Nvidia Tesla A100 GPU running in Americas", "A2 Instance Core running in Americas"],
+        ...     "resource.name": "trainer-1",
+        ...     "resource.global_name": "//compute.googleapis.com/projects/ml/zones/us-central1-a/instances/1111",
+        ...     "cost": [2.93, 0.38], "currency": "USD", "credits": "[]", "project.id": "ml",
+        ...     "labels": '[{"key": "team", "value": "llm-train"}]',
+        ...     "system_labels": '[{"key": "compute.googleapis.com/machine_spec", "value": "a2-highgpu-1g"}]'})
+        >>> costs = gpucost.read_gcp_billing(export, expand_tags=["team"])
+        >>> costs[["resource_name", "cost", "instance_type", "gpu", "tag_team"]]
+          resource_name  cost  instance_type   gpu   tag_team
+        0     trainer-1  2.93  a2-highgpu-1g  True  llm-train
+        1     trainer-1  0.38  a2-highgpu-1g  True  llm-train
+        >>> costs.attrs["billing"]["commitments"]
+        'amortized'
     """
     frame = _read("gcp", source, amount=amount, expand_tags=expand_tags, catalog=catalog, progress=progress,
                   gcp_credits=credits, tz=tz)
@@ -174,6 +233,22 @@ def read_azure_costs(source: Any, *, dataset: str = "auto", amount: str | None =
     actual-cost export is never allocated as if it were amortized: asked for
     the effective amount (the default with ``dataset="amortized"``), it is an
     error that says to export the amortized dataset or to read it as actual.
+
+    Examples:
+        One day of an ND96asr v4 VM (Azure's rows are daily):
+
+        >>> export = pd.DataFrame({
+        ...     "date": ["03/01/2026"], "meterCategory": "Virtual Machines", "chargeType": "Usage",
+        ...     "ResourceId": "/subscriptions/s1/resourceGroups/ML/providers/Microsoft.Compute/virtualMachines/nd-1",
+        ...     "pricingModel": "On Demand", "quantity": 24, "unitOfMeasure": "1 Hour",
+        ...     "costInBillingCurrency": 652.73, "billingCurrency": "USD", "paygCostInBillingCurrency": 652.73,
+        ...     "additionalInfo": '{"ServiceType": "Standard_ND96asr_v4"}', "tags": '{"team": "llm-train"}'})
+        >>> costs = gpucost.read_azure_costs(export, expand_tags=["team"])
+        >>> costs[["start", "end", "cost", "instance_type", "gpu", "tag_team"]]
+                              start                       end    cost        instance_type   gpu   tag_team
+        0 2026-03-01 00:00:00+00:00 2026-03-02 00:00:00+00:00  652.73  Standard_ND96asr_v4  True  llm-train
+        >>> costs.attrs["billing"]["dataset"]
+        'amortized'
     """
     if dataset not in ("auto", "actual", "amortized"):
         raise InvalidInputError(f"parameter 'dataset': {dataset!r} is not one of auto, actual, amortized")

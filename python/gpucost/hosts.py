@@ -1,11 +1,7 @@
 """Hosts without Kubernetes (docs/telemetry.md): nvidia-smi CSV logs and
 Slurm accounting (``sacct --parsable2``). Parsed in C++.
 
-Example:
-    >>> usage = gpucost.read_nvidia_smi("gpu.csv", resource_id="i-0abc", tz="UTC",
-    ...                                 apps="apps.csv", pid_jobs=pids)
-    >>> slurm = gpucost.read_slurm_sacct("sacct.txt", tz="Europe/Berlin")
-    >>> gpucost.allocate(costs, slurm.usage, inventory, slurm.workloads, by=["project"])
+Examples: :func:`read_nvidia_smi`, :func:`read_nvidia_smi_mon`, :func:`read_slurm_sacct`.
 """
 
 from __future__ import annotations
@@ -52,6 +48,30 @@ def read_nvidia_smi(path: str | PathLike, resource_id: str, tz: str, *, apps: st
             interval are matched.
 
     ``.attrs["telemetry"]`` is the reader report (series, spacing_seconds, ...).
+
+    Examples:
+        Two readings of two GPUs a minute apart; process 4182 (job
+        ``train-7``) holds GPU 0, GPU 1 is free:
+
+        >>> from pathlib import Path
+        >>> _ = Path("gpu.csv").write_text(
+        ...     "timestamp, index, uuid, name, utilization.gpu [%], memory.used [MiB], memory.total [MiB]\\n"
+        ...     "2026/03/01 10:00:00.123, 0, GPU-aaaa, NVIDIA A100-SXM4-40GB, 97 %, 38211 MiB, 40960 MiB\\n"
+        ...     "2026/03/01 10:00:00.125, 1, GPU-bbbb, NVIDIA A100-SXM4-40GB, 0 %, 0 MiB, 40960 MiB\\n"
+        ...     "2026/03/01 10:01:00.120, 0, GPU-aaaa, NVIDIA A100-SXM4-40GB, 95 %, 38211 MiB, 40960 MiB\\n"
+        ...     "2026/03/01 10:01:00.122, 1, GPU-bbbb, NVIDIA A100-SXM4-40GB, 0 %, 0 MiB, 40960 MiB\\n")
+        >>> _ = Path("apps.csv").write_text(
+        ...     "timestamp, gpu_uuid, pid, used_gpu_memory [MiB]\\n"
+        ...     "2026/03/01 10:00:00.456, GPU-aaaa, 4182, 38180 MiB\\n"
+        ...     "2026/03/01 10:01:00.450, GPU-aaaa, 4182, 38180 MiB\\n")
+        >>> usage = gpucost.read_nvidia_smi("gpu.csv", "i-0abc", "Europe/Paris", apps="apps.csv",
+        ...                                 pid_jobs=pd.DataFrame({"pid": [4182], "job": ["train-7"]}))
+        >>> usage[["timestamp", "resource_id", "device", "consumer", "util", "duration"]]
+                              timestamp resource_id  device consumer  util  duration
+        0 2026-03-01 09:00:00.123+00:00      i-0abc       0  train-7  0.97    59.997
+        1 2026-03-01 09:00:00.125+00:00      i-0abc       1           0.00    59.997
+        2 2026-03-01 09:01:00.120+00:00      i-0abc       0  train-7  0.95    59.997
+        3 2026-03-01 09:01:00.122+00:00      i-0abc       1           0.00    59.997
     """
     pids: list[int] = []
     jobs: list[str] = []
@@ -87,7 +107,27 @@ def read_nvidia_smi_mon(path: str | PathLike, resource_id: str, tz: str, *, pmon
     dmon, the holders from pmon. ``pid_jobs``, ``interval``: as in
     :func:`read_nvidia_smi`. Without an ``fb`` column the samples have
     ``mem_used`` 0, counted in ``attrs["telemetry"]["samples_without_memory"]``
-    (fine for the allocated and used bases)."""
+    (fine for the allocated and used bases).
+
+    Examples:
+        A pmon log: process 7001 holds GPU 0, GPU 1 has none.
+
+        >>> from pathlib import Path
+        >>> _ = Path("pmon.log").write_text(
+        ...     "# Date       Time        gpu         pid   type     fb     sm    mem    command\\n"
+        ...     "# YYYYMMDD   HH:MM:SS    Idx           #    C/G     MB      %      %    name\\n"
+        ...     " 20260302   10:00:00      0       7001     C  30211     71     38    python\\n"
+        ...     " 20260302   10:00:00      1          -     -      -      -      -    -\\n"
+        ...     " 20260302   10:00:05      0       7001     C  30211     74     40    python\\n"
+        ...     " 20260302   10:00:05      1          -     -      -      -      -    -\\n")
+        >>> usage = gpucost.read_nvidia_smi_mon("pmon.log", "i-0abc", "UTC")
+        >>> usage[["timestamp", "device", "consumer", "util", "mem_used"]]
+                          timestamp  device  consumer  util      mem_used
+        0 2026-03-02 10:00:00+00:00       0  pid:7001  0.71  3.167853e+10
+        1 2026-03-02 10:00:00+00:00       1            0.00  0.000000e+00
+        2 2026-03-02 10:00:05+00:00       0  pid:7001  0.74  3.167853e+10
+        3 2026-03-02 10:00:05+00:00       1            0.00  0.000000e+00
+    """
     pids, jobs = _pid_jobs(pid_jobs)
     raw = _core.nvidia_smi_mon(_read(path), str(path), None if pmon is None else _read(pmon),
                                "" if pmon is None else str(pmon), str(tz), str(resource_id),
@@ -151,6 +191,27 @@ def read_slurm_sacct(path: str | PathLike, tz: str, *, now: Any = None, util: fl
     The workloads carry ``utilization_source="assumed"``: :func:`gpucost.kpis`
     keeps their GPU time out of measured utilisation (set it to
     ``"measured"`` when you allocate DCGM telemetry with these labels).
+
+    Examples:
+        Job 1001 held 2 GPUs of node ``gpu01`` for an hour; its batch step is
+        skipped:
+
+        >>> from pathlib import Path
+        >>> _ = Path("sacct.txt").write_text(
+        ...     "JobID|User|Account|Submit|Start|End|State|NodeList|AllocTRES\\n"
+        ...     "1001|ana|llm|2026-03-01T09:55:00|2026-03-01T10:00:00|2026-03-01T11:00:00|COMPLETED|gpu01|"
+        ...     "cpu=16,gres/gpu=2,mem=256G,node=1\\n"
+        ...     "1001.batch|||2026-03-01T10:00:00|2026-03-01T10:00:00|2026-03-01T11:00:00|COMPLETED|gpu01|"
+        ...     "cpu=8,gres/gpu=2,mem=128G,node=1\\n")
+        >>> slurm = gpucost.read_slurm_sacct("sacct.txt", "Europe/Berlin",
+        ...                                  nodes=pd.DataFrame({"node": ["gpu01"], "resource_id": ["i-0abc"]}))
+        >>> slurm.usage[["timestamp", "resource_id", "device", "consumer", "util", "duration"]]
+                          timestamp resource_id  device consumer  util  duration
+        0 2026-03-01 09:00:00+00:00      i-0abc       0     1001   1.0    3600.0
+        1 2026-03-01 09:00:00+00:00      i-0abc       1     1001   1.0    3600.0
+        >>> slurm.workloads
+          consumer   job user project utilization_source
+        0     1001  1001  ana     llm            assumed
     """
     ranged = start is not None or end is not None
     if ranged and (start is None or end is None):
