@@ -10,7 +10,6 @@ DataFrame of your own instance-type rows (negotiated prices, on-prem hosts),
 or a catalog made by :func:`with_rows`. Your rows replace embedded rows of the
 same instance type and add the others.
 
->>> import gpucost
 >>> gpucost.catalog.mig_share("A100 80GB", "1g.10gb")            # 1/7
 0.14285714285714285
 >>> gpucost.catalog.mig_share("A100 80GB", "1g.10gb", basis="memory")
@@ -59,6 +58,23 @@ def with_rows(instance_types: Any = None, mig_profiles: Any = None) -> Any:
     optional); ``mig_profiles`` needs every column of :func:`mig_profiles`.
     Either may be a DataFrame, a dict of columns or CSV text. Bad rows raise
     :class:`gpucost.InvalidInputError` naming the row and the column.
+
+    Examples:
+        An on-prem host type of your own, with its price:
+
+        >>> own = gpucost.catalog.with_rows(pd.DataFrame({
+        ...     "provider": ["onprem"], "instance_type": ["dgx-a100"], "gpu_model": ["A100 80GB"],
+        ...     "gpus": [8], "gpu_memory_gib": [80], "on_demand_hourly": [20.0]}))
+        >>> types = gpucost.catalog.instance_types(own)
+        >>> print(types[types["instance_type"] == "dgx-a100"][["provider", "gpu_model", "gpus", "on_demand_hourly"]]
+        ...       .to_string(index=False))
+        provider gpu_model  gpus  on_demand_hourly
+          onprem A100 80GB     8              20.0
+        >>> gpucost.inventory(pd.DataFrame({"resource_id": ["dgx-01"], "instance_type": ["dgx-a100"]}),
+        ...                   catalog=own).head(2)
+          resource_id  device  mem_capacity
+        0      dgx-01       0  8.589935e+10
+        1      dgx-01       1  8.589935e+10
     """
     own = _core.Catalog.from_csv(
         _to_csv(instance_types, "instance_types"),
@@ -85,7 +101,18 @@ def instance_types(catalog: Any = None) -> pd.DataFrame:
     """One row per instance type: provider, instance_type, gpu_model, gpus,
     gpu_fraction, gpu_memory_gib (per device), vcpus, memory_gib,
     mig_capable, on_demand_hourly (NaN where no citable price), price_region,
-    price_date, price_source."""
+    price_date, price_source.
+
+    Examples:
+        >>> types = gpucost.catalog.instance_types()
+        >>> chosen = types[types["instance_type"].isin(["p4d.24xlarge", "a2-highgpu-1g", "Standard_ND96asr_v4"])]
+        >>> print(chosen[["provider", "instance_type", "gpu_model", "gpus", "gpu_memory_gib", "mig_capable"]]
+        ...       .to_string(index=False))
+        provider       instance_type gpu_model  gpus  gpu_memory_gib  mig_capable
+             aws        p4d.24xlarge A100 40GB     8            40.0         True
+             gcp       a2-highgpu-1g A100 40GB     1            40.0         True
+           azure Standard_ND96asr_v4 A100 40GB     8            40.0         True
+    """
     columns = resolve(catalog).instance_types()
     frame = pd.DataFrame(columns)
     frame["gpus"] = frame["gpus"].astype(np.int64)
@@ -97,7 +124,16 @@ def instance_types(catalog: Any = None) -> pd.DataFrame:
 
 def mig_profiles(catalog: Any = None) -> pd.DataFrame:
     """One row per (gpu_model, profile): compute_slices of compute_total,
-    memory_slices of memory_total, and memory_gib."""
+    memory_slices of memory_total, and memory_gib.
+
+    Examples:
+        >>> profiles = gpucost.catalog.mig_profiles()
+        >>> a100 = profiles[(profiles["gpu_model"] == "A100 80GB") & profiles["profile"].isin(["1g.10gb", "7g.80gb"])]
+        >>> print(a100.to_string(index=False))
+        gpu_model profile  compute_slices  compute_total  memory_slices  memory_total  memory_gib
+        A100 80GB 1g.10gb               1              7              1             8        10.0
+        A100 80GB 7g.80gb               7              7              8             8        80.0
+    """
     frame = pd.DataFrame(resolve(catalog).mig_profiles())
     for column in ("compute_slices", "compute_total", "memory_slices", "memory_total"):
         frame[column] = frame[column].astype(np.int64)
@@ -108,13 +144,27 @@ def mig_share(gpu_model: str, profile: str, basis: str = "compute", catalog: Any
     """The fraction of a GPU a MIG instance stands for: compute slices over
     the compute total (``basis="compute"``) or memory slices over the memory
     total (``basis="memory"``). ``gpu_model`` may be spelled as nvidia-smi or
-    DCGM report it ("NVIDIA A100-SXM4-80GB")."""
+    DCGM report it ("NVIDIA A100-SXM4-80GB").
+
+    Examples:
+        >>> gpucost.catalog.mig_share("NVIDIA A100-SXM4-80GB", "3g.40gb")   # 3 of 7 compute slices
+        0.42857142857142855
+        >>> gpucost.catalog.mig_share("A100 80GB", "3g.40gb", basis="memory")   # 4 of 8 memory slices
+        0.5
+    """
     return float(resolve(catalog).mig_share(str(gpu_model), str(profile), str(basis)))
 
 
 def canonical_gpu_model(name: str) -> str:
     """The catalog's spelling of a GPU model name ("NVIDIA A100-SXM4-80GB" ->
-    "A100 80GB")."""
+    "A100 80GB").
+
+    Examples:
+        >>> gpucost.catalog.canonical_gpu_model("NVIDIA A100-SXM4-80GB")
+        'A100 80GB'
+        >>> gpucost.catalog.canonical_gpu_model("NVIDIA H100 80GB HBM3")
+        'H100 80GB'
+    """
     return _core.canonical_gpu_model(str(name))
 
 
@@ -131,6 +181,22 @@ def inventory(table: Any, *, catalog: Any = None) -> pd.DataFrame:
     instance type the catalog does not know, raise
     :class:`gpucost.InvalidInputError` naming the row, unless ``catalog=``
     supplies rows for it.
+
+    Examples:
+        A g5.xlarge has one A10G (24 GiB), a g5.12xlarge four:
+
+        >>> gpucost.inventory(pd.DataFrame({"resource_id": ["i-0aaa", "i-0bbb"],
+        ...                                 "instance_type": ["g5.xlarge", "g5.12xlarge"]}))
+          resource_id  device  mem_capacity
+        0      i-0aaa       0  2.576980e+10
+        1      i-0bbb       0  2.576980e+10
+        2      i-0bbb       1  2.576980e+10
+        3      i-0bbb       2  2.576980e+10
+        4      i-0bbb       3  2.576980e+10
+        >>> gpucost.inventory(pd.DataFrame({"resource_id": ["i-0ccc"], "instance_type": ["m5.large"]}))
+        Traceback (most recent call last):
+            ...
+        gpucost.errors.InvalidInputError: inventory: row 0, column 'instance_type': unknown instance type 'm5.large' (not in the catalog; add your own catalog rows for it)
     """
     is_cost_lines = isinstance(table, pd.DataFrame | dict) and "cost" in (
         table.columns if isinstance(table, pd.DataFrame) else table

@@ -3,10 +3,13 @@
 kube-state-metrics' ``kube_pod_labels`` / ``kube_node_info`` through
 Prometheus. JSON is parsed in C++.
 
-Example:
-    >>> workloads = gpucost.kubernetes.read_pods("pods.json")
-    >>> nodes = gpucost.kubernetes.read_nodes("nodes.json")
-    >>> gpucost.kubernetes.unlabelled(workloads)   # the tagging gap
+Typical use::
+
+    workloads = gpucost.kubernetes.read_pods("pods.json")
+    nodes = gpucost.kubernetes.read_nodes("nodes.json")
+    gpucost.kubernetes.unlabelled(workloads)   # the tagging gap
+
+(each function has an example that runs).
 """
 
 from __future__ import annotations
@@ -42,14 +45,49 @@ def _read(path: str | PathLike) -> str:
 def read_pods(path: str | PathLike, labels: Mapping[str, str] | None = None) -> pd.DataFrame:
     """Workloads (``consumer`` = "namespace/pod" plus one column per entry of
     ``labels``, column -> label key) from ``kubectl get pods -A -o json``.
-    A pod without a label has None in that column."""
+    A pod without a label has None in that column.
+
+    Examples:
+        >>> import json
+        >>> from pathlib import Path
+        >>> pods = {"items": [
+        ...     {"metadata": {"namespace": "ml", "name": "train-0", "labels": {"team-id": "research", "project-id": "llm"}},
+        ...      "spec": {"nodeName": "ip-10-0-1-17",
+        ...               "containers": [{"name": "t", "resources": {"limits": {"nvidia.com/gpu": "2"}}}]},
+        ...      "status": {"startTime": "2026-03-01T10:00:00Z"}},
+        ...     {"metadata": {"namespace": "web", "name": "infer-0", "labels": {"team-id": "product"}},
+        ...      "spec": {"nodeName": "ip-10-0-1-17",
+        ...               "containers": [{"name": "s", "resources": {"limits": {"nvidia.com/mig-1g.10gb": "1"}}}]},
+        ...      "status": {"startTime": "2026-03-01T10:00:00Z"}}]}
+        >>> _ = Path("pods.json").write_text(json.dumps(pods))   # what kubectl get pods -A -o json prints
+        >>> gpucost.kubernetes.read_pods("pods.json")
+              consumer project      team  user   job
+        0   ml/train-0     llm  research  None  None
+        1  web/infer-0     NaN   product  None  None
+        >>> gpucost.kubernetes.read_pods("pods.json", labels={"team": "team-id"})
+              consumer      team
+        0   ml/train-0  research
+        1  web/infer-0   product
+    """
     return workloads_frame(_core.kubectl_pods(_read(path), str(path), _keys(labels)))
 
 
 def read_nodes(path: str | PathLike) -> pd.DataFrame:
     """Nodes (``node, resource_id, provider, zone, instance_type``) from
     ``kubectl get nodes -o json``: the resource id is the instance id in
-    ``spec.providerID`` (``aws:///us-east-1a/i-0abc`` -> ``i-0abc``)."""
+    ``spec.providerID`` (``aws:///us-east-1a/i-0abc`` -> ``i-0abc``).
+
+    Examples:
+        >>> import json
+        >>> from pathlib import Path
+        >>> nodes = {"items": [{"metadata": {"name": "ip-10-0-1-17", "labels": {
+        ...     "node.kubernetes.io/instance-type": "p4d.24xlarge", "topology.kubernetes.io/zone": "us-east-1a"}},
+        ...     "spec": {"providerID": "aws:///us-east-1a/i-0abc"}}]}
+        >>> _ = Path("nodes.json").write_text(json.dumps(nodes))   # what kubectl get nodes -o json prints
+        >>> gpucost.kubernetes.read_nodes("nodes.json")[["node", "resource_id", "provider", "zone", "instance_type"]]
+                   node resource_id provider        zone instance_type
+        0  ip-10-0-1-17      i-0abc      aws  us-east-1a  p4d.24xlarge
+    """
     return nodes_frame(_core.kubectl_nodes(_read(path), str(path)))
 
 
@@ -74,7 +112,30 @@ def read_pod_gpus(path: str | PathLike, nodes: str | PathLike | None = None,
     is never guessed. ``frame.attrs["kubernetes"]["pods_without_gpus"]``
     counts pods holding none; ``node_labels`` and ``claims`` say whether
     those dumps were given (without node labels a time-sliced or single-
-    strategy MIG ``nvidia.com/gpu`` reads as a whole GPU)."""
+    strategy MIG ``nvidia.com/gpu`` reads as a whole GPU).
+
+    Examples:
+        One pod holds two whole GPUs, the other a 1g.10gb MIG slice (1/7 of
+        an A100):
+
+        >>> import json
+        >>> from pathlib import Path
+        >>> pods = {"items": [
+        ...     {"metadata": {"namespace": "ml", "name": "train-0", "labels": {"team-id": "research", "project-id": "llm"}},
+        ...      "spec": {"nodeName": "ip-10-0-1-17",
+        ...               "containers": [{"name": "t", "resources": {"limits": {"nvidia.com/gpu": "2"}}}]},
+        ...      "status": {"startTime": "2026-03-01T10:00:00Z"}},
+        ...     {"metadata": {"namespace": "web", "name": "infer-0", "labels": {"team-id": "product"}},
+        ...      "spec": {"nodeName": "ip-10-0-1-17",
+        ...               "containers": [{"name": "s", "resources": {"limits": {"nvidia.com/mig-1g.10gb": "1"}}}]},
+        ...      "status": {"startTime": "2026-03-01T10:00:00Z"}}]}
+        >>> _ = Path("pods.json").write_text(json.dumps(pods))   # what kubectl get pods -A -o json prints
+        >>> gpus = gpucost.kubernetes.read_pod_gpus("pods.json")
+        >>> gpus[["consumer", "node", "resource", "kind", "count", "share", "gpus"]]
+              consumer          node                resource           kind  count     share      gpus
+        0   ml/train-0  ip-10-0-1-17          nvidia.com/gpu  device-plugin    2.0  1.000000  2.000000
+        1  web/infer-0  ip-10-0-1-17  nvidia.com/mig-1g.10gb            mig    1.0  0.142857  0.142857
+    """
     nodes_text = _read(nodes) if nodes is not None else ""
     claims_text = _read(claims) if claims is not None else ""
     frame = pod_gpus_frame(_core.kubectl_pod_gpus(_read(path), str(path), nodes_text, str(nodes or ""), claims_text,
@@ -103,14 +164,62 @@ def fetch_workloads(url: Any, start: Any, end: Any, labels: Mapping[str, str] | 
     """Workloads from kube-state-metrics' ``kube_pod_labels`` in Prometheus
     (label keys are exported as ``label_<key>``, e.g. ``label_team_id``; they
     must be allowed with ``--metric-labels-allowlist``). A pod whose labels
-    changed keeps the latest."""
+    changed keeps the latest.
+
+    ``url`` is the Prometheus base URL, or a
+    :class:`gpucost.prometheus.PrometheusClient`; ``**http`` are its options
+    (``headers``, ``bearer_token``, ``timeout``...).
+
+    Examples:
+        With a client that replays saved answers instead of calling a live
+        Prometheus (``fetch_workloads("http://prometheus:9090", ...)``):
+
+        >>> import json, re
+        >>> class Replay(gpucost.prometheus.PrometheusClient):   # answers from memory, not over HTTP
+        ...     def __init__(self, answers):
+        ...         super().__init__("http://prometheus:9090")
+        ...         self.answers = answers
+        ...     def query_range(self, query, start_s, end_s, step_s):
+        ...         self.requests_made += 1
+        ...         name = next((w for w in re.findall(r"\\w+", query) if w in self.answers), None)
+        ...         result = self.answers.get(name, [])
+        ...         return json.dumps({"status": "success", "data": {"resultType": "matrix", "result": result}})
+        >>> series = {"metric": {"namespace": "ml", "pod": "train-0", "label_team_id": "research",
+        ...                      "label_project_id": "llm"}, "values": [[1772362800, "1"]]}
+        >>> client = Replay({"kube_pod_labels": [series]})
+        >>> gpucost.kubernetes.fetch_workloads(client, "2026-03-01 10:00", "2026-03-01 11:00")
+             consumer project      team  user   job
+        0  ml/train-0     llm  research  None  None
+    """
     client = _client(url, **http)
     return workloads_frame(_core.kube_pod_labels(_range_bodies(client, "kube_pod_labels", start, end, step),
                                                  _keys(labels)))
 
 
 def fetch_nodes(url: Any, start: Any, end: Any, *, step: float = 3600, **http) -> pd.DataFrame:
-    """Nodes from kube-state-metrics' ``kube_node_info`` (its ``provider_id``)."""
+    """Nodes from kube-state-metrics' ``kube_node_info`` (its ``provider_id``).
+
+    Examples:
+        As for :func:`fetch_workloads`, with saved answers:
+
+        >>> import json, re
+        >>> class Replay(gpucost.prometheus.PrometheusClient):   # answers from memory, not over HTTP
+        ...     def __init__(self, answers):
+        ...         super().__init__("http://prometheus:9090")
+        ...         self.answers = answers
+        ...     def query_range(self, query, start_s, end_s, step_s):
+        ...         self.requests_made += 1
+        ...         name = next((w for w in re.findall(r"\\w+", query) if w in self.answers), None)
+        ...         result = self.answers.get(name, [])
+        ...         return json.dumps({"status": "success", "data": {"resultType": "matrix", "result": result}})
+        >>> series = {"metric": {"node": "ip-10-0-1-17", "provider_id": "aws:///us-east-1a/i-0abc"},
+        ...           "values": [[1772362800, "1"]]}
+        >>> nodes = gpucost.kubernetes.fetch_nodes(Replay({"kube_node_info": [series]}),
+        ...                                        "2026-03-01 10:00", "2026-03-01 11:00")
+        >>> nodes[["node", "resource_id", "provider", "zone"]]
+                   node resource_id provider        zone
+        0  ip-10-0-1-17      i-0abc      aws  us-east-1a
+    """
     client = _client(url, **http)
     return nodes_frame(_core.kube_node_info(_range_bodies(client, "kube_node_info", start, end, step)))
 
@@ -118,7 +227,18 @@ def fetch_nodes(url: Any, start: Any, end: Any, *, step: float = 3600, **http) -
 def unlabelled(workloads: Any, required: Sequence[str] = ("project", "team")) -> pd.DataFrame:
     """The pods missing any required label: ``consumer`` and ``missing`` (the
     missing columns, comma-separated), sorted by consumer. Its length is the
-    count. Empty strings count as missing."""
+    count. Empty strings count as missing.
+
+    Examples:
+        >>> workloads = pd.DataFrame({"consumer": ["ml/train-0", "web/infer-0", "web/infer-1"],
+        ...                           "project": ["llm", None, ""], "team": ["research", "product", None]})
+        >>> gpucost.kubernetes.unlabelled(workloads)
+              consumer        missing
+        0  web/infer-0        project
+        1  web/infer-1  project, team
+        >>> len(gpucost.kubernetes.unlabelled(workloads, required=["team"]))
+        1
+    """
     t = Table(workloads, "workloads")
     consumer = np.asarray(t.column("consumer"), dtype=object)
     missing = np.zeros((len(consumer), len(required)), dtype=bool)
