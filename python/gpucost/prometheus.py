@@ -4,9 +4,13 @@ and scraped exposition text -> usage samples (docs/telemetry.md).
 The HTTP client is here (urllib, no extra dependency); every body is parsed
 in C++ (``gpucost._core``), which also maps DCGM series to samples.
 
-Example:
-    >>> usage = gpucost.prometheus.fetch_usage("http://prometheus:9090",
-    ...     "2026-03-01", "2026-03-02", step=60, nodes=nodes)
+Typical use::
+
+    nodes = gpucost.kubernetes.read_nodes("nodes.json")
+    usage = gpucost.prometheus.fetch_usage("http://prometheus:9090", "2026-03-01", "2026-03-02",
+                                           step=60, nodes=nodes)
+
+(each function has an example that runs).
 """
 
 from __future__ import annotations
@@ -52,7 +56,15 @@ REPLICA_LABELS = ("prometheus_replica", "replica", "__replica__")
 
 
 def dcgm_metric_names() -> list[str]:
-    """Every DCGM metric name gpucost reads (both unit conventions)."""
+    """Every DCGM metric name gpucost reads (both unit conventions).
+
+    Examples:
+        >>> names = gpucost.prometheus.dcgm_metric_names()
+        >>> names[:2]
+        ['DCGM_FI_DEV_GPU_UTIL', 'DCGM_FI_DEV_GPU_UTIL_RATIO']
+        >>> "DCGM_FI_DEV_FB_USED_BYTES" in names
+        True
+    """
     return list(_core.dcgm_metric_names())
 
 
@@ -89,6 +101,18 @@ class PrometheusClient:
     bearer token). Bodies are returned unparsed; gpucost parses them in C++.
 
     Only the URL you give is contacted.
+
+    Examples:
+        Nothing is contacted until a query is made:
+
+        >>> client = gpucost.prometheus.PrometheusClient("https://prometheus.example.com/", bearer_token="s3cr3t",
+        ...                                              timeout=10, retries=2)
+        >>> client.url, client.headers["Authorization"], client.timeout
+        ('https://prometheus.example.com', 'Bearer s3cr3t', 10.0)
+        >>> gpucost.prometheus.PrometheusClient("prometheus:9090")
+        Traceback (most recent call last):
+            ...
+        gpucost.errors.InvalidInputError: parameter 'url': 'prometheus:9090' is not an http(s) URL
     """
 
     def __init__(self, url: str, *, headers: Mapping[str, str] | None = None, bearer_token: str | None = None,
@@ -288,6 +312,34 @@ def fetch_usage(url: str, start: Any, end: Any, step: Any = 60, *, nodes: Any = 
         The usage samples (SEMANTICS 1.3 plus ``node, gpu_uuid, gpu_model,
         mig_profile, tensor_active, mem_copy_util, power_w, mem_free``);
         ``.attrs["diagnostics"]`` has the unit convention seen and counts.
+
+    Examples:
+        ``client=`` replaces the HTTP client; here one that replays saved
+        answers (one utilisation series of one pod), so the example runs
+        without a Prometheus. Against a live one, leave it out.
+
+        >>> import json, re
+        >>> class Replay(gpucost.prometheus.PrometheusClient):   # answers from memory, not over HTTP
+        ...     def __init__(self, answers):
+        ...         super().__init__("http://prometheus:9090")
+        ...         self.answers = answers
+        ...     def query_range(self, query, start_s, end_s, step_s):
+        ...         self.requests_made += 1
+        ...         name = next((w for w in re.findall(r"\\w+", query) if w in self.answers), None)
+        ...         result = self.answers.get(name, [])
+        ...         return json.dumps({"status": "success", "data": {"resultType": "matrix", "result": result}})
+        >>> util = {"metric": {"gpu": "0", "UUID": "GPU-aaaa", "modelName": "NVIDIA A100-SXM4-40GB",
+        ...                    "Hostname": "ip-10-0-1-17", "namespace": "ml", "pod": "train-0"},
+        ...         "values": [[1772359200, "90"], [1772359260, "80"]]}
+        >>> nodes = pd.DataFrame({"node": ["ip-10-0-1-17"], "resource_id": ["i-0abc"]})
+        >>> usage = gpucost.prometheus.fetch_usage("http://prometheus:9090", "2026-03-01 10:00", "2026-03-01 10:02",
+        ...                                        step=60, nodes=nodes, client=Replay({"DCGM_FI_DEV_GPU_UTIL": [util]}))
+        >>> usage[["timestamp", "resource_id", "device", "consumer", "util", "gpu_model"]]
+                          timestamp resource_id  device    consumer  util              gpu_model
+        0 2026-03-01 10:00:00+00:00      i-0abc       0  ml/train-0   0.9  NVIDIA A100-SXM4-40GB
+        1 2026-03-01 10:01:00+00:00      i-0abc       0  ml/train-0   0.8  NVIDIA A100-SXM4-40GB
+        >>> usage.attrs["diagnostics"]["requests"]   # one query per DCGM metric name
+        19
     """
     start_ns, end_ns = to_ns(start, "start"), to_ns(end, "end")
     step_s = _seconds(step, "step")
@@ -357,7 +409,33 @@ def read_query_range(paths: Any, step: Any = None, *, metric: str | None = None,
     seconds apart are read at one instant when within ``instant_tolerance``
     seconds of each other. An answer with ``warnings`` (a partial answer) is
     an error unless ``allow_partial``; ``.attrs["telemetry"]`` is the reader
-    report (its ``warnings`` list the partial answers' warnings)."""
+    report (its ``warnings`` list the partial answers' warnings).
+
+    Examples:
+        A saved answer of ``DCGM_FI_DEV_GPU_UTIL`` over three minutes: GPU 0
+        held by pod ``ml/train-0``, GPU 1 free (no pod).
+
+        >>> import json
+        >>> from pathlib import Path
+        >>> gpu = {"UUID": "GPU-aaaa", "modelName": "NVIDIA A100-SXM4-40GB", "Hostname": "ip-10-0-1-17"}
+        >>> answer = {"status": "success", "data": {"resultType": "matrix", "result": [
+        ...     {"metric": {"__name__": "DCGM_FI_DEV_GPU_UTIL", "gpu": "0", **gpu, "namespace": "ml", "pod": "train-0"},
+        ...      "values": [[1772359200, "90"], [1772359260, "95"], [1772359320, "100"]]},
+        ...     {"metric": {"__name__": "DCGM_FI_DEV_GPU_UTIL", "gpu": "1", **gpu, "UUID": "GPU-bbbb"},
+        ...      "values": [[1772359200, "0"], [1772359260, "0"], [1772359320, "0"]]}]}}
+        >>> _ = Path("gpu_util.json").write_text(json.dumps(answer))
+        >>> usage = gpucost.prometheus.read_query_range("gpu_util.json", step=60)
+        >>> usage[["timestamp", "resource_id", "device", "consumer", "util", "duration"]]
+                          timestamp   resource_id  device    consumer  util  duration
+        0 2026-03-01 10:00:00+00:00  ip-10-0-1-17       0  ml/train-0  0.90      60.0
+        1 2026-03-01 10:01:00+00:00  ip-10-0-1-17       0  ml/train-0  0.95      60.0
+        2 2026-03-01 10:02:00+00:00  ip-10-0-1-17       0  ml/train-0  1.00      60.0
+        3 2026-03-01 10:00:00+00:00  ip-10-0-1-17       1              0.00      60.0
+        4 2026-03-01 10:01:00+00:00  ip-10-0-1-17       1              0.00      60.0
+        5 2026-03-01 10:02:00+00:00  ip-10-0-1-17       1              0.00      60.0
+        >>> usage.attrs["telemetry"]["spacing_seconds"]
+        60.0
+    """
     step_s = None if step is None else _seconds(step, "step")
     inputs = [(_read(p), str(p), metric or "") for p in _paths(paths)]
     warnings = [w for body, name, _ in inputs for w in _warnings(body, name, allow_partial)]
@@ -386,7 +464,24 @@ def read_dcgm_text(paths: Any, *, timestamp: Any = None, interval: Any = None, n
     scrape has no order, so each sample stands for ``interval`` seconds
     (default 60). A given ``interval`` is checked against the data's spacing
     when there is one. Fields gpucost does not read are skipped whatever their
-    values and counted in ``.attrs["telemetry"]["skipped_fields"]``."""
+    values and counted in ``.attrs["telemetry"]["skipped_fields"]``.
+
+    Examples:
+        One scrape of one node's exporter (``curl http://node:9400/metrics``):
+
+        >>> from pathlib import Path
+        >>> labels = 'gpu="0",UUID="GPU-aaaa",modelName="NVIDIA A100-SXM4-40GB",Hostname="ip-10-0-1-17"'
+        >>> _ = Path("scrape.prom").write_text(
+        ...     f'DCGM_FI_DEV_GPU_UTIL{{{labels},namespace="ml",pod="train-0"}} 90\\n'
+        ...     f'DCGM_FI_DEV_FB_USED{{{labels},namespace="ml",pod="train-0"}} 38211\\n'
+        ...     f'DCGM_FI_DEV_SM_CLOCK{{{labels}}} 1410\\n')
+        >>> usage = gpucost.prometheus.read_dcgm_text("scrape.prom", timestamp="2026-03-01 10:00", interval=60)
+        >>> usage[["timestamp", "resource_id", "consumer", "util", "mem_used", "duration"]]
+                          timestamp   resource_id    consumer  util      mem_used  duration
+        0 2026-03-01 10:00:00+00:00  ip-10-0-1-17  ml/train-0   0.9  4.006714e+10      60.0
+        >>> usage.attrs["telemetry"]["skipped_fields"]
+        {'DCGM_FI_DEV_SM_CLOCK': 1}
+    """
     default_ts = to_ns(timestamp, "timestamp") if timestamp is not None else None
     inputs = [(_read(p), str(p), "") for p in _paths(paths)]
     options = _options(nodes=nodes, node_labels=node_labels, keep_unknown_nodes=keep_unknown_nodes, units=units,
@@ -408,7 +503,25 @@ def read_amd_smi_metric(paths: Any, host: str, *, timestamps: Any, interval: Any
     are ignored. amd-smi metric names no workload: every sample is a free GPU
     (consumer ""), i.e. idle time unless workloads are joined otherwise. The
     host is the node (``nodes`` maps it to a bill id). Durations as in
-    :func:`read_dcgm_text`."""
+    :func:`read_dcgm_text`.
+
+    Examples:
+        Two snapshots of one MI300X, a minute apart:
+
+        >>> import json
+        >>> from pathlib import Path
+        >>> for name, busy in [("t0.json", 72), ("t1.json", 40)]:
+        ...     _ = Path(name).write_text(json.dumps({"gpu_data": [{"gpu": 0,
+        ...         "usage": {"gfx_activity": {"value": busy, "unit": "%"}},
+        ...         "mem_usage": {"used_vram": {"value": 120000, "unit": "MB"}},
+        ...         "power": {"socket_power": {"value": 640, "unit": "W"}}}]}))
+        >>> usage = gpucost.prometheus.read_amd_smi_metric(["t0.json", "t1.json"], "mi300x-01",
+        ...                                                timestamps=["2026-03-01 10:00", "2026-03-01 10:01"])
+        >>> usage[["timestamp", "resource_id", "device", "consumer", "util", "power_w", "duration"]]
+                          timestamp resource_id  device consumer  util  power_w  duration
+        0 2026-03-01 10:00:00+00:00   mi300x-01       0           0.72    640.0      60.0
+        1 2026-03-01 10:01:00+00:00   mi300x-01       0           0.40    640.0      60.0
+    """
     files = _paths(paths)
     stamps = [timestamps] if not isinstance(timestamps, (list, tuple, pd.Series, np.ndarray, pd.Index)) else \
         list(timestamps)
