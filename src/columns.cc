@@ -39,15 +39,17 @@ EncodedStrings EncodeStrings(std::span<const std::string> values) {
   return encoder.Finish();
 }
 
+std::optional<StringColumn> ViewIfAny(const EncodedStrings& strings) {
+  for (int32_t code : strings.codes) {
+    if (code != kNullCode) return strings.view();
+  }
+  return std::nullopt;
+}
+
 CostColumns CostTable::columns() const {
   CostColumns out{.resource_id = resource_id.view(), .start = start, .end = end, .cost = cost,
                   .list_cost = list_cost, .primary = primary, .quantity_hours = quantity_hours};
-  for (int32_t code : currency.codes) {
-    if (code != kNullCode) {
-      out.currency = currency.view();
-      break;
-    }
-  }
+  out.currency = ViewIfAny(currency);
   return out;
 }
 

@@ -56,6 +56,10 @@ struct EncodedStrings {
 [[nodiscard]] EncodedStrings EncodeStrings(
     std::span<const std::string> values);
 
+// The column's view when some row has a value; nullopt when every row is
+// null (an optional column the engine then treats as absent).
+[[nodiscard]] std::optional<StringColumn> ViewIfAny(const EncodedStrings& strings);
+
 // Incremental dictionary encoder for parsers that see values one at a time.
 class StringEncoder {
  public:

@@ -43,6 +43,12 @@ namespace gpucost::io::internal {
 
 inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
+inline std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = absl::ascii_tolower(static_cast<unsigned char>(c));
+  return out;
+}
+
 // Whether `text` contains `part`, ignoring ASCII case.
 inline bool ContainsIgnoreCase(std::string_view text, std::string_view part) {
   return absl::StrContains(absl::AsciiStrToLower(ToAbsl(text)), absl::AsciiStrToLower(ToAbsl(part)));
@@ -126,6 +132,9 @@ struct ArrowColumn {
 };
 
 ArrowColumn DescribeArrowColumn(const ArrowSchema& schema, const ArrowArray& array);
+// Appends cell i of `c` to a row key (for finding rows read twice); false
+// for a type it cannot render (the row then has no key).
+bool AppendArrowCellKey(const ArrowColumn& c, int64_t i, std::string* key, std::string* scratch);
 
 class ArrowRow {
  public:

@@ -156,10 +156,10 @@ struct CostLines {
   std::vector<EncodedStrings> tag_values;
 
   [[nodiscard]] size_t size() const { return start.size(); }
-  // The engine's view: resource_id, start, end, cost, list_cost.
-  [[nodiscard]] CostColumns columns() const {
-    return {resource_id.view(), start, end, cost, list_cost, TimeUnit::kNanosecond};
-  }
+  // The engine's view: every column SEMANTICS 1.1 reads (resource_id, start,
+  // end, cost, list_cost, currency when the lines name one, primary,
+  // quantity_hours), so primary hours and currencies are never lost.
+  [[nodiscard]] CostColumns columns() const;
 };
 
 // Streaming reader of one export. Feed one kind of input (CSV, JSON lines or
