@@ -93,9 +93,29 @@ def workload_classes(hourly: Any, workloads: Any = None, *, label: str = "worklo
         gpu_hours, mean_gpus, util, longest_run_hours, median_run_hours,
         ended, daily_rhythm, weekend_ratio``.
 
-    Example:
-        >>> hourly = gpucost.allocate(costs, usage, inventory, by=["consumer", "period"], freq="h")
-        >>> gpucost.workload_classes(hourly, workloads)[["consumer", "class", "evidence"]]
+    Examples:
+        Two days of hourly usage, as ``gpucost.allocate(..., by=["consumer",
+        "period"], freq="h")`` gives it: a server running all the time with a
+        daily rhythm, a busy 30-hour job, and a few notebook sessions.
+
+        >>> hours = pd.date_range("2026-03-02", periods=48, freq="h", tz="UTC")
+        >>> hourly = pd.concat([
+        ...     pd.DataFrame({"consumer": "llm-serve", "period": hours, "gpu_hours": 4.0,
+        ...                   "effective_gpu_hours": np.where(hours.hour < 8, 0.4, 1.6)}),
+        ...     pd.DataFrame({"consumer": "pretrain", "period": hours[:30], "gpu_hours": 8.0, "effective_gpu_hours": 7.2}),
+        ...     pd.DataFrame({"consumer": "notebook", "period": hours[[9, 10, 11, 33, 34]], "gpu_hours": 1.0,
+        ...                   "effective_gpu_hours": 0.1})])
+        >>> classes = gpucost.workload_classes(hourly)
+        >>> classes[["consumer", "class", "source", "confidence", "presence", "util"]]
+            consumer        class    source confidence  presence  util
+        0  llm-serve    inference  inferred     strong  1.000000   0.3
+        1   notebook  development  inferred     strong  0.104167   0.1
+        2   pretrain     training  inferred     strong  0.625000   0.9
+        >>> for row in classes.itertuples():
+        ...     print(f"{row.consumer}: {row.evidence}")
+        llm-serve: steady serving: present 100% of 48 h, daily rhythm 0.6, util 0.3
+        notebook: sessions: median 2.5 h, util 0.1, present 10%
+        pretrain: busy long job: util 0.9 over runs up to 30 h, 8.0 GPUs, ended
     """
     for name, value in (("min_presence", min_presence), ("training_util", training_util),
                         ("development_util", development_util), ("weekend_drop", weekend_drop),

@@ -172,9 +172,30 @@ def hourly_demand(costs: Any, usage: Any, inventory: Any, workloads: Any = None,
         the lines' ``cost``), ``gpu_hours, effective_gpu_hours`` and ``gpus``
         (GPUs of the instance in the inventory; NaN for ``__unattributed__``).
 
-    Example:
+    Examples:
+        A g5.xlarge billed for 6 hours: ``train`` used its GPU for the
+        first 2, then nobody held it.
+
+        >>> hours = pd.date_range("2026-03-02", periods=6, freq="h", tz="UTC")
+        >>> costs = pd.DataFrame({"resource_id": "i-0aaa", "instance_type": "g5.xlarge", "start": hours,
+        ...                       "end": hours + pd.Timedelta("1h"), "cost": 1.006})
+        >>> t = pd.date_range("2026-03-02", periods=36, freq="10min", tz="UTC")   # a sample every 10 min
+        >>> busy = np.arange(36) < 12                                              # the first 2 hours
+        >>> usage = pd.DataFrame({"timestamp": t, "resource_id": "i-0aaa", "device": 0,
+        ...                       "consumer": np.where(busy, "train", ""), "share": 1.0,
+        ...                       "util": np.where(busy, 0.9, 0.0), "mem_used": np.where(busy, 20 * 2**30, 0),
+        ...                       "duration": 600.0})
+        >>> inventory = gpucost.inventory(costs)
+        >>> workloads = pd.DataFrame({"consumer": ["train"], "team": ["research"]})
         >>> demand = gpucost.hourly_demand(costs, usage, inventory, workloads, by=["team"])
-        >>> demand.groupby(["instance_type", "period"])["instance_hours"].sum()  # instances running
+        >>> demand[demand["instance_hours"] > 0][["team", "period", "instance_type", "instance_hours", "cost"]]
+               team                    period instance_type  instance_hours   cost
+        2  __idle__ 2026-03-02 02:00:00+00:00     g5.xlarge             1.0  1.006
+        3  __idle__ 2026-03-02 03:00:00+00:00     g5.xlarge             1.0  1.006
+        4  __idle__ 2026-03-02 04:00:00+00:00     g5.xlarge             1.0  1.006
+        5  __idle__ 2026-03-02 05:00:00+00:00     g5.xlarge             1.0  1.006
+        6  research 2026-03-02 00:00:00+00:00     g5.xlarge             1.0  1.006
+        7  research 2026-03-02 01:00:00+00:00     g5.xlarge             1.0  1.006
     """
     return _hourly_demand(costs, usage, inventory, workloads, by=by, interval=interval)[0]
 

@@ -90,8 +90,30 @@ def diagnose(usage: Any, costs: Any, inventory: Any, workloads: Any = None, *, b
         dram_active, pcie_bytes_per_s, nvlink_bytes_per_s, power_w,
         mem_peak_share, mem_pressure_share``, by dollars at stake.
 
-    Example:
-        >>> gpucost.diagnose(usage, costs, inventory, workloads, by="team")
+    Examples:
+        Two jobs on a g5.12xlarge for an hour, with DCGM profiling fields:
+        ``etl`` keeps its GPU 20 % busy while moving 6 GB/s over PCIe,
+        ``train`` keeps its SMs busy with the tensor cores idle.
+
+        >>> start = pd.Timestamp("2026-03-02", tz="UTC")
+        >>> costs = pd.DataFrame({"resource_id": ["i-0aaa"], "instance_type": ["g5.12xlarge"], "start": [start],
+        ...                       "end": [start + pd.Timedelta("1h")], "cost": [5.672]})
+        >>> t = pd.date_range(start, periods=6, freq="10min")      # a sample every 10 min
+        >>> usage = pd.DataFrame({"timestamp": t.repeat(2), "resource_id": "i-0aaa", "device": np.tile([0, 1], 6),
+        ...                       "consumer": np.tile(["etl", "train"], 6), "share": 1.0,
+        ...                       "util": np.tile([0.2, 0.9], 6), "mem_used": 8 * 2**30, "duration": 600.0,
+        ...                       "sm_active": np.tile([0.15, 0.8], 6), "tensor_active": np.tile([0.0, 0.01], 6),
+        ...                       "pcie_bytes_per_s": np.tile([6e9, 1e8], 6)})
+        >>> inventory = gpucost.inventory(costs)
+        >>> findings = gpucost.diagnose(usage, costs, inventory)
+        >>> findings[["consumer", "rule", "util", "cost", "dollars_at_stake"]]
+          consumer                rule  util   cost  dollars_at_stake
+        0    train  no_mixed_precision   0.9  1.418           1.40382
+        1      etl      input_pipeline   0.2  1.418           1.13440
+        >>> for row in findings.itertuples():
+        ...     print(f"{row.consumer}: {row.cause} ({row.evidence})")
+        train: busy SMs with an idle tensor pipe: math runs in FP32 (util 90%, SMs active 80%, tensor pipe active 1%)
+        etl: the GPU waits for input data: high PCIe traffic with idle SMs (util 20%, SMs active 15%, PCIe 6.0 GB/s)
     """
     by_cols = [by] if isinstance(by, str) else list(by)
     th = dict(DIAGNOSIS_THRESHOLDS)

@@ -42,22 +42,50 @@ _NOT_FLAGGED = ("exempt", "no-telemetry")
 class IdleReport(NamedTuple):
     """What :func:`find_idle` returns.
 
-    findings: one row per idle span of one kind on one resource (devices
-        with the same span and holders merged): ``resource_id, devices, gpus,
-        start, end, hours, gpu_hours, mean_util, observed_share, unobserved,
-        consumer, holders, <labels>, action, exempt, flagged, dollars_wasted
-        [, list_dollars_wasted], dollars_unobserved``, sorted by dollars wasted.
-        Billed time that no sample covers is a finding of its own with action
-        ``"no telemetry"``: never flagged, its dollars in ``dollars_unobserved``
-        (not wasted: nothing measured it).
-    spans: the same spans one device at a time: ``span, resource_id, device,
-        kind, busy_ns, observed_ns, dollars_wasted, [list_dollars_wasted],
-        dollars_unobserved, consumer`` (main holder, "" for nobody), ``holders, start, end``,
-        for your own grouping.
-    daily: fleet KPIs per UTC day: ``period, idle_gpu_hours, idle_cost,
-        exempt_gpu_hours, exempt_cost, unobserved_gpu_hours, unobserved_cost,
-        gpu_spend, idle_share``.
-    diagnostics: sample and device counts (see docs/analyses.md).
+    Attributes:
+        findings: one row per idle span of one kind on one resource (devices
+            with the same span and holders merged): ``resource_id, devices,
+            gpus, start, end, hours, gpu_hours, mean_util, observed_share,
+            unobserved, consumer, holders``, the workloads' labels, ``action,
+            exempt, flagged, dollars_wasted`` [, ``list_dollars_wasted``],
+            ``dollars_unobserved``, sorted by dollars wasted. Billed time that
+            no sample covers is a finding of its own with action ``"no
+            telemetry"``: never flagged, its dollars in ``dollars_unobserved``
+            (not wasted: nothing measured it).
+        spans: the same spans one device at a time: ``span, resource_id,
+            device, kind, busy_ns, observed_ns, dollars_wasted``
+            [, ``list_dollars_wasted``], ``dollars_unobserved, consumer``
+            (main holder, "" for nobody), ``holders, start, end``, for your
+            own grouping.
+        daily: fleet KPIs per UTC day: ``period, idle_gpu_hours, idle_cost,
+            exempt_gpu_hours, exempt_cost, unobserved_gpu_hours,
+            unobserved_cost, gpu_spend, idle_share``.
+        diagnostics: sample and device counts (see docs/analyses.md).
+
+    Examples:
+        A g5.xlarge billed for 6 hours: ``train`` used its GPU for the
+        first 2, then nobody held it.
+
+        >>> hours = pd.date_range("2026-03-02", periods=6, freq="h", tz="UTC")
+        >>> costs = pd.DataFrame({"resource_id": "i-0aaa", "instance_type": "g5.xlarge", "start": hours,
+        ...                       "end": hours + pd.Timedelta("1h"), "cost": 1.006})
+        >>> t = pd.date_range("2026-03-02", periods=36, freq="10min", tz="UTC")   # a sample every 10 min
+        >>> busy = np.arange(36) < 12                                              # the first 2 hours
+        >>> usage = pd.DataFrame({"timestamp": t, "resource_id": "i-0aaa", "device": 0,
+        ...                       "consumer": np.where(busy, "train", ""), "share": 1.0,
+        ...                       "util": np.where(busy, 0.9, 0.0), "mem_used": np.where(busy, 20 * 2**30, 0),
+        ...                       "duration": 600.0})
+        >>> inventory = gpucost.inventory(costs)
+        >>> workloads = pd.DataFrame({"consumer": ["train"], "team": ["research"]})
+        >>> report = gpucost.find_idle(usage, costs, inventory, workloads)
+        >>> report.daily[["period", "idle_gpu_hours", "idle_cost", "gpu_spend", "idle_share"]]
+                             period  idle_gpu_hours  idle_cost  gpu_spend  idle_share
+        0 2026-03-02 00:00:00+00:00             4.0      4.024      6.036    0.666667
+        >>> report.spans[["resource_id", "device", "kind", "start", "end", "dollars_wasted"]]
+          resource_id  device       kind                     start                       end  dollars_wasted
+        0      i-0aaa       0  terminate 2026-03-02 02:00:00+00:00 2026-03-02 06:00:00+00:00           4.024
+        >>> report.diagnostics["samples_no_consumer"]
+        24
     """
 
     findings: pd.DataFrame
@@ -141,9 +169,25 @@ def find_idle(usage: Any, costs: Any, inventory: Any, workloads: Any = None, thr
     Returns:
         An :class:`IdleReport` (findings, spans, daily, diagnostics).
 
-    Example:
+    Examples:
+        A g5.xlarge billed for 6 hours: ``train`` used its GPU for the
+        first 2, then nobody held it.
+
+        >>> hours = pd.date_range("2026-03-02", periods=6, freq="h", tz="UTC")
+        >>> costs = pd.DataFrame({"resource_id": "i-0aaa", "instance_type": "g5.xlarge", "start": hours,
+        ...                       "end": hours + pd.Timedelta("1h"), "cost": 1.006})
+        >>> t = pd.date_range("2026-03-02", periods=36, freq="10min", tz="UTC")   # a sample every 10 min
+        >>> busy = np.arange(36) < 12                                              # the first 2 hours
+        >>> usage = pd.DataFrame({"timestamp": t, "resource_id": "i-0aaa", "device": 0,
+        ...                       "consumer": np.where(busy, "train", ""), "share": 1.0,
+        ...                       "util": np.where(busy, 0.9, 0.0), "mem_used": np.where(busy, 20 * 2**30, 0),
+        ...                       "duration": 600.0})
+        >>> inventory = gpucost.inventory(costs)
+        >>> workloads = pd.DataFrame({"consumer": ["train"], "team": ["research"]})
         >>> report = gpucost.find_idle(usage, costs, inventory, workloads)
-        >>> report.findings.query("flagged")[["resource_id", "devices", "hours", "action", "dollars_wasted"]]
+        >>> report.findings[["resource_id", "start", "end", "hours", "action", "flagged", "dollars_wasted"]]
+          resource_id                     start                       end  hours     action  flagged  dollars_wasted
+        0      i-0aaa 2026-03-02 02:00:00+00:00 2026-03-02 06:00:00+00:00    4.0  terminate     True           4.024
     """
     raw, labels = _run(usage, costs, inventory, workloads, threshold, window, resolution, interval, 0,
                        exempt_label, exempt_values)
@@ -337,11 +381,30 @@ def idle_policy(usage: Any, costs: Any, inventory: Any, workloads: Any = None, *
     with ``since`` = the previous run's time to act on new decisions only.
     Exceptions raised by the callback propagate.
 
-    Example:
+    Examples:
+        A g5.xlarge billed for 6 hours: ``train`` used its GPU for the
+        first 2, then nobody held it.
+
+        >>> hours = pd.date_range("2026-03-02", periods=6, freq="h", tz="UTC")
+        >>> costs = pd.DataFrame({"resource_id": "i-0aaa", "instance_type": "g5.xlarge", "start": hours,
+        ...                       "end": hours + pd.Timedelta("1h"), "cost": 1.006})
+        >>> t = pd.date_range("2026-03-02", periods=36, freq="10min", tz="UTC")   # a sample every 10 min
+        >>> busy = np.arange(36) < 12                                              # the first 2 hours
+        >>> usage = pd.DataFrame({"timestamp": t, "resource_id": "i-0aaa", "device": 0,
+        ...                       "consumer": np.where(busy, "train", ""), "share": 1.0,
+        ...                       "util": np.where(busy, 0.9, 0.0), "mem_used": np.where(busy, 20 * 2**30, 0),
+        ...                       "duration": 600.0})
+        >>> inventory = gpucost.inventory(costs)
+        >>> workloads = pd.DataFrame({"consumer": ["train"], "team": ["research"]})
         >>> def notify(d):
         ...     if d["decision"] == "terminate":
-        ...         print(f"terminate {d['resource_id']}: ${d['dollars_at_stake']:.2f} at stake")
+        ...         print(f"terminate {d['resource_id']} at {d['time']:%H:%M}: ${d['dollars_at_stake']:.2f} at stake")
         >>> timeline = gpucost.idle_policy(usage, costs, inventory, workloads, on_decision=notify)
+        terminate i-0aaa at 04:24: $1.61 at stake
+        >>> timeline[["resource_id", "time", "decision", "window_util", "until", "dollars_at_stake"]]
+          resource_id                      time   decision  window_util                     until  dollars_at_stake
+        0      i-0aaa 2026-03-02 03:54:00+00:00      alert        0.045                       NaT            0.0000
+        1      i-0aaa 2026-03-02 04:24:00+00:00  terminate        0.000 2026-03-02 06:00:00+00:00            1.6096
     """
     raw, _ = _run(usage, costs, inventory, workloads, threshold, window, resolution, interval, grace,
                   exempt_label, exempt_values)

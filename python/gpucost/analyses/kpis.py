@@ -46,8 +46,19 @@ def queue_waits(queue: Any, workloads: Any = None, *, by: Sequence[str] = ("team
     counted in ``attrs["not_started"]``; a start before the submission is an
     error naming the row.
 
-    Example:
-        >>> gpucost.queue_waits(sacct_jobs, workloads, by=["team"])
+    Examples:
+        >>> queue = pd.DataFrame({
+        ...     "consumer": ["j1", "j2", "j3", "j4"], "team": ["nlp", "nlp", "vision", "vision"],
+        ...     "submitted": pd.to_datetime(["2026-03-02 09:00", "2026-03-02 09:30", "2026-03-02 10:00",
+        ...                                  "2026-03-02 11:00"], utc=True),
+        ...     "started": pd.to_datetime(["2026-03-02 09:05", "2026-03-02 10:30", "2026-03-02 10:02", None], utc=True)})
+        >>> waits = gpucost.queue_waits(queue, by=["team"])
+        >>> waits
+                             period    team  jobs_started  queue_wait_p50_min  queue_wait_p90_min  queue_wait_max_min
+        0 2026-03-02 00:00:00+00:00     nlp             2                32.5                54.5                60.0
+        1 2026-03-02 00:00:00+00:00  vision             1                 2.0                 2.0                 2.0
+        >>> waits.attrs["not_started"]
+        1
     """
     check_freq(freq)
     by = list(by)
@@ -105,8 +116,26 @@ def kpis(usage: Any, costs: Any, inventory: Any, workloads: Any = None, *, by: S
       ``submitted`` and ``started``): ``jobs_started, queue_wait_p50_min,
       queue_wait_p90_min, queue_wait_max_min`` for jobs started in the period.
 
-    Example:
-        >>> gpucost.kpis(usage, costs, inventory, workloads, by=["team"], queue=sacct_jobs)
+    Examples:
+        A g5.xlarge billed for 6 hours: ``train`` used its GPU for the
+        first 2, then nobody held it.
+
+        >>> hours = pd.date_range("2026-03-02", periods=6, freq="h", tz="UTC")
+        >>> costs = pd.DataFrame({"resource_id": "i-0aaa", "instance_type": "g5.xlarge", "start": hours,
+        ...                       "end": hours + pd.Timedelta("1h"), "cost": 1.006})
+        >>> t = pd.date_range("2026-03-02", periods=36, freq="10min", tz="UTC")   # a sample every 10 min
+        >>> busy = np.arange(36) < 12                                              # the first 2 hours
+        >>> usage = pd.DataFrame({"timestamp": t, "resource_id": "i-0aaa", "device": 0,
+        ...                       "consumer": np.where(busy, "train", ""), "share": 1.0,
+        ...                       "util": np.where(busy, 0.9, 0.0), "mem_used": np.where(busy, 20 * 2**30, 0),
+        ...                       "duration": 600.0})
+        >>> inventory = gpucost.inventory(costs)
+        >>> workloads = pd.DataFrame({"consumer": ["train"], "team": ["research"]})
+        >>> daily = gpucost.kpis(usage, costs, inventory, workloads, by=["team"])
+        >>> daily[["period", "team", "gpu_hours", "avg_util", "idle_gpu_hours", "cost", "cost_per_effective_gpu_hour"]]
+                             period      team  gpu_hours  avg_util  idle_gpu_hours   cost  cost_per_effective_gpu_hour
+        0 2026-03-02 00:00:00+00:00  __idle__        4.0       0.0             4.0  4.024                          NaN
+        1 2026-03-02 00:00:00+00:00  research        2.0       0.9             0.0  2.012                     1.117778
     """
     check_freq(freq)
     by = [b for b in by if b != "period"]

@@ -42,8 +42,27 @@ def usage_profile(usage: Any, inventory: Any, workloads: Any = None, *, fields: 
     A sample counts wholly in the period (``freq`` "h", "D" or "MS") where it
     starts. With workloads, their label columns are attached.
 
-    Example:
-        >>> gpucost.usage_profile(usage, inventory, workloads, freq="D")
+    Examples:
+        Two jobs on a g5.12xlarge for an hour, with DCGM profiling fields:
+        ``etl`` keeps its GPU 20 % busy while moving 6 GB/s over PCIe,
+        ``train`` keeps its SMs busy with the tensor cores idle.
+
+        >>> start = pd.Timestamp("2026-03-02", tz="UTC")
+        >>> costs = pd.DataFrame({"resource_id": ["i-0aaa"], "instance_type": ["g5.12xlarge"], "start": [start],
+        ...                       "end": [start + pd.Timedelta("1h")], "cost": [5.672]})
+        >>> t = pd.date_range(start, periods=6, freq="10min")      # a sample every 10 min
+        >>> usage = pd.DataFrame({"timestamp": t.repeat(2), "resource_id": "i-0aaa", "device": np.tile([0, 1], 6),
+        ...                       "consumer": np.tile(["etl", "train"], 6), "share": 1.0,
+        ...                       "util": np.tile([0.2, 0.9], 6), "mem_used": 8 * 2**30, "duration": 600.0,
+        ...                       "sm_active": np.tile([0.15, 0.8], 6), "tensor_active": np.tile([0.0, 0.01], 6),
+        ...                       "pcie_bytes_per_s": np.tile([6e9, 1e8], 6)})
+        >>> inventory = gpucost.inventory(costs)
+        >>> profile = gpucost.usage_profile(usage, inventory, freq="D")
+        >>> profile[["consumer", "device", "gpu_hours", "effective_gpu_hours", "mem_peak_gib", "sm_active",
+        ...          "pcie_bytes_per_s"]]
+          consumer  device  gpu_hours  effective_gpu_hours  mem_peak_gib  sm_active  pcie_bytes_per_s
+        0      etl       0        1.0                  0.2           8.0       0.15      6.000000e+09
+        1    train       1        1.0                  0.9           8.0       0.80      1.000000e+08
     """
     check_freq(freq)
     t = Table(usage, "usage")

@@ -106,8 +106,24 @@ def rightsize(usage: Any, costs: Any, inventory: Any, workloads: Any = None, *, 
     (``gpucost.catalog.instance_types()``, which has on-demand prices only
     where a source is known; types without a price are never recommended).
 
-    Example:
-        >>> gpucost.rightsize(usage, costs, inventory, workloads, catalog=my_prices)
+    Examples:
+        ``infer`` holds the four A10Gs of a g5.12xlarge but keeps one of them
+        half busy: one A10G (a g5.xlarge) would do.
+
+        >>> start = pd.Timestamp("2026-03-02", tz="UTC")
+        >>> costs = pd.DataFrame({"resource_id": ["i-0aaa"], "instance_type": ["g5.12xlarge"], "start": [start],
+        ...                       "end": [start + pd.Timedelta("1h")], "cost": [5.672]})
+        >>> t = pd.date_range(start, periods=6, freq="10min")
+        >>> usage = pd.DataFrame({"timestamp": t.repeat(4), "resource_id": "i-0aaa", "device": np.tile([0, 1, 2, 3], 6),
+        ...                       "consumer": "infer", "share": 1.0, "util": np.tile([0.5, 0.0, 0.0, 0.0], 6),
+        ...                       "mem_used": 8 * 2**30, "duration": 600.0})
+        >>> fit = gpucost.rightsize(usage, costs, gpucost.inventory(costs))
+        >>> fit[["consumer", "gpus_held", "gpus_busy", "useful_cost_ratio", "recommended_instance_type"]]
+          consumer  gpus_held  gpus_busy  useful_cost_ratio recommended_instance_type
+        0    infer        4.0        0.5                8.0                 g5.xlarge
+        >>> fit[["current_hourly", "recommended_hourly", "monthly_saving", "reason"]]
+           current_hourly  recommended_hourly  monthly_saving       reason
+        0           5.672               1.006         3406.18  cheaper fit
     """
     by_cols = [by] if isinstance(by, str) else list(by)
     if not by_cols or "resource_id" in by_cols or "period" in by_cols:

@@ -193,8 +193,21 @@ def spot_interruptions(events: Any) -> pd.DataFrame:
         without its time or instance, naming the event (0-based); a table
         row without ``resource_id`` or ``time``, naming row and column.
 
-    Example:
-        >>> gpucost.spot_interruptions("eventbridge-spot.jsonl")
+    Examples:
+        An EC2 Spot Instance Interruption Warning as EventBridge delivers it:
+
+        >>> event = {"version": "0", "id": "e-1", "detail-type": "EC2 Spot Instance Interruption Warning",
+        ...          "source": "aws.ec2", "account": "111122223333", "time": "2026-03-02T01:58:00Z",
+        ...          "region": "us-east-1", "resources": ["arn:aws:ec2:us-east-1a:instance/i-0aaa"],
+        ...          "detail": {"instance-id": "i-0aaa", "instance-action": "terminate"}}
+        >>> gpucost.spot_interruptions([event])
+          resource_id                      time          kind     action     region       account   id
+        0      i-0aaa 2026-03-02 01:58:00+00:00  interruption  terminate  us-east-1  111122223333  e-1
+        >>> gpucost.spot_interruptions(pd.DataFrame({"resource_id": ["i-0bbb"],
+        ...                                          "time": pd.to_datetime(["2026-03-02 03:10"], utc=True)})
+        ...                            )[["resource_id", "time", "kind"]]
+          resource_id                      time          kind
+        0      i-0bbb 2026-03-02 03:10:00+00:00  interruption
     """
     if isinstance(events, dict) and {"detail-type", "protoPayload", "operationName", "Events"} & set(events):
         events = [events]  # one event, not a table of columns
@@ -220,13 +233,39 @@ def spot_interruptions(events: Any) -> pd.DataFrame:
 class SpotRuns(NamedTuple):
     """What :func:`spot_runs` returns.
 
-    jobs: one row per job (see :func:`spot_runs`).
-    attempts: one row per attempt: ``job, attempt, consumers, resources,
-        start, end, hours, pricing, outcome, source, interrupted, cost,
-        [list_cost], zero_cost, [lost_hours, lost_cost]``.
-    fleet: the totals as a dict, with ``failed_attempt_share``: the share of
-        the GPU bill (the allocation's cost outside ``__unattributed__``)
-        spent on attempts that did not complete.
+    Attributes:
+        jobs: one row per job (see :func:`spot_runs`).
+        attempts: one row per attempt: ``job, attempt, consumers, resources,
+            start, end, hours, pricing, outcome, source, interrupted, cost``
+            [, ``list_cost``], ``zero_cost`` [, ``lost_hours, lost_cost``].
+        fleet: the totals as a dict, with ``failed_attempt_share``: the share
+            of the GPU bill (the allocation's cost outside
+            ``__unattributed__``) spent on attempts that did not complete.
+
+    Examples:
+        Job ``train`` ran on spot g5.xlarge instances ($0.40/h against
+        $1.006 on demand): its first attempt was interrupted after 2 hours,
+        the second one completed.
+
+        >>> hours = pd.date_range("2026-03-02", periods=4, freq="h", tz="UTC")
+        >>> costs = pd.DataFrame({"resource_id": ["i-0aaa", "i-0aaa", "i-0bbb", "i-0bbb"], "instance_type": "g5.xlarge",
+        ...                       "start": hours, "end": hours + pd.Timedelta("1h"), "cost": 0.40, "list_cost": 1.006,
+        ...                       "pricing": "spot"})
+        >>> t = pd.date_range("2026-03-02", periods=8, freq="30min", tz="UTC")
+        >>> usage = pd.DataFrame({"timestamp": t, "resource_id": np.repeat(["i-0aaa", "i-0bbb"], 4), "device": 0,
+        ...                       "consumer": np.repeat(["train-1", "train-2"], 4), "share": 1.0, "util": 0.9,
+        ...                       "mem_used": 0.0, "duration": 1800.0})
+        >>> workloads = pd.DataFrame({"consumer": ["train-1", "train-2"], "job": "train", "team": "nlp"})
+        >>> allocation = gpucost.allocate(costs, usage, gpucost.inventory(costs), workloads,
+        ...                               by=["consumer", "resource_id"])
+        >>> events = pd.DataFrame({"resource_id": ["i-0aaa"], "time": [pd.Timestamp("2026-03-02 01:58", tz="UTC")]})
+        >>> runs = gpucost.spot_runs(allocation, workloads, gpucost.spot_interruptions(events), costs=costs)
+        >>> runs.attempts[["attempt", "resources", "start", "end", "outcome", "source", "cost"]]
+           attempt resources                     start                       end      outcome    source  cost
+        0  train-1    i-0aaa 2026-03-02 00:00:00+00:00 2026-03-02 02:00:00+00:00  interrupted     event   0.8
+        1  train-2    i-0bbb 2026-03-02 02:00:00+00:00 2026-03-02 04:00:00+00:00    completed  presumed   0.8
+        >>> runs.fleet["failed_attempt_share"], runs.fleet["wasted_cost"]
+        (0.5, 0.8)
     """
 
     jobs: pd.DataFrame
@@ -325,10 +364,27 @@ def spot_runs(allocation: pd.DataFrame, workloads: Any, interruptions: Any = Non
     then replaces whole attempts as the wasted part. Job-level labels
     (constant over the job's workloads, e.g. team) are kept.
 
-    Example:
-        >>> alloc = gpucost.allocate(costs, usage, inventory, workloads, by=["consumer", "resource_id"])
-        >>> runs = gpucost.spot_runs(alloc, workloads, gpucost.spot_interruptions(events), costs=costs)
-        >>> runs.jobs[["job", "attempts", "interrupted_attempts", "cost", "waste_pct", "spot_savings"]]
+    Examples:
+        Job ``train`` ran on spot g5.xlarge instances ($0.40/h against
+        $1.006 on demand): its first attempt was interrupted after 2 hours,
+        the second one completed.
+
+        >>> hours = pd.date_range("2026-03-02", periods=4, freq="h", tz="UTC")
+        >>> costs = pd.DataFrame({"resource_id": ["i-0aaa", "i-0aaa", "i-0bbb", "i-0bbb"], "instance_type": "g5.xlarge",
+        ...                       "start": hours, "end": hours + pd.Timedelta("1h"), "cost": 0.40, "list_cost": 1.006,
+        ...                       "pricing": "spot"})
+        >>> t = pd.date_range("2026-03-02", periods=8, freq="30min", tz="UTC")
+        >>> usage = pd.DataFrame({"timestamp": t, "resource_id": np.repeat(["i-0aaa", "i-0bbb"], 4), "device": 0,
+        ...                       "consumer": np.repeat(["train-1", "train-2"], 4), "share": 1.0, "util": 0.9,
+        ...                       "mem_used": 0.0, "duration": 1800.0})
+        >>> workloads = pd.DataFrame({"consumer": ["train-1", "train-2"], "job": "train", "team": "nlp"})
+        >>> allocation = gpucost.allocate(costs, usage, gpucost.inventory(costs), workloads,
+        ...                               by=["consumer", "resource_id"])
+        >>> events = pd.DataFrame({"resource_id": ["i-0aaa"], "time": [pd.Timestamp("2026-03-02 01:58", tz="UTC")]})
+        >>> runs = gpucost.spot_runs(allocation, workloads, gpucost.spot_interruptions(events), costs=costs)
+        >>> runs.jobs[["job", "attempts", "interrupted_attempts", "cost", "wasted_cost", "waste_pct", "spot_savings"]]
+             job  attempts  interrupted_attempts  cost  wasted_cost  waste_pct  spot_savings
+        0  train         2                     1   1.6          0.8       50.0         0.412
     """
     alloc = as_frame(allocation, "allocation")
     require_columns(alloc, "allocation", ["consumer", "resource_id", "cost"],

@@ -82,9 +82,19 @@ def unit_costs(allocation: pd.DataFrame, units: Any, workloads: Any = None, *, b
         ``units_without_cost`` (units rows whose group has no cost row; their
         cost is 0).
 
-    Example:
-        >>> alloc = gpucost.allocate(costs, usage, inventory, workloads, by=["project"])
-        >>> gpucost.unit_costs(alloc, samples_per_project)
+    Examples:
+        An allocation by project (from :func:`gpucost.allocate`) and the
+        epochs each project trained:
+
+        >>> allocation = pd.DataFrame({"project": ["__idle__", "llm", "vision"], "cost": [10.0, 120.0, 30.0]})
+        >>> units = pd.DataFrame({"project": ["llm", "vision", "vision"], "unit": "epochs", "units": [4.0, 2.0, 1.0]})
+        >>> per_epoch = gpucost.unit_costs(allocation, units)
+        >>> per_epoch
+          project    unit  units   cost  cost_per_unit
+        0     llm  epochs    4.0  120.0           30.0
+        1  vision  epochs    3.0   30.0           10.0
+        >>> per_epoch.attrs["cost_without_units"]   # __idle__ made no epoch
+        10.0
     """
     alloc = as_frame(allocation, "allocation")
     keys = _keys(alloc)
@@ -169,8 +179,21 @@ def vllm_tokens(counters: Any, *, consumer: str | Sequence[str] | None = None, m
         value, as Prometheus' ``increase()`` does; a series' first sample is
         its baseline. Zero increases are left out.
 
-    Example:
-        >>> tokens = gpucost.vllm_tokens(counter_samples)
+    Examples:
+        Three scrapes of one vLLM pod's counters; the generation counter
+        restarted from 0 between the last two:
+
+        >>> ts = pd.to_datetime(["2026-03-02 10:00", "2026-03-02 11:00", "2026-03-02 12:00"], utc=True)
+        >>> counters = pd.DataFrame({
+        ...     "timestamp": np.tile(ts, 2), "namespace": "serve", "pod": "llama-0", "model_name": "llama-3-8b",
+        ...     "metric": np.repeat(["vllm:prompt_tokens_total", "vllm:generation_tokens_total"], 3),
+        ...     "value": [0.0, 4.0e6, 9.0e6, 0.0, 1.0e6, 500.0]})
+        >>> gpucost.vllm_tokens(counters)
+                consumer       model                 timestamp      units           unit
+        0  serve/llama-0  llama-3-8b 2026-03-02 11:00:00+00:00  4000000.0   input_tokens
+        1  serve/llama-0  llama-3-8b 2026-03-02 12:00:00+00:00  5000000.0   input_tokens
+        2  serve/llama-0  llama-3-8b 2026-03-02 11:00:00+00:00  1000000.0  output_tokens
+        3  serve/llama-0  llama-3-8b 2026-03-02 12:00:00+00:00      500.0  output_tokens
     """
     t = Table(counters, "counters")
     metric = metric or ("metric" if t.has("metric") else "__name__")
@@ -224,9 +247,21 @@ def token_costs(allocation: pd.DataFrame, counters: Any, workloads: Any = None, 
         ``attrs["cost_without_tokens"]``: cost of consumers with no vLLM
         counters (not in the table).
 
-    Example:
-        >>> alloc = gpucost.allocate(costs, usage, inventory, workloads)
-        >>> gpucost.token_costs(alloc, counter_samples, workloads)
+    Examples:
+        The serving pod's allocated cost over the tokens of
+        :func:`vllm_tokens`'s example:
+
+        >>> ts = pd.to_datetime(["2026-03-02 10:00", "2026-03-02 11:00", "2026-03-02 12:00"], utc=True)
+        >>> counters = pd.DataFrame({
+        ...     "timestamp": np.tile(ts, 2), "namespace": "serve", "pod": "llama-0", "model_name": "llama-3-8b",
+        ...     "metric": np.repeat(["vllm:prompt_tokens_total", "vllm:generation_tokens_total"], 3),
+        ...     "value": [0.0, 4.0e6, 9.0e6, 0.0, 1.0e6, 500.0]})
+        >>> allocation = pd.DataFrame({"consumer": ["__idle__", "serve/llama-0"], "cost": [5.0, 25.0]})
+        >>> workloads = pd.DataFrame({"consumer": ["serve/llama-0"], "team": ["chat"]})
+        >>> gpucost.token_costs(allocation, counters, workloads)[["model", "team", "input_tokens", "output_tokens",
+        ...                                                        "cost_per_million_output_tokens"]]
+                model  team  input_tokens  output_tokens  cost_per_million_output_tokens
+        0  llama-3-8b  chat     9000000.0      1000500.0                       24.987506
     """
     alloc = as_frame(allocation, "allocation")
     if "consumer" not in alloc.columns:
