@@ -68,7 +68,7 @@ void RegisterAdvice(py::module_& m) {
         absl::StatusOr<std::vector<AmortizedMonth>> result;
         {
           py::gil_scoped_release release;
-          result = AmortizeTerm(TermPrice{upfront, hourly, term_years}, start_ns, units);
+          result = AmortizeTerm(PurchaseTerms{.term_years = term_years, .hourly = hourly, .upfront = upfront}, start_ns, units);
         }
         const std::vector<AmortizedMonth> months = ValueOrThrow(std::move(result));
         std::vector<int64_t> start(months.size()), up(months.size()), rec(months.size()), total(months.size());

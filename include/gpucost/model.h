@@ -181,7 +181,7 @@ enum class Payment { kNoUpfront, kPartialUpfront, kAllUpfront };
 // node's cost model starts from. Zero where a term does not apply.
 struct PurchaseTerms {
   Purchase purchase = Purchase::kOnDemand;
-  double term_years = 0;       // 1 or 3 for commitments; service life when owned
+  int term_years = 0;          // 1 or 3 for commitments; service life when owned
   Payment payment = Payment::kNoUpfront;
   double hourly = 0;           // the rate per instance-hour (or GPU-hour, rate card)
   double upfront = 0;          // paid at the start: an all-upfront RI, a node's price

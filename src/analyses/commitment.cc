@@ -39,7 +39,7 @@ absl::Status CheckDemand(std::span<const double> demand, std::string_view table,
   return absl::OkStatus();
 }
 
-absl::Status CheckTermPrice(const TermPrice& p, std::string_view table, int64_t row) {
+absl::Status CheckPurchaseTerms(const PurchaseTerms& p, std::string_view table, int64_t row) {
   if (!std::isfinite(p.upfront) || p.upfront < 0) {
     return RowError(table, row, "upfront", Num(p.upfront) + " is not an amount >= 0");
   }
@@ -123,8 +123,8 @@ CommitmentOutcome Evaluate(std::span<const double> demand, double level, double 
 
 }  // namespace
 
-absl::StatusOr<double> EffectiveHourlyRate(const TermPrice& price) {
-  GPUCOST_RETURN_IF_ERROR(CheckTermPrice(price, "price", 0));
+absl::StatusOr<double> EffectiveHourlyRate(const PurchaseTerms& price) {
+  GPUCOST_RETURN_IF_ERROR(CheckPurchaseTerms(price, "price", 0));
   return price.hourly + price.upfront / static_cast<double>(kHoursPerYear * price.term_years);
 }
 
@@ -137,15 +137,15 @@ absl::StatusOr<std::vector<double>> EffectiveHourlyRates(std::span<const double>
   }
   std::vector<double> out(upfront.size());
   for (size_t i = 0; i < upfront.size(); ++i) {
-    const TermPrice p{upfront[i], hourly[i], term_years[i]};
-    GPUCOST_RETURN_IF_ERROR(CheckTermPrice(p, table, static_cast<int64_t>(i)));
+    const PurchaseTerms p{.term_years = term_years[i], .hourly = hourly[i], .upfront = upfront[i]};
+    GPUCOST_RETURN_IF_ERROR(CheckPurchaseTerms(p, table, static_cast<int64_t>(i)));
     out[i] = p.hourly + p.upfront / static_cast<double>(kHoursPerYear * p.term_years);
   }
   return out;
 }
 
-absl::StatusOr<std::vector<AmortizedMonth>> AmortizeTerm(const TermPrice& price, int64_t start_ns, double units) {
-  GPUCOST_RETURN_IF_ERROR(CheckTermPrice(price, "price", 0));
+absl::StatusOr<std::vector<AmortizedMonth>> AmortizeTerm(const PurchaseTerms& price, int64_t start_ns, double units) {
+  GPUCOST_RETURN_IF_ERROR(CheckPurchaseTerms(price, "price", 0));
   if (!std::isfinite(units) || units <= 0) {
     return ParameterError("units", Num(units) + " is not a positive number of units");
   }

@@ -152,16 +152,20 @@ TEST(SolveCommitments, ErrorsNameTheRow) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not whole curves")));
 }
 
+PurchaseTerms Terms(double upfront, double hourly, int term_years) {
+  return {.term_years = term_years, .hourly = hourly, .upfront = upfront};
+}
+
 // FOCUS commitment scenarios: 8,760.00 all upfront for a year, or 4,380.00
 // upfront plus 0.50 an hour, or 1.00 an hour, all cost 1.00 per hour.
 TEST(Amortization, EffectiveHourlyRateOfFocusScenarios) {
-  EXPECT_DOUBLE_EQ(Value(EffectiveHourlyRate({8760.0, 0.0, 1})), 1.0);
-  EXPECT_DOUBLE_EQ(Value(EffectiveHourlyRate({4380.0, 0.5, 1})), 1.0);
-  EXPECT_DOUBLE_EQ(Value(EffectiveHourlyRate({0.0, 1.0, 1})), 1.0);
-  EXPECT_DOUBLE_EQ(Value(EffectiveHourlyRate({26280.0, 0.0, 3})), 1.0);
-  EXPECT_THAT(EffectiveHourlyRate({-1.0, 0.0, 1}),
+  EXPECT_DOUBLE_EQ(Value(EffectiveHourlyRate(Terms(8760.0, 0.0, 1))), 1.0);
+  EXPECT_DOUBLE_EQ(Value(EffectiveHourlyRate(Terms(4380.0, 0.5, 1))), 1.0);
+  EXPECT_DOUBLE_EQ(Value(EffectiveHourlyRate(Terms(0.0, 1.0, 1))), 1.0);
+  EXPECT_DOUBLE_EQ(Value(EffectiveHourlyRate(Terms(26280.0, 0.0, 3))), 1.0);
+  EXPECT_THAT(EffectiveHourlyRate(Terms(-1.0, 0.0, 1)),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("column 'upfront'")));
-  EXPECT_THAT(EffectiveHourlyRate({0.0, 1.0, 0}),
+  EXPECT_THAT(EffectiveHourlyRate(Terms(0.0, 1.0, 0)),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("column 'term_years'")));
   const std::vector<double> up = {8760, 1}, hourly = {0, NAN};
   const std::vector<int32_t> years = {1, 1};
@@ -175,7 +179,7 @@ int64_t Instant(int64_t y, unsigned m, unsigned d, int hour = 0) {
 
 TEST(Amortization, CalendarMonthsToTheCent) {
   // All upfront from 2023-01-01: 744 h in January, 672 in February.
-  GPUCOST_ASSERT_OK_AND_ASSIGN(const auto all, (AmortizeTerm({8760.0, 0.0, 1}, Instant(2023, 1, 1))));
+  GPUCOST_ASSERT_OK_AND_ASSIGN(const auto all, (AmortizeTerm(Terms(8760.0, 0.0, 1), Instant(2023, 1, 1))));
   ASSERT_EQ(all.size(), 12u);
   EXPECT_EQ(all[0].total_cents, 74400);
   EXPECT_EQ(all[1].total_cents, 67200);
@@ -185,13 +189,13 @@ TEST(Amortization, CalendarMonthsToTheCent) {
   EXPECT_EQ(sum, 876000);
 
   // Partial upfront: the same 1.00 an hour, half from each part.
-  GPUCOST_ASSERT_OK_AND_ASSIGN(const auto partial, (AmortizeTerm({4380.0, 0.5, 1}, Instant(2023, 1, 1))));
+  GPUCOST_ASSERT_OK_AND_ASSIGN(const auto partial, (AmortizeTerm(Terms(4380.0, 0.5, 1), Instant(2023, 1, 1))));
   EXPECT_EQ(partial[0].upfront_cents, 37200);
   EXPECT_EQ(partial[0].recurring_cents, 37200);
 
   // Awkward prices, a term starting mid-month at noon, three units, 3 years:
   // 37 calendar months, each part within a cent of exact, adding up exactly.
-  const TermPrice price{2713.17, 0.3097, 3};
+  const PurchaseTerms price{.term_years = 3, .hourly = 0.3097, .upfront = 2713.17};
   const int64_t start = Instant(2026, 3, 15, 12);
   GPUCOST_ASSERT_OK_AND_ASSIGN(const auto months, (AmortizeTerm(price, start, 3.0)));
   ASSERT_EQ(months.size(), 37u);

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "gpucost/model.h"
 
 namespace gpucost {
 
@@ -42,18 +43,13 @@ namespace gpucost {
 inline constexpr int64_t kHoursPerYear = 8760;
 inline constexpr double kHoursPerMonth = 730.0;
 
-// The price of one unit of a purchase option: `upfront` paid once for the
-// whole term, `hourly` paid every hour of it (no upfront: upfront 0; all
-// upfront: hourly 0).
-struct TermPrice {
-  double upfront = 0;
-  double hourly = 0;
-  int term_years = 1;
-};
+// The price of one unit of a purchase option is its PurchaseTerms (model.h):
+// `upfront` paid once for the whole term, `hourly` paid every hour of it (no
+// upfront: upfront 0; all upfront: hourly 0), over `term_years`.
 
 // hourly + upfront / (8760 * term_years): what one unit costs per hour once
 // the upfront payment is spread over every hour of the term.
-[[nodiscard]] absl::StatusOr<double> EffectiveHourlyRate(const TermPrice& price);
+[[nodiscard]] absl::StatusOr<double> EffectiveHourlyRate(const PurchaseTerms& price);
 
 // The same for a table of options; errors name `table`, the row and the
 // column ('upfront', 'hourly' or 'term_years').
@@ -78,7 +74,7 @@ struct AmortizedMonth {
 // exactly to round(units * upfront) and round(units * hourly * term hours)
 // cents.
 [[nodiscard]] absl::StatusOr<std::vector<AmortizedMonth>> AmortizeTerm(
-    const TermPrice& price, int64_t start_ns, double units = 1.0);
+    const PurchaseTerms& price, int64_t start_ns, double units = 1.0);
 
 // The smallest commitment level minimising C(L) above. `demand` must be
 // finite and >= 0; both rates > 0.
