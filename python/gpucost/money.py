@@ -55,7 +55,18 @@ _RATIO_WORDS = ("ratio", "util", "share", "efficiency", "fraction", "pct", "perc
 
 
 def minor_unit(currency: Any) -> int:
-    """The ISO 4217 minor unit of ``currency`` (e.g. ``"JPY"`` -> 0)."""
+    """The ISO 4217 minor unit of ``currency`` (e.g. ``"JPY"`` -> 0).
+
+    Examples:
+        >>> gpucost.money.minor_unit("USD"), gpucost.money.minor_unit("jpy"), gpucost.money.minor_unit("KWD")
+        (2, 0, 3)
+        >>> gpucost.money.minor_unit(None)   # no currency: USD
+        2
+        >>> gpucost.money.minor_unit("XYZ")
+        Traceback (most recent call last):
+            ...
+        gpucost.errors.InvalidInputError: currency 'XYZ': not an ISO 4217 code gpucost knows; choose the decimals (--decimals N)
+    """
     code = DEFAULT_CURRENCY if currency is None or (isinstance(currency, float) and np.isnan(currency)) \
         else str(currency).strip().upper()
     if code == "":
@@ -68,7 +79,16 @@ def minor_unit(currency: Any) -> int:
 
 def parse_decimals(value: Any) -> int | str | None:
     """``None``/``"auto"`` (the currency's minor unit), ``"raw"`` (no
-    rounding) or an integer 0..9, from a flag or a parameter."""
+    rounding) or an integer 0..9, from a flag or a parameter.
+
+    Examples:
+        >>> [gpucost.money.parse_decimals(v) for v in ("auto", "raw", "4", 0)]
+        [None, 'raw', 4, 0]
+        >>> gpucost.money.parse_decimals("12")
+        Traceback (most recent call last):
+            ...
+        gpucost.errors.InvalidInputError: decimals: 12 is outside 0-9
+    """
     if value is None or (isinstance(value, str) and value.strip().lower() == "auto"):
         return None
     if isinstance(value, str) and value.strip().lower() == "raw":
@@ -91,7 +111,14 @@ def _snap(scaled: np.ndarray) -> np.ndarray:
 
 def round_half_away(values: Any, decimals: Any = 2) -> np.ndarray:
     """Rounds each value to ``decimals`` (scalar or per value), halves away
-    from zero (1.005 -> 1.01, as on an invoice); NaN stays NaN."""
+    from zero (1.005 -> 1.01, as on an invoice); NaN stays NaN.
+
+    Examples:
+        >>> gpucost.money.round_half_away([1.005, -1.005, 2.5, np.nan], [2, 2, 0, 2])
+        array([ 1.01, -1.01,  3.  ,   nan])
+        >>> float(np.round(1.005, 2)), float(np.round(2.5))   # numpy: half to even, on the binary value
+        (1.0, 2.0)
+    """
     v = np.asarray(values, dtype=np.float64)
     scale = np.power(10.0, np.asarray(decimals, dtype=np.float64))
     scaled = _snap(v * scale)
@@ -134,7 +161,16 @@ def round_parts(values: Any, decimals: Any = 2, *, by: Any = None, within: Any =
     each line add up exactly to that line's rounded total, the lines' totals
     themselves adding up to the group's. NaN and infinite values are left as
     they are and count for no total. ``decimals`` must be constant within a
-    ``by`` group."""
+    ``by`` group.
+
+    Examples:
+        Three teams share $10.00; each rounded on its own would add up to $9.99:
+
+        >>> gpucost.money.round_parts([10 / 3, 10 / 3, 10 / 3], 2)
+        array([3.34, 3.33, 3.33])
+        >>> gpucost.money.round_parts([10 / 3] * 3 + [1000 / 3] * 3, [2, 2, 2, 0, 0, 0], by=["USD"] * 3 + ["JPY"] * 3)
+        array([  3.34,   3.33,   3.33, 334.  , 333.  , 333.  ])
+    """
     v = np.asarray(values, dtype=np.float64)
     n = len(v)
     out = v.copy()
@@ -168,7 +204,14 @@ def round_parts(values: Any, decimals: Any = 2, *, by: Any = None, within: Any =
 
 def frame_currency(frame: pd.DataFrame, currency: Any = None) -> np.ndarray | str:
     """The currency of each row: the frame's ``currency`` column when it has
-    one, else ``currency`` (the bill's), else USD."""
+    one, else ``currency`` (the bill's), else USD.
+
+    Examples:
+        >>> gpucost.money.frame_currency(pd.DataFrame({"cost": [1.0]}))
+        'USD'
+        >>> gpucost.money.frame_currency(pd.DataFrame({"cost": [1.0, 2.0], "currency": ["EUR", None]}))
+        array(['EUR', 'USD'], dtype=object)
+    """
     if "currency" in frame.columns:
         return frame["currency"].astype(object).where(frame["currency"].notna(), DEFAULT_CURRENCY).to_numpy()
     return DEFAULT_CURRENCY if currency is None else str(currency)
@@ -203,7 +246,24 @@ def book(frame: pd.DataFrame, *, decimals: Any = None, currency: Any = None, add
     ``line`` column when given) and add up to the rounded totals exactly;
     otherwise (an analysis table) each value is rounded on its own.
     Money columns: ``cost``, ``idle_cost``, ``list_cost`` and float columns
-    whose name says money (cost, saving, spend, ...)."""
+    whose name says money (cost, saving, spend, ...).
+
+    Examples:
+        An allocation of $10.00 over three teams, booked: the cents add up.
+
+        >>> result = pd.DataFrame({"team": ["a", "b", "c"], "cost": [10 / 3] * 3, "gpu_hours": [1 / 3] * 3,
+        ...                        "cost_per_effective_gpu_hour": [12.345678] * 3})
+        >>> booked = gpucost.money.book(result)
+        >>> booked
+          team  cost  gpu_hours  cost_per_effective_gpu_hour
+        0    a  3.34      0.334                      12.3457
+        1    b  3.33      0.333                      12.3457
+        2    c  3.33      0.333                      12.3457
+        >>> print(booked["cost"].sum())
+        10.0
+        >>> gpucost.money.book(result.assign(currency="JPY"))["cost"].tolist()
+        [4.0, 3.0, 3.0]
+    """
     decimals = parse_decimals(decimals)
     if decimals == "raw" or frame is None or not len(frame):
         return frame
@@ -244,7 +304,14 @@ def book(frame: pd.DataFrame, *, decimals: Any = None, currency: Any = None, add
 
 def money_decimals(frame: pd.DataFrame, currency: Any = None, decimals: Any = None) -> int:
     """The decimals to print money of ``frame`` with (the most any of its
-    currencies has; ``decimals`` when chosen)."""
+    currencies has; ``decimals`` when chosen).
+
+    Examples:
+        >>> gpucost.money.money_decimals(pd.DataFrame({"cost": [1.0, 2.0], "currency": ["JPY", "KWD"]}))
+        3
+        >>> gpucost.money.money_decimals(pd.DataFrame({"cost": [1.0]}), currency="JPY")
+        0
+    """
     decimals = parse_decimals(decimals)
     if isinstance(decimals, int):
         return decimals
@@ -256,5 +323,12 @@ def money_decimals(frame: pd.DataFrame, currency: Any = None, decimals: Any = No
 
 def column_kinds(frame: pd.DataFrame) -> dict[str, str]:
     """Column -> "money" | "hours" | "rate" | "ratio" for the float columns
-    :func:`book` rounds."""
+    :func:`book` rounds.
+
+    Examples:
+        >>> gpucost.money.column_kinds(pd.DataFrame({"team": ["a"], "cost": [1.0], "gpu_hours": [2.0],
+        ...                                          "cost_per_effective_gpu_hour": [0.5], "util": [0.4],
+        ...                                          "monthly_saving": [30.0], "jobs": [3]}))
+        {'cost': 'money', 'gpu_hours': 'hours', 'cost_per_effective_gpu_hour': 'rate', 'util': 'ratio', 'monthly_saving': 'money'}
+    """
     return {c: k for c in frame.columns if (k := _kind(str(c), frame[c])) is not None}

@@ -192,6 +192,12 @@ class SourcePlan:
     name: str = "config"
     base: Path = field(default_factory=lambda: Path("."))
 
+    def __post_init__(self) -> None:  # read-only copies: the config may change after planning
+        object.__setattr__(self, "labels", types.MappingProxyType(dict(self.labels)))
+        object.__setattr__(self, "wanted", types.MappingProxyType(dict(self.wanted)))
+        object.__setattr__(self, "namespaces", types.MappingProxyType(
+            {ns: types.MappingProxyType(dict(v)) for ns, v in self.namespaces.items()}))
+
     def find(self, key: str, kind: str | None = None) -> Source | None:
         """The source named by ``key`` (of ``kind``), or None."""
         return next((s for s in self.sources if s.key == key and kind in (None, s.kind)), None)

@@ -2,8 +2,12 @@
 HTML report). Every function takes results of :func:`gpucost.allocate` (or
 the usage table) and draws them; none computes a cost.
 
->>> by_day = gpucost.allocate(costs, usage, inventory, workloads, by=["team", "period"], freq="D")
->>> gpucost.plot.spend_over_time(by_day).savefig("spend.svg")
+Typical use::
+
+    by_day = gpucost.allocate(costs, usage, inventory, workloads, by=["team", "period"], freq="D")
+    gpucost.plot.spend_over_time(by_day).savefig("spend.svg")
+
+(each function has an example that runs).
 """
 
 from __future__ import annotations
@@ -29,11 +33,23 @@ _PALETTE = ("#1f77b4", "#2ca02c", "#9467bd", "#d62728", "#17becf", "#8c564b", "#
 
 
 def display_name(value: Any) -> str:
+    """How a group value reads in a chart or table: the reserved values
+    (``__idle__``, ...) in words (:data:`RESERVED_LABELS`), others as they are.
+
+    Examples:
+        >>> gpucost.plot.display_name("__idle__"), gpucost.plot.display_name("nlp")
+        ('Idle capacity', 'nlp')
+    """
     return RESERVED_LABELS.get(str(value), str(value))
 
 
 def team_colors(values: Sequence[Any]) -> dict[str, str]:
-    """A stable color per group value (sorted order), reserved values in grey."""
+    """A stable color per group value (sorted order), reserved values in grey.
+
+    Examples:
+        >>> gpucost.plot.team_colors(["vision", "nlp", "__idle__", "nlp"])
+        {'__idle__': '#c9c9c9', 'nlp': '#1f77b4', 'vision': '#2ca02c'}
+    """
     colors, i = {}, 0
     for v in sorted({str(x) for x in values}):
         if v in _RESERVED_COLORS:
@@ -117,7 +133,21 @@ def _require(frame: pd.DataFrame, columns: Sequence[str], what: str) -> None:
 def spend_over_time(allocation: pd.DataFrame, by: str = "team", *, colors: Mapping[str, str] | None = None,
                     title: str = "Spend by day"):
     """Stacked daily (or hourly, monthly) spend per group from an allocation
-    grouped by ``[by, "period"]``."""
+    grouped by ``[by, "period"]``. Returns a matplotlib ``Figure``.
+
+    Examples:
+        An allocation by team and day, as ``gpucost.allocate(...,
+        by=["team", "period"], freq="D")`` gives it:
+
+        >>> days = pd.date_range("2026-03-02", periods=3, freq="D", tz="UTC")
+        >>> by_day = pd.DataFrame({"team": np.repeat(["nlp", "vision", "__idle__"], 3), "period": np.tile(days, 3),
+        ...                        "cost": [120.0, 130, 110, 40, 45, 50, 30, 20, 25]})
+        >>> fig = gpucost.plot.spend_over_time(by_day, by="team")
+        >>> ax = fig.axes[0]
+        >>> ax.get_title(loc="left"), [text.get_text() for text in ax.get_legend().get_texts()]
+        ('Spend by day', ['nlp', 'vision', 'Idle capacity'])
+        >>> fig.savefig("spend.svg")
+    """
     _require(allocation, [by, "period", "cost"], "allocation")
     table = allocation.pivot_table(index="period", columns=by, values="cost", aggfunc="sum", fill_value=0.0)
     order = table.sum().sort_values(ascending=False).index
@@ -141,7 +171,19 @@ def spend_over_time(allocation: pd.DataFrame, by: str = "team", *, colors: Mappi
 
 def allocated_vs_idle(allocation: pd.DataFrame, by: str = "team", *, title: str = "Allocated vs idle, by day"):
     """Daily spend split into allocated to workloads, idle GPU capacity and
-    cost with no GPU, from an allocation grouped by ``[by, "period"]``."""
+    cost with no GPU, from an allocation grouped by ``[by, "period"]``.
+
+    Examples:
+        An allocation by team and day, as ``gpucost.allocate(...,
+        by=["team", "period"], freq="D")`` gives it:
+
+        >>> days = pd.date_range("2026-03-02", periods=3, freq="D", tz="UTC")
+        >>> by_day = pd.DataFrame({"team": np.repeat(["nlp", "vision", "__idle__"], 3), "period": np.tile(days, 3),
+        ...                        "cost": [120.0, 130, 110, 40, 45, 50, 30, 20, 25]})
+        >>> ax = gpucost.plot.allocated_vs_idle(by_day).axes[0]
+        >>> ax.get_title(loc="left"), [text.get_text() for text in ax.get_legend().get_texts()]
+        ('Allocated vs idle, by day', ['Allocated to workloads', 'Idle capacity'])
+    """
     _require(allocation, [by, "period", "cost"], "allocation")
     kind = allocation[by].map(lambda v: v if v in ("__idle__", "__unattributed__") else "allocated")
     table = allocation.assign(kind=kind).pivot_table(index="period", columns="kind", values="cost", aggfunc="sum",
@@ -166,7 +208,15 @@ def cost_per_effective_gpu_hour(allocation: pd.DataFrame, by: str = "team", *,
                                 colors: Mapping[str, str] | None = None,
                                 title: str = "Cost per effective GPU-hour"):
     """Horizontal bars of ``cost_per_effective_gpu_hour`` per group (groups
-    with no effective GPU-hours are left out)."""
+    with no effective GPU-hours are left out).
+
+    Examples:
+        >>> by_team = pd.DataFrame({"team": ["__idle__", "nlp", "vision"], "cost": [75.0, 360.0, 135.0],
+        ...                         "cost_per_effective_gpu_hour": [np.nan, 2.1, 3.3]})
+        >>> ax = gpucost.plot.cost_per_effective_gpu_hour(by_team).axes[0]
+        >>> [label.get_text() for label in ax.get_yticklabels()], [float(bar.get_width()) for bar in ax.patches]
+        (['nlp', 'vision'], [2.1, 3.3])
+    """
     _require(allocation, [by, "cost_per_effective_gpu_hour"], "allocation")
     data = allocation[np.isfinite(allocation["cost_per_effective_gpu_hour"])]
     data = data[~data[by].isin(["__idle__", "__unattributed__"])].sort_values("cost_per_effective_gpu_hour")
@@ -188,7 +238,15 @@ def cost_per_effective_gpu_hour(allocation: pd.DataFrame, by: str = "team", *,
 
 def spend_by_group(allocation: pd.DataFrame, by: Sequence[str] = ("team", "project"), *, top: int = 15,
                    colors: Mapping[str, str] | None = None, title: str = "Spend by project"):
-    """Horizontal bars of the largest groups' cost, colored by the first key."""
+    """Horizontal bars of the largest groups' cost, colored by the first key.
+
+    Examples:
+        >>> by_project = pd.DataFrame({"team": ["nlp", "nlp", "vision"], "project": ["llm", "asr", "detect"],
+        ...                            "cost": [300.0, 60.0, 135.0]})
+        >>> ax = gpucost.plot.spend_by_group(by_project, by=["team", "project"], top=2).axes[0]
+        >>> [label.get_text() for label in ax.get_yticklabels()]   # the largest at the top
+        ['vision / detect', 'nlp / llm']
+    """
     by = list(by)
     _require(allocation, [*by, "cost"], "allocation")
     data = allocation.nlargest(top, "cost").iloc[::-1]
@@ -210,7 +268,16 @@ def utilisation_distribution(usage: pd.DataFrame, workloads: pd.DataFrame | None
                              title: str = "GPU-hours held, by utilisation"):
     """Histogram of GPU-hours held (share x sample duration) by utilisation,
     stacked by a workload label when ``workloads`` is given. Samples with no
-    consumer (free GPUs) are left out."""
+    consumer (free GPUs) are left out.
+
+    Examples:
+        >>> usage = pd.DataFrame({"consumer": ["a", "a", "b", ""], "util": [0.95, 0.9, 0.2, 0.0], "share": 1.0,
+        ...                       "duration": 3600.0})
+        >>> workloads = pd.DataFrame({"consumer": ["a", "b"], "team": ["nlp", "vision"]})
+        >>> ax = gpucost.plot.utilisation_distribution(usage, workloads, by="team").axes[0]
+        >>> [text.get_text() for text in ax.get_legend().get_texts()], float(sum(bar.get_height() for bar in ax.patches))
+        (['nlp', 'vision'], 3.0)
+    """
     _require(usage, ["consumer", "util", "share"], "usage")
     held = usage["consumer"].astype(str) != ""
     data = usage.loc[held.to_numpy(), ["consumer", "util", "share"]]

@@ -45,7 +45,18 @@ def _neutralise_text(values: pd.Series) -> pd.Series:
 def csv_safe(frame: pd.DataFrame) -> pd.DataFrame:
     """``frame`` with every text cell (and column name) that a spreadsheet
     would run as a formula prefixed with ``'``; numbers, dates and plain
-    text unchanged. Vectorised: one pass per text column."""
+    text unchanged. Vectorised: one pass per text column.
+
+    Examples:
+        A pod label that a spreadsheet would run:
+
+        >>> gpucost.sheets.csv_safe(pd.DataFrame({"team": ["nlp", '=HYPERLINK("http://x")', "-1"],
+        ...                                       "cost": [1.0, 2.0, -3.0]}))
+                              team  cost
+        0                      nlp   1.0
+        1  '=HYPERLINK("http://x")   2.0
+        2                       -1  -3.0
+    """
     out = frame
     for column in frame.columns:
         series = frame[column]
@@ -66,7 +77,19 @@ def csv_safe(frame: pd.DataFrame) -> pd.DataFrame:
 def to_csv_bytes(frame: pd.DataFrame, *, decimals_of: Mapping[str, Any] | None = None, raw: bool = False) -> bytes:
     """CSV text of ``frame``: text cells neutralised unless ``raw``; the
     columns of ``decimals_of`` (column -> decimals, per row or one) written
-    with exactly that many decimals (``12.30``, not ``12.3``), still numbers."""
+    with exactly that many decimals (``12.30``, not ``12.3``), still numbers.
+
+    Examples:
+        >>> frame = pd.DataFrame({"team": ["nlp", "@risk"], "cost": [12.3, 4.0]})
+        >>> print(gpucost.sheets.to_csv_bytes(frame, decimals_of={"cost": 2}).decode(), end="")
+        team,cost
+        nlp,12.30
+        '@risk,4.00
+        >>> print(gpucost.sheets.to_csv_bytes(frame, raw=True).decode(), end="")
+        team,cost
+        nlp,12.3
+        @risk,4.0
+    """
     shown = frame if raw else csv_safe(frame)
     if decimals_of:
         shown = shown.copy() if shown is frame else shown
@@ -135,7 +158,20 @@ def write_xlsx(tables: Mapping[str, pd.DataFrame] | pd.DataFrame, path: str | Pa
     to ``path`` atomically: money rounded as :func:`gpucost.money.book` does
     and shown in the currency's number format, hours and ratios as numbers,
     datetimes as Excel dates (UTC), every text cell a string, never a
-    formula. Needs openpyxl (``pip install gpucost[excel]``)."""
+    formula. Needs openpyxl (``pip install gpucost[excel]``).
+
+    Examples:
+        >>> showback = pd.DataFrame({"team": ["nlp", "=1+1"], "cost": [10 / 3, 20 / 3]})
+        >>> path = gpucost.sheets.write_xlsx({"showback": showback}, "showback.xlsx", currency="EUR")
+        >>> from openpyxl import load_workbook
+        >>> sheet = load_workbook(path)["showback"]
+        >>> [[cell.value for cell in row] for row in sheet.iter_rows()]
+        [['team', 'cost'], ['nlp', 3.33], ['=1+1', 6.67]]
+        >>> sheet["B2"].number_format
+        '#,##0.00 "EUR";-#,##0.00 "EUR"'
+        >>> sheet["A3"].data_type   # a string, not a formula
+        's'
+    """
     try:
         from openpyxl import Workbook
         from openpyxl.cell import WriteOnlyCell

@@ -52,8 +52,19 @@ def autoscaling_estimate(hourly: Any, *, by: str = "deployment", target: float =
         (most needed), ``price, monthly_cost_now, monthly_saving`` and
         ``reason``.
 
-    Example:
-        >>> gpucost.autoscaling_estimate(serving, target=0.6, min_replicas=3, price=1.006)
+    Examples:
+        Four replicas of a chat server all day; the load is low at night:
+
+        >>> hours = pd.date_range("2026-03-02", periods=24, freq="h", tz="UTC")
+        >>> serving = pd.DataFrame({"deployment": "chat", "period": hours, "replicas": 4.0,
+        ...                         "util": np.r_[np.full(8, 0.15), np.full(12, 0.5), np.full(4, 0.2)]})
+        >>> estimate = gpucost.autoscaling_estimate(serving, target=0.6, min_replicas=1, price=1.006)
+        >>> estimate[["deployment", "mean_replicas", "util", "offpeak_replicas", "peak_replicas", "saved_share",
+        ...           "monthly_saving"]].round(2)
+          deployment  mean_replicas  util  offpeak_replicas  peak_replicas  saved_share  monthly_saving
+        0       chat            4.0  0.33               1.0            4.0         0.33          979.17
+        >>> print(estimate.loc[0, "reason"])
+        chat: 4.0 replicas at 33% mean utilisation; at 60% target it needs 1 to 4 replicas, saving 32 of 96 replica-hours ($979.17/month of $2,937.52)
     """
     if not 0 < target <= 1:
         raise InvalidInputError(f"parameter 'target': {target} is not in (0, 1]")

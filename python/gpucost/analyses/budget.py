@@ -118,7 +118,22 @@ def spread_over_days(costs: Any) -> Any:
     boundaries, their money spread over the days in proportion to time, so a
     daily allocation and forecast see each day's share and not the whole
     month on its first day. Returns ``costs`` itself when no line crosses a
-    day; otherwise the cut lines as a DataFrame, with a ``UserWarning``."""
+    day; otherwise the cut lines as a DataFrame, with a ``UserWarning``.
+
+    Examples:
+        >>> monthly = pd.DataFrame({"resource_id": ["i-0aaa"], "start": [pd.Timestamp("2026-03-01", tz="UTC")],
+        ...                         "end": [pd.Timestamp("2026-03-04", tz="UTC")], "cost": [300.0]})
+        >>> import warnings
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     gpucost.spread_over_days(monthly)
+          resource_id                     start                       end   cost
+        0      i-0aaa 2026-03-01 00:00:00+00:00 2026-03-02 00:00:00+00:00  100.0
+        1      i-0aaa 2026-03-02 00:00:00+00:00 2026-03-03 00:00:00+00:00  100.0
+        2      i-0aaa 2026-03-03 00:00:00+00:00 2026-03-04 00:00:00+00:00  100.0
+        >>> print(caught[0].message)
+        costs: 1 lines span more than one day (a bill coarser than daily): their cost is spread over their days in proportion to time for daily budgets and forecasts
+    """
     name = "costs"
     t = table(costs, name)
     start = instants_ns(t, name, "start")
@@ -186,10 +201,20 @@ def budget_status(allocation_by_day: Any, budgets: Any, today: Any, *, level: fl
         ``model, trend_per_day, anomaly_days`` (days of the month above the
         anomaly band).
 
-    Example:
-        >>> daily = gpucost.allocate(costs, usage, inventory, workloads, by=["team", "period"], freq="D")
-        >>> budgets = pd.DataFrame({"key": ["team"], "value": ["nlp"], "amount": [50_000]})
-        >>> gpucost.budget_status(daily, budgets, today="2026-03-15")
+    Examples:
+        Six weeks of daily spend per team, as ``gpucost.allocate(...,
+        by=["team", "period"], freq="D")`` gives it:
+
+        >>> days = pd.date_range("2026-02-02", "2026-03-15", freq="D", tz="UTC")   # six weeks, Monday first
+        >>> week = np.array([1000.0, 1100, 1050, 1150, 1000, 500, 450])            # quiet weekends
+        >>> daily = pd.DataFrame({"period": np.tile(days, 2), "team": np.repeat(["nlp", "vision"], len(days)),
+        ...                       "cost": np.r_[np.tile(week, 6), np.tile(week * 0.3, 6)] + np.arange(84) * 37 % 50})
+        >>> budgets = pd.DataFrame({"key": "team", "value": ["nlp", "vision"], "amount": [28_000, 12_000]})
+        >>> status = gpucost.budget_status(daily, budgets, today="2026-03-15")
+        >>> status[["value", "amount", "month_to_date", "forecast", "crossed", "forecast_crossed", "status"]].round(0)
+            value   amount  month_to_date  forecast crossed forecast_crossed         status
+        0     nlp  28000.0        13370.0   28386.0           50%, 80%, 100%  forecast over
+        1  vision  12000.0         4265.0    9105.0                      50%             ok
     """
     if not 0 < level < 1:
         raise InvalidInputError(f"parameter 'level': {level} is not in (0, 1)")
@@ -322,6 +347,22 @@ def forecast_spend(allocation_by_day: Any, *, by: Sequence[str] | str = (), thro
         ``by`` columns, ``day`` (UTC), ``point, lower, upper``, and ``model``.
         ``attrs["fits"]`` has per group the fitted ``intercept``, ``trend``
         and weekday effects (Monday..Sunday).
+
+    Examples:
+        Six weeks of daily spend per team, as ``gpucost.allocate(...,
+        by=["team", "period"], freq="D")`` gives it:
+
+        >>> days = pd.date_range("2026-02-02", "2026-03-15", freq="D", tz="UTC")   # six weeks, Monday first
+        >>> week = np.array([1000.0, 1100, 1050, 1150, 1000, 500, 450])            # quiet weekends
+        >>> daily = pd.DataFrame({"period": np.tile(days, 2), "team": np.repeat(["nlp", "vision"], len(days)),
+        ...                       "cost": np.r_[np.tile(week, 6), np.tile(week * 0.3, 6)] + np.arange(84) * 37 % 50})
+        >>> forecast = gpucost.forecast_spend(daily, by="team", through="2026-03-17", today="2026-03-15")
+        >>> forecast[["team", "day", "point", "lower", "upper"]].round({"point": 0, "lower": 0, "upper": 0})
+             team                       day   point   lower   upper
+        0     nlp 2026-03-16 00:00:00+00:00  1023.0   993.0  1053.0
+        1     nlp 2026-03-17 00:00:00+00:00  1127.0  1097.0  1157.0
+        2  vision 2026-03-16 00:00:00+00:00   330.0   300.0   360.0
+        3  vision 2026-03-17 00:00:00+00:00   355.0   325.0   386.0
     """
     by_list = [by] if isinstance(by, str) else list(by)
     data, t = _daily(allocation_by_day)
@@ -382,9 +423,21 @@ def spend_anomalies(allocation_by_day: Any, *, by: Sequence[str] | str | None = 
         ``"team=nlp +$1,234.00 (82%); team=vision +$270.00 (18%)"``),
         ``top_driver, top_driver_excess``.
 
-    Example:
-        >>> daily = gpucost.allocate(costs, usage, inventory, workloads, by=["team", "period"], freq="D")
-        >>> gpucost.spend_anomalies(daily, by="team")
+    Examples:
+        Six weeks of daily spend per team, as ``gpucost.allocate(...,
+        by=["team", "period"], freq="D")`` gives it:
+
+        >>> days = pd.date_range("2026-02-02", "2026-03-15", freq="D", tz="UTC")   # six weeks, Monday first
+        >>> week = np.array([1000.0, 1100, 1050, 1150, 1000, 500, 450])            # quiet weekends
+        >>> daily = pd.DataFrame({"period": np.tile(days, 2), "team": np.repeat(["nlp", "vision"], len(days)),
+        ...                       "cost": np.r_[np.tile(week, 6), np.tile(week * 0.3, 6)] + np.arange(84) * 37 % 50})
+        >>> daily.loc[(daily["team"] == "nlp") & (daily["period"] == "2026-03-10"), "cost"] += 1500   # a spike
+        >>> anomalies = gpucost.spend_anomalies(daily, by="team")
+        >>> anomalies[["day", "spend", "expected", "upper", "excess"]].round({"expected": 0, "upper": 0, "excess": 0})
+                                day   spend  expected   upper  excess
+        0 2026-03-10 00:00:00+00:00  2998.0    1478.0  1557.0  1520.0
+        >>> anomalies.loc[0, "drivers"]
+        'team=nlp +$1,505.16 (99%); team=vision +$15.16 (1%)'
     """
     if int(top) != top or top < 1:
         raise InvalidInputError(f"parameter 'top': {top} is not a whole number >= 1")

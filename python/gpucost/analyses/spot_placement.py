@@ -116,6 +116,20 @@ def read_spot_prices(source: Any) -> pd.DataFrame:
     Raises:
         gpucost.InvalidInputError: naming the file, the record (JSON, 0-based)
             or line (CSV, 1-based) and the field.
+
+    Examples:
+        >>> history = {"SpotPriceHistory": [   # what aws ec2 describe-spot-price-history prints
+        ...     {"AvailabilityZone": "us-east-1a", "InstanceType": "g5.xlarge", "ProductDescription": "Linux/UNIX",
+        ...      "SpotPrice": "0.4200", "Timestamp": "2026-03-02T00:00:00Z"},
+        ...     {"AvailabilityZone": "us-east-1a", "InstanceType": "g5.xlarge", "ProductDescription": "Linux/UNIX",
+        ...      "SpotPrice": "0.5000", "Timestamp": "2026-03-02T12:00:00Z"},
+        ...     {"AvailabilityZone": "us-east-1b", "InstanceType": "g5.xlarge", "ProductDescription": "Linux/UNIX",
+        ...      "SpotPrice": "0.3500", "Timestamp": "2026-03-02T00:00:00Z"}]}
+        >>> gpucost.read_spot_prices(history)
+          instance_type        zone     region     product                 timestamp  price
+        0     g5.xlarge  us-east-1a  us-east-1  Linux/UNIX 2026-03-02 00:00:00+00:00   0.42
+        1     g5.xlarge  us-east-1a  us-east-1  Linux/UNIX 2026-03-02 12:00:00+00:00   0.50
+        2     g5.xlarge  us-east-1b  us-east-1  Linux/UNIX 2026-03-02 00:00:00+00:00   0.35
     """
     if isinstance(source, (str, os.PathLike)):
         path = os.fspath(source)
@@ -208,8 +222,20 @@ def spot_placement(prices: Any, *, start: Any = None, end: Any = None, product: 
         mean in its instance type), ``premium_vs_cheapest``, and
         ``interruptions`` / ``interruption_rate`` when given.
 
-    Example:
-        >>> gpucost.spot_placement("spot-prices.json").query("rank <= 3")
+    Examples:
+        >>> history = {"SpotPriceHistory": [   # what aws ec2 describe-spot-price-history prints
+        ...     {"AvailabilityZone": "us-east-1a", "InstanceType": "g5.xlarge", "ProductDescription": "Linux/UNIX",
+        ...      "SpotPrice": "0.4200", "Timestamp": "2026-03-02T00:00:00Z"},
+        ...     {"AvailabilityZone": "us-east-1a", "InstanceType": "g5.xlarge", "ProductDescription": "Linux/UNIX",
+        ...      "SpotPrice": "0.5000", "Timestamp": "2026-03-02T12:00:00Z"},
+        ...     {"AvailabilityZone": "us-east-1b", "InstanceType": "g5.xlarge", "ProductDescription": "Linux/UNIX",
+        ...      "SpotPrice": "0.3500", "Timestamp": "2026-03-02T00:00:00Z"}]}
+        >>> zones = gpucost.spot_placement(history, end="2026-03-03")
+        >>> zones[["instance_type", "zone", "mean_price", "min_price", "max_price", "coverage", "rank",
+        ...        "premium_vs_cheapest"]]
+          instance_type        zone  mean_price  min_price  max_price  coverage  rank  premium_vs_cheapest
+        0     g5.xlarge  us-east-1b        0.35       0.35       0.35       1.0     1             0.000000
+        1     g5.xlarge  us-east-1a        0.46       0.42       0.50       1.0     2             0.314286
     """
     p = _prices(prices, product)
     lo, hi = _window(p, start, end)
@@ -301,9 +327,23 @@ def spot_move_savings(prices: Any, jobs: Any, *, by: Sequence[str] | str = ("job
         every hour of the job), and ``zone, cost_at_zone`` when the job's zone
         is known. A job no zone prices fully has NaN figures and 0 zones.
 
-    Example:
-        >>> jobs = gpucost.hourly_demand(costs, usage, inventory, workloads, by=["job"])
-        >>> gpucost.spot_move_savings("spot-prices.json", jobs, product="Linux/UNIX")
+    Examples:
+        A three-hour job in us-east-1a, where us-east-1b was cheaper:
+
+        >>> history = {"SpotPriceHistory": [   # what aws ec2 describe-spot-price-history prints
+        ...     {"AvailabilityZone": "us-east-1a", "InstanceType": "g5.xlarge", "ProductDescription": "Linux/UNIX",
+        ...      "SpotPrice": "0.4200", "Timestamp": "2026-03-02T00:00:00Z"},
+        ...     {"AvailabilityZone": "us-east-1a", "InstanceType": "g5.xlarge", "ProductDescription": "Linux/UNIX",
+        ...      "SpotPrice": "0.5000", "Timestamp": "2026-03-02T12:00:00Z"},
+        ...     {"AvailabilityZone": "us-east-1b", "InstanceType": "g5.xlarge", "ProductDescription": "Linux/UNIX",
+        ...      "SpotPrice": "0.3500", "Timestamp": "2026-03-02T00:00:00Z"}]}
+        >>> hours = pd.date_range("2026-03-02 10:00", periods=3, freq="h", tz="UTC")
+        >>> jobs = pd.DataFrame({"job": "train", "instance_type": "g5.xlarge", "period": hours, "instance_hours": 1.0,
+        ...                      "cost": 0.5, "region": "us-east-1", "zone": "us-east-1a"})
+        >>> gpucost.spot_move_savings(history, jobs)[["job", "paid", "cheapest_zone", "cost_at_cheapest", "saving",
+        ...                                           "zones_compared", "cost_at_zone"]]
+             job  paid cheapest_zone  cost_at_cheapest  saving  zones_compared  cost_at_zone
+        0  train   1.5    us-east-1b              1.05    0.45               2          1.34
     """
     if scope not in ("region", "any"):
         raise InvalidInputError(f"parameter 'scope': '{scope}' is not 'region' or 'any'")

@@ -78,8 +78,23 @@ def commitment_utilization(costs: Any, *, freq: str | None = "D") -> pd.DataFram
     used - unused``: what the commitment saved against paying on demand for
     the same usage, its waste included).
 
-    Example:
-        >>> gpucost.commitment_utilization(bill, freq="D").query("utilization < 0.8")
+    Examples:
+        One hour of a bill (as the readers give it): a savings plan covers
+        one p4d instance and half of it goes unused, a second p4d runs on
+        demand, a g5 on spot.
+
+        >>> hour = pd.Timestamp("2026-03-02 10:00", tz="UTC")
+        >>> bill = pd.DataFrame({
+        ...     "resource_id": ["i-0aaa", "i-0bbb", "i-0ccc", ""], "charge_category": "Usage",
+        ...     "instance_type": ["p4d.24xlarge", "p4d.24xlarge", "g5.xlarge", "p4d.24xlarge"],
+        ...     "start": hour, "end": hour + pd.Timedelta("1h"),
+        ...     "cost": [20.0, 32.77, 0.40, 20.0], "list_cost": [32.77, 32.77, 1.006, 0.0],
+        ...     "pricing": ["commitment", "on_demand", "spot", "commitment"],
+        ...     "commitment_id": ["sp-1", None, None, "sp-1"], "commitment_status": ["Used", None, None, "Unused"]})
+        >>> gpucost.commitment_utilization(bill, freq="D")[["commitment_id", "purchased", "used", "unused",
+        ...                                                   "utilization", "on_demand_equivalent", "savings"]]
+          commitment_id  purchased  used  unused  utilization  on_demand_equivalent  savings
+        0          sp-1       40.0  20.0    20.0          0.5                 32.77    -7.23
     """
     t = table(costs, _NAME)
     start = instants_ns(t, _NAME, "start")
@@ -137,8 +152,24 @@ def commitment_coverage(costs: Any, *, by: Sequence[str] | str = ("instance_type
     (``cost``). Lines without a value in a ``by`` column are grouped under
     ``(none)``.
 
-    Example:
-        >>> gpucost.commitment_coverage(bill, by="instance_type", freq="MS")
+    Examples:
+        One hour of a bill (as the readers give it): a savings plan covers
+        one p4d instance and half of it goes unused, a second p4d runs on
+        demand, a g5 on spot.
+
+        >>> hour = pd.Timestamp("2026-03-02 10:00", tz="UTC")
+        >>> bill = pd.DataFrame({
+        ...     "resource_id": ["i-0aaa", "i-0bbb", "i-0ccc", ""], "charge_category": "Usage",
+        ...     "instance_type": ["p4d.24xlarge", "p4d.24xlarge", "g5.xlarge", "p4d.24xlarge"],
+        ...     "start": hour, "end": hour + pd.Timedelta("1h"),
+        ...     "cost": [20.0, 32.77, 0.40, 20.0], "list_cost": [32.77, 32.77, 1.006, 0.0],
+        ...     "pricing": ["commitment", "on_demand", "spot", "commitment"],
+        ...     "commitment_id": ["sp-1", None, None, "sp-1"], "commitment_status": ["Used", None, None, "Unused"]})
+        >>> gpucost.commitment_coverage(bill, by="instance_type", freq=None)[
+        ...     ["instance_type", "on_demand_equivalent", "covered", "spot", "on_demand", "coverage", "cost"]]
+          instance_type  on_demand_equivalent  covered   spot  on_demand  coverage   cost
+        0     g5.xlarge                 1.006     0.00  1.006       0.00       0.0   0.40
+        1  p4d.24xlarge                65.540    32.77  0.000      32.77       0.5  52.77
     """
     t = table(costs, _NAME)
     by_list = [by] if isinstance(by, str) else list(by)
@@ -187,8 +218,23 @@ def spot_savings(costs: Any, *, by: Sequence[str] | str = ("instance_type",),
     lines_without_discount`` (lines whose reference is not above what was
     paid) and ``reference`` (``rates``, ``list_cost`` or ``mixed``).
 
-    Example:
-        >>> gpucost.spot_savings(bill, by="instance_type")
+    Examples:
+        One hour of a bill (as the readers give it): a savings plan covers
+        one p4d instance and half of it goes unused, a second p4d runs on
+        demand, a g5 on spot.
+
+        >>> hour = pd.Timestamp("2026-03-02 10:00", tz="UTC")
+        >>> bill = pd.DataFrame({
+        ...     "resource_id": ["i-0aaa", "i-0bbb", "i-0ccc", ""], "charge_category": "Usage",
+        ...     "instance_type": ["p4d.24xlarge", "p4d.24xlarge", "g5.xlarge", "p4d.24xlarge"],
+        ...     "start": hour, "end": hour + pd.Timedelta("1h"),
+        ...     "cost": [20.0, 32.77, 0.40, 20.0], "list_cost": [32.77, 32.77, 1.006, 0.0],
+        ...     "pricing": ["commitment", "on_demand", "spot", "commitment"],
+        ...     "commitment_id": ["sp-1", None, None, "sp-1"], "commitment_status": ["Used", None, None, "Unused"]})
+        >>> gpucost.spot_savings(bill, by="instance_type")[["instance_type", "spot_cost", "on_demand_equivalent",
+        ...                                                  "savings", "savings_rate", "reference"]]
+          instance_type  spot_cost  on_demand_equivalent  savings  savings_rate  reference
+        0     g5.xlarge        0.4                 1.006    0.606      0.602386  list_cost
     """
     t = table(costs, _NAME)
     by_list = [by] if isinstance(by, str) else list(by)
