@@ -26,7 +26,11 @@ __all__ = ["Provider", "MigBasis", "Purchase", "Payment", "ChargeCategory", "Bas
 
 
 class Provider(enum.StrEnum):
-    """Who sells the GPU time: a cloud, hardware you own (``onprem``), or another seller."""
+    """Who sells the GPU time: a cloud, hardware you own (``onprem``), or another seller.
+
+    >>> Provider("aws") is Provider.AWS
+    True
+    """
 
     AWS = "aws"
     GCP = "gcp"
@@ -36,7 +40,12 @@ class Provider(enum.StrEnum):
 
 
 class MigBasis(enum.StrEnum):
-    """Which fraction of a GPU a MIG slice stands for: compute slices (default) or memory slices."""
+    """Which fraction of a GPU a MIG slice stands for: compute slices (default) or memory slices.
+
+    >>> import gpucost
+    >>> gpucost.catalog.mig_share("A100 80GB", "1g.10gb", basis=MigBasis.MEMORY)
+    0.125
+    """
 
     COMPUTE = "compute"
     MEMORY = "memory"
@@ -47,6 +56,13 @@ class Purchase(enum.StrEnum):
 
     ``commitment`` is a commitment discount whose kind the export does not
     say (FOCUS ``Committed`` without a ``CommitmentDiscountType``).
+
+    >>> import pandas as pd
+    >>> pricing = pd.Series(["on_demand", "spot", "savings_plan"])
+    >>> (pricing == Purchase.SPOT).tolist()
+    [False, True, False]
+    >>> pricing.isin(COMMITMENTS).tolist()
+    [False, False, True]
     """
 
     ON_DEMAND = "on_demand"
@@ -73,7 +89,11 @@ COMMITMENTS: frozenset[Purchase] = frozenset(
 
 
 class Payment(enum.StrEnum):
-    """How a commitment is paid for."""
+    """How a commitment is paid for.
+
+    >>> Payment("all_upfront") is Payment.ALL_UPFRONT
+    True
+    """
 
     NO_UPFRONT = "no_upfront"
     PARTIAL_UPFRONT = "partial_upfront"
@@ -81,7 +101,11 @@ class Payment(enum.StrEnum):
 
 
 class ChargeCategory(enum.StrEnum):
-    """What a bill line is, in FOCUS's words: the ``charge_category`` column."""
+    """What a bill line is, in FOCUS's words: the ``charge_category`` column.
+
+    >>> ChargeCategory.TAX == "Tax"
+    True
+    """
 
     USAGE = "Usage"
     PURCHASE = "Purchase"
@@ -91,7 +115,11 @@ class ChargeCategory(enum.StrEnum):
 
 
 class Basis(enum.StrEnum):
-    """What a consumer pays for: GPU time held, GPU time kept busy, or a blend with memory."""
+    """What a consumer pays for: GPU time held, GPU time kept busy, or a blend with memory.
+
+    >>> f"basis={Basis.USED}"
+    'basis=used'
+    """
 
     ALLOCATED = "allocated"
     USED = "used"
@@ -99,7 +127,11 @@ class Basis(enum.StrEnum):
 
 
 class IdleMode(enum.StrEnum):
-    """Idle cost kept on ``__idle__`` or shared over the line's consumers."""
+    """Idle cost kept on ``__idle__`` or shared over the line's consumers.
+
+    >>> [mode.value for mode in IdleMode]
+    ['keep', 'share']
+    """
 
     KEEP = "keep"
     SHARE = "share"
