@@ -1,8 +1,12 @@
 """The showback report: one self-contained HTML file (inline SVG charts, no
 network) a finance reader can open (docs/report.md).
 
->>> r = gpucost.report(costs, usage, inventory, workloads, path="showback.html")
->>> r.data["by_team"]        # the numbers shown, exactly as gpucost computed them
+::
+
+    r = gpucost.report(costs, usage, inventory, workloads, path="showback.html")
+    r.data["by_team"]        # the numbers shown, exactly as gpucost computed them
+
+(:func:`report` has an example that runs.)
 
 The report calls the library for every number it shows (allocations from
 :func:`gpucost.allocate`; idle findings, spot runs, commitments and budgets
@@ -37,6 +41,18 @@ __all__ = ["report", "Report", "Section", "html_table", "analysis"]
 
 @dataclass
 class Section:
+    """One section of a :class:`Report`: its ``key`` (``showback``,
+    ``idle``, ...), ``title``, ``intro`` and ``body`` (HTML fragments:
+    tables, figures, notes).
+
+    Examples:
+        >>> from gpucost.report import Section
+        >>> section = Section("notes", "Notes", "What this month changed.")
+        >>> section.body.append("<p>New A100 nodes from the 15th.</p>")
+        >>> section
+        Section(key='notes', title='Notes', intro='What this month changed.', body=['<p>New A100 nodes from the 15th.</p>'])
+    """
+
     key: str
     title: str
     intro: str = ""
@@ -47,7 +63,28 @@ class Section:
 class Report:
     """A rendered report: ``html`` (the whole page), ``data`` (every table
     shown, as the library returned it), ``sections`` and ``omitted`` (section
-    -> why it is not in the report)."""
+    -> why it is not in the report).
+
+    Examples:
+        >>> hours = pd.date_range("2026-03-02", periods=6, freq="h", tz="UTC")
+        >>> costs = pd.DataFrame({"resource_id": "i-0aaa", "instance_type": "g5.xlarge", "start": hours,
+        ...                       "end": hours + pd.Timedelta("1h"), "cost": 1.006})
+        >>> t = pd.date_range("2026-03-02", periods=36, freq="10min", tz="UTC")   # a sample every 10 min
+        >>> busy = np.arange(36) < 12                                              # the first 2 hours
+        >>> usage = pd.DataFrame({"timestamp": t, "resource_id": "i-0aaa", "device": 0,
+        ...                       "consumer": np.where(busy, "train", ""), "share": 1.0,
+        ...                       "util": np.where(busy, 0.9, 0.0), "mem_used": np.where(busy, 20 * 2**30, 0),
+        ...                       "duration": 600.0})
+        >>> inventory = gpucost.inventory(costs)
+        >>> workloads = pd.DataFrame({"consumer": ["train"], "team": ["research"], "project": ["llm"]})
+        >>> report = gpucost.report(costs, usage, inventory, workloads, title="March showback")
+        >>> report.title, report.path
+        ('March showback', None)
+        >>> report.save("march.html").name
+        'march.html'
+        >>> report.html.startswith("<!DOCTYPE html>")
+        True
+    """
 
     title: str
     html: str
@@ -105,7 +142,18 @@ def html_table(frame: pd.DataFrame, *, money: Sequence[str] = (), hours: Sequenc
     total row over ``total`` columns when given. Money shows ``decimals``;
     money columns with a total are rounded by largest remainder
     (:func:`gpucost.money.round_parts`), so the rows shown add up to the
-    total shown."""
+    total shown.
+
+    Examples:
+        >>> from gpucost.report import html_table   # gpucost.report is the report function itself
+        >>> table = html_table(pd.DataFrame({"team": ["a", "b", "c"], "cost": [10 / 3] * 3}),
+        ...                    money=["cost"], total=["cost"], key="showback")
+        >>> import re
+        >>> re.findall(r">([^<>]+)</td>", table)   # the cells shown: the rows add up to the total
+        ['a', '$3.34', 'b', '$3.33', 'c', '$3.33', 'Total', '$10.00']
+        >>> re.findall(r'data-value="([^"]+)"', table)[:2]   # the exact values
+        ['3.3333333333333335', '3.3333333333333335']
+    """
     names = names or {}
     booked = {c: round_parts(frame[c].to_numpy(dtype=np.float64), decimals) for c in money
               if c in total and c in frame.columns and _is_num(frame[c])}
@@ -220,6 +268,33 @@ def report(costs: Any, usage: Any, inventory: Any, workloads: Any = None, *, pat
 
     Returns:
         A :class:`Report`; ``report.data`` holds every table shown.
+
+    Examples:
+        A g5.xlarge billed for 6 hours: ``train`` used its GPU for the
+        first 2, then nobody held it.
+
+        >>> hours = pd.date_range("2026-03-02", periods=6, freq="h", tz="UTC")
+        >>> costs = pd.DataFrame({"resource_id": "i-0aaa", "instance_type": "g5.xlarge", "start": hours,
+        ...                       "end": hours + pd.Timedelta("1h"), "cost": 1.006})
+        >>> t = pd.date_range("2026-03-02", periods=36, freq="10min", tz="UTC")   # a sample every 10 min
+        >>> busy = np.arange(36) < 12                                              # the first 2 hours
+        >>> usage = pd.DataFrame({"timestamp": t, "resource_id": "i-0aaa", "device": 0,
+        ...                       "consumer": np.where(busy, "train", ""), "share": 1.0,
+        ...                       "util": np.where(busy, 0.9, 0.0), "mem_used": np.where(busy, 20 * 2**30, 0),
+        ...                       "duration": 600.0})
+        >>> inventory = gpucost.inventory(costs)
+        >>> workloads = pd.DataFrame({"consumer": ["train"], "team": ["research"], "project": ["llm"]})
+        >>> report = gpucost.report(costs, usage, inventory, workloads, path="showback.html")
+        >>> [section.key for section in report.sections]
+        ['highlights', 'showback', 'projects', 'efficiency', 'invoice', 'idle', 'method']
+        >>> report.data["by_team"][["team", "cost", "idle_cost", "gpu_hours"]]
+               team   cost  idle_cost  gpu_hours
+        0  __idle__  4.024      4.024        4.0
+        1  research  2.012      0.000        2.0
+        >>> sorted(str(key) for key in report.omitted)   # sections without their inputs, and why
+        ['advice', 'budgets', 'commitments', 'spot', 'tagging']
+        >>> report.omitted["budgets"]
+        'no budgets given'
     """
     by = list(by)
     if not by:
@@ -738,7 +813,33 @@ def analysis(key: str, costs: Any, usage: Any, inventory: Any, workloads: Any = 
     ``spot``, ``commitments``, ``advice``, ``budgets``), as the ``gpucost``
     command prints it. Raises :class:`gpucost.Error` when this build lacks the
     analysis, :class:`gpucost.InvalidInputError` when an input it needs is
-    missing."""
+    missing.
+
+    Examples:
+        A g5.xlarge billed for 6 hours: ``train`` used its GPU for the
+        first 2, then nobody held it.
+
+        >>> hours = pd.date_range("2026-03-02", periods=6, freq="h", tz="UTC")
+        >>> costs = pd.DataFrame({"resource_id": "i-0aaa", "instance_type": "g5.xlarge", "start": hours,
+        ...                       "end": hours + pd.Timedelta("1h"), "cost": 1.006})
+        >>> t = pd.date_range("2026-03-02", periods=36, freq="10min", tz="UTC")   # a sample every 10 min
+        >>> busy = np.arange(36) < 12                                              # the first 2 hours
+        >>> usage = pd.DataFrame({"timestamp": t, "resource_id": "i-0aaa", "device": 0,
+        ...                       "consumer": np.where(busy, "train", ""), "share": 1.0,
+        ...                       "util": np.where(busy, 0.9, 0.0), "mem_used": np.where(busy, 20 * 2**30, 0),
+        ...                       "duration": 600.0})
+        >>> inventory = gpucost.inventory(costs)
+        >>> workloads = pd.DataFrame({"consumer": ["train"], "team": ["research"], "project": ["llm"]})
+        >>> from gpucost.report import analysis
+        >>> idle = analysis("idle", costs, usage, inventory, workloads)
+        >>> idle[["resource_id", "start", "hours", "action", "dollars_wasted"]]
+          resource_id                     start  hours     action  dollars_wasted
+        0      i-0aaa 2026-03-02 02:00:00+00:00    4.0  terminate           4.024
+        >>> analysis("budgets", costs, usage, inventory, workloads)
+        Traceback (most recent call last):
+            ...
+        gpucost.errors.InvalidInputError: gpucost.budget_status: no budgets given
+    """
     if key not in _ANALYSES:
         raise InvalidInputError(f"unknown analysis {key!r} (one of {', '.join(_ANALYSES)})")
     function = _analysis(_ANALYSES[key])
