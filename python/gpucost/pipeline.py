@@ -1,8 +1,12 @@
 """Idempotent daily allocation jobs: plain functions an Airflow task (or cron)
 calls (docs/pipeline.md).
 
->>> import gpucost.pipeline as gp
->>> gp.run_day("2026-03-02", gp.demo_source(), "postgresql://gpucost@db/finops")
+::
+
+    import gpucost.pipeline as gp
+    gp.run_day("2026-03-02", gp.demo_source(), "postgresql://gpucost@db/finops")
+
+(each function has an example that runs, on SQLite or Parquet).
 
 A day's rows are written **idempotently**: re-running a day replaces that
 day's rows in one transaction (SQL) or one atomic file rename (Parquet), so
@@ -71,6 +75,28 @@ def allocate_day(day: Any, costs: Any, usage: Any, inventory: Any, workloads: An
     A line counts wholly on the day it starts (docs/semantics.md 4), so the
     days of a month add up to the month. ``policy`` goes to
     :func:`gpucost.allocate` (``basis``, ``idle``, ``interval``, ...).
+
+    Examples:
+        A line on each of two days; samples across midnight:
+
+        >>> starts = pd.to_datetime(["2026-03-02 23:00", "2026-03-03 00:00"], utc=True)   # one line a day
+        >>> costs = pd.DataFrame({"resource_id": "node-1", "start": starts, "end": starts + pd.Timedelta("1h"),
+        ...                       "cost": [8.0, 6.0]})
+        >>> t = pd.date_range("2026-03-02 23:00", periods=4, freq="30min", tz="UTC")
+        >>> usage = pd.DataFrame({"timestamp": t, "resource_id": "node-1", "device": 0,
+        ...                       "consumer": ["train", "train", "infer", "infer"], "share": 1.0, "util": 0.5,
+        ...                       "mem_used": 0.0, "duration": 1800.0})
+        >>> inventory = pd.DataFrame({"resource_id": ["node-1"], "device": [0], "mem_capacity": [80 * 2**30]})
+        >>> workloads = pd.DataFrame({"consumer": ["train", "infer"], "team": ["research", "product"]})
+        >>> import gpucost.pipeline as gp
+        >>> gp.allocate_day("2026-03-02", costs, usage, inventory, workloads, by=["team"])[["day", "team", "cost"]]
+                  day      team  cost
+        0  2026-03-02  __idle__   0.0
+        1  2026-03-02  research   8.0
+        >>> gp.allocate_day("2026-03-03", costs, usage, inventory, workloads, by=["team"])[["day", "team", "cost"]]
+                  day      team  cost
+        0  2026-03-03  __idle__   0.0
+        1  2026-03-03   product   6.0
     """
     start, end = day_bounds(day)
     line_start = pd.to_datetime(costs["start"], utc=True)
@@ -91,7 +117,23 @@ def allocate_day(day: Any, costs: Any, usage: Any, inventory: Any, workloads: An
 def run_day(day: Any, load: Loader, sink: Any, *, by: Sequence[str] = DEFAULT_BY, table: str = DEFAULT_TABLE,
             **policy: Any) -> int:
     """Loads, allocates and writes one day: the task an Airflow DAG runs.
-    Returns the number of rows written."""
+    Returns the number of rows written.
+
+    ``load(day_start, day_end)`` returns ``(costs, usage, inventory,
+    workloads)`` covering at least the cost lines that start in the day.
+
+    Examples:
+        The demo month (:func:`demo_source`) into a SQLite database:
+
+        >>> import gpucost.pipeline as gp
+        >>> gp.run_day("2026-03-02", gp.demo_source(), "sqlite:///finops.db")
+        13
+        >>> gp.run_day("2026-03-02", gp.demo_source(), "sqlite:///finops.db")   # again: replaced, not added
+        13
+        >>> day = gp.read_sink("sqlite:///finops.db")
+        >>> len(day), day["day"].unique().tolist()
+        (13, [datetime.date(2026, 3, 2)])
+    """
     start, end = day_bounds(day)
     costs, usage, inventory, workloads = load(start, end)
     result = allocate_day(start, costs, usage, inventory, workloads, by=by, **policy)
@@ -117,7 +159,32 @@ def _check_frame(result: pd.DataFrame, day: dt.date) -> pd.DataFrame:
 
 def write_day(result: pd.DataFrame, sink: Any, day: Any, *, table: str = DEFAULT_TABLE) -> int:
     """Replaces ``day``'s rows in ``sink`` by ``result`` (from
-    :func:`allocate_day`), atomically. Returns the number of rows written."""
+    :func:`allocate_day`), atomically. Returns the number of rows written.
+
+    Examples:
+        >>> starts = pd.to_datetime(["2026-03-02 23:00", "2026-03-03 00:00"], utc=True)   # one line a day
+        >>> costs = pd.DataFrame({"resource_id": "node-1", "start": starts, "end": starts + pd.Timedelta("1h"),
+        ...                       "cost": [8.0, 6.0]})
+        >>> t = pd.date_range("2026-03-02 23:00", periods=4, freq="30min", tz="UTC")
+        >>> usage = pd.DataFrame({"timestamp": t, "resource_id": "node-1", "device": 0,
+        ...                       "consumer": ["train", "train", "infer", "infer"], "share": 1.0, "util": 0.5,
+        ...                       "mem_used": 0.0, "duration": 1800.0})
+        >>> inventory = pd.DataFrame({"resource_id": ["node-1"], "device": [0], "mem_capacity": [80 * 2**30]})
+        >>> workloads = pd.DataFrame({"consumer": ["train", "infer"], "team": ["research", "product"]})
+        >>> import gpucost.pipeline as gp
+        >>> for day in ("2026-03-02", "2026-03-03"):
+        ...     result = gp.allocate_day(day, costs, usage, inventory, workloads, by=["team"])
+        ...     print(day, gp.write_day(result, "showback", day))   # a Parquet dataset in ./showback
+        2026-03-02 2
+        2026-03-03 2
+        >>> from pathlib import Path
+        >>> sorted(p.name for p in Path("showback").iterdir())
+        ['day=2026-03-02', 'day=2026-03-03']
+        >>> gp.write_day(result, "showback", "2026-03-02")   # the result of another day is refused
+        Traceback (most recent call last):
+            ...
+        gpucost.errors.InvalidInputError: result: column 'day': 2026-03-03 is not the day written (2026-03-02)
+    """
     start, _ = day_bounds(day)
     result = _check_frame(result, start.date())
     if _is_sql(sink):
@@ -210,7 +277,33 @@ def _write_parquet(result: pd.DataFrame, root: Path, day: dt.date) -> int:
 
 def read_sink(sink: Any, *, table: str = DEFAULT_TABLE, start: Any = None, end: Any = None) -> pd.DataFrame:
     """Every row of a sink (days in ``[start, end)`` when given), sorted by
-    day and groups."""
+    day and groups.
+
+    Examples:
+        >>> starts = pd.to_datetime(["2026-03-02 23:00", "2026-03-03 00:00"], utc=True)   # one line a day
+        >>> costs = pd.DataFrame({"resource_id": "node-1", "start": starts, "end": starts + pd.Timedelta("1h"),
+        ...                       "cost": [8.0, 6.0]})
+        >>> t = pd.date_range("2026-03-02 23:00", periods=4, freq="30min", tz="UTC")
+        >>> usage = pd.DataFrame({"timestamp": t, "resource_id": "node-1", "device": 0,
+        ...                       "consumer": ["train", "train", "infer", "infer"], "share": 1.0, "util": 0.5,
+        ...                       "mem_used": 0.0, "duration": 1800.0})
+        >>> inventory = pd.DataFrame({"resource_id": ["node-1"], "device": [0], "mem_capacity": [80 * 2**30]})
+        >>> workloads = pd.DataFrame({"consumer": ["train", "infer"], "team": ["research", "product"]})
+        >>> import gpucost.pipeline as gp
+        >>> for day in ("2026-03-02", "2026-03-03"):
+        ...     n = gp.write_day(gp.allocate_day(day, costs, usage, inventory, workloads, by=["team"]),
+        ...                      "sqlite:///finops.db", day)
+        >>> gp.read_sink("sqlite:///finops.db")[["day", "team", "cost", "gpu_hours"]]
+                  day      team  cost  gpu_hours
+        0  2026-03-02  __idle__   0.0        0.0
+        1  2026-03-02  research   8.0        1.0
+        2  2026-03-03  __idle__   0.0        0.0
+        3  2026-03-03   product   6.0        1.0
+        >>> gp.read_sink("sqlite:///finops.db", start="2026-03-03")[["day", "team", "cost"]]
+                  day      team  cost
+        0  2026-03-03  __idle__   0.0
+        1  2026-03-03   product   6.0
+    """
     lo = day_bounds(start)[0].date() if start is not None else None
     hi = day_bounds(end)[0].date() if end is not None else None
     if _is_sql(sink):
@@ -251,7 +344,17 @@ def read_sink(sink: Any, *, table: str = DEFAULT_TABLE, start: Any = None, end: 
 
 
 def demo_source(seed: int = 0) -> Loader:
-    """A loader over the demo month (for trying a DAG without credentials)."""
+    """A loader over the demo month (for trying a DAG without credentials).
+
+    Examples:
+        >>> import gpucost.pipeline as gp
+        >>> load = gp.demo_source(seed=0)
+        >>> costs, usage, inventory, workloads = load(*gp.day_bounds("2026-03-02"))
+        >>> costs["start"].min(), costs["start"].max()
+        (Timestamp('2026-03-01 00:00:00+0000', tz='UTC'), Timestamp('2026-03-31 23:00:00+0000', tz='UTC'))
+        >>> list(workloads.columns)
+        ['consumer', 'team', 'project', 'user', 'job', 'attempt']
+    """
     def load(start: pd.Timestamp, end: pd.Timestamp) -> tuple:
         from gpucost.demo import demo_fleet
         fleet = demo_fleet(seed)
