@@ -41,7 +41,27 @@ def read_csv(paths: Any, table: str = "usage") -> dd.DataFrame:
     """A dask DataFrame of CSV files (a path, a glob or a list; ``.gz`` etc.
     by name), one partition per file, read with pyarrow. Instants become
     ``datetime64[ns, UTC]`` (naive = UTC, integers = ns), ids categoricals.
-    Each row keeps its file and line, so errors can name them."""
+    Each row keeps its file and line, so errors can name them.
+
+    Examples:
+        >>> costs = pd.DataFrame({"resource_id": ["node-1", "node-2"], "cost": [8.0, 6.0],
+        ...                       "start": pd.Timestamp("2026-03-01 00:00", tz="UTC"),
+        ...                       "end": pd.Timestamp("2026-03-01 02:00", tz="UTC")})
+        >>> t = pd.date_range("2026-03-01", periods=4, freq="30min", tz="UTC")
+        >>> usage = pd.DataFrame({"timestamp": np.tile(t, 2), "resource_id": np.repeat(["node-1", "node-2"], 4),
+        ...                       "device": 0, "consumer": ["train", "train", "infer", "infer"] * 2, "share": 1.0,
+        ...                       "util": 0.5, "mem_used": 0.0})
+        >>> inventory = pd.DataFrame({"resource_id": ["node-1", "node-2"], "device": 0, "mem_capacity": 80 * 2**30})
+        >>> usage.iloc[:4].to_csv("usage-0.csv", index=False)
+        >>> usage.iloc[4:].to_csv("usage-1.csv", index=False)
+        >>> frame = gpucost.dask.read_csv("usage-*.csv")
+        >>> frame.npartitions, list(frame.columns)[:7]
+        (2, ['timestamp', 'resource_id', 'device', 'consumer', 'share', 'util', 'mem_used'])
+        >>> frame.compute()[["timestamp", "resource_id", "consumer", "_gpucost_line"]].head(2)
+                          timestamp resource_id consumer  _gpucost_line
+        0 2026-03-01 00:00:00+00:00      node-1    train              2
+        1 2026-03-01 00:30:00+00:00      node-1    train              3
+    """
     files = expand_paths(paths)
     types = USAGE_CSV_TYPES if table == "usage" else COST_CSV_TYPES
     meta = _read_file(files[0], table, types, head=True)
@@ -161,7 +181,31 @@ def combine_results(parts: Sequence[tuple[pd.DataFrame, dict, pd.DataFrame]],
                     by: Sequence[str]) -> tuple[pd.DataFrame, dict, pd.DataFrame]:
     """Sums partial results of disjoint sets of resources: metrics by group,
     diagnostics by name, join tables by resource and currency;
-    ``cost_per_effective_gpu_hour`` recomputed."""
+    ``cost_per_effective_gpu_hour`` recomputed.
+
+    Examples:
+        Two resources allocated apart, then summed:
+
+        >>> costs = pd.DataFrame({"resource_id": ["node-1", "node-2"], "cost": [8.0, 6.0],
+        ...                       "start": pd.Timestamp("2026-03-01 00:00", tz="UTC"),
+        ...                       "end": pd.Timestamp("2026-03-01 02:00", tz="UTC")})
+        >>> t = pd.date_range("2026-03-01", periods=4, freq="30min", tz="UTC")
+        >>> usage = pd.DataFrame({"timestamp": np.tile(t, 2), "resource_id": np.repeat(["node-1", "node-2"], 4),
+        ...                       "device": 0, "consumer": ["train", "train", "infer", "infer"] * 2, "share": 1.0,
+        ...                       "util": 0.5, "mem_used": 0.0})
+        >>> inventory = pd.DataFrame({"resource_id": ["node-1", "node-2"], "device": 0, "mem_capacity": 80 * 2**30})
+        >>> parts = [gpucost.allocate(costs[costs["resource_id"] == node], usage[usage["resource_id"] == node],
+        ...                           inventory) for node in ("node-1", "node-2")]
+        >>> result, diagnostics, join = gpucost.dask.combine_results(
+        ...     [(part, part.attrs["diagnostics"], part.attrs["join"]) for part in parts], by=["consumer"])
+        >>> result[["consumer", "cost", "gpu_hours"]]
+           consumer  cost  gpu_hours
+        0  __idle__   0.0        0.0
+        1     infer   7.0        2.0
+        2     train   7.0        2.0
+        >>> diagnostics["samples_used"], join["resource_id"].tolist()
+        (8, ['node-1', 'node-2'])
+    """
     by = list(by)
     frames = [frame for frame, _, _ in parts if len(frame)]
     diagnostics = combine_diagnostics(diag for _, diag, _ in parts)
@@ -194,7 +238,26 @@ def allocate_graph(costs: Any, usage: Any, inventory: Any, workloads: Any = None
                    npartitions: int | None = None, shuffle_method: str | None = None,
                    **policy: Any) -> Any:
     """The lazy form of :func:`allocate`: a ``dask.delayed`` object whose
-    ``compute()`` (or ``client.compute``) gives the result frame."""
+    ``compute()`` (or ``client.compute``) gives the result frame.
+
+    Examples:
+        >>> costs = pd.DataFrame({"resource_id": ["node-1", "node-2"], "cost": [8.0, 6.0],
+        ...                       "start": pd.Timestamp("2026-03-01 00:00", tz="UTC"),
+        ...                       "end": pd.Timestamp("2026-03-01 02:00", tz="UTC")})
+        >>> t = pd.date_range("2026-03-01", periods=4, freq="30min", tz="UTC")
+        >>> usage = pd.DataFrame({"timestamp": np.tile(t, 2), "resource_id": np.repeat(["node-1", "node-2"], 4),
+        ...                       "device": 0, "consumer": ["train", "train", "infer", "infer"] * 2, "share": 1.0,
+        ...                       "util": 0.5, "mem_used": 0.0})
+        >>> inventory = pd.DataFrame({"resource_id": ["node-1", "node-2"], "device": 0, "mem_capacity": 80 * 2**30})
+        >>> graph = gpucost.dask.allocate_graph(costs, usage, inventory, npartitions=2)
+        >>> type(graph).__name__
+        'Delayed'
+        >>> graph.compute()[["consumer", "cost"]]
+           consumer  cost
+        0  __idle__   0.0
+        1     infer   7.0
+        2     train   7.0
+    """
     by = policy.get("by", ("consumer",))
     by = [by] if isinstance(by, str) else list(by)
     usage_dd = _as_dask(usage, "usage", npartitions)
@@ -243,10 +306,31 @@ def allocate(costs: Any, usage: Any, inventory: Any, workloads: Any = None, *,
         gpucost.InvalidInputError: bad input, naming the file and line when
             read from files, else the table and the row's identifying values.
 
-    Example:
-        >>> from dask.distributed import Client
-        >>> client = Client("scheduler:8786")
-        >>> result = gpucost.dask.allocate(bill, "s3://telemetry/*.csv", inventory, by=["team"])
+    Examples:
+        Without a client, Dask's default scheduler runs it in this process;
+        after ``client = dask.distributed.Client("scheduler:8786")`` the same
+        call runs on the cluster, usage typically given as CSV globs
+        (``"s3://telemetry/*.csv"``, one partition per file).
+
+        >>> costs = pd.DataFrame({"resource_id": ["node-1", "node-2"], "cost": [8.0, 6.0],
+        ...                       "start": pd.Timestamp("2026-03-01 00:00", tz="UTC"),
+        ...                       "end": pd.Timestamp("2026-03-01 02:00", tz="UTC")})
+        >>> t = pd.date_range("2026-03-01", periods=4, freq="30min", tz="UTC")
+        >>> usage = pd.DataFrame({"timestamp": np.tile(t, 2), "resource_id": np.repeat(["node-1", "node-2"], 4),
+        ...                       "device": 0, "consumer": ["train", "train", "infer", "infer"] * 2, "share": 1.0,
+        ...                       "util": 0.5, "mem_used": 0.0})
+        >>> inventory = pd.DataFrame({"resource_id": ["node-1", "node-2"], "device": 0, "mem_capacity": 80 * 2**30})
+        >>> result = gpucost.dask.allocate(costs, usage, inventory, npartitions=2)
+        >>> result[["consumer", "cost", "gpu_hours"]]
+           consumer  cost  gpu_hours
+        0  __idle__   0.0        0.0
+        1     infer   7.0        2.0
+        2     train   7.0        2.0
+        >>> result.attrs["diagnostics"]["samples_used"]
+        8
+        >>> usage.to_csv("usage.csv.gz", index=False)
+        >>> gpucost.dask.allocate(costs, "usage*.csv.gz", inventory)["cost"].tolist()
+        [0.0, 7.0, 7.0]
     """
     return allocate_graph(costs, usage, inventory, workloads, npartitions=npartitions,
                           shuffle_method=shuffle_method, **policy).compute()

@@ -157,8 +157,30 @@ def allocate(costs: DataFrame, usage: DataFrame, inventory: Any, workloads: Any 
             the message names the table, the row's identifying values and the
             column).
 
-    Example:
-        >>> result = gpucost.spark.allocate(spark.table("bill"), spark.table("dcgm"), inventory, by=["team"])
+    Examples:
+        Skipped by the doctests: it needs a Spark session (a JVM, about 15 s
+        to start; tests/python/test_spark.py runs these calls against
+        :func:`gpucost.allocate`). The output shown is from a real run.
+
+        >>> costs = pd.DataFrame({"resource_id": ["node-1", "node-2"], "cost": [8.0, 6.0],
+        ...                       "start": pd.Timestamp("2026-03-01 00:00", tz="UTC"),
+        ...                       "end": pd.Timestamp("2026-03-01 02:00", tz="UTC")})
+        >>> t = pd.date_range("2026-03-01", periods=4, freq="30min", tz="UTC")
+        >>> usage = pd.DataFrame({"timestamp": np.tile(t, 2), "resource_id": np.repeat(["node-1", "node-2"], 4),
+        ...                       "device": 0, "consumer": ["train", "train", "infer", "infer"] * 2, "share": 1.0,
+        ...                       "util": 0.5, "mem_used": 0.0})
+        >>> inventory = pd.DataFrame({"resource_id": ["node-1", "node-2"], "device": 0, "mem_capacity": 80 * 2**30})
+        >>> from pyspark.sql import SparkSession
+        >>> spark = SparkSession.builder.master("local[2]").getOrCreate()  # doctest: +SKIP
+        >>> result = gpucost.spark.allocate(spark.createDataFrame(costs), spark.createDataFrame(usage),
+        ...                                 inventory)  # doctest: +SKIP
+        >>> result[["consumer", "cost", "gpu_hours"]]  # doctest: +SKIP
+           consumer  cost  gpu_hours
+        0  __idle__   0.0        0.0
+        1     infer   7.0        2.0
+        2     train   7.0        2.0
+        >>> result.attrs["diagnostics"]["samples_used"]  # doctest: +SKIP
+        8
     """
     spark: SparkSession = usage.sparkSession
     by = policy.get("by", ("consumer",))
