@@ -70,9 +70,20 @@ def simulate_fleet(gpus: int = 32, hours: int = 24, *, interval: int = 60, seed:
         price: the hourly cost of an instance.
         strings: dtype of the string columns: ``"category"``, ``"str"`` or ``"object"``.
 
-    Example:
-        >>> fleet = simulate_fleet(gpus=32, hours=24)
-        >>> gpucost.allocate(fleet.costs, fleet.usage, fleet.inventory, fleet.workloads, by=["team"])
+    Examples:
+        >>> from gpucost.simulate import simulate_fleet
+        >>> fleet = simulate_fleet(gpus=16, hours=6, interval=300)
+        >>> len(fleet.costs), len(fleet.usage), len(fleet.inventory)
+        (12, 1152, 16)
+        >>> by_team = gpucost.allocate(fleet.costs, fleet.usage, fleet.inventory, fleet.workloads, by=["team"])
+        >>> by_team[["team", "cost", "gpu_hours"]].round(2)
+                     team    cost  gpu_hours
+        0        __idle__    0.00        0.0
+        1  __unlabelled__   24.58        6.0
+        2             nlp  196.62       48.0
+        3          vision  172.04       42.0
+        >>> print(round(by_team["cost"].sum(), 2), round(fleet.costs["cost"].sum(), 2))   # money in == money out
+        393.24 393.24
     """
     if gpus <= 0 or gpus % GPUS_PER_INSTANCE:
         raise ValueError(f"gpus must be a positive multiple of {GPUS_PER_INSTANCE}, got {gpus}")
