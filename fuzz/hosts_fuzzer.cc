@@ -1,5 +1,6 @@
 // libFuzzer target: nvidia-smi CSV (GPUs and compute apps), dmon/pmon logs, sacct
-// --parsable2 and Slurm host lists (io/hosts.h). Every input must give a
+// --parsable2 (shards and MPS included), Slurm host lists, TRES/GRES cells and
+// node events (sacctmgr show event -P) (io/hosts.h). Every input must give a
 // status, never a crash; accepted nvidia-smi tables become usage samples.
 #include <cstddef>
 #include <cstdint>
@@ -29,6 +30,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       gpucost::SacctOptions options;
       options.tz = tz;
       options.now_ns = 1'772'323'200'000'000'000;  // 2026-03-01
+      options.shards_per_gpu = {{"*", 4}};
+      options.node_gpus = {{"gpu01", 8}};
       (void)gpucost::ParseSacct(text, "sacct.txt", options);
       break;
     }
@@ -43,6 +46,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     default:
       (void)gpucost::ExpandHostList(text);
       (void)gpucost::ParseLocalTime(text, tz);
+      (void)gpucost::ParseSlurmGres(text);
+      (void)gpucost::ParseSlurmEvents(text, "events.txt",
+                                      gpucost::SlurmEventsOptions{.tz = tz, .now_ns = 1'772'323'200'000'000'000});
       break;
   }
   return 0;

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/civil_time.h"
@@ -710,180 +711,585 @@ absl::StatusOr<int64_t> ParseSacctTime(std::string_view text, std::string_view t
   return ParseLocalTime(t, tz);
 }
 
-struct SacctJob {
-  int64_t line;
-  std::string id, user, account;
+// Items of a TRES/GRES cell: split on commas outside parentheses.
+std::vector<std::string_view> GresItems(std::string_view cell) {
+  std::vector<std::string_view> out;
+  int depth = 0;
+  size_t start = 0;
+  for (size_t i = 0; i <= cell.size(); ++i) {
+    if (i == cell.size() || (cell[i] == ',' && depth == 0)) {
+      const std::string_view item = Trim(cell.substr(start, i - start));
+      if (!item.empty()) out.push_back(item);
+      start = i + 1;
+    } else if (cell[i] == '(') {
+      ++depth;
+    } else if (cell[i] == ')' && depth > 0) {
+      --depth;
+    }
+  }
+  return out;
+}
+
+// Per name: the untyped count, the typed counts' sum, whether an untyped one was given.
+struct GresSum {
+  int64_t untyped = 0, typed = 0;
+  bool has_untyped = false;
+  [[nodiscard]] int64_t value() const { return has_untyped ? untyped : typed; }
+};
+
+// Slurm's node event states that are down time unless the caller lists others.
+bool StateListed(std::string_view state, const std::vector<std::string>& states) {
+  if (states.empty()) return true;
+  for (std::string_view word : Split(state, '+')) {
+    word = Trim(word);
+    while (!word.empty() && (word.back() == '*' || word.back() == '~' || word.back() == '#' || word.back() == '!' ||
+                             word.back() == '%' || word.back() == '$' || word.back() == '@' || word.back() == '^' ||
+                             word.back() == '-')) {
+      word.remove_suffix(1);  // sinfo-style state suffixes (not responding, powered off, ...)
+    }
+    for (const std::string& s : states) {
+      if (absl::EqualsIgnoreCase(A(word), s)) return true;
+    }
+  }
+  return false;
+}
+
+std::string FormatUtc(int64_t ns) {
+  return absl::FormatTime("%Y-%m-%d %H:%M:%S UTC", absl::FromUnixNanos(ns), absl::UTCTimeZone());
+}
+
+// "a, b, c and 2 more"
+std::string SomeIds(const std::vector<std::string>& ids, size_t most = 3) {
+  std::string out;
+  for (size_t i = 0; i < ids.size() && i < most; ++i) absl::StrAppend(&out, i ? ", " : "", ids[i]);
+  if (ids.size() > most) absl::StrAppend(&out, " and ", ids.size() - most, " more");
+  return out;
+}
+
+// One job row of an export, read.
+struct SacctRow {
+  size_t input = 0;
+  int64_t line = 0;
+  std::string key, id, user, account, partition;
+  std::string start_text, end_text, nodes_text;  // as written (rows not started compare by these)
+  bool started = false, running = false;
+  int64_t start = 0, end = 0;
   std::vector<std::string> nodes;
-  int64_t start, end;
-  int64_t gpus;  // total over the nodes
-  std::vector<int32_t> indices;  // per node, when given
+  SlurmGres gres;          // per node (converted from TRES totals)
+  std::string gres_column;  // the column the counts came from
+  bool kept = true;
+};
+
+bool SameMeaning(const SacctRow& a, const SacctRow& b) {
+  if (a.id != b.id || a.user != b.user || a.account != b.account || a.started != b.started ||
+      a.running != b.running || a.nodes_text != b.nodes_text) {
+    return false;
+  }
+  if (a.started ? (a.start != b.start || (!a.running && a.end != b.end)) : (a.start_text != b.start_text)) return false;
+  return a.gres.gpus == b.gres.gpus && a.gres.shards == b.gres.shards && a.gres.mps == b.gres.mps &&
+         a.gres.indices == b.gres.indices;
+}
+
+// The later state of one run: finished over running, then the later End, then the row read last.
+bool LaterState(const SacctRow& a, const SacctRow& b) {
+  if (a.running != b.running) return !a.running;
+  if (!a.running && a.end != b.end) return a.end > b.end;
+  return std::pair(a.input, a.line) > std::pair(b.input, b.line);
+}
+
+// A count per node, by node, partition or "*".
+class CountsPerGpu {
+ public:
+  static absl::StatusOr<CountsPerGpu> Make(const std::vector<std::pair<std::string, int32_t>>& given,
+                                           std::string_view parameter) {
+    CountsPerGpu out;
+    for (const auto& [key, count] : given) {
+      if (count <= 0) return ParameterError(parameter, absl::StrCat("'", key, "': ", count, " is not a positive count"));
+      if (key == "*") {
+        out.every_ = count;
+        continue;
+      }
+      out.by_name_[key] = count;  // a partition, or a node
+      if (key.find('[') != std::string::npos || key.find(',') != std::string::npos) {
+        absl::StatusOr<std::vector<std::string>> nodes = ExpandHostList(key);
+        if (!nodes.ok()) return ParameterError(parameter, std::string(nodes.status().message()));
+        for (const std::string& node : *nodes) out.by_name_[node] = count;
+      }
+    }
+    return out;
+  }
+  [[nodiscard]] std::optional<int32_t> Find(const std::string& node, const std::string& partition) const {
+    if (auto it = by_name_.find(node); it != by_name_.end()) return it->second;
+    if (auto it = by_name_.find(partition); it != by_name_.end()) return it->second;
+    return every_;
+  }
+
+ private:
+  std::map<std::string, int32_t, std::less<>> by_name_;
+  std::optional<int32_t> every_;
+};
+
+// Who holds a GPU: until when, how much of it, which job (index in the kept rows).
+struct Hold {
+  int64_t end;
+  double share;
+  size_t job;
 };
 
 }  // namespace
 
-absl::StatusOr<SacctResult> ParseSacct(std::string_view text, std::string_view source, const SacctOptions& options) {
-  if (!(options.util >= 0 && options.util <= 1)) return ParameterError("util", "must be in [0, 1]");
-  SacctResult out;
-  std::vector<std::string> header;
-  int c_id = -1, c_user = -1, c_account = -1, c_start = -1, c_end = -1, c_nodes = -1, c_tres = -1, c_gres = -1;
-  std::vector<SacctJob> jobs;
-  StringEncoder wc, wj, wu, wp;
-  GPUCOST_RETURN_IF_ERROR(ForEachLine(text, [&](int64_t line_no, std::string_view line) -> absl::Status {
-    std::vector<std::string_view> cells = Split(line, '|');
-    if (header.empty()) {
-      for (std::string_view c : cells) header.emplace_back(Trim(c));
-      auto find = [&](std::string_view name) {
-        for (size_t i = 0; i < header.size(); ++i) {
-          if (header[i] == name) return static_cast<int>(i);
-        }
-        return -1;
-      };
-      c_id = find("JobID");
-      c_user = find("User");
-      c_account = find("Account");
-      c_start = find("Start");
-      c_end = find("End");
-      c_nodes = find("NodeList");
-      c_tres = find("AllocTRES");
-      for (const char* g : {"Gres", "AllocGRES", "GRES"}) {
-        if (c_gres < 0) c_gres = find(g);
+absl::StatusOr<SlurmGres> ParseSlurmGres(std::string_view cell) {
+  SlurmGres out;
+  GresSum gpu, shard, mps;
+  bool totals = false, per_node = false;
+  for (std::string_view item : GresItems(cell)) {
+    std::string_view core = item, suffix;
+    if (const size_t open = item.find('('); open != std::string_view::npos) {
+      core = Trim(item.substr(0, open));
+      suffix = item.substr(open);
+    }
+    std::string_view name;
+    std::string_view type;
+    int64_t count = 1;
+    bool total = false;
+    if (const size_t eq = core.find('='); eq != std::string_view::npos) {  // TRES: gres/NAME[:TYPE]=N
+      std::string_view key = core.substr(0, eq);
+      if (key.substr(0, 5) != "gres/") continue;
+      key.remove_prefix(5);
+      const size_t colon = key.find(':');
+      name = key.substr(0, colon);
+      if (colon != std::string_view::npos) type = key.substr(colon + 1);
+      if (name != "gpu" && name != "shard" && name != "mps") continue;
+      if (!ParseNumber(Trim(core.substr(eq + 1)), &count) || count < 0) {
+        return absl::InvalidArgumentError(absl::StrCat("'", A(item), "' is not a count"));
       }
-      for (auto [col, what] : {std::pair{c_id, "JobID"}, {c_user, "User"}, {c_account, "Account"},
-                               {c_start, "Start"}, {c_end, "End"}, {c_nodes, "NodeList"}, {c_tres, "AllocTRES"}}) {
-        if (col < 0) return LineError(source, line_no, what, "missing from the header (sacct --parsable2 -o ...)");
-      }
-      return absl::OkStatus();
-    }
-    // --parsable (not 2) ends every line with a '|'.
-    if (cells.size() == header.size() + 1 && cells.back().empty()) cells.pop_back();
-    if (cells.size() != header.size()) {
-      return LineError(source, line_no, header.back(),
-                       absl::StrCat(cells.size(), " fields where the header has ", header.size()));
-    }
-    const std::string_view id = Trim(cells[c_id]);
-    if (id.empty()) return LineError(source, line_no, "JobID", "empty");
-    if (id.find('.') != std::string_view::npos) {
-      ++out.steps_skipped;
-      return absl::OkStatus();
-    }
-    wc.Add(id);
-    wj.Add(id);
-    const std::string_view user = Trim(cells[c_user]), account = Trim(cells[c_account]);
-    if (user.empty()) wu.AddNull(); else wu.Add(user);
-    if (account.empty()) wp.AddNull(); else wp.Add(account);
-    // GPUs from AllocTRES: gres/gpu=N (a typed gres/gpu:a100=N counts too when untyped is absent).
-    int64_t gpus = 0, typed = 0;
-    for (std::string_view item : Split(Trim(cells[c_tres]), ',')) {
-      const size_t eq = item.find('=');
-      if (eq == std::string_view::npos) continue;
-      const std::string_view key = item.substr(0, eq), value = item.substr(eq + 1);
-      if (key == "gres/gpu" || key.substr(0, 9) == "gres/gpu:") {
+      total = true;
+    } else {  // GRES: [gres/|gres:]NAME[:TYPE][:N]
+      std::string_view rest = core;
+      if (rest.substr(0, 5) == "gres/" || rest.substr(0, 5) == "gres:") rest.remove_prefix(5);
+      std::vector<std::string_view> parts = Split(rest, ':');
+      name = parts[0];
+      if (name != "gpu" && name != "shard" && name != "mps") continue;
+      if (parts.size() >= 2) {
         int64_t n;
-        if (!ParseNumber(value, &n) || n < 0) {
-          return LineError(source, line_no, "AllocTRES", absl::StrCat("'", A(item), "' is not a GPU count"));
+        if (ParseNumber(parts.back(), &n)) {
+          if (n < 0) return absl::InvalidArgumentError(absl::StrCat("'", A(item), "' is not a count"));
+          count = n;
+          parts.pop_back();
         }
-        (key == "gres/gpu" ? gpus : typed) += n;
+        if (parts.size() >= 2) type = parts[1];
       }
     }
-    if (gpus == 0) gpus = typed;
-    const std::string_view start_s = Trim(cells[c_start]), end_s = Trim(cells[c_end]);
-    if (gpus == 0) {
-      ++out.jobs_without_gpus;
-      return absl::OkStatus();
-    }
-    if (start_s == "Unknown" || start_s == "None" || start_s.empty()) {
-      ++out.jobs_not_started;
-      return absl::OkStatus();
-    }
-    SacctJob job;
-    job.line = line_no;
-    job.id = std::string(id);
-    job.gpus = gpus;
-    absl::StatusOr<int64_t> start = ParseSacctTime(start_s, options.tz);
-    if (!start.ok()) {
-      if (start.status().message().substr(0, 10) == "parameter ") return start.status();
-      return LineError(source, line_no, "Start", std::string(start.status().message()));
-    }
-    job.start = *start;
-    if (end_s == "Unknown" || end_s == "None" || end_s.empty()) {
-      if (options.now_ns == INT64_MIN) {
-        return LineError(source, line_no, "End", "the job is still running: pass `now` to charge it until then");
-      }
-      job.end = options.now_ns;
+    (total ? totals : per_node) = true;
+    GresSum& sum = name == "gpu" ? gpu : name == "shard" ? shard : mps;
+    if (count > (int64_t{1} << 40)) return absl::InvalidArgumentError(absl::StrCat("'", A(item), "': count too large"));
+    if (type.empty()) {
+      sum.untyped += count;
+      sum.has_untyped = true;
     } else {
-      absl::StatusOr<int64_t> end = ParseSacctTime(end_s, options.tz);
-      if (!end.ok()) return LineError(source, line_no, "End", std::string(end.status().message()));
-      job.end = *end;
+      sum.typed += count;
     }
-    if (job.end < job.start) return LineError(source, line_no, "End", "before Start");
-    absl::StatusOr<std::vector<std::string>> nodes = ExpandHostList(Trim(cells[c_nodes]));
-    if (!nodes.ok()) return LineError(source, line_no, "NodeList", std::string(nodes.status().message()));
-    if (nodes->empty() || (*nodes)[0] == "None assigned") {
-      return LineError(source, line_no, "NodeList", "no node for a started job");
+    if (const size_t idx = suffix.find("IDX:"); idx != std::string_view::npos) {
+      const size_t close = suffix.find(')', idx);
+      if (close == std::string_view::npos || !ParseIndexList(suffix.substr(idx + 4, close - idx - 4), &out.indices)) {
+        return absl::InvalidArgumentError(absl::StrCat("'", A(item), "': bad IDX list"));
+      }
     }
-    job.nodes = std::move(*nodes);
-    if (job.gpus % static_cast<int64_t>(job.nodes.size()) != 0) {
-      return LineError(source, line_no, "AllocTRES",
-                       absl::StrCat(job.gpus, " GPUs do not divide evenly over ", job.nodes.size(), " nodes"));
-    }
-    if (c_gres >= 0) {
-      const std::string_view g = cells[c_gres];
-      const size_t idx = g.find("IDX:");
-      if (idx != std::string_view::npos) {
-        const size_t close = g.find(')', idx);
-        if (close == std::string_view::npos || !ParseIndexList(g.substr(idx + 4, close - idx - 4), &job.indices)) {
-          return LineError(source, line_no, header[c_gres], absl::StrCat("'", A(g), "': bad IDX list"));
+  }
+  if (totals && per_node) {
+    return absl::InvalidArgumentError(absl::StrCat("'", A(cell), "' mixes totals (gres/NAME=N) and per-node counts"));
+  }
+  out.gpus = gpu.value();
+  out.shards = shard.value();
+  out.mps = mps.value();
+  out.per_node = per_node;
+  return out;
+}
+
+absl::StatusOr<SacctResult> ParseSacct(std::string_view text, std::string_view source, const SacctOptions& options) {
+  const SacctInput input{text, source};
+  return ParseSacct(std::span<const SacctInput>(&input, 1), options);
+}
+
+absl::StatusOr<SacctResult> ParseSacct(std::span<const SacctInput> inputs, const SacctOptions& options) {
+  if (!(options.util >= 0 && options.util <= 1)) return ParameterError("util", "must be in [0, 1]");
+  GPUCOST_ASSIGN_OR_RETURN(const CountsPerGpu shards_per_gpu,
+                           CountsPerGpu::Make(options.shards_per_gpu, "shards_per_gpu"));
+  GPUCOST_ASSIGN_OR_RETURN(const CountsPerGpu mps_per_gpu, CountsPerGpu::Make(options.mps_per_gpu, "mps_per_gpu"));
+  std::map<std::string, int32_t, std::less<>> gpus_of;  // node -> GPU count (node_gpus)
+  for (const auto& [node, count] : options.node_gpus) {
+    if (count < 0) return ParameterError("node_gpus", absl::StrCat("node ", node, ": negative GPU count"));
+    gpus_of[node] = count;
+  }
+  SacctResult out;
+  std::vector<SacctRow> rows;
+
+  // 1. Every job row of every export.
+  for (size_t in = 0; in < inputs.size(); ++in) {
+    const std::string_view source = inputs[in].source;
+    std::vector<std::string> header;
+    int c_id = -1, c_raw = -1, c_user = -1, c_account = -1, c_partition = -1, c_start = -1, c_end = -1, c_nodes = -1,
+        c_tres = -1, c_req = -1, c_gres = -1;
+    GPUCOST_RETURN_IF_ERROR(ForEachLine(inputs[in].text, [&](int64_t line_no, std::string_view line) -> absl::Status {
+      std::vector<std::string_view> cells = Split(line, '|');
+      if (header.empty()) {
+        for (std::string_view c : cells) header.emplace_back(Trim(c));
+        auto find = [&](std::string_view name) {
+          for (size_t i = 0; i < header.size(); ++i) {
+            if (header[i] == name) return static_cast<int>(i);
+          }
+          return -1;
+        };
+        c_id = find("JobID");
+        c_raw = find("JobIDRaw");
+        c_user = find("User");
+        c_account = find("Account");
+        c_partition = find("Partition");
+        c_start = find("Start");
+        c_end = find("End");
+        c_nodes = find("NodeList");
+        c_tres = find("AllocTRES");
+        c_req = find("ReqTRES");
+        for (const char* g : {"AllocGRES", "Gres", "GRES", "TresPerNode", "ReqGRES"}) {
+          if (c_gres < 0) c_gres = find(g);
         }
-        if (static_cast<int64_t>(job.indices.size()) * static_cast<int64_t>(job.nodes.size()) != job.gpus) {
-          return LineError(source, line_no, header[c_gres], "IDX list does not match the GPU count");
+        for (auto [col, what] : {std::pair{c_id, "JobID"}, {c_user, "User"}, {c_account, "Account"},
+                                 {c_start, "Start"}, {c_end, "End"}, {c_nodes, "NodeList"}, {c_tres, "AllocTRES"}}) {
+          if (col < 0) return LineError(source, line_no, what, "missing from the header (sacct --parsable2 -o ...)");
+        }
+        return absl::OkStatus();
+      }
+      // --parsable (not 2) ends every line with a '|'.
+      if (cells.size() == header.size() + 1 && cells.back().empty()) cells.pop_back();
+      if (cells.size() != header.size()) {
+        return LineError(source, line_no, header.back(),
+                         absl::StrCat(cells.size(), " fields where the header has ", header.size()));
+      }
+      if (Trim(cells[c_id]) == "JobID" && Trim(cells[c_tres]) == "AllocTRES") return absl::OkStatus();  // appended export
+      const std::string_view id = Trim(cells[c_id]);
+      if (id.empty()) return LineError(source, line_no, "JobID", "empty");
+      if (id.find('.') != std::string_view::npos) {
+        ++out.steps_skipped;
+        return absl::OkStatus();
+      }
+      SacctRow row;
+      row.input = in;
+      row.line = line_no;
+      row.id = std::string(id);
+      row.key = c_raw >= 0 && !Trim(cells[c_raw]).empty() ? std::string(Trim(cells[c_raw])) : row.id;
+      row.user = std::string(Trim(cells[c_user]));
+      row.account = std::string(Trim(cells[c_account]));
+      if (c_partition >= 0) row.partition = std::string(Trim(cells[c_partition]));
+      row.start_text = std::string(Trim(cells[c_start]));
+      row.end_text = std::string(Trim(cells[c_end]));
+      row.nodes_text = std::string(Trim(cells[c_nodes]));
+      // What it holds: AllocTRES, else ReqTRES, else a GRES column.
+      for (int col : {c_tres, c_req, c_gres}) {
+        if (col < 0) continue;
+        absl::StatusOr<SlurmGres> g = ParseSlurmGres(cells[col]);
+        if (!g.ok()) return LineError(source, line_no, header[col], std::string(g.status().message()));
+        if (g->any()) {
+          row.gres = std::move(*g);
+          row.gres_column = header[col];
+          break;
+        }
+      }
+      if (row.gres.indices.empty() && c_gres >= 0 && row.gres_column != header[c_gres]) {
+        absl::StatusOr<SlurmGres> g = ParseSlurmGres(cells[c_gres]);  // IDX beside AllocTRES's counts
+        if (!g.ok()) return LineError(source, line_no, header[c_gres], std::string(g.status().message()));
+        row.gres.indices = std::move(g->indices);
+      }
+      const bool gpu_job = row.gres.any();
+      const std::string_view start_s = row.start_text, end_s = row.end_text;
+      row.started = !(start_s == "Unknown" || start_s == "None" || start_s.empty());
+      if (row.started) {
+        absl::StatusOr<int64_t> start = ParseSacctTime(start_s, options.tz);
+        if (!start.ok()) {
+          if (!gpu_job) {
+            row.started = false;  // nothing to charge: its time does not matter
+          } else {
+            if (start.status().message().substr(0, 10) == "parameter ") return start.status();
+            return LineError(source, line_no, "Start", std::string(start.status().message()));
+          }
+        } else {
+          row.start = *start;
+        }
+      }
+      if (row.started) {
+        if (end_s == "Unknown" || end_s == "None" || end_s.empty()) {
+          row.running = true;
+          if (options.now_ns == INT64_MIN) {
+            if (gpu_job) {
+              return LineError(source, line_no, "End", "the job is still running: pass `now` to charge it until then");
+            }
+            row.end = row.start;
+          } else {
+            row.end = options.now_ns;
+          }
+        } else {
+          absl::StatusOr<int64_t> end = ParseSacctTime(end_s, options.tz);
+          if (!end.ok()) {
+            if (gpu_job) return LineError(source, line_no, "End", std::string(end.status().message()));
+            row.end = row.start;
+          } else {
+            row.end = *end;
+          }
+        }
+        if (row.end < row.start) {
+          if (gpu_job) return LineError(source, line_no, "End", "before Start");
+          row.end = row.start;
+        }
+        absl::StatusOr<std::vector<std::string>> nodes = ExpandHostList(row.nodes_text);
+        if (nodes.ok() && !nodes->empty() && (*nodes)[0] != "None assigned") {
+          row.nodes = std::move(*nodes);
+        } else if (gpu_job) {
+          if (!nodes.ok()) return LineError(source, line_no, "NodeList", std::string(nodes.status().message()));
+          return LineError(source, line_no, "NodeList", "no node for a started job");
+        }
+      }
+      if (gpu_job && row.started) {
+        const int64_t n = static_cast<int64_t>(row.nodes.size());
+        SlurmGres& g = row.gres;
+        if (!g.per_node) {  // totals over the nodes -> per node
+          for (int64_t* c : {&g.gpus, &g.shards, &g.mps}) {
+            if (*c % n != 0) {
+              return LineError(source, line_no, row.gres_column,
+                               absl::StrCat(*c, " ", c == &g.gpus ? "GPUs" : c == &g.shards ? "shards" : "MPS units",
+                                            " do not divide evenly over ", n, " nodes"));
+            }
+            *c /= n;
+          }
+          g.per_node = true;
+        }
+        if (!g.indices.empty()) {
+          const size_t want = g.shards > 0 || g.mps > 0 ? 1 : static_cast<size_t>(g.gpus);
+          if (g.indices.size() != want) {
+            return LineError(source, line_no, c_gres >= 0 ? header[c_gres] : row.gres_column,
+                             "IDX list does not match the GPU count");
+          }
+        }
+      }
+      rows.push_back(std::move(row));
+      return absl::OkStatus();
+    }));
+    if (header.empty()) return TableError(source, "empty (no header line)");
+  }
+
+  // 2. One row per run (see the rule in io/hosts.h).
+  {
+    absl::flat_hash_map<std::string, std::vector<size_t>> by_key;
+    std::vector<const std::string*> keys;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      auto [it, fresh] = by_key.try_emplace(rows[i].key);
+      if (fresh) keys.push_back(&it->first);
+      it->second.push_back(i);
+    }
+    std::set<std::string> repeated, superseded;
+    for (const std::string* key : keys) {
+      std::vector<size_t>& group = by_key[*key];
+      if (group.size() < 2) continue;
+      std::vector<size_t> kept;
+      for (size_t i : group) {
+        bool same = false;
+        for (size_t k : kept) same = same || SameMeaning(rows[k], rows[i]);
+        if (same) {
+          rows[i].kept = false;
+          ++out.rows_repeated;
+          repeated.insert(rows[i].id);
+        } else {
+          kept.push_back(i);
+        }
+      }
+      if (kept.size() < 2) continue;
+      auto drop = [&](size_t i) {
+        rows[i].kept = false;
+        ++out.rows_superseded;
+        superseded.insert(rows[i].id);
+      };
+      // A run supersedes the same job's rows that never started; of those alone, the last read stands.
+      std::vector<size_t> runs, pending;
+      for (size_t i : kept) (rows[i].started ? runs : pending).push_back(i);
+      const size_t keep_pending = runs.empty() ? 1 : 0;
+      for (size_t n = 0; n + keep_pending < pending.size(); ++n) drop(pending[n]);
+      std::stable_sort(runs.begin(), runs.end(), [&](size_t a, size_t b) { return rows[a].start < rows[b].start; });
+      std::vector<size_t> distinct;
+      for (size_t i : runs) {
+        if (!distinct.empty() && rows[distinct.back()].start == rows[i].start) {
+          if (LaterState(rows[i], rows[distinct.back()])) {
+            drop(distinct.back());
+            distinct.back() = i;
+          } else {
+            drop(i);
+          }
+        } else {
+          distinct.push_back(i);
+        }
+      }
+      for (size_t n = 0; n + 1 < distinct.size(); ++n) {
+        SacctRow& run = rows[distinct[n]];
+        const int64_t next = rows[distinct[n + 1]].start;
+        if (run.end > next) {
+          run.end = next;
+          ++out.runs_cut;
+          superseded.insert(run.id);
         }
       }
     }
-    jobs.push_back(std::move(job));
-    return absl::OkStatus();
-  }));
-  if (header.empty()) return TableError(source, "empty (no header line)");
-  out.workloads.consumer = wc.Finish();
-  out.workloads.label_names = {"job", "user", "project"};
-  out.workloads.labels.push_back(wj.Finish());
-  out.workloads.labels.push_back(wu.Finish());
-  out.workloads.labels.push_back(wp.Finish());
+    out.repeated_jobs.assign(repeated.begin(), repeated.end());
+    out.superseded_jobs.assign(superseded.begin(), superseded.end());
+  }
 
-  // Device indices: given, or assigned in start order, lowest free index first.
-  std::vector<size_t> order(jobs.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return jobs[a].start < jobs[b].start; });
-  std::map<std::string, std::vector<int64_t>> busy_until;  // node -> per device
+  // 3. Workloads (one row per JobID, the last row read wins) and the jobs to place.
+  std::vector<size_t> jobs;  // kept rows that held GPUs
+  {
+    std::map<std::string, size_t> last;  // JobID -> row
+    std::vector<std::string> order;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      if (!rows[i].kept) continue;
+      auto [it, fresh] = last.try_emplace(rows[i].id, i);
+      if (fresh) order.push_back(rows[i].id);
+      it->second = i;
+    }
+    StringEncoder wc, wj, wu, wp;
+    for (const std::string& id : order) {
+      const SacctRow& row = rows[last[id]];
+      wc.Add(row.id);
+      wj.Add(row.id);
+      if (row.user.empty()) wu.AddNull(); else wu.Add(row.user);
+      if (row.account.empty()) wp.AddNull(); else wp.Add(row.account);
+    }
+    out.workloads.consumer = wc.Finish();
+    out.workloads.label_names = {"job", "user", "project"};
+    out.workloads.labels.push_back(wj.Finish());
+    out.workloads.labels.push_back(wu.Finish());
+    out.workloads.labels.push_back(wp.Finish());
+  }
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const SacctRow& row = rows[i];
+    if (!row.kept) continue;
+    if (!row.gres.any()) {
+      ++out.jobs_without_gpus;
+      bool gpu_node = false;
+      for (const std::string& node : row.nodes) {
+        auto c = gpus_of.find(node);
+        gpu_node = gpu_node || (c != gpus_of.end() && c->second > 0);
+      }
+      if (row.started && gpu_node && row.end > row.start) {
+        out.jobs_unknown_gpus.push_back({.source = std::string(inputs[row.input].source), .line = row.line,
+                                         .job = row.id, .user = row.user, .account = row.account,
+                                         .partition = row.partition, .nodes = row.nodes, .start = row.start,
+                                         .end = row.end});
+      }
+      continue;
+    }
+    if (!row.started) {
+      ++out.jobs_not_started;
+      continue;
+    }
+    if (row.gres.shards > 0 || row.gres.mps > 0) ++out.shared_jobs;
+    jobs.push_back(i);
+  }
+
+  // 4. Devices: given (IDX), or assigned in start order, lowest free index first; a
+  // shard or MPS job shares the lowest GPU with room that no whole-GPU job holds.
+  std::stable_sort(jobs.begin(), jobs.end(), [&](size_t a, size_t b) { return rows[a].start < rows[b].start; });
+  std::map<std::string, std::vector<std::vector<Hold>>> holds;  // node -> per device
   std::map<std::pair<std::string, int32_t>, std::vector<std::pair<int64_t, int64_t>>> held;  // for free time
   StringEncoder resources, consumers;
   UsageSamples& u = out.samples;
-  for (size_t oi : order) {
-    const SacctJob& job = jobs[oi];
-    const int64_t per_node = job.gpus / static_cast<int64_t>(job.nodes.size());
+  for (size_t ji : jobs) {
+    const SacctRow& job = rows[ji];
+    const std::string_view source = inputs[job.input].source;
+    const SlurmGres& g = job.gres;
+    const bool shared = g.shards > 0 || g.mps > 0;
     for (const std::string& node : job.nodes) {
-      std::vector<int32_t> devices = job.indices;
-      std::vector<int64_t>& busy = busy_until[node];
-      if (devices.empty()) {
-        for (int32_t d = 0; static_cast<int64_t>(devices.size()) < per_node; ++d) {
-          if (options.gpus_per_node.has_value() && d >= *options.gpus_per_node) {
-            return LineError(source, job.line, "AllocTRES",
-                             absl::StrCat("node ", node, " has no free GPU left for job ", job.id, " (gpus_per_node ",
-                                          *options.gpus_per_node, ")"));
+      double share = 1.0;
+      if (shared) {
+        share = 0;
+        if (g.shards > 0) {
+          const std::optional<int32_t> per_gpu = shards_per_gpu.Find(node, job.partition);
+          if (!per_gpu.has_value()) {
+            return LineError(source, job.line, job.gres_column,
+                             absl::StrCat("job ", job.id, " holds ", g.shards, " shard(s) (gres/shard) on node ", node,
+                                          ", which has no shards-per-GPU count: give shards_per_gpu for node ", node,
+                                          job.partition.empty() ? "" : absl::StrCat(", partition ", job.partition),
+                                          " or every node (\"*\")"));
           }
-          if (static_cast<size_t>(d) >= busy.size()) busy.resize(d + 1, INT64_MIN);
-          if (busy[d] <= job.start) devices.push_back(d);
+          share += static_cast<double>(g.shards) / *per_gpu;
+        }
+        if (g.mps > 0) share += static_cast<double>(g.mps) / mps_per_gpu.Find(node, job.partition).value_or(100);
+        if (share > 1 + 1e-9) {
+          return LineError(source, job.line, job.gres_column,
+                           absl::StrCat("job ", job.id, " holds ", share,
+                                        " GPUs' worth of shards/MPS on node ", node,
+                                        ": more than one GPU (a shared job holds part of one GPU per node; check "
+                                        "shards_per_gpu / mps_per_gpu for ", node, ")"));
+        }
+      }
+      std::optional<int32_t> count = options.gpus_per_node;
+      const char* count_from = "gpus_per_node";
+      if (auto c = gpus_of.find(node); c != gpus_of.end()) {
+        count = c->second;
+        count_from = "node_gpus";
+      }
+      std::vector<std::vector<Hold>>& devs = holds[node];
+      auto active = [&](int32_t d, double* used, bool* whole) {
+        *used = 0;
+        *whole = false;
+        if (static_cast<size_t>(d) >= devs.size()) return;
+        std::vector<Hold>& h = devs[d];
+        std::erase_if(h, [&](const Hold& x) { return x.end <= job.start; });
+        for (const Hold& x : h) {
+          *used += x.share;
+          *whole = *whole || x.share >= 1.0;
+        }
+      };
+      auto full = [&](int32_t wanted) -> absl::Status {
+        std::set<std::string> holders;
+        for (const auto& h : devs) {
+          for (const Hold& x : h) {
+            if (x.end > job.start) holders.insert(rows[x.job].id);
+          }
+        }
+        std::vector<std::string> ids(holders.begin(), holders.end());
+        return LineError(source, job.line, job.gres_column,
+                         absl::StrCat("job ", job.id, " needs ", shared ? "a share of a GPU" : absl::StrCat(wanted, " GPU(s)"),
+                                      " of node ", node, " at ", FormatUtc(job.start), ", but node ", node, " has ",
+                                      *count, " GPUs (", count_from, ")",
+                                      ids.empty() ? "" : absl::StrCat(", held then by job(s) ", SomeIds(ids)),
+                                      ": jobs overlap beyond the node's GPUs (a job read twice under two ids, "
+                                      "exports of two clusters, or a wrong GPU count)"));
+      };
+      std::vector<int32_t> devices = g.indices;
+      if (!devices.empty()) {
+        for (int32_t d : devices) {
+          if (count.has_value() && d >= *count) {
+            return LineError(source, job.line, job.gres_column,
+                             absl::StrCat("job ", job.id, " uses GPU index ", d, " of node ", node, ", which has ",
+                                          *count, " GPUs (", count_from, ")"));
+          }
+        }
+      } else {
+        const int32_t wanted = shared ? 1 : static_cast<int32_t>(g.gpus);
+        for (int32_t d = 0; static_cast<int32_t>(devices.size()) < wanted; ++d) {
+          if (count.has_value() && d >= *count) return full(wanted);
+          if (d > 100000) return LineError(source, job.line, job.gres_column, "too many GPUs on one node");
+          double used;
+          bool whole;
+          active(d, &used, &whole);
+          if (shared ? (!whole && used + share <= 1 + 1e-9) : used == 0) devices.push_back(d);
         }
         out.gpus_assigned_in_order += static_cast<int64_t>(devices.size());
       }
       for (int32_t d : devices) {
-        if (static_cast<size_t>(d) >= busy.size()) busy.resize(d + 1, INT64_MIN);
-        busy[d] = std::max(busy[d], job.end);
+        if (static_cast<size_t>(d) >= devs.size()) devs.resize(d + 1);
+        devs[d].push_back({job.end, share, ji});
         if (job.end == job.start) continue;
         u.timestamp.push_back(job.start);
         resources.Add(node);
         u.device.push_back(d);
         consumers.Add(job.id);
-        u.share.push_back(1.0);
+        u.share.push_back(share);
         u.util.push_back(options.util);
         u.mem_used.push_back(0.0);
         u.duration.push_back(job.end - job.start);
@@ -892,31 +1298,16 @@ absl::StatusOr<SacctResult> ParseSacct(std::string_view text, std::string_view s
     }
   }
   if (!options.node_gpus.empty()) {
+    for (const auto& entry : holds) {
+      if (!gpus_of.contains(entry.first)) ++out.nodes_without_gpu_count;
+    }
+  }
+  if (!options.node_gpus.empty() && (options.range_start_ns != 0 || options.range_end_ns != 0)) {
     if (!(options.range_end_ns > options.range_start_ns)) {
       return ParameterError("end", "the accounting range must end after it starts");
     }
-    std::map<std::string, int32_t> count_of;
-    for (const auto& [node, count] : options.node_gpus) {
-      if (count < 0) return ParameterError("node_gpus", absl::StrCat("node ", node, ": negative GPU count"));
-      count_of[node] = count;
-    }
-    for (const auto& [node, busy] : busy_until) {
-      auto c = count_of.find(node);
-      if (c == count_of.end()) {
-        ++out.nodes_without_gpu_count;
-        continue;
-      }
-      if (static_cast<int64_t>(busy.size()) > c->second) {
-        for (const SacctJob& job : jobs) {
-          if (std::find(job.nodes.begin(), job.nodes.end(), node) == job.nodes.end()) continue;
-          return LineError(source, job.line, "AllocTRES",
-                           absl::StrCat("node ", node, " has ", c->second, " GPUs (node_gpus) but its jobs used ",
-                                        busy.size()));
-        }
-      }
-    }
     // Free stretches: the range minus the union of each GPU's jobs.
-    for (const auto& entry : count_of) {
+    for (const auto& entry : gpus_of) {
       // Not a structured binding: clang 14 cannot capture one in the lambda below.
       const auto& node = entry.first;
       const int32_t count = entry.second;
@@ -948,6 +1339,104 @@ absl::StatusOr<SacctResult> ParseSacct(std::string_view text, std::string_view s
   }
   u.resource_id = resources.Finish();
   u.consumer = consumers.Finish();
+  return out;
+}
+
+absl::StatusOr<SlurmEvents> ParseSlurmEvents(std::string_view text, std::string_view source,
+                                             const SlurmEventsOptions& options) {
+  SlurmEvents out;
+  std::vector<std::string> header;
+  int c_node = -1, c_start = -1, c_end = -1, c_state = -1, c_reason = -1;
+  GPUCOST_RETURN_IF_ERROR(ForEachLine(text, [&](int64_t line_no, std::string_view line) -> absl::Status {
+    std::vector<std::string_view> cells = Split(line, '|');
+    if (header.empty()) {
+      for (std::string_view c : cells) header.emplace_back(Trim(c));
+      auto find = [&](std::initializer_list<std::string_view> names) {
+        for (std::string_view name : names) {
+          for (size_t i = 0; i < header.size(); ++i) {
+            if (absl::EqualsIgnoreCase(A(header[i]), A(name))) return static_cast<int>(i);
+          }
+        }
+        return -1;
+      };
+      c_node = find({"NodeName"});
+      c_start = find({"TimeStart", "Start"});
+      c_end = find({"TimeEnd", "End"});
+      c_state = find({"State"});
+      c_reason = find({"Reason"});
+      if (c_node < 0) {
+        return LineError(source, line_no, "NodeName",
+                         "missing from the header (sacctmgr show event -P format=NodeName,TimeStart,TimeEnd,State,"
+                         "Reason)");
+      }
+      if (c_start < 0) return LineError(source, line_no, "TimeStart", "missing from the header");
+      return absl::OkStatus();
+    }
+    // --parsable (not -P) ends every line with a '|'; a Reason holding '|' gives more fields.
+    if (cells.size() == header.size() + 1 && cells.back().empty()) cells.pop_back();
+    if (cells.size() > header.size() && c_reason >= 0) {
+      const size_t extra = cells.size() - header.size();
+      const char* begin = cells[c_reason].data();
+      const char* end = cells[c_reason + extra].data() + cells[c_reason + extra].size();
+      cells[c_reason] = std::string_view(begin, static_cast<size_t>(end - begin));
+      cells.erase(cells.begin() + c_reason + 1, cells.begin() + c_reason + 1 + static_cast<std::ptrdiff_t>(extra));
+    }
+    if (cells.size() != header.size()) {
+      return LineError(source, line_no, header.back(),
+                       absl::StrCat(cells.size(), " fields where the header has ", header.size()));
+    }
+    if (absl::EqualsIgnoreCase(A(Trim(cells[c_start])), A(header[c_start]))) return absl::OkStatus();  // appended
+    const std::string_view nodes_text = Trim(cells[c_node]);
+    // A cluster event names no node (its ClusterNodes are the cluster's nodes, not down ones).
+    if (nodes_text.empty()) {
+      ++out.cluster_events;
+      return absl::OkStatus();
+    }
+    const std::string_view state = c_state >= 0 ? Trim(cells[c_state]) : std::string_view();
+    if (!StateListed(state, options.states)) {
+      ++out.other_states;
+      return absl::OkStatus();
+    }
+    const std::string_view start_s = Trim(cells[c_start]);
+    absl::StatusOr<int64_t> start = ParseSacctTime(start_s, options.tz);
+    if (!start.ok()) {
+      if (start.status().message().substr(0, 10) == "parameter ") return start.status();
+      return LineError(source, line_no, header[c_start], std::string(start.status().message()));
+    }
+    int64_t end_ns;
+    const std::string_view end_s = c_end >= 0 ? Trim(cells[c_end]) : std::string_view();
+    if (end_s.empty() || end_s == "Unknown" || end_s == "None") {
+      if (options.now_ns == INT64_MIN) {
+        return LineError(source, line_no, c_end >= 0 ? header[c_end] : "TimeEnd",
+                         "the event is still going on (no end): pass `now` to end it then");
+      }
+      end_ns = options.now_ns;
+      ++out.ongoing;
+    } else {
+      absl::StatusOr<int64_t> end = ParseSacctTime(end_s, options.tz);
+      if (!end.ok()) return LineError(source, line_no, header[c_end], std::string(end.status().message()));
+      end_ns = *end;
+    }
+    if (end_ns <= *start) {
+      ++out.empty;
+      return absl::OkStatus();
+    }
+    absl::StatusOr<std::vector<std::string>> nodes = ExpandHostList(nodes_text);
+    if (!nodes.ok()) {
+      return LineError(source, line_no, header[c_node], std::string(nodes.status().message()));
+    }
+    const std::string_view reason = c_reason >= 0 ? Trim(cells[c_reason]) : std::string_view();
+    for (std::string& node : *nodes) {
+      out.node.push_back(std::move(node));
+      out.start.push_back(*start);
+      out.end.push_back(end_ns);
+      out.state.emplace_back(state);
+      out.reason.emplace_back(reason);
+      out.line.push_back(line_no);
+    }
+    return absl::OkStatus();
+  }));
+  if (header.empty()) return TableError(source, "empty (no header line)");
   return out;
 }
 

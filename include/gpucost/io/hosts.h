@@ -7,7 +7,10 @@
 //   `--query-compute-apps=timestamp,gpu_uuid,pid,used_memory --format=csv`.
 //   Timestamps are host-local `YYYY/MM/DD HH:MM:SS.mmm`, read in a named
 //   time zone.
-// - Slurm `sacct --parsable2` output: jobs, their nodes and `gres/gpu=N`.
+// - Slurm `sacct --parsable2` output: jobs, their nodes and what they hold
+//   (`gres/gpu=N`, shares of a GPU by `gres/shard` and `gres/mps`), one or
+//   several exports read as one (repeated rows dropped, requeues kept).
+// - Slurm node events (`sacctmgr show event -P`): down time per node.
 //
 // Example:
 //   GPUCOST_ASSIGN_OR_RETURN(auto gpus, gpucost::ParseNvidiaSmiGpus(text, "gpu.csv", "Europe/Paris"));
@@ -18,6 +21,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -123,6 +127,28 @@ struct NvidiaSmiUsage {
 // sacct --parsable2 (with its header line). Job steps (JobID with a '.')
 // are skipped and counted; jobs that never started give workloads but no
 // samples; a running job (End "Unknown") is charged until `now_ns`.
+//
+// What a job holds, per node, from the first of its columns that names GPUs:
+// AllocTRES, then ReqTRES, then a Gres/AllocGRES/ReqGRES/TresPerNode column
+// (ParseSlurmGres): whole GPUs (`gres/gpu`), shards (`gres/shard`: a share
+// of one GPU, shards / the node's shards per GPU) or MPS (`gres/mps`: MPS
+// units / the node's MPS units per GPU, 100 unless given). A shard or MPS
+// job holds part of one GPU per node (Slurm's default; more than one GPU's
+// worth is an error naming the job).
+//
+// Several exports are read as one (ParseSacct over `inputs`): a job row is
+// keyed by JobIDRaw (JobID when the export has no JobIDRaw column). The rule
+// for rows of one key:
+// - rows that say the same (same run, nodes, GPUs, user and account) are one
+//   row read twice: all but the first are dropped (`rows_repeated`);
+// - rows of the same Start are one run seen at two moments: the later state
+//   is kept (a finished row over a running one, then the later End, then the
+//   row read last) and the others dropped (`rows_superseded`);
+// - rows of different Starts are runs of a requeued job: each is kept, and
+//   a run still going (or ending) after the next run's Start ends there
+//   (`runs_cut`): one job never holds its GPUs twice at once.
+// A repeated line equal to the header (an export appended to another) is
+// skipped.
 struct SacctOptions {
   std::string tz = "UTC";
   int64_t now_ns = INT64_MIN;  // required when a job is still running
@@ -132,10 +158,34 @@ struct SacctOptions {
   // of these nodes that no job held over part of [range_start_ns,
   // range_end_ns) gets empty-consumer samples for that time (one per free
   // stretch), so free time is idle, not unobserved. A job on a GPU index
-  // beyond its node's count is an error.
+  // beyond its node's count is an error. Without a range, the counts only
+  // bound the placement and name the jobs that ran on GPU nodes without any
+  // GPU (`jobs_unknown_gpus`).
   int64_t range_start_ns = 0;
   int64_t range_end_ns = 0;
   std::vector<std::pair<std::string, int32_t>> node_gpus;
+  // Shared GPUs: gres/shard and gres/mps units per GPU, keyed by node (a
+  // host list such as "gpu[01-04]" names each of its nodes), by partition,
+  // or "*" for every node; a node's own count wins over its partition's,
+  // and that over "*". A shard job on a node with no count is an error
+  // naming the job; MPS counts default to 100 per GPU (a percentage).
+  std::vector<std::pair<std::string, int32_t>> shards_per_gpu;
+  std::vector<std::pair<std::string, int32_t>> mps_per_gpu;
+};
+
+// One export: its text and its name in messages.
+struct SacctInput {
+  std::string_view text;
+  std::string_view source;
+};
+
+// A job named in the result: where it was read and what it ran on.
+struct SacctJobRef {
+  std::string source;
+  int64_t line = 0;
+  std::string job, user, account, partition;
+  std::vector<std::string> nodes;
+  int64_t start = 0, end = 0;  // ns UTC
 };
 
 struct SacctResult {
@@ -147,13 +197,75 @@ struct SacctResult {
   int64_t gpus_assigned_in_order = 0;  // samples whose device index was assigned, not read
   int64_t free_samples = 0;            // empty-consumer samples of GPUs no job held (node_gpus)
   int64_t nodes_without_gpu_count = 0;  // nodes jobs ran on that node_gpus does not list
+  int64_t shared_jobs = 0;              // jobs holding shards or MPS (a share of a GPU)
+  int64_t rows_repeated = 0;            // job rows read twice (the rule above), dropped
+  int64_t rows_superseded = 0;          // rows replaced by a later state of the same run
+  int64_t runs_cut = 0;                 // requeued runs ended at the next run's Start
+  std::vector<std::string> repeated_jobs;    // JobIDs of the rows dropped as repeated, once each
+  std::vector<std::string> superseded_jobs;  // JobIDs of the rows superseded or cut, once each
+  // Started jobs without any GPU, shard or MPS count that ran on a node
+  // node_gpus gives GPUs: what they held cannot be known (sacct without
+  // gres in AccountingStorageTRES), so their time is free GPU time.
+  std::vector<SacctJobRef> jobs_unknown_gpus;
 };
 
 // Expands a Slurm host list: "gpu[01-03,07],login1" -> gpu01 gpu02 gpu03 gpu07 login1.
 [[nodiscard]] absl::StatusOr<std::vector<std::string>> ExpandHostList(std::string_view list);
 
+// What one TRES or GRES cell of sacct asks for, per kind. Items are
+// comma-separated (commas inside parentheses belong to the item):
+// - TRES totals over the job's nodes, `gres/NAME[:TYPE]=N` (AllocTRES,
+//   ReqTRES: "cpu=8,gres/gpu:a100=2,gres/shard=4,mem=64G");
+// - per-node counts, `[gres/]NAME[:TYPE][:N]` with an optional
+//   `(IDX:0-1,3)` or `(S:0-1)` suffix (Gres, AllocGRES, ReqGRES, TresPerNode,
+//   `--gres`: "gpu:a100:2(IDX:0-1)", "gres/shard:2", "mps:50"; no N is 1).
+// An untyped count wins over typed ones of the same name (Slurm lists both);
+// typed ones are summed when it is absent. Other items (cpu, mem, license,
+// gres/gpumem, ...) are ignored.
+struct SlurmGres {
+  int64_t gpus = 0;    // whole GPUs
+  int64_t shards = 0;  // gres/shard units
+  int64_t mps = 0;     // gres/mps units
+  bool per_node = false;  // the counts are per node (GRES form), not totals (TRES form)
+  std::vector<int32_t> indices;  // an IDX list, when given
+  [[nodiscard]] bool any() const { return gpus > 0 || shards > 0 || mps > 0; }
+};
+[[nodiscard]] absl::StatusOr<SlurmGres> ParseSlurmGres(std::string_view cell);
+
+[[nodiscard]] absl::StatusOr<SacctResult> ParseSacct(std::span<const SacctInput> inputs, const SacctOptions& options);
 [[nodiscard]] absl::StatusOr<SacctResult> ParseSacct(std::string_view text, std::string_view source,
                                                      const SacctOptions& options);
+
+// Slurm node events, `sacctmgr show event -P` (or --parsable) with its
+// header line: the default format `Cluster|NodeName|TimeStart|TimeEnd|State|
+// Reason|User` or any format naming NodeName and TimeStart (or Start); TimeEnd (or End), State and Reason are optional. Times are the
+// controller's local time like sacct's (`tz`; an offset or epoch seconds
+// from SLURM_TIME_FORMAT win); an ongoing event (TimeEnd "Unknown", "None" or
+// empty) ends at `now_ns` (an error naming the line without it). NodeName may
+// be a host list ("gpu[01-03]"): one row per node. Cluster events (no node)
+// are skipped and counted; so are events whose state `states` does not
+// list (case-insensitive, compared with the state's words split on '+':
+// "DOWN+DRAIN" matches "drain"), when it lists any. A Reason holding '|'
+// (more fields than the header) keeps its '|'.
+struct SlurmEventsOptions {
+  std::string tz = "UTC";
+  int64_t now_ns = INT64_MIN;
+  std::vector<std::string> states;  // empty: every node event is down time
+};
+
+struct SlurmEvents {
+  std::vector<std::string> node;   // one node per row
+  std::vector<int64_t> start, end;  // ns UTC, start < end
+  std::vector<std::string> state, reason;
+  std::vector<int64_t> line;       // 1-based line of the event
+  int64_t cluster_events = 0;      // skipped: no node
+  int64_t other_states = 0;        // skipped: a state `states` does not list
+  int64_t ongoing = 0;             // ended at now_ns
+  int64_t empty = 0;               // skipped: End not after Start
+  [[nodiscard]] size_t size() const { return node.size(); }
+};
+[[nodiscard]] absl::StatusOr<SlurmEvents> ParseSlurmEvents(std::string_view text, std::string_view source,
+                                                          const SlurmEventsOptions& options);
 
 }  // namespace gpucost
 
