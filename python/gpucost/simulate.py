@@ -72,18 +72,19 @@ def simulate_fleet(gpus: int = 32, hours: int = 24, *, interval: int = 60, seed:
 
     Examples:
         >>> from gpucost.simulate import simulate_fleet
-        >>> fleet = simulate_fleet(gpus=16, hours=6, interval=300)
+        >>> fleet = simulate_fleet(gpus=24, hours=6, interval=300)
         >>> len(fleet.costs), len(fleet.usage), len(fleet.inventory)
-        (12, 1152, 16)
+        (18, 1946, 24)
         >>> by_team = gpucost.allocate(fleet.costs, fleet.usage, fleet.inventory, fleet.workloads, by=["team"])
         >>> by_team[["team", "cost", "gpu_hours"]].round(2)
                      team    cost  gpu_hours
-        0        __idle__    0.00        0.0
-        1  __unlabelled__   24.58        6.0
-        2             nlp  196.62       48.0
-        3          vision  172.04       42.0
+        0        __idle__  283.38      69.18
+        1  __unlabelled__   24.58       6.00
+        2          recsys  172.04      42.00
+        3        research   60.70      14.82
+        4          vision   49.16      12.00
         >>> print(round(by_team["cost"].sum(), 2), round(fleet.costs["cost"].sum(), 2))   # money in == money out
-        393.24 393.24
+        589.86 589.86
     """
     if gpus <= 0 or gpus % GPUS_PER_INSTANCE:
         raise ValueError(f"gpus must be a positive multiple of {GPUS_PER_INSTANCE}, got {gpus}")
