@@ -17,7 +17,7 @@ CXX_SOURCES := $(shell find include src bindings -type f 2>/dev/null) CMakeLists
   bindings/CMakeLists.txt $(wildcard data/catalog/*.csv)
 PY_EXTRAS := test,bench,report,excel,pipeline,notebook,dask,spark
 
-.PHONY: demo test setup python cpp bench clean tidy fuzz wheel sdist
+.PHONY: demo test setup python cpp bench clean tidy fuzz wheel sdist docs
 .DEFAULT_GOAL := test
 
 demo: python
@@ -101,6 +101,28 @@ fuzz: cpp
 	for f in $(BUILD)/fuzz/fuzz/*_fuzzer; do n=$$(basename $$f _fuzzer); \
 	  $(VENV)/bin/cmake -DFUZZER=$$f -DNAME=$$n -DSOURCE_DIR=$(CURDIR) -DWORK_DIR=$(abspath $(BUILD))/fuzz/work \
 	    -DSECONDS=$(FUZZ_SECONDS) -P tests/robustness/fuzz.cmake || exit 1; done
+
+# The API reference (docs/api.md), never committed: Sphinx over the docstrings
+# and docs/*.md (build/docs/html/api/index.html), Doxygen over include/gpucost
+# (build/docs/html/cpp/index.html); build/docs/html/index.html leads to the
+# first. Warnings of either fail the build.
+DOCS := build/docs
+VERSION := $(shell grep -m1 -o 'gpucost VERSION [0-9.]*' CMakeLists.txt | cut -d' ' -f3)
+docs: python $(STAMPS)/docs-tools
+	rm -rf $(DOCS)
+	$(VPY) -m sphinx -q -W --keep-going -b html -c docs/api -d $(DOCS)/doctrees docs $(DOCS)/html
+	GPUCOST_VERSION=$(VERSION) DOXYGEN_OUTPUT=$(DOCS)/html doxygen docs/api/Doxyfile
+	echo '<meta http-equiv="refresh" content="0; url=api/index.html">' > $(DOCS)/html/index.html
+	@echo "Python: $(DOCS)/html/api/index.html  C++: $(DOCS)/html/cpp/index.html"
+
+# Doxygen (Debian) and the `docs` extra of pyproject.toml (Sphinx, myst-parser):
+# only make docs needs them.
+$(STAMPS)/docs-tools: pyproject.toml $(STAMPS)/venv
+	scripts/setup-debian.sh doxygen
+	$(VPY) -c "import sys; t = __import__('tomllib' if sys.version_info >= (3, 11) else 'tomli'); \
+	  print(*t.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['docs'], sep='\n')" \
+	  | xargs $(VPY) -m pip install -q
+	@touch $@
 
 clean:
 	rm -rf build dist $(STAMPS)
