@@ -1,5 +1,6 @@
 // gpucost._core telemetry parsers: DCGM (exposition text, query_range JSON),
-// Kubernetes dumps and kube-state-metrics, nvidia-smi and sacct. Bodies come
+// Kubernetes dumps and kube-state-metrics, nvidia-smi, sacct and Slurm node
+// events. Bodies come
 // in as str, results go out as numpy arrays and (codes, values) string
 // columns; the GIL is released while C++ parses.
 #include <cmath>
@@ -317,22 +318,29 @@ void RegisterTelemetry(py::module_& m) {
           out["diagnostics"]["has_memory"] = has_memory;
           return out;
         });
-  m.def("sacct", [](const std::string& text, const std::string& source, const std::string& tz,
+  m.def("sacct", [](const std::vector<std::pair<std::string, std::string>>& inputs, const std::string& tz,
                     std::optional<int64_t> now_ns, double util, std::optional<int32_t> gpus_per_node,
                     std::optional<int64_t> range_start_ns, std::optional<int64_t> range_end_ns,
-                    std::vector<std::pair<std::string, int32_t>> node_gpus) {
+                    std::vector<std::pair<std::string, int32_t>> node_gpus,
+                    std::vector<std::pair<std::string, int32_t>> shards_per_gpu,
+                    std::vector<std::pair<std::string, int32_t>> mps_per_gpu) {
     SacctOptions options;
     if (range_start_ns) options.range_start_ns = *range_start_ns;
     if (range_end_ns) options.range_end_ns = *range_end_ns;
     options.node_gpus = std::move(node_gpus);
+    options.shards_per_gpu = std::move(shards_per_gpu);
+    options.mps_per_gpu = std::move(mps_per_gpu);
     options.tz = tz;
     if (now_ns) options.now_ns = *now_ns;
     options.util = util;
     options.gpus_per_node = gpus_per_node;
+    std::vector<SacctInput> views;
+    views.reserve(inputs.size());
+    for (const auto& [text, source] : inputs) views.push_back({text, source});
     absl::StatusOr<SacctResult> result;
     {
       py::gil_scoped_release release;
-      result = ParseSacct(text, source, options);
+      result = ParseSacct(views, options);
     }
     SacctResult r = ValueOrThrow(std::move(result));
     py::dict out;
@@ -345,10 +353,54 @@ void RegisterTelemetry(py::module_& m) {
     diag["gpus_assigned_in_order"] = r.gpus_assigned_in_order;
     diag["free_samples"] = r.free_samples;
     diag["nodes_without_gpu_count"] = r.nodes_without_gpu_count;
+    diag["shared_jobs"] = r.shared_jobs;
+    diag["rows_repeated"] = r.rows_repeated;
+    diag["rows_superseded"] = r.rows_superseded;
+    diag["runs_cut"] = r.runs_cut;
+    out["diagnostics"] = diag;
+    out["repeated_jobs"] = r.repeated_jobs;
+    out["superseded_jobs"] = r.superseded_jobs;
+    py::list unknown;  // few rows: plain tuples
+    for (const SacctJobRef& j : r.jobs_unknown_gpus) {
+      unknown.append(py::make_tuple(j.source, j.line, j.job, j.user, j.account, j.partition, j.nodes, j.start, j.end));
+    }
+    out["jobs_unknown_gpus"] = unknown;
+    return out;
+  }, py::arg("inputs"), py::arg("tz"), py::arg("now_ns"), py::arg("util"), py::arg("gpus_per_node"),
+     py::arg("range_start_ns"), py::arg("range_end_ns"), py::arg("node_gpus"), py::arg("shards_per_gpu"),
+     py::arg("mps_per_gpu"));
+  m.def("slurm_events", [](const std::string& text, const std::string& source, const std::string& tz,
+                           std::optional<int64_t> now_ns, std::vector<std::string> states) {
+    SlurmEventsOptions options{.tz = tz, .now_ns = now_ns.value_or(INT64_MIN), .states = std::move(states)};
+    absl::StatusOr<SlurmEvents> result;
+    {
+      py::gil_scoped_release release;
+      result = ParseSlurmEvents(text, source, options);
+    }
+    SlurmEvents e = ValueOrThrow(std::move(result));
+    py::dict out;
+    out["node"] = e.node;
+    out["start"] = MoveToNumpy(std::move(e.start));
+    out["end"] = MoveToNumpy(std::move(e.end));
+    out["state"] = e.state;
+    out["reason"] = e.reason;
+    out["line"] = MoveToNumpy(std::move(e.line));
+    py::dict diag;
+    diag["cluster_events"] = e.cluster_events;
+    diag["other_states"] = e.other_states;
+    diag["ongoing"] = e.ongoing;
+    diag["empty"] = e.empty;
     out["diagnostics"] = diag;
     return out;
-  }, py::arg("text"), py::arg("source"), py::arg("tz"), py::arg("now_ns"), py::arg("util"), py::arg("gpus_per_node"),
-     py::arg("range_start_ns"), py::arg("range_end_ns"), py::arg("node_gpus"));
+  }, py::arg("text"), py::arg("source"), py::arg("tz"), py::arg("now_ns"), py::arg("states"));
+  m.def("expand_host_list", [](const std::string& list) {
+    absl::StatusOr<std::vector<std::string>> hosts;
+    {
+      py::gil_scoped_release release;
+      hosts = ExpandHostList(list);
+    }
+    return ValueOrThrow(std::move(hosts));
+  }, py::arg("list"));
 }
 
 }  // namespace gpucost::python

@@ -205,14 +205,17 @@ def _add_sources(p: argparse.ArgumentParser) -> None:
                    help="Slurm accounting: sacct --parsable2 -o JobID,User,Account,Submit,Start,End,State,"
                         "NodeList,AllocTRES")
     g.add_argument("--hosts", metavar="PATH",
-                   help="host, resource_id[, tz] table: nvidia-smi hosts, Slurm nodes and plain DCGM hosts -> "
-                        "bill ids")
+                   help="host, resource_id[, tz, gpus] table: nvidia-smi hosts, Slurm nodes and plain DCGM hosts -> "
+                        "bill ids (gpus: a Slurm node's GPU count)")
+    g.add_argument("--node-events", metavar="PATH", nargs="+",
+                   help="Slurm node events (sacctmgr show event -P) or node, start, end[, reason] tables: down time")
     g.add_argument("--timezone", metavar="TZ", help="time zone of nvidia-smi logs and sacct times (default UTC)")
     g.add_argument("--keep-unknown-nodes", action="store_true", default=None,
                    help="DCGM series of a node in no nodes/hosts table keep the node name as resource id")
     g.add_argument("--prometheus", metavar="URL", help="a Prometheus server to query for DCGM metrics")
-    g.add_argument("--start", help="first instant to query (with --prometheus), e.g. 2026-03-01")
-    g.add_argument("--end", help="end of the query range, exclusive")
+    g.add_argument("--start", help="first instant to query (with --prometheus), or of the sacct accounting range "
+                                   "(GPU time no job held is idle), e.g. 2026-03-01")
+    g.add_argument("--end", help="end of the query or accounting range, exclusive")
     g.add_argument("--step", type=float, help="seconds between telemetry points (live queries: default 60; saved answers: default their own "
                         "spacing, and a --step more than 2x away from it is an error)")
     g.add_argument("--usage", metavar="PATH", help="gpucost usage samples table (CSV or Parquet)")
@@ -387,10 +390,10 @@ def build_parser() -> argparse.ArgumentParser:
 _SOURCE_FLAGS = ("demo", "bill", "bill_format", "bill_dataset", "bill_tz", "costs", "telemetry", "prometheus",
                  "start", "end", "step", "usage", "pods", "pod_labels", "nodes", "workloads", "inventory",
                  "interruptions", "rates", "existing", "dcgm_text", "nvidia_smi", "nvidia_smi_apps", "pid_jobs",
-                 "sacct", "hosts", "timezone", "keep_unknown_nodes")
+                 "sacct", "hosts", "timezone", "keep_unknown_nodes", "node_events")
 _PATH_FLAGS = {"bill", "costs", "usage", "pods", "pod_labels", "nodes", "workloads", "inventory", "interruptions",
                "rates", "existing", "telemetry", "dcgm_text", "nvidia_smi", "nvidia_smi_apps", "pid_jobs", "sacct",
-               "hosts"}
+               "hosts", "node_events"}
 _DATA_FLAGS = ("bill", "costs", "telemetry", "prometheus", "usage", "dcgm_text", "nvidia_smi", "sacct")
 
 

@@ -18,8 +18,11 @@ dcgm_text = ["scrapes/"]         # dcgm-exporter scrapes (.prom files or directo
 nvidia_smi = ["smi/*.gpu.csv"]   # nvidia-smi --query-gpu (or dmon/pmon -o DT) logs, host = file name up to the first dot
 nvidia_smi_apps = ["smi/*.apps.csv"]
 pid_jobs = "pids.csv"            # pid, job[, host]
-sacct = ["sacct.txt"]            # Slurm accounting
-hosts = "hosts.csv"              # host, resource_id[, tz]: Slurm nodes, nvidia-smi and plain DCGM hosts
+sacct = ["sacct.txt"]            # Slurm accounting (several exports read as one: repeated rows dropped)
+node_events = ["events.txt"]     # Slurm node events (sacctmgr show event -P) or node, start, end[, reason]
+                                 # tables: down time (neither idle nor a workload)
+hosts = "hosts.csv"              # host, resource_id[, tz, gpus]: Slurm nodes, nvidia-smi and plain DCGM hosts
+                                 # (gpus: each Slurm node's GPU count; with start/end, free GPU time is idle)
 timezone = "UTC"                 # sacct times, nvidia-smi logs without a tz in hosts
 pods = ["pods.json"]             # kubectl get pods -A -o json snapshots (merged)
 pod_labels = "prometheus"        # kube_pod_labels / kube_pod_info: "prometheus" or saved answers
@@ -47,6 +50,10 @@ split = "weighted"               # weighted | even
 
 [budgets]
 file = "budgets.csv"             # key, value, amount, thresholds (key = a label column, e.g. team)
+
+[slurm]                          # shared GPUs: a number for every node, or per node, host list or partition
+shards_per_gpu = { "gpu[01-04]" = 8, shared = 4 }   # gres/shard units per GPU (gres.conf Count / GPUs)
+mps_per_gpu = 100                # gres/mps units per GPU (default 100)
 ```
 
 Relative paths are relative to the file. Every key is also a command-line
@@ -83,7 +90,7 @@ SECTIONS: dict[str, dict[str, type | tuple]] = {
                 "pod_labels": (str, list), "dcgm_text": (str, list), "nvidia_smi": (str, list),
                 "nvidia_smi_apps": (str, list), "sacct": (str, list), "hosts": str, "pid_jobs": str,
                 "timezone": str, "keep_unknown_nodes": bool, "interruptions": str, "rates": str,
-                "existing": str, "bearer_token": str, "exporter_names": (str, list)},
+                "existing": str, "bearer_token": str, "exporter_names": (str, list), "node_events": (str, list)},
     "labels": {},  # any key: str; "namespaces": a table of namespace -> {column: value}
     "policy": {"basis": str, "idle": str, "interval": (int, float), "alpha": (int, float), "by": (str, list),
                "strict": bool, "threads": int},
@@ -91,6 +98,7 @@ SECTIONS: dict[str, dict[str, type | tuple]] = {
     "report": {"title": str, "output": str},
     "metrics": {"listen": str, "textfile": str, "prefix": str},
     "attribution": {"tag": (str, list), "by": str, "tag_map": dict, "shared": (str, dict), "split": str},
+    "slurm": {"shards_per_gpu": (int, dict), "mps_per_gpu": (int, dict)},
 }
 DEFAULT_LABELS = {"team": "team-id", "project": "project-id", "user": "user-id", "job": "job-id"}
 
@@ -98,8 +106,8 @@ DEFAULT_LABELS = {"team": "team-id", "project": "project-id", "user": "user-id",
 @dataclass
 class Config:
     """The settings of a run: ``sources``, ``labels``, ``policy``,
-    ``budgets``, ``report``, ``metrics`` (plain dicts), and ``base``, the
-    directory relative paths start from."""
+    ``budgets``, ``report``, ``metrics``, ``attribution``, ``slurm`` (plain
+    dicts), and ``base``, the directory relative paths start from."""
 
     sources: dict = field(default_factory=dict)
     labels: dict = field(default_factory=dict)
@@ -108,6 +116,7 @@ class Config:
     report: dict = field(default_factory=dict)
     metrics: dict = field(default_factory=dict)
     attribution: dict = field(default_factory=dict)
+    slurm: dict = field(default_factory=dict)
     base: Path = field(default_factory=lambda: Path("."))
     name: str = "config"
 
@@ -199,6 +208,7 @@ class Tables:
     rates: pd.DataFrame | None = None
     interval: float = 60
     existing: pd.DataFrame | None = None  # commitments already bought (advise_commitments' existing=)
+    downtime: pd.DataFrame | None = None  # resource_id, start, end, reason: down windows (SEMANTICS section 10)
 
 
 def _read_bill(config: Config, progress: bool) -> pd.DataFrame:

@@ -1,12 +1,17 @@
 """Hosts without Kubernetes (docs/telemetry.md): nvidia-smi CSV logs and
-Slurm accounting (``sacct --parsable2``). Parsed in C++.
+Slurm accounting (``sacct --parsable2``) and Slurm node events (``sacctmgr
+show event -P``) as down time. Parsed in C++.
 
-Examples: :func:`read_nvidia_smi`, :func:`read_nvidia_smi_mon`, :func:`read_slurm_sacct`.
+Examples: :func:`read_nvidia_smi`, :func:`read_nvidia_smi_mon`, :func:`read_slurm_sacct`,
+:func:`read_slurm_events`.
 """
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Mapping, Sequence
 from os import PathLike
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -17,7 +22,8 @@ from gpucost.errors import InvalidInputError
 from gpucost.frames import Table, usage_frame, workloads_frame
 from gpucost.prometheus import _seconds, telemetry_report, to_ns
 
-__all__ = ["SlurmAccounting", "read_nvidia_smi", "read_nvidia_smi_mon", "read_slurm_sacct"]
+__all__ = ["SlurmAccounting", "read_nvidia_smi", "read_nvidia_smi_mon", "read_slurm_sacct", "read_slurm_events",
+           "DOWNTIME_COLUMNS"]
 
 
 def _read(path: str | PathLike) -> str:
@@ -144,12 +150,12 @@ class SlurmAccounting(NamedTuple):
     diagnostics: dict
 
 
-def _node_gpus(node_gpus: Any, nodes: Any, gpus_per_node: int | None) -> list[tuple[str, int]]:
+def _node_gpus(node_gpus: Any, nodes: Any, gpus_per_node: int | None, required: bool = True) -> list[tuple[str, int]]:
     """(node, GPU count) pairs: ``node_gpus`` (a mapping or a ``node, gpus``
     table), else a ``gpus`` column of ``nodes``, else ``gpus_per_node`` for
-    every node of ``nodes``."""
+    every node of ``nodes``; none (``[]``) when not ``required``."""
     if node_gpus is not None:
-        if isinstance(node_gpus, dict):
+        if isinstance(node_gpus, Mapping):
             return [(str(k), int(v)) for k, v in node_gpus.items()]
         t = Table(node_gpus, "node_gpus")
         return list(zip(np.asarray(t.column("node"), dtype=object).astype(str).tolist(),
@@ -157,20 +163,111 @@ def _node_gpus(node_gpus: Any, nodes: Any, gpus_per_node: int | None) -> list[tu
     if nodes is not None:
         t = Table(nodes, "nodes")
         names = np.asarray(t.column("node"), dtype=object).astype(str).tolist()
-        if "gpus" in getattr(nodes, "columns", ()):
-            return list(zip(names, np.asarray(t.column("gpus"), dtype=np.int64).tolist()))
+        if t.has("gpus"):
+            gpus = pd.Series(t.column("gpus"))
+            if gpus.isna().any():
+                raise InvalidInputError(f"nodes: row {int(np.flatnonzero(gpus.isna().to_numpy())[0])}, column 'gpus': "
+                                        "no GPU count (give 0 for a node without GPUs)")
+            return list(zip(names, gpus.astype(np.int64).tolist()))
         if gpus_per_node is not None:
             return [(n, int(gpus_per_node)) for n in names]
+    if not required:
+        return []
     raise InvalidInputError("read_slurm_sacct: start/end need each node's GPU count: give node_gpus "
                             "({node: gpus} or a node, gpus table), a gpus column in nodes, or gpus_per_node "
                             "with nodes")
 
 
-def read_slurm_sacct(path: str | PathLike, tz: str, *, now: Any = None, util: float = 1.0,
-                     gpus_per_node: int | None = None, nodes: Any = None, start: Any = None, end: Any = None,
-                     node_gpus: Any = None) -> SlurmAccounting:
-    """Jobs from ``sacct --parsable2 -o JobID,User,Account,Submit,Start,End,
-    State,NodeList,AllocTRES`` (times in the controller's time zone ``tz``).
+def _per_gpu(value: Any, name: str) -> list[tuple[str, int]]:
+    """``shards_per_gpu``/``mps_per_gpu`` as (key, count) pairs: a number for
+    every node ("*"), or a mapping of node, host list ("gpu[01-04]") or
+    partition to a number."""
+    if value is None:
+        return []
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        return [("*", int(value))]
+    if isinstance(value, Mapping):
+        out = []
+        for key, count in value.items():
+            if isinstance(count, bool) or not isinstance(count, (int, np.integer)):
+                raise InvalidInputError(f"parameter '{name}': '{key}' = {count!r} is not a whole number")
+            out.append((str(key), int(count)))
+        return out
+    raise InvalidInputError(f"parameter '{name}': {value!r} is not a number or a mapping of node, host list or "
+                            "partition to a number")
+
+
+def _paths(path: Any) -> list[str | PathLike]:
+    return [path] if isinstance(path, (str, PathLike)) else list(path)
+
+
+def _rename_nodes(frame: pd.DataFrame, column: str, nodes: Any) -> None:
+    """``column`` (node names, categorical) -> the bill's ids through ``nodes``
+    (node, resource_id); names not in it stay."""
+    if nodes is None:
+        return
+    t = Table(nodes, "nodes")
+    mapping = pd.Series(np.asarray(t.column("resource_id"), dtype=object),
+                        index=np.asarray(t.column("node"), dtype=object))
+    mapping = mapping[~mapping.index.duplicated(keep="last")]
+    names = pd.Series(frame[column].cat.categories, dtype=object)
+    renamed = names.map(mapping).fillna(names).to_numpy(dtype=object)
+    frame[column] = pd.Categorical(renamed[frame[column].cat.codes.to_numpy()])
+
+
+def _ids(ids: Sequence[str], most: int = 3) -> str:
+    shown = ", ".join(map(str, ids[:most]))
+    return shown + (f" and {len(ids) - most} more" if len(ids) > most else "")
+
+
+def _sacct_report(raw: dict, sources: list[str], node_gpus: list[tuple[str, int]]) -> dict:
+    """The reader's report (``usage.attrs["slurm"]``) and its warnings: rows
+    read twice or replaced by a later state (one warning), jobs whose GPUs
+    cannot be known (one warning, with the GPU-hours at stake)."""
+    from gpucost.join import JoinWarning
+    d = raw["diagnostics"]
+    repeated, superseded = list(raw["repeated_jobs"]), list(raw["superseded_jobs"])
+    unknown = pd.DataFrame(raw["jobs_unknown_gpus"], columns=["source", "line", "job", "user", "account",
+                                                               "partition", "nodes", "start", "end"])
+    count = dict(node_gpus)
+    unknown["start"] = pd.to_datetime(unknown["start"].astype(np.int64), utc=True)
+    unknown["end"] = pd.to_datetime(unknown["end"].astype(np.int64), utc=True)
+    unknown["hours"] = (unknown["end"] - unknown["start"]).dt.total_seconds() / 3600
+    unknown["node_gpus"] = [sum(count.get(n, 0) for n in nodes) for nodes in unknown["nodes"]]
+    unknown["gpu_hours_at_most"] = unknown["hours"] * unknown["node_gpus"]
+    where = ", ".join(sources[:2]) + (f" and {len(sources) - 2} more" if len(sources) > 2 else "")
+    if d["rows_repeated"] or d["rows_superseded"] or d["runs_cut"]:
+        parts = []
+        if d["rows_repeated"]:
+            parts.append(f"{d['rows_repeated']:,} job row(s) read twice (same JobIDRaw and step) were dropped "
+                         f"(job(s) {_ids(repeated)})")
+        if d["rows_superseded"] or d["runs_cut"]:
+            parts.append(f"{d['rows_superseded'] + d['runs_cut']:,} row(s) of a run seen twice gave way to its "
+                         f"later state or to the job's next run after a requeue (job(s) {_ids(superseded)})")
+        warnings.warn(f"sacct ({where}): {'; '.join(parts)}: each job is charged once. Check that no export is "
+                      "given twice or appended to another", JoinWarning, stacklevel=3)
+    if len(unknown):
+        jobs = [f"{j} on {','.join(n)}" for j, n in zip(unknown["job"], unknown["nodes"])]
+        warnings.warn(f"sacct ({where}): {len(unknown):,} job(s) ran on GPU nodes with no GPU, shard or MPS count "
+                      f"in AllocTRES, ReqTRES or a Gres column ({_ids(jobs)}; {unknown['hours'].sum():,.1f} job-hours, "
+                      f"up to {unknown['gpu_hours_at_most'].sum():,.1f} GPU-hours of their nodes): what they held "
+                      "cannot be known, so their GPU time counts as free (idle). Fix: add gres/gpu, gres/shard and "
+                      "gres/mps to AccountingStorageTRES in slurm.conf, or export ReqTRES or AllocGRES with sacct -o",
+                      JoinWarning, stacklevel=3)
+    return {"sources": sources, "rows_repeated": int(d["rows_repeated"]), "rows_superseded": int(d["rows_superseded"]),
+            "runs_cut": int(d["runs_cut"]), "repeated_jobs": repeated, "superseded_jobs": superseded,
+            "shared_jobs": int(d["shared_jobs"]),
+            # records, not a frame: pandas compares attrs when it concatenates frames
+            "jobs_unknown_gpus": unknown.drop(columns=["node_gpus"]).to_dict("records")}
+
+
+def read_slurm_sacct(path: str | PathLike | Sequence[str | PathLike], tz: str, *, now: Any = None,
+                     util: float = 1.0, gpus_per_node: int | None = None, nodes: Any = None, start: Any = None,
+                     end: Any = None, node_gpus: Any = None, shards_per_gpu: Any = None,
+                     mps_per_gpu: Any = None) -> SlurmAccounting:
+    """Jobs from ``sacct --parsable2 -o JobIDRaw,JobID,User,Account,Partition,
+    Submit,Start,End,State,NodeList,AllocTRES`` (times in the controller's
+    time zone ``tz``); ``path`` is one export or several, read as one.
 
     Each job holding ``gres/gpu=N`` gives one sample per node and GPU for
     [Start, End) (``duration`` = the run time), share 1, ``util`` (sacct has
@@ -181,12 +278,41 @@ def read_slurm_sacct(path: str | PathLike, tz: str, *, now: Any = None, util: fl
     that never started give workloads only, running jobs are charged until
     ``now``. ``nodes`` (node, resource_id) maps node names to bill ids.
 
+    What a job holds comes from AllocTRES, else ReqTRES, else a Gres,
+    AllocGRES, ReqGRES or TresPerNode column. Shared GPUs: a job with
+    ``gres/shard=N`` holds N / (the node's shards per GPU) of one GPU per
+    node, ``gres/mps=P`` P / (its MPS units per GPU, 100 unless given); both
+    are its ``share`` of the GPU, and shard or MPS jobs share a GPU that no
+    whole-GPU job holds. ``shards_per_gpu`` and ``mps_per_gpu`` give the
+    counts: a number for every node, or a mapping of node, host list
+    (``"gpu[01-04]"``) or partition to a number (a node's own wins over its
+    partition's, and that over ``"*"``). A shard job on a node without a
+    count is an error naming it.
+
+    Several exports, or one appended to another, are read as one: a job row
+    is keyed by JobIDRaw (JobID when absent). Rows that say the same are one
+    row read twice and dropped; rows of one Start are one run seen at two
+    moments and the later state wins (finished over running, then the later
+    End, then the row read last); rows of different Starts are the runs of
+    a requeued job, each kept, a run still going at the next run's Start
+    ended there. One :class:`gpucost.JoinWarning` says what was dropped.
+
     ``start``/``end`` state the accounting range (the ``sacct -S/-E`` you
     ran): with each node's GPU count (``node_gpus``, a ``gpus`` column in
     ``nodes``, or ``gpus_per_node``) every GPU time no job held in the range
     becomes empty-consumer samples, so it is idle, not unobserved
     (``diagnostics["free_samples"]``). Without them only held GPU time is
-    known.
+    known. GPU counts without a range bound the placement (a job beyond its
+    node's GPUs is an error naming the jobs that hold them) and name the
+    jobs that ran on a GPU node without any GPU, shard or MPS count: what
+    they held cannot be known, and one :class:`gpucost.JoinWarning` gives
+    their job-hours and the GPU-hours at stake.
+
+    ``usage.attrs["slurm"]`` is the reader's report: ``rows_repeated``,
+    ``rows_superseded``, ``runs_cut``, ``repeated_jobs``,
+    ``superseded_jobs``, ``shared_jobs`` and ``jobs_unknown_gpus`` (one
+    record per job: source, line, job, user, account, partition, nodes,
+    start, end, hours, gpu_hours_at_most).
 
     The workloads carry ``utilization_source="assumed"``: :func:`gpucost.kpis`
     keeps their GPU time out of measured utilisation (set it to
@@ -212,24 +338,230 @@ def read_slurm_sacct(path: str | PathLike, tz: str, *, now: Any = None, util: fl
         >>> slurm.workloads
           consumer   job user project utilization_source
         0     1001  1001  ana     llm            assumed
+
+        Shared GPUs: ``shard:2`` of a GPU with 4 shards is half of it,
+        ``mps:25`` a quarter; both share GPU 0:
+
+        >>> _ = Path("shared.txt").write_text(
+        ...     "JobIDRaw|JobID|User|Account|Partition|Start|End|NodeList|AllocTRES\\n"
+        ...     "2001|2001|ana|llm|shared|2026-03-01T10:00:00|2026-03-01T11:00:00|gpu01|cpu=4,gres/shard=2,node=1\\n"
+        ...     "2002|2002|bo|cv|shared|2026-03-01T10:00:00|2026-03-01T11:00:00|gpu01|cpu=4,gres/mps=25,node=1\\n")
+        >>> shared = gpucost.read_slurm_sacct("shared.txt", "UTC", shards_per_gpu={"shared": 4})
+        >>> shared.usage[["consumer", "device", "share", "duration"]]
+          consumer  device  share  duration
+        0     2001       0   0.50    3600.0
+        1     2002       0   0.25    3600.0
     """
     ranged = start is not None or end is not None
     if ranged and (start is None or end is None):
         raise InvalidInputError("read_slurm_sacct: give both start and end (the accounting range)")
-    pairs = _node_gpus(node_gpus, nodes, gpus_per_node) if ranged else []
-    raw = _core.sacct(_read(path), str(path), str(tz), None if now is None else to_ns(now, "now"), float(util),
-                      gpus_per_node, to_ns(start, "start") if ranged else None,
-                      to_ns(end, "end") if ranged else None, pairs)
+    pairs = _node_gpus(node_gpus, nodes, gpus_per_node, required=ranged)
+    files = _paths(path)
+    if not files:
+        raise InvalidInputError("read_slurm_sacct: no sacct file given")
+    raw = _core.sacct([(_read(p), str(p)) for p in files], str(tz), None if now is None else to_ns(now, "now"),
+                      float(util), gpus_per_node, to_ns(start, "start") if ranged else None,
+                      to_ns(end, "end") if ranged else None, pairs, _per_gpu(shards_per_gpu, "shards_per_gpu"),
+                      _per_gpu(mps_per_gpu, "mps_per_gpu"))
     usage = usage_frame(raw["usage"])
-    if nodes is not None:
-        t = Table(nodes, "nodes")
-        mapping = pd.Series(np.asarray(t.column("resource_id"), dtype=object),
-                            index=np.asarray(t.column("node"), dtype=object))
-        names = pd.Series(usage["resource_id"].cat.categories, dtype=object)
-        renamed = names.map(mapping).fillna(names).to_numpy(dtype=object)
-        usage["resource_id"] = pd.Categorical(renamed[usage["resource_id"].cat.codes.to_numpy()])
+    _rename_nodes(usage, "resource_id", nodes)
     workloads = workloads_frame(raw["workloads"])
     # sacct measures nothing: the utilisation of these samples is `util`, an
     # assumption, and every figure built on it must say so (docs/analyses.md).
     workloads["utilization_source"] = "assumed"
+    usage.attrs["slurm"] = _sacct_report(raw, [str(p) for p in files], pairs)
     return SlurmAccounting(usage, workloads, dict(raw["diagnostics"]))
+
+
+#: The columns of a down-time table (../shared/design/SEMANTICS.md section 10, ``downtime=``).
+DOWNTIME_COLUMNS = ("resource_id", "start", "end", "reason")
+
+
+def _is_sacctmgr(path: str | PathLike) -> bool:
+    """Whether a file is ``sacctmgr show event -P`` output (a '|' header naming NodeName)."""
+    with open(path, encoding="utf-8", errors="replace") as f:
+        first = next((line for line in f if line.strip()), "")
+    return "|" in first and "nodename" in first.lower()
+
+
+def _event_times(values: pd.Series, tz: str, column: str, source: str) -> pd.Series:
+    """A table's start or end column as UTC instants: tz-aware values
+    converted, naive ones (and text without an offset) read in ``tz``."""
+    parsed = values
+    if not pd.api.types.is_datetime64_any_dtype(values):
+        try:
+            parsed = pd.to_datetime(values, format="mixed")
+        except (ValueError, TypeError):
+            parsed = None
+        if parsed is None or parsed.dtype == object:  # offsets mixed, or a bad cell: each on its own
+            out = []
+            for i, v in enumerate(values):
+                try:
+                    out.append(_one_time(v, tz))
+                except (ValueError, TypeError) as exc:
+                    raise InvalidInputError(f"{source}: row {i}, column '{column}': {v!r} is not a time "
+                                            f"({exc})") from None
+            return pd.Series(out, index=values.index, dtype="datetime64[ns, UTC]")
+    if isinstance(parsed.dtype, pd.DatetimeTZDtype):
+        return parsed.dt.tz_convert("UTC")
+    try:
+        return parsed.dt.tz_localize(tz, ambiguous="raise", nonexistent="raise").dt.tz_convert("UTC")
+    except Exception as exc:  # an ambiguous or skipped local time
+        raise InvalidInputError(f"{source}: column '{column}': {exc} (a local time the daylight-saving change "
+                                f"repeats or skips in {tz}: give it with an offset)") from None
+
+
+def _one_time(value: Any, tz: str) -> pd.Timestamp:
+    t = pd.Timestamp(value)
+    if t is pd.NaT:
+        raise ValueError("empty")
+    return (t.tz_localize(tz) if t.tzinfo is None else t).tz_convert("UTC")
+
+
+def _read_events_table(path: Path) -> pd.DataFrame:
+    """A plain events table file: CSV (times kept as text, read in the
+    caller's zone) or Parquet."""
+    name = path.name.lower()
+    try:
+        if name.endswith(".parquet"):
+            return pd.read_parquet(path)
+        return pd.read_csv(path, dtype={"start": str, "end": str, "node": str, "host": str}, keep_default_na=False,
+                           na_values=[""])
+    except (OSError, ValueError, pd.errors.ParserError, UnicodeDecodeError) as exc:
+        raise InvalidInputError(f"{path}: {str(exc).strip().splitlines()[0]}") from None
+
+
+def _downtime_from_table(frame: Any, source: str, tz: str, now: Any) -> pd.DataFrame:
+    """A plain ``node, start, end[, reason]`` table (``host`` for ``node``)
+    as events: host lists expanded, times in UTC, an empty end is ``now``."""
+    t = Table(frame, source)
+    data = t.data if isinstance(t.data, pd.DataFrame) else t.data.to_pandas()
+    data = data.rename(columns={"host": "node"})
+    for column in ("node", "start", "end"):
+        if column not in data.columns:
+            raise InvalidInputError(f"{source}: missing required column '{column}' (node, start, end[, reason])")
+    data = data.reset_index(drop=True)
+    end_text = data["end"].astype("string").str.strip()
+    ongoing = data["end"].isna().to_numpy() | end_text.isin(["", "Unknown", "None"]).fillna(False).to_numpy()
+    if ongoing.any() and now is None:
+        raise InvalidInputError(f"{source}: row {int(np.flatnonzero(ongoing)[0])}, column 'end': the event is "
+                                "still going on (no end): pass `now` to end it then")
+    start = _event_times(data["start"], tz, "start", source)
+    end = pd.Series(pd.Timestamp(to_ns(now, "now"), tz="UTC") if ongoing.any() else pd.NaT, index=data.index,
+                    dtype="datetime64[ns, UTC]")
+    if (~ongoing).any():
+        end[~ongoing] = _event_times(data["end"][~ongoing], tz, "end", source)
+    bad = np.flatnonzero((end <= start).to_numpy())
+    if len(bad):
+        raise InvalidInputError(f"{source}: row {int(bad[0])}, column 'end': {end.iloc[bad[0]]} is not after start "
+                                f"{start.iloc[bad[0]]}")
+    nodes = data["node"].astype(str).str.strip()
+    reason = data["reason"].fillna("").astype(str) if "reason" in data.columns else pd.Series("", index=data.index)
+    # Host lists ("gpu[01-03]", "a,b"): one row per node (few distinct values: a loop over them).
+    lists = {v: _core.expand_host_list(v) for v in pd.unique(nodes) if "[" in v or "," in v}
+    expanded = [lists.get(v, [v]) for v in nodes]
+    repeat = np.fromiter((len(x) for x in expanded), dtype=np.int64, count=len(expanded))
+    rows = np.repeat(np.arange(len(nodes)), repeat)
+    return pd.DataFrame({"node": [n for x in expanded for n in x], "start": start.to_numpy()[rows],
+                         "end": end.to_numpy()[rows], "reason": reason.to_numpy(dtype=object)[rows],
+                         "state": "", "line": rows.astype(np.int64)})
+
+
+def read_slurm_events(source: Any, tz: str, *, nodes: Any = None, now: Any = None,
+                      states: Sequence[str] | None = None) -> pd.DataFrame:
+    """Down time from Slurm node events: the ``downtime=`` table of
+    ../shared/design/SEMANTICS.md section 10 (``resource_id, start, end,
+    reason``), in which a resource could not be used.
+
+    ``source`` is ``sacctmgr show event -P`` output (``sacctmgr show event
+    -P start=2026-03-01 end=2026-04-01``: its default format
+    ``Cluster|NodeName|TimeStart|TimeEnd|State|Reason|User``, or any format
+    naming NodeName and TimeStart), a plain table (a DataFrame, or a CSV or
+    Parquet file) of ``node, start, end[, reason]``, or a list of them.
+    NodeName may be a host list (``gpu[01-03]``): one row per node. Times
+    without an offset are the controller's local time ``tz`` (as sacct's);
+    an ongoing event (TimeEnd ``Unknown``, an empty end) ends at ``now``, and
+    without it is an error naming the line. Cluster events (no node) are
+    skipped; ``states`` keeps only events in those states (``["down",
+    "drain"]``; default: every node event, DOWN, DRAIN, FAIL, MAINT, ... is
+    down time: a draining node's jobs still running are samples in down time,
+    which the allocation drops and counts). ``nodes`` (node, resource_id)
+    maps node names to the bill's ids, as in :func:`read_slurm_sacct`; names
+    not in it stay. The reason is the event's Reason, after its State
+    (``"MAINT: rack 4 PSU swap"``).
+
+    ``attrs["downtime"]`` is the reader's report: events, rows,
+    cluster_events, other_states, ongoing, empty (events ending where they
+    start, skipped), nodes_not_mapped (node names ``nodes`` does not list).
+
+    Examples:
+        Three nodes in maintenance for three days, one drained until ``now``;
+        the cluster event (no node) is skipped. Chicago time is UTC-6:
+
+        >>> from pathlib import Path
+        >>> _ = Path("events.txt").write_text(
+        ...     "Cluster|NodeName|TimeStart|TimeEnd|State|Reason|User\\n"
+        ...     "ohare||2026-03-01T00:00:00|Unknown|||\\n"
+        ...     "ohare|gpu[01-03]|2026-03-02T08:00:00|2026-03-05T08:00:00|MAINT|rack 4 PSU swap|root(0)\\n"
+        ...     "ohare|gpu04|2026-03-06T22:00:00|Unknown|DRAIN|xid 79|slurm(64030)\\n")
+        >>> down = gpucost.read_slurm_events("events.txt", "America/Chicago", now="2026-03-08",
+        ...                                  nodes=pd.DataFrame({"node": ["gpu04"], "resource_id": ["i-04"]}))
+        >>> down
+          resource_id                     start                       end                  reason
+        0       gpu01 2026-03-02 14:00:00+00:00 2026-03-05 14:00:00+00:00  MAINT: rack 4 PSU swap
+        1       gpu02 2026-03-02 14:00:00+00:00 2026-03-05 14:00:00+00:00  MAINT: rack 4 PSU swap
+        2       gpu03 2026-03-02 14:00:00+00:00 2026-03-05 14:00:00+00:00  MAINT: rack 4 PSU swap
+        3        i-04 2026-03-07 04:00:00+00:00 2026-03-08 00:00:00+00:00           DRAIN: xid 79
+        >>> down.attrs["downtime"]["cluster_events"], down.attrs["downtime"]["nodes_not_mapped"]
+        (1, ['gpu01', 'gpu02', 'gpu03'])
+
+        A plain table works the same:
+
+        >>> plain = pd.DataFrame({"node": ["gpu[05-06]"], "start": ["2026-03-10 00:00"],
+        ...                       "end": ["2026-03-10 06:00"], "reason": ["firmware"]})
+        >>> gpucost.read_slurm_events(plain, "UTC")
+          resource_id                     start                       end    reason
+        0       gpu05 2026-03-10 00:00:00+00:00 2026-03-10 06:00:00+00:00  firmware
+        1       gpu06 2026-03-10 00:00:00+00:00 2026-03-10 06:00:00+00:00  firmware
+    """
+    items = list(source) if isinstance(source, (list, tuple)) else [source]
+    if not items:
+        raise InvalidInputError("read_slurm_events: no source given")
+    now_ns = None if now is None else to_ns(now, "now")
+    frames, report = [], {"events": 0, "rows": 0, "cluster_events": 0, "other_states": 0, "ongoing": 0, "empty": 0}
+    for item in items:
+        if isinstance(item, (str, PathLike)) and _is_sacctmgr(item):
+            raw = _core.slurm_events(_read(item), str(item), str(tz), now_ns, [str(s) for s in states or ()])
+            for key, value in raw["diagnostics"].items():
+                report[key] += int(value)
+            frame = pd.DataFrame({"node": raw["node"], "start": pd.to_datetime(raw["start"], utc=True),
+                                  "end": pd.to_datetime(raw["end"], utc=True), "reason": raw["reason"],
+                                  "state": raw["state"], "line": raw["line"]})
+        else:
+            name = str(item) if isinstance(item, (str, PathLike)) else "events"
+            table = item
+            if isinstance(item, (str, PathLike)):
+                table = _read_events_table(Path(item))
+            frame = _downtime_from_table(table, name, str(tz), now)
+            if "state" in getattr(table, "columns", ()) and states:
+                keep = pd.Series(table["state"]).astype(str).str.lower().isin([s.lower() for s in states]).to_numpy()
+                report["other_states"] += int((~keep).sum())
+                frame = frame[keep[frame["line"].to_numpy()]]
+        report["events"] += int(frame["line"].nunique())
+        frames.append(frame)
+    events = pd.concat(frames, ignore_index=True)
+    state = events["state"].astype(str)
+    reason = events["reason"].astype(str)
+    events["reason"] = np.where(state == "", reason, np.where(reason == "", state, state + ": " + reason))
+    out = pd.DataFrame({"resource_id": pd.Categorical(events["node"].astype(str)),
+                        "start": events["start"].astype("datetime64[ns, UTC]"),
+                        "end": events["end"].astype("datetime64[ns, UTC]"),
+                        "reason": events["reason"].astype(object)})
+    names = set(out["resource_id"].cat.categories)
+    _rename_nodes(out, "resource_id", nodes)
+    mapped = set() if nodes is None else set(np.asarray(Table(nodes, "nodes").column("node"), dtype=object).astype(str))
+    out["resource_id"] = out["resource_id"].astype(str)
+    report["rows"] = len(out)
+    report["nodes_not_mapped"] = sorted(names - mapped) if nodes is not None else []
+    out.attrs["downtime"] = report
+    return out

@@ -10,7 +10,7 @@ number of seconds), and every problem found kept, each with its config key
 and file, to be reported at once (:class:`PlanError`). Each :class:`Source`
 says what it is (``kind``), which key named it, its files and options, and
 which tables it feeds (``costs``, ``usage``, ``workloads``, ``inventory``,
-``extras``). ``gpucost check --plan`` prints it.
+``extras``, ``downtime``). ``gpucost check --plan`` prints it.
 
 :func:`read_plan` reads a plan into the allocation's tables
 (:class:`~gpucost.config.Tables`); :func:`gpucost.config.load_tables` is
@@ -46,8 +46,9 @@ from gpucost.errors import InvalidInputError
 __all__ = ["TABLES", "Problem", "PlanError", "Source", "SourcePlan", "Reading", "plan_sources", "read_plan",
            "plan_bill", "read_table", "detect_bill"]
 
-#: The tables a source feeds (extras: budgets, rates, interruptions, commitments already bought).
-TABLES = ("costs", "usage", "workloads", "inventory", "extras")
+#: The tables a source feeds (extras: budgets, rates, interruptions, commitments already bought;
+#: downtime: windows in which a resource could not be used, SEMANTICS section 10).
+TABLES = ("costs", "usage", "workloads", "inventory", "extras", "downtime")
 BILL_READERS = {"focus": "read_focus", "cur": "read_cur", "gcp": "read_gcp_billing", "azure": "read_azure_costs"}
 #: The [sources] keys that give usage samples (one is needed).
 USAGE_KEYS = ("prometheus", "telemetry", "dcgm_text", "nvidia_smi", "sacct", "usage")
@@ -107,7 +108,8 @@ class Source:
       ``azure``), ``prometheus`` (live), ``query_range`` (saved answers),
       ``dcgm_text``, ``nvidia_smi``, ``sacct``, ``kubectl_pods``,
       ``kubectl_nodes``, ``kube_node_info``, ``kube_pod_labels``,
-      ``kube_pod_info``, ``hosts``, ``table`` (gpucost's own), ``catalog``
+      ``kube_pod_info``, ``hosts``, ``node_events`` (Slurm node events or
+      node, start, end tables: down time), ``table`` (gpucost's own), ``catalog``
       (the inventory from the bill's instance types), ``spot_interruptions``,
       ``demo``;
     - ``feeds``: the tables it feeds, of :data:`TABLES`;
@@ -149,8 +151,8 @@ class Source:
         if self.kind == "sacct":
             if table == "workloads":
                 return sources.merge_workloads(frames)
-            usage = sources.concat_frames(frames)
-            usage.attrs["diagnostics"] = {str(p): _sacct_result(self, reading, p).diagnostics for p in self.files}
+            usage = sources.concat_frames(frames)  # every export read as one (repeated rows dropped once)
+            usage.attrs["diagnostics"] = {", ".join(map(str, self.files)): _sacct_result(self, reading).diagnostics}
             return usage
         return sources.concat_frames(frames) if frames else None
 
@@ -345,6 +347,36 @@ class _Planner:
         return Source("bill", fmt or "bill", ("costs",), tuple(parts),
                       {"format": fmt, "dataset": dataset, "tz": s.get("bill_tz")})
 
+    def sacct_range(self) -> dict:
+        """The accounting range sacct's free GPU time is counted over
+        (start and end in [sources], as read_slurm_sacct's start/end)."""
+        s = self.s
+        if "start" not in s or "end" not in s:
+            return {}
+        if "prometheus" not in s:  # checked there already
+            for key in ("start", "end"):
+                try:
+                    gpucost.prometheus.to_ns(s[key], key)
+                except InvalidInputError as exc:
+                    self.problem(key, str(exc))
+        return {"start": s["start"], "end": s["end"]}
+
+    def slurm(self) -> dict:
+        """[slurm]'s shard and MPS units per GPU: a number for every node, or
+        a table of node, host list or partition = number."""
+        out: dict[str, Any] = {}
+        for key in ("shards_per_gpu", "mps_per_gpu"):
+            value = self.config.slurm.get(key)
+            if value is None:
+                continue
+            values = list(value.values()) if isinstance(value, dict) else [value]
+            if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in values):
+                self.problem(key, f"{self.config.name}: [slurm]: {key}: expected a positive whole number, or a table "
+                                  "of node, host list or partition = number (e.g. { \"gpu[01-04]\" = 8 })")
+                continue
+            out[key] = dict(value) if isinstance(value, dict) else value
+        return out
+
     def dcgm(self) -> dict:
         """The options every DCGM reader gets."""
         options: dict[str, Any] = {"keep_unknown_nodes": bool(self.s.get("keep_unknown_nodes", False))}
@@ -466,7 +498,11 @@ def plan_sources(config: Config) -> SourcePlan:
         out.append(p.nvidia_smi(given, hosts, pid_jobs))
     if "sacct" in s:  # its samples and its jobs' labels, read once
         out.append(Source("sacct", "sacct", ("usage", "workloads"), tuple(p.files("sacct")),
-                          {"timezone": s.get("timezone", "UTC")}, (hosts,) if hosts else ()))
+                          {"timezone": s.get("timezone", "UTC"), **p.sacct_range(), **p.slurm()},
+                          (hosts,) if hosts else ()))
+    if "node_events" in s:  # Slurm node events or node, start, end tables: down time
+        out.append(Source("node_events", "node_events", ("downtime",), tuple(p.files("node_events")),
+                          {"timezone": s.get("timezone", "UTC"), "end": s.get("end")}, (hosts,) if hosts else ()))
     if "usage" in s:
         out.append(p.table("usage", ("usage",)))
     if not any(key in s for key in USAGE_KEYS):
@@ -745,19 +781,60 @@ def _read_nvidia_smi(source: Source, reading: Reading, table: str) -> Iterator[p
                        interval=source.options["interval"])
 
 
-def _sacct_result(source: Source, reading: Reading, path: Path) -> Any:
-    """One Slurm accounting file, read once per reading (its samples and its job labels)."""
+def _slurm_nodes(source: Source, reading: Reading) -> pd.DataFrame | None:
+    """The hosts table as Slurm nodes: node, resource_id and, when given, gpus."""
+    hosts = _hosts_table(_uses(source, "hosts"), reading)
+    if hosts is None:
+        return None
+    return hosts.rename(columns={"host": "node"})[["node", "resource_id", *(["gpus"] if "gpus" in hosts else [])]]
+
+
+def _sacct_result(source: Source, reading: Reading) -> Any:
+    """The Slurm accounting files, read as one and once per reading (their
+    samples and their jobs' labels): the accounting range (start/end in
+    [sources]) and the hosts table's gpus column as Python's
+    read_slurm_sacct(start=, end=, nodes=) takes them, [slurm]'s shard and
+    MPS counts."""
     def read() -> Any:
-        hosts = _hosts_table(_uses(source, "hosts"), reading)
-        nodes = hosts.rename(columns={"host": "node"})[["node", "resource_id"]] if hosts is not None else None
-        return _need("read_slurm_sacct", "the telemetry issue")(path, source.options["timezone"], nodes=nodes)
-    return reading.once(("sacct", path), read)
+        o = source.options
+        nodes = _slurm_nodes(source, reading)
+        ranged = o.get("start") is not None and o.get("end") is not None
+        if ranged and (nodes is None or "gpus" not in nodes):
+            raise InvalidInputError(
+                "sacct with start and end in [sources] (--start/--end) needs each node's GPU count, so that GPU time "
+                "no job held is idle, not unobserved: add a gpus column to the hosts table (host, resource_id, "
+                "gpus; hosts in [sources], --hosts FILE)")
+        try:
+            return _need("read_slurm_sacct", "the telemetry issue")(
+                list(source.files), o["timezone"], nodes=nodes, start=o.get("start") if ranged else None,
+                end=o.get("end") if ranged else None, shards_per_gpu=o.get("shards_per_gpu"),
+                mps_per_gpu=o.get("mps_per_gpu"))
+        except InvalidInputError as exc:
+            text = str(exc)
+            if "shards_per_gpu for node" in text:  # the fix in the config's words
+                raise InvalidInputError(f"{text} ([slurm] shards_per_gpu in the config)") from None
+            raise
+    return reading.once(("sacct", source.files), read)
 
 
 def _read_sacct(source: Source, reading: Reading, table: str) -> Iterator[pd.DataFrame]:
-    for path in source.files:
-        result = _sacct_result(source, reading, path)
-        yield result.usage if table == "usage" else result.workloads
+    result = _sacct_result(source, reading)
+    yield result.usage if table == "usage" else result.workloads
+
+
+def _read_node_events(source: Source, reading: Reading, table: str) -> Iterator[pd.DataFrame]:
+    """Slurm node events (sacctmgr show event -P) and node, start, end tables,
+    as one down-time table; an ongoing event ends at [sources] end."""
+    nodes = _slurm_nodes(source, reading)
+    end = source.options.get("end")
+    try:
+        yield _need("read_slurm_events", "issue 30")(list(source.files), source.options["timezone"],
+                                                     nodes=None if nodes is None else nodes[["node", "resource_id"]],
+                                                     now=end)
+    except InvalidInputError as exc:
+        if end is None and "still going on" in str(exc):
+            raise InvalidInputError(f"{exc} (set end in [sources], --end: the end of the accounting range)") from None
+        raise
 
 
 def _read_pods(source: Source, reading: Reading, table: str) -> Iterator[pd.DataFrame]:
@@ -810,6 +887,7 @@ _READERS: dict[str, Callable[[Source, Reading, str], Iterator[pd.DataFrame]]] = 
     "nvidia_smi": _read_nvidia_smi, "sacct": _read_sacct, "kubectl_pods": _read_pods,
     "kube_pod_labels": _read_pod_labels, "kube_pod_info": _read_pod_info, "kube_pod_labels_live": _fetch_pod_labels,
     "demo": _read_demo, "catalog": _read_nothing, "spot_interruptions": _read_nothing,
+    "node_events": _read_node_events,
 }
 
 
@@ -823,7 +901,9 @@ def read_plan(plan: SourcePlan, *, progress: bool = False) -> Tables:
     standing for its own source's interval; workloads from every label
     source merged (later sources win), with the ``[labels.namespaces]``
     fallback; the inventory from ``inventory`` or the bill's instance types
-    and the catalog. ``progress``: the bill readers' progress bar."""
+    and the catalog; ``downtime`` from ``node_events`` (Slurm node events,
+    node, start, end tables: :func:`gpucost.read_slurm_events`).
+    ``progress``: the bill readers' progress bar."""
     plan.check()
     reading = Reading(progress)
     budgets_source = plan.find("budgets")
@@ -873,10 +953,12 @@ def read_plan(plan: SourcePlan, *, progress: bool = False) -> Tables:
                                 "whose lines carry instance types")
     interruptions = plan.find("interruptions")
     rates = plan.find("rates")
+    down = plan.feeding("downtime")
     return Tables(costs, usage, inventory, workloads, bill=bill, budgets=budgets,
                   interruptions=None if interruptions is None else interruptions.files[0],
                   rates=None if rates is None else rates.frame(reading), interval=step,
-                  existing=None if existing_source is None else existing_source.frame(reading))
+                  existing=None if existing_source is None else existing_source.frame(reading),
+                  downtime=sources.concat_frames([d.frame(reading) for d in down]) if down else None)
 
 
 def _workloads(plan: SourcePlan, reading: Reading, usage: pd.DataFrame) -> pd.DataFrame | None:
