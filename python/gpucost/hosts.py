@@ -23,7 +23,7 @@ from gpucost.frames import Table, usage_frame, workloads_frame
 from gpucost.prometheus import _seconds, telemetry_report, to_ns
 
 __all__ = ["SlurmAccounting", "read_nvidia_smi", "read_nvidia_smi_mon", "read_slurm_sacct", "read_slurm_events",
-           "DOWNTIME_COLUMNS"]
+           "sacct_problems", "DOWNTIME_COLUMNS"]
 
 
 def _read(path: str | PathLike) -> str:
@@ -220,7 +220,16 @@ def _ids(ids: Sequence[str], most: int = 3) -> str:
     return shown + (f" and {len(ids) - most} more" if len(ids) > most else "")
 
 
-def _sacct_report(raw: dict, sources: list[str], node_gpus: list[tuple[str, int]]) -> dict:
+def _node_ids(nodes: Any) -> dict[str, str]:
+    """node -> the bill's id, from a ``node, resource_id`` table (the last row of a node wins)."""
+    if nodes is None:
+        return {}
+    t = Table(nodes, "nodes")
+    return dict(zip(np.asarray(t.column("node"), dtype=object).astype(str).tolist(),
+                    np.asarray(t.column("resource_id"), dtype=object).astype(str).tolist()))
+
+
+def _sacct_report(raw: dict, sources: list[str], node_gpus: list[tuple[str, int]], ids: dict[str, str]) -> dict:
     """The reader's report (``usage.attrs["slurm"]``) and its warnings: rows
     read twice or replaced by a later state (one warning), jobs whose GPUs
     cannot be known (one warning, with the GPU-hours at stake)."""
@@ -235,6 +244,7 @@ def _sacct_report(raw: dict, sources: list[str], node_gpus: list[tuple[str, int]
     unknown["hours"] = (unknown["end"] - unknown["start"]).dt.total_seconds() / 3600
     unknown["node_gpus"] = [sum(count.get(n, 0) for n in nodes) for nodes in unknown["nodes"]]
     unknown["gpu_hours_at_most"] = unknown["hours"] * unknown["node_gpus"]
+    unknown["resource_ids"] = [[ids.get(n, n) for n in nodes] for nodes in unknown["nodes"]]
     where = ", ".join(sources[:2]) + (f" and {len(sources) - 2} more" if len(sources) > 2 else "")
     if d["rows_repeated"] or d["rows_superseded"] or d["runs_cut"]:
         parts = []
@@ -312,7 +322,9 @@ def read_slurm_sacct(path: str | PathLike | Sequence[str | PathLike], tz: str, *
     ``rows_superseded``, ``runs_cut``, ``repeated_jobs``,
     ``superseded_jobs``, ``shared_jobs`` and ``jobs_unknown_gpus`` (one
     record per job: source, line, job, user, account, partition, nodes,
-    start, end, hours, gpu_hours_at_most).
+    start, end, hours, gpu_hours_at_most, resource_ids); the join report
+    (:func:`gpucost.join_report`) prices those jobs' time with the bill
+    (:func:`sacct_problems`).
 
     The workloads carry ``utilization_source="assumed"``: :func:`gpucost.kpis`
     keeps their GPU time out of measured utilisation (set it to
@@ -369,8 +381,84 @@ def read_slurm_sacct(path: str | PathLike | Sequence[str | PathLike], tz: str, *
     # sacct measures nothing: the utilisation of these samples is `util`, an
     # assumption, and every figure built on it must say so (docs/analyses.md).
     workloads["utilization_source"] = "assumed"
-    usage.attrs["slurm"] = _sacct_report(raw, [str(p) for p in files], pairs)
+    usage.attrs["slurm"] = _sacct_report(raw, [str(p) for p in files], pairs, _node_ids(nodes))
     return SlurmAccounting(usage, workloads, dict(raw["diagnostics"]))
+
+
+def _slurm_reports(usage: Any) -> list[dict]:
+    """The sacct reader reports in ``usage.attrs["slurm"]``: one, or one per
+    source when several sources were combined (gpucost.sources.concat_usage)."""
+    attrs = getattr(usage, "attrs", None)
+    report = attrs.get("slurm") if isinstance(attrs, dict) else None
+    if not isinstance(report, dict):
+        return []
+    if "jobs_unknown_gpus" in report:
+        return [report]
+    return [r for r in report.values() if isinstance(r, dict) and "jobs_unknown_gpus" in r]
+
+
+def sacct_problems(usage: Any, costs: Any, caller: str = "python") -> list[tuple[str, str, float]]:
+    """The join report's problem about Slurm jobs whose GPUs cannot be known
+    (``usage.attrs["slurm"]["jobs_unknown_gpus"]``, see
+    :func:`read_slurm_sacct`), priced with the bill: (kind, message with the
+    fix in ``caller``'s words, the dollars at stake). The dollars are the
+    cost of those jobs' nodes while they ran (what their GPU time is at
+    most: the jobs' share of it cannot be known), none without ``costs``.
+
+    Examples:
+        Job 900 ran 2 hours on ``dgx01`` (8 GPUs, $16 an hour) and sacct names
+        no GPU of it:
+
+        >>> from pathlib import Path
+        >>> _ = Path("cpu_only.txt").write_text(
+        ...     "JobID|User|Account|Start|End|NodeList|AllocTRES\\n"
+        ...     "900|ana|lab|2026-03-01T10:00:00|2026-03-01T12:00:00|dgx01|cpu=8,mem=64G,node=1\\n")
+        >>> import warnings
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")   # the reader's own warning, without dollars
+        ...     slurm = gpucost.read_slurm_sacct("cpu_only.txt", "UTC", nodes=pd.DataFrame(
+        ...         {"node": ["dgx01"], "resource_id": ["i-dgx01"], "gpus": [8]}))
+        >>> costs = pd.DataFrame({"resource_id": ["i-dgx01"], "start": [pd.Timestamp("2026-03-01", tz="UTC")],
+        ...                       "end": [pd.Timestamp("2026-03-02", tz="UTC")], "cost": [384.0]})
+        >>> kind, message, amount = gpucost.hosts.sacct_problems(slurm.usage, costs)[0]
+        >>> kind, amount
+        ('slurm_jobs_unknown_gpus', 32.0)
+        >>> print(message)  # doctest: +ELLIPSIS
+        1 Slurm job(s) ran on GPU nodes with no GPU, shard or MPS count in sacct (900 on dgx01): 2.0 job-hours, up to 16.0 GPU-hours and up to $32.00 of their nodes' cost, counted as free GPU time (idle). Fix: ...
+    """
+    from gpucost.join import format_money
+    jobs = [j for r in _slurm_reports(usage) for j in r["jobs_unknown_gpus"]]
+    if not jobs or costs is None:
+        return []
+    frame = pd.DataFrame(jobs).explode("resource_ids").rename(columns={"resource_ids": "resource_id"})
+    t = Table(costs, "costs")
+    wanted = [c for c in ("resource_id", "start", "end", "cost", "currency") if t.has(c)]
+    lines = t.data[wanted] if isinstance(t.data, pd.DataFrame) else t.data.select(wanted).to_pandas()
+    lines = lines.assign(resource_id=lines["resource_id"].astype(str))
+    if "currency" not in lines.columns:
+        lines = lines.assign(currency="")
+    both = frame[["resource_id", "start", "end"]].merge(lines, on="resource_id", suffixes=("_job", ""))
+    if len(both):
+        def ns(column: str) -> np.ndarray:
+            values = pd.to_datetime(both[column], utc=True).dt.tz_convert(None)
+            return values.to_numpy(dtype="datetime64[ns]").view(np.int64)
+        lo, hi = np.maximum(ns("start_job"), ns("start")), np.minimum(ns("end_job"), ns("end"))
+        length = ns("end") - ns("start")
+        both["at_stake"] = both["cost"].to_numpy(float) * np.clip(hi - lo, 0, None) / np.where(length > 0, length, 1)
+    money = both.groupby(both["currency"].fillna("").astype(str))["at_stake"].sum() if len(both) else pd.Series(
+        dtype=float)
+    money = money[money != 0]
+    text = " + ".join(format_money(v, str(c)) for c, v in money.items()) or format_money(0.0)
+    amount = float(money[money.abs().idxmax()]) if len(money) else 0.0
+    shown = [f"{j['job']} on {','.join(j['nodes'])}" for j in jobs]
+    fix = ("add gres/gpu, gres/shard and gres/mps to AccountingStorageTRES in slurm.conf, or export ReqTRES or "
+           "AllocGRES with sacct -o" + (" (--sacct)" if caller == "cli" else " (read_slurm_sacct)"))
+    hours = sum(float(j["hours"]) for j in jobs)
+    gpu_hours = sum(float(j["gpu_hours_at_most"]) for j in jobs)
+    return [("slurm_jobs_unknown_gpus",
+             f"{len(jobs):,} Slurm job(s) ran on GPU nodes with no GPU, shard or MPS count in sacct ({_ids(shown)}): "
+             f"{hours:,.1f} job-hours, up to {gpu_hours:,.1f} GPU-hours and up to {text} of their nodes' cost, "
+             f"counted as free GPU time (idle). Fix: {fix}", amount)]
 
 
 #: The columns of a down-time table (../shared/design/SEMANTICS.md section 10, ``downtime=``).

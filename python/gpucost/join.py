@@ -332,6 +332,9 @@ def join_report(result: pd.DataFrame, costs: Any = None, usage: Any = None, *, c
     report = JoinReport(resources=join, diagnostics=diagnostics, billing=_attrs(costs, "billing"),
                         telemetry=_attrs(usage, "telemetry"), labels=_label_coverage(result))
     report.problems = _problems(report, costs, _FIXES.get(caller, _FIXES["python"]))
+    from gpucost.hosts import sacct_problems  # sacct jobs whose GPUs cannot be known, priced with the bill
+    report.problems += [Problem(kind, message, amount)
+                        for kind, message, amount in sacct_problems(usage, costs, caller)]
     return report
 
 

@@ -106,6 +106,19 @@ def test_jobs_whose_gpus_cannot_be_known_warn_with_their_gpu_hours(tmp_path):
     unknown = pd.DataFrame(slurm.usage.attrs["slurm"]["jobs_unknown_gpus"])
     assert unknown["job"].tolist() == ["900"] and unknown["gpu_hours_at_most"].tolist() == [24.0]
     assert slurm.diagnostics["jobs_without_gpus"] == 2  # the CPU job on a CPU node is no warning
+    # Allocated with the bill, the join report prices them: dgx01 costs $16 an hour ($2 a GPU-hour), so
+    # the 3 hours job 900 ran are at most $48 of GPU time counted as idle.
+    costs = pd.DataFrame({"resource_id": ["i-dgx01"], "start": [pd.Timestamp("2026-03-02", tz="UTC")],
+                          "end": [pd.Timestamp("2026-03-03", tz="UTC")], "cost": [384.0]})
+    inventory = pd.DataFrame({"resource_id": "i-dgx01", "device": range(8), "mem_capacity": 80e9})
+    with pytest.warns(gpucost.JoinWarning, match=r"1 Slurm job\(s\) ran on GPU nodes .* \(900 on dgx01\): 3.0 "
+                                                 r"job-hours, up to 24.0 GPU-hours and up to \$48.00 of their nodes' "
+                                                 r"cost"):
+        with warnings.catch_warnings():  # the reader's own warning (without dollars), seen above
+            warnings.simplefilter("ignore")
+            day = gpucost.read_slurm_sacct(path, "UTC", nodes=nodes, start="2026-03-02", end="2026-03-03")
+        result = gpucost.allocate(costs, day.usage[day.usage["resource_id"] == "i-dgx01"], inventory)
+    assert result["cost"].sum() == pytest.approx(384.0)  # all of it idle: free samples cover the day
 
 
 # ---- item 4: repeated exports ---------------------------------------------------------------
