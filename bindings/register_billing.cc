@@ -62,6 +62,11 @@ py::dict ToPython(CostLines&& lines) {
   py::dict report;
   report["rows_read"] = r.rows_read;
   report["duplicates_dropped"] = r.duplicates_dropped;
+  py::dict duplicate_cost;  // currency -> the amount of the rows dropped
+  for (size_t k = 0; k < r.duplicate_currencies.size(); ++k) {
+    duplicate_cost[py::str(r.duplicate_currencies[k])] = r.duplicate_cost[k];
+  }
+  report["duplicate_cost"] = duplicate_cost;
   report["primary_lines"] = r.primary_lines;
   report["quantity_unknown"] = r.quantity_unknown;
   report["hours_beyond_period"] = r.hours_beyond_period;
@@ -92,8 +97,10 @@ class PyBillingReader {
  public:
   PyBillingReader(const std::string& format, const std::string& amount, std::vector<std::string> expand_tags,
                   const std::optional<Catalog>& catalog, const std::string& source, const std::string& gcp_credits,
-                  const std::string& azure_dataset, const std::string& tz) {
+                  const std::string& azure_dataset, const std::string& tz,
+                  std::shared_ptr<io::BillRows> seen) {
     BillingOptions options;
+    options.seen = std::move(seen);
     options.amount = ValueOrThrow(io::ParseCostAmount(amount));
     options.expand_tags = std::move(expand_tags);
     if (catalog.has_value()) {
@@ -170,11 +177,16 @@ class PyBillingReader {
 }  // namespace
 
 void RegisterBilling(py::module_& m) {
+  py::class_<io::BillRows, std::shared_ptr<io::BillRows>>(
+      m, "BillRows", "The rows of one bill read so far, shared by the readers of its parts (gpucost::io::BillRows).")
+      .def(py::init<>())
+      .def_property_readonly("size", &io::BillRows::size);
   py::class_<PyBillingReader>(m, "BillingReader", "Streaming reader of one billing export (gpucost::io).")
       .def(py::init<const std::string&, const std::string&, std::vector<std::string>, const std::optional<Catalog>&,
-                    const std::string&, const std::string&, const std::string&, const std::string&>(),
+                    const std::string&, const std::string&, const std::string&, const std::string&,
+                    std::shared_ptr<io::BillRows>>(),
            py::arg("format"), py::arg("amount"), py::arg("expand_tags"), py::arg("catalog"), py::arg("source"),
-           py::arg("gcp_credits"), py::arg("azure_dataset"), py::arg("tz") = "")
+           py::arg("gcp_credits"), py::arg("azure_dataset"), py::arg("tz") = "", py::arg("seen") = nullptr)
       .def("feed_csv", &PyBillingReader::FeedCsv, py::arg("chunk"), "CSV bytes; any buffer, not copied.")
       .def("feed_json_lines", &PyBillingReader::FeedJsonLines, py::arg("chunk"))
       .def("feed_arrow", &PyBillingReader::FeedArrow, py::arg("batch"),

@@ -26,8 +26,13 @@ String columns are categoricals; ``start``/``end`` are UTC datetimes
 
 Rows read twice are dropped and counted: CUR by ``identity_line_item_id``
 within ``identity_time_interval``, FOCUS, GCP and Azure rows identical in every
-column. ``frame.attrs["billing"]`` reports what a reader dropped or noticed:
-``format``, ``rows_read``, ``duplicates_dropped``, ``currencies``,
+column. The parts of one bill share the record of rows read: give each part's
+reader the same ``seen=gpucost.billing.BillRows()`` (the CLI and
+:mod:`gpucost.plan` do), and a row repeated in a later part, file or manifest
+(an overlapping re-delivery) is dropped there too. ``frame.attrs["billing"]``
+reports what a reader dropped or noticed: ``format``, ``rows_read``,
+``duplicates_dropped``, ``duplicate_cost`` (currency -> the chosen amount of
+the rows dropped), ``currencies``,
 ``hours_beyond_period`` (resources whose lines of one period bill more
 instance-hours than it has; clipped), ``primary_lines``, ``quantity_unknown``,
 ``naive_timestamps``, ``tz`` and for GCP ``gcp_export`` (``detailed`` or
@@ -69,7 +74,12 @@ from gpucost import _core
 from gpucost.catalog import resolve as _resolve_catalog
 from gpucost.errors import InvalidInputError, conversion_hint
 
-__all__ = ["read_focus", "read_cur", "read_gcp_billing", "read_azure_costs", "COST_LINE_COLUMNS"]
+__all__ = ["read_focus", "read_cur", "read_gcp_billing", "read_azure_costs", "BillRows", "COST_LINE_COLUMNS"]
+
+#: The rows of one bill read so far: give one to every part's reader
+#: (``seen=``) and a row repeated across parts, files or manifests is dropped
+#: and counted, in money, by the reader that meets it again.
+BillRows = _core.BillRows
 
 CHUNK_BYTES = 4 << 20
 PROGRESS_BYTES = 50_000_000
@@ -89,7 +99,8 @@ _STRING_COLUMNS = {
 
 
 def read_focus(source: Any, *, amount: str = "effective", expand_tags: Sequence[str] | Mapping[str, str] = (),
-               catalog: Any = None, progress: bool | None = None, tz: str | None = None) -> pd.DataFrame:
+               catalog: Any = None, progress: bool | None = None, tz: str | None = None,
+               seen: BillRows | None = None) -> pd.DataFrame:
     """A FOCUS export (1.0, 1.1, 1.2; 1.3 columns tolerated) as cost lines.
 
     ``amount``: ``"effective"`` (EffectiveCost, amortized; the default),
@@ -118,11 +129,13 @@ def read_focus(source: Any, *, amount: str = "effective", expand_tags: Sequence[
         >>> costs.attrs["billing"]["rows_read"], costs.attrs["billing"]["currencies"]
         (2, ['USD'])
     """
-    return _read("focus", source, amount=amount, expand_tags=expand_tags, catalog=catalog, progress=progress, tz=tz)
+    return _read("focus", source, amount=amount, expand_tags=expand_tags, catalog=catalog, progress=progress, tz=tz,
+                 seen=seen)
 
 
 def read_cur(source: Any, *, amount: str = "effective", expand_tags: Sequence[str] | Mapping[str, str] = (),
-             catalog: Any = None, progress: bool | None = None, tz: str | None = None) -> pd.DataFrame:
+             catalog: Any = None, progress: bool | None = None, tz: str | None = None,
+             seen: BillRows | None = None) -> pd.DataFrame:
     """An AWS Cost and Usage Report, legacy or CUR 2.0 (Data Exports), as
     cost lines.
 
@@ -150,12 +163,14 @@ def read_cur(source: Any, *, amount: str = "effective", expand_tags: Sequence[st
         0      i-0aaa  32.77     32.770  on_demand  p4d.24xlarge  True  llm-train
         1      i-0bbb   0.42      1.006       spot     g5.xlarge  True         cv
     """
-    return _read("cur", source, amount=amount, expand_tags=expand_tags, catalog=catalog, progress=progress, tz=tz)
+    return _read("cur", source, amount=amount, expand_tags=expand_tags, catalog=catalog, progress=progress, tz=tz,
+                 seen=seen)
 
 
 def read_gcp_billing(source: Any, *, amount: str = "effective", credits: str = "net",
                      expand_tags: Sequence[str] | Mapping[str, str] = (), catalog: Any = None,
-                     progress: bool | None = None, tz: str | None = None) -> pd.DataFrame:
+                     progress: bool | None = None, tz: str | None = None,
+                     seen: BillRows | None = None) -> pd.DataFrame:
     """A GCP Cloud Billing detailed export (CSV with flattened
     ``service.description`` columns, BigQuery JSON lines, or Parquet) as cost
     lines.
@@ -197,7 +212,7 @@ def read_gcp_billing(source: Any, *, amount: str = "effective", credits: str = "
         'amortized'
     """
     frame = _read("gcp", source, amount=amount, expand_tags=expand_tags, catalog=catalog, progress=progress,
-                  gcp_credits=credits, tz=tz)
+                  gcp_credits=credits, tz=tz, seen=seen)
     info = frame.attrs.setdefault("billing", {})
     info["commitments"] = "amortized" if amount == "effective" and credits == "net" else "as billed"
     # Usage a CUD covered in an hour whose fee is not in this export (a slice
@@ -217,7 +232,8 @@ def read_gcp_billing(source: Any, *, amount: str = "effective", credits: str = "
 
 def read_azure_costs(source: Any, *, dataset: str = "auto", amount: str | None = None,
                      expand_tags: Sequence[str] | Mapping[str, str] = (), catalog: Any = None,
-                     progress: bool | None = None, tz: str | None = None) -> pd.DataFrame:
+                     progress: bool | None = None, tz: str | None = None,
+                     seen: BillRows | None = None) -> pd.DataFrame:
     """An Azure cost details export as daily cost lines.
 
     Azure exports the same costs as two datasets: ``"amortized"`` (reservation
@@ -258,7 +274,7 @@ def read_azure_costs(source: Any, *, dataset: str = "auto", amount: str | None =
     # (auto: "billed" only an actual export holds, the others an amortized one).
     told = dataset if dataset != "auto" else ("actual" if amount == "billed" else "amortized")
     frame = _read("azure", source, amount=amount, expand_tags=expand_tags, catalog=catalog, progress=progress,
-                  azure_dataset=told, tz=tz)
+                  azure_dataset=told, tz=tz, seen=seen)
     found, evidence = _azure_dataset(frame)
     name = frame.attrs["source"]
     if found == "actual" and amount == "effective":
@@ -314,11 +330,12 @@ def _azure_dataset(frame: pd.DataFrame) -> tuple[str | None, str]:
 
 
 def _read(fmt: str, source: Any, *, amount: str, expand_tags: Any, catalog: Any, progress: bool | None,
-          gcp_credits: str = "net", azure_dataset: str = "amortized", tz: str | None = None) -> pd.DataFrame:
+          gcp_credits: str = "net", azure_dataset: str = "amortized", tz: str | None = None,
+          seen: BillRows | None = None) -> pd.DataFrame:
     keys, names = _tag_columns(expand_tags)
     name = _source_name(source)
     reader = _core.BillingReader(fmt, str(amount), keys, _resolve_catalog(catalog) if catalog is not None else None,
-                                 name, str(gcp_credits), str(azure_dataset), "" if tz is None else str(tz))
+                                 name, str(gcp_credits), str(azure_dataset), "" if tz is None else str(tz), seen)
     if isinstance(source, pd.DataFrame | pa.Table | pa.RecordBatch):
         table = source if isinstance(source, pa.Table | pa.RecordBatch) else pa.Table.from_pandas(
             source, preserve_index=False)

@@ -22,6 +22,19 @@
 
 namespace gpucost::io {
 
+struct BillRows::Impl {
+  absl::flat_hash_set<std::pair<uint64_t, uint64_t>> seen;
+};
+BillRows::BillRows() : impl_(std::make_unique<Impl>()) {}
+BillRows::~BillRows() = default;
+// Two independent 64-bit hashes keep a false match out of reach (about 2^-128
+// per pair) without keeping the rows.
+bool BillRows::Insert(std::string_view key) {
+  const std::pair<uint64_t, uint64_t> h{absl::HashOf(internal::ToAbsl(key)), std::hash<std::string_view>{}(key)};
+  return impl_->seen.insert(h).second;
+}
+int64_t BillRows::size() const { return static_cast<int64_t>(impl_->seen.size()); }
+
 CostColumns CostLines::columns() const {
   CostColumns out{.resource_id = resource_id.view(), .start = start, .end = end, .cost = cost,
                   .list_cost = list_cost, .primary = primary, .quantity_hours = quantity_hours};
@@ -166,7 +179,13 @@ template <typename Format>
 class ReaderImpl final : public BillingReader {
  public:
   explicit ReaderImpl(BillingOptions options)
-      : options_(std::move(options)), builder_(options_), csv_(options_.source) {}
+      : options_(std::move(options)),
+        builder_(options_),
+        dropped_(options_),
+        csv_(options_.source),
+        seen_(options_.seen != nullptr ? options_.seen : std::make_shared<BillRows>()) {
+    dropped_.TallyOnly();
+  }
 
   absl::Status FeedCsv(std::string_view chunk) override {
     GPUCOST_RETURN_IF_ERROR(Enter(Mode::kCsv));
@@ -255,7 +274,11 @@ class ReaderImpl final : public BillingReader {
           IdentityKey(row);
         }
         // A row with a column of a type it cannot render has no key: kept.
-        if (keyed && Repeated(key_)) continue;
+        if (keyed && Repeated(key_)) {
+          status_ = Format::Normalise(row, dropped_);  // its money, counted
+          if (!status_.ok()) return status_;
+          continue;
+        }
       }
       status_ = Format::Normalise(row, builder_);
       if (!status_.ok()) return status_;
@@ -291,6 +314,8 @@ class ReaderImpl final : public BillingReader {
     status_ = absl::FailedPreconditionError("the reader has finished");
     builder_.report().rows_read = rows_;
     builder_.report().duplicates_dropped = duplicates_;
+    builder_.report().duplicate_currencies = dropped_.tally_currencies();
+    builder_.report().duplicate_cost = dropped_.tally_amounts();
     if constexpr (std::is_same_v<Format, GcpFormat>) {
       // The normaliser marks an export with resource columns (the detailed one).
       if (builder_.report().gcp_export.empty()) builder_.report().gcp_export = "standard";
@@ -303,12 +328,11 @@ class ReaderImpl final : public BillingReader {
  private:
   enum class Mode { kNone, kCsv, kJson, kArrow };
 
-  // Whether the row whose key is `key` was read before (then counted). Two
-  // independent 64-bit hashes keep a false match out of reach (about 2^-128
-  // per pair) without keeping the rows.
+  // Whether the row whose key is `key` was read before, by this reader or
+  // another part's sharing BillingOptions::seen (then counted; the caller
+  // tallies its money through dropped_).
   bool Repeated(std::string_view key) {
-    const std::pair<uint64_t, uint64_t> h{absl::HashOf(ToAbsl(key)), std::hash<std::string_view>{}(key)};
-    if (seen_.insert(h).second) return false;
+    if (seen_->Insert(key)) return false;
     ++duplicates_;
     return true;
   }
@@ -375,9 +399,9 @@ class ReaderImpl final : public BillingReader {
           key_.append(f);
           key_.push_back('\x1f');
         }
-        if (Repeated(key_)) return absl::OkStatus();
+        if (Repeated(key_)) return Format::Normalise(row, dropped_);
       } else if (Repeated(IdentityKey(row))) {
-        return absl::OkStatus();
+        return Format::Normalise(row, dropped_);
       }
     }
     return Format::Normalise(row, builder_);
@@ -389,12 +413,15 @@ class ReaderImpl final : public BillingReader {
     GPUCOST_RETURN_IF_ERROR(json_->Parse(text, options_.source, json_line_));
     ++rows_;
     JsonRow row(json_->line(), json_line_, options_.source, json_layout_);
-    if (Repeated(Format::IdentityFields().empty() ? TrimSpaces(text) : IdentityKey(row))) return absl::OkStatus();
+    if (Repeated(Format::IdentityFields().empty() ? TrimSpaces(text) : IdentityKey(row))) {
+      return Format::Normalise(row, dropped_);
+    }
     return Format::Normalise(row, builder_);
   }
 
   BillingOptions options_;
   LineBuilder builder_;
+  LineBuilder dropped_;  // tallies the money of rows read twice; keeps no line
   CsvTokenizer csv_;
   Mode mode_ = Mode::kNone;
   absl::Status status_;
@@ -408,7 +435,7 @@ class ReaderImpl final : public BillingReader {
   std::string pending_json_;
   int64_t json_line_ = 0;
   // Rows read twice.
-  absl::flat_hash_set<std::pair<uint64_t, uint64_t>> seen_;
+  std::shared_ptr<BillRows> seen_;
   std::vector<int> identity_;
   bool check_duplicates_ = true;
   int64_t duplicates_ = 0;

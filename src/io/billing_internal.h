@@ -300,6 +300,11 @@ class LineBuilder {
 
   [[nodiscard]] int64_t size() const { return static_cast<int64_t>(lines_.start.size()); }
   BillingReport& report() { return report_; }
+  // A builder that keeps no line: Commit() only adds the chosen amount up per
+  // currency (what a reader drops as read twice, in money).
+  void TallyOnly() { tally_only_ = true; }
+  [[nodiscard]] const std::vector<std::string>& tally_currencies() const { return tally_currencies_; }
+  [[nodiscard]] const std::vector<double>& tally_amounts() const { return tally_amounts_; }
   CostLines Finish();
 
   // Committed-use discounts (amortize.cc): notes taken while reading, the
@@ -340,6 +345,10 @@ class LineBuilder {
   std::vector<int8_t> rank_;
   std::vector<double> quantity_;
   std::vector<uint8_t> by_instance_id_;
+  std::vector<uint8_t> not_machine_;  // commitment lines naming a resource: never GPU resources
+  bool tally_only_ = false;
+  std::vector<std::string> tally_currencies_;
+  std::vector<double> tally_amounts_;
   BillingReport report_;
   bool has_tz_ = false;
   absl::TimeZone tz_;

@@ -169,6 +169,19 @@ absl::Status LineBuilder::Commit(const Line& line, absl::FunctionRef<absl::Statu
     case CostAmount::kList: cost = std::isfinite(line.list) ? line.list : 0.0; break;
   }
   if (!std::isfinite(cost)) return row_error("the amount to allocate is missing or not finite");
+  if (tally_only_) {
+    size_t k = 0;
+    while (k < tally_currencies_.size() && tally_currencies_[k] != line.currency) ++k;
+    if (k == tally_currencies_.size()) {
+      tally_currencies_.emplace_back(line.currency);
+      tally_amounts_.push_back(0.0);
+    }
+    tally_amounts_[k] += cost;
+    pending_.clear();
+    pending_owned_.clear();
+    pending_code_ = -1;
+    return absl::OkStatus();
+  }
   lines_.cost.push_back(cost);
   lines_.list_cost.push_back(std::isfinite(line.list) ? line.list : 0.0);
   lines_.billed_cost.push_back(line.billed);
@@ -199,7 +212,14 @@ absl::Status LineBuilder::Commit(const Line& line, absl::FunctionRef<absl::Statu
   rank_.push_back(static_cast<int8_t>(line.resource_id.empty() ? 0 : line.primary_rank));
   quantity_.push_back(line.quantity_hours);
   by_instance_id_.push_back(line.resource_by_instance_id && !line.instance_id.empty() ? 1 : 0);
-  lines_.gpu.push_back(line.gpu_sku || (!line.instance_type.empty() && Lookup(line.instance_type).gpu));
+  // A commitment's own line that names a resource names the commitment (the
+  // RI's ARN on a RIFee line), not a machine: never a GPU resource.
+  const bool commitment = line.charge_category == ToString(ChargeCategory::kPurchase) ||
+                          line.commitment_status == "Unused";
+  const bool not_machine = commitment && !line.resource_id.empty();
+  not_machine_.push_back(not_machine ? 1 : 0);
+  lines_.gpu.push_back(!not_machine &&
+                       (line.gpu_sku || (!line.instance_type.empty() && Lookup(line.instance_type).gpu)));
   tag_codes_.push_back(pending_code_ >= 0 ? pending_code_ : InternPendingTags());
   pending_.clear();
   pending_owned_.clear();
@@ -208,6 +228,7 @@ absl::Status LineBuilder::Commit(const Line& line, absl::FunctionRef<absl::Statu
 }
 
 void LineBuilder::NoteCommitment(CommitmentNote note, const Line* fee) {
+  if (tally_only_) return;  // nothing is kept: nothing to amortize
   if (fee != nullptr) {
     Line copy = *fee;
     for (std::string_view* s : {&copy.resource_id, &copy.resource_name, &copy.provider, &copy.account, &copy.region,
@@ -283,7 +304,7 @@ CostLines LineBuilder::Finish() {
   }
   for (size_t i = 0; i < out.gpu.size(); ++i) {
     const int32_t r = out.resource_id.codes[i];
-    if (r != kNullCode && gpu_resource[r]) out.gpu[i] = 1;
+    if (r != kNullCode && gpu_resource[r] && !not_machine_[i]) out.gpu[i] = 1;
   }
   out.tags.codes = std::move(tag_codes_);
   out.tags.values = std::move(tags_json_);

@@ -416,6 +416,63 @@ TEST(BillingDuplicates, CurLineItemsReadTwiceAreDroppedAndCounted) {
   EXPECT_EQ(quantities, (std::vector<double>{1.0, 0.25, 1.0}));
 }
 
+// Two parts of one bill sharing BillRows: the rows of the first that the
+// second repeats (an overlapping re-delivery) are dropped by the second and
+// counted in money; without the shared rows each part keeps them.
+TEST(BillingDuplicates, RowsRepeatedAcrossPartsAreDroppedWithTheirMoney) {
+  const std::string text = BillingFixture("eks_cur2.csv");
+  const size_t newline = text.find('\n');
+  GPUCOST_ASSERT_OK_AND_ASSIGN(CostLines whole, ReadCurCsv(text, Named("part-1.csv")));
+  BillingOptions first = Named("part-1.csv"), second = Named("part-2.csv");
+  first.seen = second.seen = std::make_shared<BillRows>();
+  GPUCOST_ASSERT_OK_AND_ASSIGN(CostLines one, ReadCurCsv(text, first));
+  GPUCOST_ASSERT_OK_AND_ASSIGN(CostLines two, ReadCurCsv(text, second));
+  EXPECT_EQ(one.size(), whole.size());
+  EXPECT_EQ(one.report.duplicates_dropped, 0);
+  EXPECT_TRUE(one.report.duplicate_cost.empty());
+  EXPECT_EQ(two.size(), 0u);
+  EXPECT_EQ(two.report.rows_read, static_cast<int64_t>(whole.size()));
+  EXPECT_EQ(two.report.duplicates_dropped, static_cast<int64_t>(whole.size()));
+  ASSERT_EQ(two.report.duplicate_currencies, (std::vector<std::string>{"USD"}));
+  EXPECT_NEAR(two.report.duplicate_cost[0], Sum(whole.cost), 1e-9);
+  EXPECT_EQ(first.seen->size(), static_cast<int64_t>(whole.size()));
+  // Only the header and the first data row repeated: that row's money.
+  const size_t second_row = text.find('\n', newline + 1);
+  GPUCOST_ASSERT_OK_AND_ASSIGN(CostLines row, ReadCurCsv(text.substr(0, second_row + 1), Named("row.csv")));
+  BillingOptions third = Named("part-3.csv");
+  third.seen = first.seen;
+  GPUCOST_ASSERT_OK_AND_ASSIGN(CostLines three, ReadCurCsv(text.substr(0, second_row + 1), third));
+  EXPECT_EQ(three.report.duplicates_dropped, 1);
+  EXPECT_NEAR(three.report.duplicate_cost[0], row.cost[0], 1e-12);
+  // Not shared: each reader keeps its own rows.
+  GPUCOST_ASSERT_OK_AND_ASSIGN(CostLines apart, ReadCurCsv(text, Named("part-2.csv")));
+  EXPECT_EQ(apart.report.duplicates_dropped, 0);
+}
+
+// The monthly RIFee line names the reservation's ARN as its resource and its
+// usage type the instance type (HeavyUsage:p4d.24xlarge): the commitment, not
+// a GPU machine.
+TEST(ReadCur, CommitmentFeeLinesAreNeverGpuResources) {
+  const std::string text =
+      "identity_line_item_id,identity_time_interval,line_item_line_item_type,line_item_resource_id,"
+      "line_item_usage_type,line_item_unblended_cost,line_item_usage_amount,line_item_usage_start_date,"
+      "line_item_usage_end_date,line_item_currency_code,reservation_reservation_a_r_n,reservation_effective_cost,"
+      "reservation_unused_amortized_upfront_fee_for_billing_period,reservation_unused_recurring_fee\n"
+      "a,2025-10-01T00:00:00Z/2025-10-01T01:00:00Z,DiscountedUsage,i-0p4d,USE1-BoxUsage:p4d.24xlarge,0,1,"
+      "2025-10-01T00:00:00Z,2025-10-01T01:00:00Z,USD,arn:aws:ec2:us-east-1:1:reserved-instances/ri-1,19.22,,\n"
+      "b,2025-10-01T00:00:00Z/2025-11-01T00:00:00Z,RIFee,arn:aws:ec2:us-east-1:1:reserved-instances/ri-1,"
+      "USE1-HeavyUsage:p4d.24xlarge,14299.68,744,2025-10-01T00:00:00Z,2025-11-01T00:00:00Z,USD,"
+      "arn:aws:ec2:us-east-1:1:reserved-instances/ri-1,,0,38.44\n";
+  GPUCOST_ASSERT_OK_AND_ASSIGN(CostLines lines, ReadCurCsv(text, Named("cur.csv")));
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_TRUE(lines.gpu[LineOf(lines, "i-0p4d")]);
+  const size_t fee = LineOf(lines, "reserved-instances/ri-1");
+  EXPECT_EQ(At(lines.instance_type, fee), "p4d.24xlarge");  // kept to slice by
+  EXPECT_FALSE(lines.gpu[fee]);
+  EXPECT_FALSE(lines.primary[fee]);
+  EXPECT_NEAR(lines.cost[fee], 38.44, 1e-12);  // the unused part, on no machine
+}
+
 TEST(BillingTimeZone, NaiveTimesAreLocal) {
   std::string text = BillingFixture("gke_detailed.csv");
   for (size_t at = text.find(" UTC,"); at != std::string::npos; at = text.find(" UTC,", at)) text.erase(at, 4);

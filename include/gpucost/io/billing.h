@@ -56,6 +56,29 @@ enum class CostAmount { kEffective, kBilled, kList };
 // "effective" (or "amortized"), "billed" or "list".
 [[nodiscard]] absl::StatusOr<CostAmount> ParseCostAmount(std::string_view amount);
 
+// The rows of one bill read so far, shared by the readers of its parts
+// (BillingOptions::seen): a row repeated across parts, files or manifests (an
+// overlapping re-delivery, a part given twice) is dropped and counted by the
+// reader that meets it again, as a row repeated within one part is. Holds two
+// 64-bit hashes per row, not the rows. Not thread-safe: the parts of one bill
+// are read one after another (which copy is kept does not depend on timing).
+class BillRows {
+ public:
+  BillRows();
+  ~BillRows();
+  BillRows(const BillRows&) = delete;
+  BillRows& operator=(const BillRows&) = delete;
+
+  // True when `key` (a row's identity, see BillingReader) is new; remembered.
+  [[nodiscard]] bool Insert(std::string_view key);
+  // Distinct rows seen.
+  [[nodiscard]] int64_t size() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 // GCP: credits netted into their line (default), or each credit its own line
 // (charge_category "Credit") next to the line it belongs to.
 enum class GcpCredits { kNet, kSeparate };
@@ -80,12 +103,20 @@ struct BillingOptions {
   // ("2025-03-01 10:00:00", Azure's dates): "" or "UTC" reads them as UTC.
   // Timestamps with a zone ("Z", "+02:00", " UTC") are read as written.
   std::string tz;
+  // The rows of the bill's parts read before this one; null: this reader's
+  // own. Share one BillRows between the readers of one bill's parts.
+  std::shared_ptr<BillRows> seen;
 };
 
 // What a reader dropped or noticed (Python: frame.attrs["billing"]).
 struct BillingReport {
   int64_t rows_read = 0;           // data rows of the export
   int64_t duplicates_dropped = 0;  // rows read twice (see BillingReader), not made lines
+  // The chosen amount of the rows dropped, per currency ("" when the export
+  // names none), in the order first met: the money a bill read twice would
+  // have counted twice.
+  std::vector<std::string> duplicate_currencies;
+  std::vector<double> duplicate_cost;
   int64_t primary_lines = 0;
   // Primary lines whose usage amount could not be turned into instance-hours
   // (no amount, a unit other than time, a GPU count the catalog lacks): their
@@ -133,6 +164,10 @@ struct CostLines {
   EncodedStrings tags;
   // Whether the line is for a GPU resource: its instance type has GPUs in the
   // catalog, or it is a GPU SKU (GCP), or another line of its resource is.
+  // A commitment's own line (charge_category Purchase: CUR RIFee and savings
+  // plan fees, CUD fees, Azure and FOCUS purchases; or an Unused commitment)
+  // that names a resource names the commitment (the RI's ARN), not a machine:
+  // never a GPU resource, whatever instance type it mentions.
   std::vector<uint8_t> gpu;
   // SEMANTICS 1.1: whether the line bills its resource's time. One line per
   // resource and charge period is primary: the instance's usage line (AWS,
@@ -169,7 +204,8 @@ struct CostLines {
 // Rows read twice are dropped and counted (BillingReport): for CUR a
 // repeated identity_line_item_id within its identity_time_interval; for
 // FOCUS, GCP and Azure a row identical in every column to an earlier one (a
-// file or an overlapping export part read twice).
+// file or an overlapping export part read twice). Earlier rows are this
+// reader's, or those of every part sharing BillingOptions::seen.
 class BillingReader {
  public:
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<BillingReader>> Create(BillingFormat format,
