@@ -45,6 +45,10 @@ py::dict WorkloadsToPython(WorkloadTable&& w) {
   py::list labels;
   for (size_t i = 0; i < w.labels.size(); ++i) labels.append(py::make_tuple(w.label_names[i], Strings(std::move(w.labels[i]))));
   out["labels"] = labels;
+  if (w.first_ns != INT64_MIN) {
+    out["first_ns"] = w.first_ns;
+    out["last_ns"] = w.last_ns;
+  }
   return out;
 }
 

@@ -356,7 +356,7 @@ def allocate(
     )
     result = allocation_result(raw, output)
     # pandas costs keep their attrs (the bill reader's report); Arrow ones are read once.
-    check_public_call(result, costs_table.data, usage, strict=strict)
+    check_public_call(result, costs_table.data, usage, strict=strict, workloads=workloads)
     return result
 
 

@@ -474,7 +474,7 @@ def _check_join(result: pd.DataFrame | None, tables: Tables, config: Config, arg
         if result is None:  # an analysis: one quiet allocation tells what joined
             result = gpucost.allocate(tables.costs, tables.usage, tables.inventory, by=["resource_id"],
                                       **{k: v for k, v in _policy(config).items() if k == "interval"})
-        report = join_report(result, tables.costs, tables.usage, caller="cli")
+        report = join_report(result, tables.costs, tables.usage, caller="cli", workloads=tables.workloads)
     strict = bool(config.policy.get("strict", False))
     failed = any(p.error for p in report.problems) or (strict and report.problems)
     for p in report.problems:

@@ -27,6 +27,7 @@ from gpucost.allocation import allocate as _allocate
 from gpucost.allocation import combine_diagnostics, combine_joins, infer_interval, series_spacings
 from gpucost.chunks import COST_CSV_TYPES, USAGE_CSV_TYPES, _csv_batches, expand_paths, is_path_like, read_table
 from gpucost.errors import ROW_ERROR, InvalidInputError, conversion_hint
+from gpucost.join import check_public_call
 
 __all__ = ["allocate", "allocate_graph", "combine_results", "read_csv"]
 
@@ -332,6 +333,11 @@ def allocate(costs: Any, usage: Any, inventory: Any, workloads: Any = None, *,
         >>> gpucost.dask.allocate(costs, "usage*.csv.gz", inventory)["cost"].tolist()
         [0.0, 7.0, 7.0]
     """
-    return allocate_graph(costs, usage, inventory, workloads, npartitions=npartitions,
-                          shuffle_method=shuffle_method, **policy).compute()
+    strict = bool(policy.pop("strict", False))
+    result = allocate_graph(costs, usage, inventory, workloads, npartitions=npartitions,
+                            shuffle_method=shuffle_method, **policy).compute()
+    # gpucost.allocate's join rule, once, over the whole result (each partition's allocation is quiet).
+    check_public_call(result, costs if isinstance(costs, pd.DataFrame | pa.Table) else None,
+                      usage if isinstance(usage, pd.DataFrame) else None, strict=strict, workloads=workloads)
+    return result
 

@@ -575,11 +575,17 @@ def usage_frame(raw: dict) -> pd.DataFrame:
 
 
 def workloads_frame(raw: dict) -> pd.DataFrame:
-    """consumer plus label columns; a missing label is None."""
+    """consumer plus label columns; a missing label is None. A label history
+    (kube_pod_labels) says the instants it covers in ``attrs["labels"]``
+    (``start``, ``end``: its first and last points, UTC)."""
     columns: dict[str, Any] = {"consumer": _codes_to_strings(raw["consumer"], categorical=False)}
     for name, pair in raw["labels"]:
         columns[name] = _codes_to_strings(pair, categorical=False)
-    return pd.DataFrame(columns, copy=False)
+    frame = pd.DataFrame(columns, copy=False)
+    if "first_ns" in raw:
+        frame.attrs["labels"] = {"start": pd.Timestamp(int(raw["first_ns"]), tz="UTC"),
+                                 "end": pd.Timestamp(int(raw["last_ns"]), tz="UTC")}
+    return frame
 
 
 def pod_gpus_frame(raw: dict) -> pd.DataFrame:

@@ -36,6 +36,12 @@ __all__ = ["JoinWarning", "JoinError", "Problem", "JoinReport", "join_report", "
 RESERVED = ("__idle__", "__unattributed__", "__unobserved__", "__unlabelled__")
 _SHOWN_IDS = 3  # resource ids named in one message
 
+#: Label coverage: more than this share of the GPU cost (the cost on GPU
+#: resources, idle and unobserved included) on ``__unlabelled__`` in a label
+#: column of the result is a join warning; so is any dollar there when the
+#: label history starts after the bill does.
+UNLABELLED_SHARE = 0.05
+
 
 class JoinWarning(UserWarning):
     """An input that changes the numbers: a bill line without telemetry, telemetry
@@ -88,13 +94,22 @@ class JoinError(InvalidInputError):
 class Problem:
     """One problem of the join: ``kind`` (a stable name), ``message`` (one line with
     the money at stake and the fix), ``amount`` and ``currency`` of the money at
-    stake (0 and "" where none), and whether it is an ``error``."""
+    stake (0 and "" where none), whether it is an ``error``, and whether it is
+    measured in ``money`` (then an amount that rounds to 0 makes it a note:
+    reported, never a warning)."""
 
     kind: str
     message: str
     amount: float = 0.0
     currency: str = ""
     error: bool = False
+    money: bool = False
+
+    @property
+    def zero_dollar(self) -> bool:
+        """Measured in money and worth nothing (``$0.00``): reported by
+        ``gpucost check`` and the report's text, never a warning or a failure."""
+        return self.money and not self.error and round(abs(self.amount), 2) == 0
 
 
 @dataclass
@@ -103,7 +118,9 @@ class JoinReport:
 
     resources: the engine's join table, one row per (resource_id, currency).
     diagnostics: the engine's counts (docs/semantics.md section 5).
-    problems: the problems found, errors first.
+    problems: the problems found that change the numbers, errors first: what
+        the warning rule warns about.
+    notes: problems worth nothing (``$0.00``): reported, never warned about.
     billing, telemetry: the readers' reports, when the tables came from readers.
     labels: per label column of the result, the share of held GPU-hours with a value.
 
@@ -137,6 +154,7 @@ class JoinReport:
     billing: dict = field(default_factory=dict)
     telemetry: dict = field(default_factory=dict)
     labels: dict = field(default_factory=dict)
+    notes: list[Problem] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -176,6 +194,8 @@ class JoinReport:
             lines.append(f"label {name}: {share:.1%} of held GPU-hours labelled")
         for p in self.problems:
             lines.append(f"{'error' if p.error else 'warning'}: {p.message}")
+        for p in self.notes:
+            lines.append(f"note: {p.message}")
         return "\n".join(lines)
 
 
@@ -229,6 +249,8 @@ _FIXES = {
         "ids": "export the bill with resource ids (AWS: 'Include resource IDs' in the CUR/Data Export)",
         "catalog": "add the instance type to the inventory (gpucost.catalog.with_rows) or pass inventory=",
         "telemetry": "give their telemetry, or map their hosts to instance ids (nodes= of the reader)",
+        "labels": "give the workloads' labels over the bill's whole period (kube_pod_labels from its first day: "
+                  "gpucost.kubernetes.fetch_workloads, gpucost.sources.read_pod_labels), or label the pods",
         "strict": "strict=True",
     },
     "cli": {
@@ -238,7 +260,29 @@ _FIXES = {
         "catalog": "give the instance type's GPUs (--inventory FILE, or inventory in [sources])",
         "telemetry": "give their telemetry (--telemetry / --prometheus), or map their hosts to instance ids "
                      "(--nodes)",
+        "labels": "give the workloads' labels over the bill's whole period (--pod-labels / pod_labels in [sources]: "
+                  "kube_pod_labels answers from its first day), or a namespace's labels in [labels.namespaces]",
         "strict": "--strict",
+    },
+}
+
+# Bare metal (Slurm, nvidia-smi, DCGM on plain hosts): hosts are mapped by the hosts table, not Kubernetes' nodes.
+_HOSTS_FIXES = {
+    "python": {
+        "nodes": "map each host to the bill's resource id (nodes= of the reader: read_slurm_sacct, read_dcgm_text, "
+                 "read_query_range take a node, resource_id table; read_nvidia_smi its resource_id=)",
+        "telemetry": "give their telemetry or their Slurm accounting (read_slurm_sacct), or map their hosts to the "
+                     "bill's ids (nodes= of the reader)",
+        "period": "give the bill and the telemetry of the same period (check time zones: tz= of read_slurm_sacct and "
+                  "read_nvidia_smi; start/end of read_slurm_sacct)",
+    },
+    "cli": {
+        "nodes": "map each host to the bill's resource id in the hosts table (--hosts FILE, hosts in [sources]: "
+                 "host, resource_id[, tz])",
+        "telemetry": "give their telemetry (--dcgm-text / --telemetry / --nvidia-smi) or their Slurm accounting "
+                     "(--sacct), and map their hosts in the hosts table (--hosts FILE: host, resource_id)",
+        "period": "give the bill and the telemetry of the same period (--bill, --sacct / --dcgm-text; check timezone "
+                  "in [sources] (--timezone) for sacct and nvidia-smi times)",
     },
 }
 
@@ -268,21 +312,33 @@ def _bill_columns(costs: Any) -> pd.DataFrame | None:
     return table.data.select(wanted).to_pandas() if "gpu" in wanted else None
 
 
-def _label_coverage(result: Any) -> dict:
-    """Per label column of the result: held GPU-hours with a value / all held GPU-hours."""
+def _result_frame(result: Any) -> pd.DataFrame:
+    """The result as pandas: as it is, or (an Arrow or Polars result) its
+    string columns, gpu_hours and cost, per result row."""
+    if isinstance(result, pd.DataFrame):
+        return result
+    table = result if isinstance(result, pa.Table) else pa.table(result)
+    strings = [f.name for f in table.schema if pa.types.is_dictionary(f.type) or pa.types.is_string(f.type)
+               or pa.types.is_large_string(f.type) or pa.types.is_string_view(f.type)]
+    columns = {name: table.column(name).cast(pa.string()).to_numpy(zero_copy_only=False) for name in strings}
+    for name in ("gpu_hours", "cost"):
+        if name in table.column_names:
+            columns[name] = table.column(name).to_numpy()
+    return pd.DataFrame(columns)
+
+
+def _label_keys(result: pd.DataFrame) -> list[str]:
+    """The label columns of a result (its string columns but the engine's own keys)."""
     skip = {"consumer", "resource_id", "period", "currency"}
-    if not isinstance(result, pd.DataFrame):  # an Arrow or Polars result: its string columns, per result row
-        table = result if isinstance(result, pa.Table) else pa.table(result)
-        strings = [f.name for f in table.schema if pa.types.is_dictionary(f.type) or pa.types.is_string(f.type)
-                   or pa.types.is_large_string(f.type) or pa.types.is_string_view(f.type)]
-        columns = {name: table.column(name).cast(pa.string()).to_numpy(zero_copy_only=False) for name in strings}
-        if "gpu_hours" in table.column_names:
-            columns["gpu_hours"] = table.column("gpu_hours").to_numpy()
-        result = pd.DataFrame(columns)
-    keys = [c for c in result.columns if result[c].dtype == object or isinstance(result[c].dtype, pd.StringDtype)]
+    return [c for c in result.columns if c not in skip and (
+        result[c].dtype == object or isinstance(result[c].dtype, pd.StringDtype))]
+
+
+def _label_coverage(result: pd.DataFrame) -> dict:
+    """Per label column of the result: held GPU-hours with a value / all held GPU-hours."""
     out = {}
-    for name in keys:
-        if name in skip or "gpu_hours" not in result.columns:
+    for name in _label_keys(result):
+        if "gpu_hours" not in result.columns:
             continue
         values = result[name].astype(str)
         held = result["gpu_hours"].where(~values.isin([r for r in RESERVED if r != "__unlabelled__"]), 0.0)
@@ -292,7 +348,8 @@ def _label_coverage(result: Any) -> dict:
     return out
 
 
-def join_report(result: pd.DataFrame, costs: Any = None, usage: Any = None, *, caller: str = "python") -> JoinReport:
+def join_report(result: pd.DataFrame, costs: Any = None, usage: Any = None, *, caller: str = "python",
+                workloads: Any = None) -> JoinReport:
     """The join report of an allocation.
 
     Args:
@@ -300,6 +357,10 @@ def join_report(result: pd.DataFrame, costs: Any = None, usage: Any = None, *, c
         costs, usage: the tables it was computed from, when they came from
             gpucost's readers (their reports add causes); optional.
         caller: ``"python"`` or ``"cli"``: the words the fixes are given in.
+        workloads: the workloads table it was computed with; its
+            ``attrs["labels"]`` (``start``, ``end``: the instants a label
+            history such as ``kube_pod_labels`` covers) names the dates the
+            labels cover in the label-coverage problem; optional.
 
     Returns:
         A :class:`JoinReport`; ``report.problems`` lists what changes the numbers.
@@ -329,13 +390,77 @@ def join_report(result: pd.DataFrame, costs: Any = None, usage: Any = None, *, c
     if not isinstance(join, pd.DataFrame):
         raise InvalidInputError("join_report: the result carries no join table (attrs['join']); "
                                 "pass a result returned by gpucost.allocate")
+    frame = _result_frame(result)
     report = JoinReport(resources=join, diagnostics=diagnostics, billing=_attrs(costs, "billing"),
-                        telemetry=_attrs(usage, "telemetry"), labels=_label_coverage(result))
-    report.problems = _problems(report, costs, _FIXES.get(caller, _FIXES["python"]))
+                        telemetry=_attrs(usage, "telemetry"), labels=_label_coverage(frame))
+    fix = _FIXES.get(caller, _FIXES["python"])
+    if _attrs_flag(usage, "bare_metal"):  # Slurm and plain hosts: the hosts table, not Kubernetes' nodes
+        fix = {**fix, **_HOSTS_FIXES.get(caller, _HOSTS_FIXES["python"])}
+    found = _problems(report, costs, fix)
+    if not any(p.error for p in found):
+        labels = _label_problem(frame, _attrs(workloads, "labels"), join, fix)
+        found += [labels] if labels is not None else []
+    from gpucost import slurm  # the Slurm join's own problems: jobs on GPUs sacct does not give, times off
+    found += [Problem(kind, message, amount) for kind, message, amount in slurm.problems(usage, caller)]
     from gpucost.hosts import sacct_problems  # sacct jobs whose GPUs cannot be known, priced with the bill
-    report.problems += [Problem(kind, message, amount)
-                        for kind, message, amount in sacct_problems(usage, costs, caller)]
+    found += [Problem(kind, message, amount) for kind, message, amount in sacct_problems(usage, costs, caller)]
+    # Problems worth $0.00 are notes: reported, never warned about.
+    report.problems = [p for p in found if not p.zero_dollar]
+    report.notes = [p for p in found if p.zero_dollar]
     return report
+
+
+def _attrs_flag(table: Any, key: str) -> bool:
+    attrs = getattr(table, "attrs", None)
+    return bool(attrs.get(key)) if isinstance(attrs, dict) else False
+
+
+def _day(instant: Any, end: bool = False) -> str:
+    """The UTC date of an instant; of the last instant before it when `end`
+    (an exclusive end: a bill to 2025-11-01 00:00 covers 2025-10-31)."""
+    t = pd.Timestamp(instant)
+    t = t.tz_localize("UTC") if t.tzinfo is None else t.tz_convert("UTC")
+    return f"{(t - pd.Timedelta(1, 'ns') if end else t):%Y-%m-%d}"
+
+
+def _label_problem(frame: pd.DataFrame, history: dict, join: pd.DataFrame, fix: dict) -> Problem | None:
+    """Label coverage: more than UNLABELLED_SHARE of the GPU cost on
+    ``__unlabelled__`` in a label column of the result, or a label history
+    (``workloads.attrs["labels"]``) that starts on a later date than the
+    bill's GPU lines. Names the dollars on ``__unlabelled__`` and the dates
+    the labels and the bill cover."""
+    keys = _label_keys(frame)
+    if not keys or "cost" not in frame.columns or not len(frame):
+        return None
+    gpu = join[(join["lines"].to_numpy() > 0) & join["in_inventory"].to_numpy().astype(bool)]
+    bill_start, bill_end = gpu["lines_start"].min(), gpu["lines_end"].max()
+    start, end = history.get("start"), history.get("end")
+    dated = start is not None and end is not None and not pd.isna(start) and not pd.isna(end)
+    late = dated and not pd.isna(bill_start) and _day(start) > _day(bill_start)
+    currency = frame["currency"].fillna("").astype(str).to_numpy() if "currency" in frame.columns else ""
+    cost = frame["cost"].to_numpy(dtype=float)
+    parts, worst = [], None
+    for name in keys:
+        values = frame[name].astype(str).to_numpy()
+        money = pd.DataFrame({"currency": currency, "cost": np.where(values == "__unlabelled__", cost, 0.0),
+                              "gpu": np.where(values != "__unattributed__", cost, 0.0)})
+        sums = money.groupby("currency", sort=True)[["cost", "gpu"]].sum()
+        shares = (sums["cost"] / sums["gpu"].where(sums["gpu"] > 0)).fillna(0.0)
+        if not (shares.max() > UNLABELLED_SHARE or late):
+            continue
+        text, amount, cur = _money_by_currency(money, "cost")
+        gpu_text = " + ".join(format_money(v, str(c)) for c, v in sums["gpu"].items())
+        parts.append(f"{name}: {text} of {gpu_text} GPU cost ({shares.max():.1%}) on __unlabelled__")
+        if worst is None or abs(amount) > abs(worst[0]):
+            worst = (amount, cur)
+    if worst is None:
+        return None
+    bill = f"{_day(bill_start)} .. {_day(bill_end, end=True)}" if not pd.isna(bill_start) else "no GPU line"
+    labels = f"{_day(start)} .. {_day(end)}" if dated else "not stated by the label sources"
+    why = ("the label history starts after the bill" if late else
+           f"more than {UNLABELLED_SHARE:.0%} of the GPU cost has no label")
+    return Problem("unlabelled", f"labels cover too little ({why}): {'; '.join(parts)}. Labels cover {labels}, "
+                   f"the bill {bill}. Fix: {fix['labels']}", worst[0], worst[1], money=True)
 
 
 def _problems(report: JoinReport, costs: Any, fix: dict) -> list[Problem]:
@@ -352,6 +477,7 @@ def _problems(report: JoinReport, costs: Any, fix: dict) -> list[Problem]:
         return sub.assign(currency=currency)
 
     d = report.diagnostics
+    parts = _attrs(costs, "parts")
     out: list[Problem] = []
     lines = col("lines")
     is_billed = lines > 0
@@ -370,7 +496,8 @@ def _problems(report: JoinReport, costs: Any, fix: dict) -> list[Problem]:
         money, amount, cur = _money_by_currency(gpu, "cost")
         if samples <= 0:
             out.append(Problem("no_telemetry", f"no usage sample given: all {money} of {len(gpu)} billed GPU "
-                               f"resource(s) is unobserved. Fix: {fix['telemetry']}", amount, cur, error=False))
+                               f"resource(s) is unobserved. Fix: {fix['telemetry']}", amount, cur, error=False,
+                               money=True))
         else:
             shared = set(gpu["resource_id"]) & set(telemetry["resource_id"])
             why = (f"the telemetry names {telemetry['resource_id'].nunique()} resource(s) ({_ids(telemetry['resource_id'])}) "
@@ -389,7 +516,7 @@ def _problems(report: JoinReport, costs: Any, fix: dict) -> list[Problem]:
         out.append(Problem(
             "unobserved", f"{unobserved['resource_id'].nunique()} billed GPU resource(s) have lines without any "
             f"telemetry ({_ids(unobserved['resource_id'])}): {money} is on __unobserved__, neither used nor idle. "
-            f"Fix: {fix['telemetry']}", amount, cur))
+            f"Fix: {fix['telemetry']}", amount, cur, money=True))
 
     if (unknown_resource & is_billed).any():
         no_inventory = rows(unknown_resource & is_billed)
@@ -397,7 +524,7 @@ def _problems(report: JoinReport, costs: Any, fix: dict) -> list[Problem]:
         out.append(Problem(
             "no_inventory", f"{no_inventory['resource_id'].nunique()} billed resource(s) with GPU telemetry have "
             f"no GPUs in the inventory ({_ids(no_inventory['resource_id'])}): {money} stays __unattributed__. "
-            f"Fix: {fix['catalog']}", amount, cur))
+            f"Fix: {fix['catalog']}", amount, cur, money=True))
     # Telemetry of a resource no bill line names (unknown to the inventory, or in it with no line).
     if (~is_billed & (unknown_resource | outside_lines)).any():
         unbilled = rows(~is_billed & (unknown_resource | outside_lines))
@@ -432,11 +559,11 @@ def _problems(report: JoinReport, costs: Any, fix: dict) -> list[Problem]:
                                   "cost": no_id["cost"].astype(float)})
             money, amount, cur = _money_by_currency(frame, "cost")
             out.append(Problem("no_resource_ids", f"{len(no_id):,} GPU usage lines carry no resource id: {money} "
-                               f"stays __unattributed__. Fix: {fix['ids']}", amount, cur))
+                               f"stays __unattributed__. Fix: {fix['ids']}", amount, cur, money=True))
     elif is_billed.any() and has_telemetry.any() and (j["resource_id"][is_billed].astype(str) == "").all():
         money, amount, cur = _money_by_currency(rows(is_billed), "cost")
         out.append(Problem("no_resource_ids", f"no bill line carries a resource id: {money} stays __unattributed__. "
-                           f"Fix: {fix['ids']}", amount, cur))
+                           f"Fix: {fix['ids']}", amount, cur, money=True))
 
     if (col("lines_oversubscribed") > 0).any():
         over = rows(col("lines_oversubscribed") > 0)
@@ -454,13 +581,28 @@ def _problems(report: JoinReport, costs: Any, fix: dict) -> list[Problem]:
                            "`primary` column saying which one bills the time"))
     dropped = int(report.billing.get("duplicates_dropped", 0) or 0)
     if dropped:
+        # The readers tally the dropped rows' amounts per currency, across every part of the bill.
+        tally = report.billing.get("duplicate_cost") or {}
+        frame = pd.DataFrame({"currency": [str(c) for c in tally], "cost": [float(v) for v in tally.values()]})
+        money, amount, cur = _money_by_currency(frame, "cost") if len(frame) else ("an unknown amount", 0.0, "")
+        where = _duplicate_parts(parts)
         out.append(Problem("bill_duplicates", f"{dropped:,} bill rows were read twice and dropped (repeated "
-                           "line-item ids or identical rows): check that no export part is given twice"))
+                           f"line-item ids or identical rows{where}): {money} would have been counted twice. "
+                           "Check that no export part, file or manifest is given twice (a glob over an "
+                           "overlapping re-delivery)", amount, cur, money=bool(len(frame))))
     beyond = report.billing.get("hours_beyond_period") or []
     if len(beyond):
         out.append(Problem("hours_beyond_period", f"{len(beyond)} resource(s) are billed more instance-hours than "
                            f"their period has ({_ids(beyond)}): a bill counted twice or lines merged wrongly"))
     return out
+
+
+def _duplicate_parts(parts: dict) -> str:
+    """'; in part-2.csv, part-3.csv': the parts of a bill (``costs.attrs["parts"]``)
+    that dropped rows, when the bill was read in parts."""
+    names = [str(name) for name, a in parts.items()
+             if int(((a or {}).get("billing") or {}).get("duplicates_dropped", 0) or 0)]
+    return f"; in {_ids(names)}" if names else ""
 
 
 def _oversubscription_cause(telemetry: dict) -> str:
@@ -480,7 +622,7 @@ def _oversubscription_cause(telemetry: dict) -> str:
 # ---- the rule ----------------------------------------------------------------------------
 
 def check_join(result: pd.DataFrame, costs: Any = None, usage: Any = None, *, strict: bool = False,
-               caller: str = "python", stacklevel: int = 2) -> JoinReport:
+               caller: str = "python", stacklevel: int = 2, workloads: Any = None) -> JoinReport:
     """Applies the warning rule: each problem becomes a :class:`JoinWarning`;
     an error (nothing joined), or any problem under ``strict``, raises
     :class:`JoinError`. Returns the report.
@@ -500,7 +642,7 @@ def check_join(result: pd.DataFrame, costs: Any = None, usage: Any = None, *, st
             ...
         gpucost.join.JoinError: 1 billed GPU resource(s) have lines without any telemetry (node-2): ... [strict=True]
     """
-    report = join_report(result, costs, usage, caller=caller)
+    report = join_report(result, costs, usage, caller=caller, workloads=workloads)
     apply_rule(report, strict=strict, caller=caller, stacklevel=stacklevel + 1)
     return report
 
@@ -560,9 +702,9 @@ def called_from_gpucost(depth: int) -> bool:
     return name.startswith("gpucost.") and not name.startswith("gpucost.tests")
 
 
-def check_public_call(result: pd.DataFrame, costs: Any, usage: Any, *, strict: bool) -> None:
+def check_public_call(result: pd.DataFrame, costs: Any, usage: Any, *, strict: bool, workloads: Any = None) -> None:
     """The rule at a public entry point (gpucost.allocate and the runners):
     applied when the user called it, skipped for gpucost's own inner calls."""
     if not _CHECKS.get() or called_from_gpucost(2):
         return
-    check_join(result, costs, usage, strict=strict, stacklevel=4)
+    check_join(result, costs, usage, strict=strict, stacklevel=4, workloads=workloads)

@@ -188,8 +188,12 @@ class _Stream(io.RawIOBase):
 def read_bill(parts: Sequence[Path], reader: Callable[..., pd.DataFrame], **kwargs: Any) -> pd.DataFrame:
     """Every part through `reader` (a gpucost.read_* function), concatenated
     into one bill; the parts' ``attrs`` reports are kept per part under
-    ``attrs["parts"]`` and their counts summed."""
-    return join_parts([reader(part, **kwargs) for part in parts], [str(p) for p in parts])
+    ``attrs["parts"]`` and their counts summed. The parts share one record of
+    the rows read (``seen=``): a row repeated across parts is dropped once
+    and counted, in money."""
+    from gpucost.billing import BillRows
+    seen = kwargs.pop("seen", None) or BillRows()
+    return join_parts([reader(part, seen=seen, **kwargs) for part in parts], [str(p) for p in parts])
 
 
 def join_parts(frames: Sequence[pd.DataFrame], names: Sequence[str]) -> pd.DataFrame:
@@ -359,7 +363,20 @@ def merge_workloads(frames: Sequence[pd.DataFrame]) -> pd.DataFrame | None:
     both = concat_frames([f.astype({c: object for c in f.columns}) for f in frames])
     both = both.replace("", None)
     merged = both.groupby("consumer", sort=False, dropna=False).last()  # last non-null per column
-    return merged.reset_index().astype(object).where(lambda f: f.notna(), None)
+    out = merged.reset_index().astype(object).where(lambda f: f.notna(), None)
+    out.attrs = label_history(frames)
+    return out
+
+
+def label_history(frames: Sequence[pd.DataFrame]) -> dict:
+    """``{"labels": {"start", "end"}}``: the instants the label sources of
+    ``frames`` cover together, when every one of them says (a
+    ``kube_pod_labels`` history does, a kubectl snapshot does not); else
+    ``{}``. The join report names them when labels cover too little."""
+    spans = [(f.attrs.get("labels") or {}) for f in frames if f is not None]
+    if not spans or not all(s.get("start") is not None and s.get("end") is not None for s in spans):
+        return {}
+    return {"labels": {"start": min(s["start"] for s in spans), "end": max(s["end"] for s in spans)}}
 
 
 def namespace_labels(workloads: pd.DataFrame | None, consumers: Sequence[str],
@@ -378,9 +395,11 @@ def namespace_labels(workloads: pd.DataFrame | None, consumers: Sequence[str],
     base = workloads if workloads is not None else pd.DataFrame({"consumer": pd.Series([], dtype=object)})
     known = set(base["consumer"].astype(str))
     extra = [c for c in consumers if c not in known and "/" in c and c.split("/", 1)[0] in namespaces]
+    history = dict(base.attrs)
     if extra:
         base = pd.concat([base, pd.DataFrame({"consumer": extra})], ignore_index=True)
     base = base.copy()
+    base.attrs = history
     ns = base["consumer"].astype(str).str.split("/", n=1).str[0]
     for column in columns:
         mapping = {n: v[column] for n, v in namespaces.items() if column in v}

@@ -22,6 +22,7 @@ from pyspark.sql import types as T
 from gpucost.allocation import JOIN_SUMMED, combine_joins, infer_interval, series_spacings
 from gpucost.allocation import allocate as _allocate
 from gpucost.errors import ROW_ERROR, InvalidInputError, conversion_hint
+from gpucost.join import check_public_call
 
 __all__ = ["allocate"]
 
@@ -183,6 +184,7 @@ def allocate(costs: DataFrame, usage: DataFrame, inventory: Any, workloads: Any 
         8
     """
     spark: SparkSession = usage.sparkSession
+    strict = bool(policy.pop("strict", False))
     by = policy.get("by", ("consumer",))
     by = [by] if isinstance(by, str) else list(by)
     if "currency" in costs.columns and "currency" not in by:
@@ -233,6 +235,8 @@ def allocate(costs: DataFrame, usage: DataFrame, inventory: Any, workloads: Any 
     result.attrs["diagnostics"] = {name: int(totals[name] or 0) for name in DIAGNOSTICS}
     result.attrs["diagnostics"]["interval"] = totals[INTERVAL]
     result.attrs["join"] = _join_frame(join)
+    # gpucost.allocate's join rule, once, over the whole result (each group's allocation is quiet).
+    check_public_call(result, None, None, strict=strict, workloads=workloads)
     return result
 
 

@@ -266,7 +266,15 @@ absl::StatusOr<WorkloadTable> WorkloadsFromKubePodLabels(const PromSamples& s, s
     }
     builder.Put(absl::StrCat(A(ns), "/", A(pod)), std::move(values), latest[i]);
   }
-  return builder.Finish(keys);
+  WorkloadTable out = builder.Finish(keys);
+  for (size_t p = 0; p < s.size(); ++p) {
+    const PromSeries& series = s.series[s.series_id[p]];
+    if (!series.name.empty() && series.name != "kube_pod_labels") continue;
+    const int64_t t = s.timestamp_ns[p];
+    out.first_ns = out.first_ns == INT64_MIN ? t : std::min(out.first_ns, t);
+    out.last_ns = std::max(out.last_ns, t);
+  }
+  return out;
 }
 
 absl::StatusOr<NodeTable> NodesFromKubeNodeInfo(const PromSamples& s) {

@@ -23,6 +23,11 @@ from reference import assert_frames_close
 pl = pytest.importorskip("polars")
 duckdb = pytest.importorskip("duckdb")
 
+# The fixture leaves consumers without a team or project on purpose (missing
+# strings): 6 % of its GPU cost on __unlabelled__, which the join rule reports
+# (issue 29; tested in test_month_end_loud.py). Every other warning stays an error.
+pytestmark = pytest.mark.filterwarnings("ignore:labels cover too little:gpucost.join.JoinWarning")
+
 KINDS = ["pandas-category", "pandas-str", "pandas-object", "arrow", "arrow-reader", "polars", "polars-categorical",
          "polars-lazy", "duckdb"]
 POLICIES = [{"by": ["consumer"]},

@@ -98,3 +98,18 @@ def test_bad_row_is_rejected(spark, fleet):
     costs = spark.createDataFrame(fleet.costs.astype({"resource_id": object}))
     with pytest.raises(Exception, match=r"usage: the row with timestamp=.*column 'util': 1.5 is outside"):
         gpucost.spark.allocate(costs, spark.createDataFrame(usage), fleet.inventory)
+
+
+def test_warns_once_as_allocate_does(spark, fleet):
+    """gpucost.allocate's join rule, once, on the driver (issue 29): a quarter of
+    the workloads labelled, so most of the GPU cost is on __unlabelled__."""
+    workloads = fleet.workloads.iloc[: len(fleet.workloads) // 4]
+    costs, usage = frames(spark, fleet)
+    with gpucost.join.checks(True):
+        with pytest.warns(gpucost.JoinWarning) as local:
+            gpucost.allocate(fleet.costs, fleet.usage, fleet.inventory, workloads, by="team")
+        with pytest.warns(gpucost.JoinWarning) as distributed:
+            gpucost.spark.allocate(costs, usage, fleet.inventory, workloads, by="team")
+    expected = [str(w.message) for w in local if w.category is gpucost.JoinWarning]
+    assert [str(w.message) for w in distributed if w.category is gpucost.JoinWarning] == expected
+    assert any(m.startswith("labels cover too little") for m in expected)

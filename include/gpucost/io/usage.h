@@ -40,6 +40,11 @@ struct WorkloadTable {
   EncodedStrings consumer;
   std::vector<std::string> label_names;
   std::vector<EncodedStrings> labels;
+  // The instants the labels were read over (kube_pod_labels: its first and
+  // last points), so a label history that starts after the bill can be told;
+  // INT64_MIN when the source does not say (kubectl dumps).
+  int64_t first_ns = INT64_MIN;
+  int64_t last_ns = INT64_MIN;
 
   [[nodiscard]] size_t size() const { return consumer.codes.size(); }
 };
