@@ -116,13 +116,16 @@ class Problem:
 class JoinReport:
     """What joined and what did not (see the module docs).
 
-    resources: the engine's join table, one row per (resource_id, currency).
-    diagnostics: the engine's counts (docs/semantics.md section 5).
-    problems: the problems found that change the numbers, errors first: what
-        the warning rule warns about.
-    notes: problems worth nothing (``$0.00``): reported, never warned about.
-    billing, telemetry: the readers' reports, when the tables came from readers.
-    labels: per label column of the result, the share of held GPU-hours with a value.
+    Attributes:
+        resources: the engine's join table, one row per (resource_id, currency).
+        diagnostics: the engine's counts (docs/semantics.md section 5).
+        problems: the problems found that change the numbers, errors first:
+            what the warning rule warns about.
+        notes: problems worth nothing (``$0.00``): reported, never warned about.
+        billing: the bill reader's report, when the costs came from a reader.
+        telemetry: the telemetry reader's report, when the usage came from one.
+        labels: per label column of the result, the share of held GPU-hours
+            with a value.
 
     Examples:
         >>> costs = pd.DataFrame({"resource_id": ["node-1", "node-2"], "cost": [8.0, 6.0],
