@@ -1078,15 +1078,15 @@ absl::StatusOr<SacctResult> ParseSacct(std::span<const SacctInput> inputs, const
   // 2. One row per run (see the rule in io/hosts.h).
   {
     absl::flat_hash_map<std::string, std::vector<size_t>> by_key;
-    std::vector<const std::string*> keys;
+    std::vector<std::string> keys;  // in reading order (a flat_hash_map's keys move when it grows)
     for (size_t i = 0; i < rows.size(); ++i) {
       auto [it, fresh] = by_key.try_emplace(rows[i].key);
-      if (fresh) keys.push_back(&it->first);
+      if (fresh) keys.push_back(rows[i].key);
       it->second.push_back(i);
     }
     std::set<std::string> repeated, superseded;
-    for (const std::string* key : keys) {
-      std::vector<size_t>& group = by_key[*key];
+    for (const std::string& key : keys) {
+      std::vector<size_t>& group = by_key[key];
       if (group.size() < 2) continue;
       std::vector<size_t> kept;
       for (size_t i : group) {

@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gpucost/catalog.h"
 #include "gpucost/io/csv.h"
@@ -30,6 +31,19 @@ TEST(FuzzRegressions, NvidiaSmiTimeOutsideTheInstantRange) {
       "3604/03/01 10:00:00.123, 0, GPU-1, NVIDIA A100-SXM4-40GB, 97 %, 38211 MiB, 40960 MiB\n";
   EXPECT_THAT(ParseNvidiaSmiGpus(gpus, "gpu.csv", "UTC").status(),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("gpu.csv")));
+}
+
+// hosts_fuzzer (under ASan): sacct rows grouped by JobIDRaw kept pointers to
+// the keys of a flat_hash_map, which move when it grows; read after free.
+TEST(FuzzRegressions, SacctRowsOfManyJobsReadTwice) {
+  std::string text = "JobIDRaw|JobID|User|Account|Start|End|NodeList|AllocTRES\n";
+  for (int i = 0; i < 64; ++i) {
+    absl::StrAppend(&text, i, "|", i, "|u|p|2026-03-01T10:00:00|2026-03-01T11:00:00|n", i, "|gres/gpu=1\n");
+  }
+  absl::StatusOr<SacctResult> r = ParseSacct(text + text.substr(text.find('\n') + 1), "s.txt", SacctOptions{});
+  ASSERT_THAT(r.status(), IsOk());
+  EXPECT_EQ(r->rows_repeated, 64);
+  EXPECT_EQ(r->samples.size(), 64u);
 }
 
 // hosts_fuzzer: brackets in one host name multiply; 5107 x 5107 names ran
