@@ -23,7 +23,12 @@
 namespace gpucost::io {
 
 struct BillRows::Impl {
-  absl::flat_hash_set<std::pair<uint64_t, uint64_t>> seen;
+  // The first hash is absl's, well mixed: the table uses it as it is instead
+  // of hashing the pair again.
+  struct FirstHash {
+    size_t operator()(const std::pair<uint64_t, uint64_t>& h) const { return static_cast<size_t>(h.first); }
+  };
+  absl::flat_hash_set<std::pair<uint64_t, uint64_t>, FirstHash> seen;
 };
 BillRows::BillRows() : impl_(std::make_unique<Impl>()) {}
 BillRows::~BillRows() = default;
