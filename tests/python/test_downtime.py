@@ -111,8 +111,11 @@ def test_money_is_conserved_and_down_matches_the_windows(windows, idle, basis):
                           "end": [at(3), at(6), at(6)], "cost": [9.0, 6.0, 12.0]})
     usage = pd.concat([minutes("n1", 0, "A", 0, 6, 0.5), minutes("n2", 0, "B", 1, 5, 0.25)], ignore_index=True)
     inventory = pd.DataFrame({"resource_id": ["n1", "n2"], "device": [0, 0], "mem_capacity": [2.0**30] * 2})
-    downtime = pd.DataFrame({"resource_id": "n1", "start": [at(h) + pd.Timedelta(minutes=m) for h, m, _ in windows],
-                             "end": [at(h) + pd.Timedelta(minutes=m + n) for h, m, n in windows]})
+    instants = "datetime64[ns, UTC]"
+    downtime = pd.DataFrame({"resource_id": pd.Series(["n1"] * len(windows), dtype=object),
+                             "start": pd.Series([at(h) + pd.Timedelta(minutes=m) for h, m, _ in windows], dtype=instants),
+                             "end": pd.Series([at(h) + pd.Timedelta(minutes=m + n) for h, m, n in windows],
+                                              dtype=instants)})
     import warnings
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", gpucost.JoinWarning)
