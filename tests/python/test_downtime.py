@@ -127,3 +127,30 @@ def test_money_is_conserved_and_down_matches_the_windows(windows, idle, basis):
         down_minutes[h * 60 + m:min(6 * 60, h * 60 + m + n)] = True
     expected = 9.0 * down_minutes[:180].mean() + 6.0 * down_minutes[180:].mean()
     assert by_consumer(result).get("__down__", 0.0) == pytest.approx(expected, abs=1e-9)
+
+
+def test_find_idle_reports_down_time_as_down_never_as_waste():
+    """A g5.xlarge ($1.006 an hour) billed 6 hours, busy the first 2, then
+    down [02:00, 04:00) for maintenance, then idle: only [04:00, 06:00) is
+    idle (terminate, $2.012); the down 2 hours are a finding with action
+    "down", never flagged, $2.012 in dollars_down."""
+    hours = pd.date_range(at(0), periods=6, freq="h")
+    costs = pd.DataFrame({"resource_id": "i-0aaa", "instance_type": "g5.xlarge", "start": hours,
+                          "end": hours + pd.Timedelta("1h"), "cost": 1.006})
+    t = pd.date_range(at(0), periods=36, freq="10min")
+    busy = np.arange(36) < 12
+    usage = pd.DataFrame({"timestamp": t, "resource_id": "i-0aaa", "device": 0,
+                          "consumer": np.where(busy, "train", ""), "share": 1.0, "util": np.where(busy, 0.9, 0.0),
+                          "mem_used": 0.0, "duration": 600.0})
+    downtime = pd.DataFrame({"resource_id": ["i-0aaa"], "start": [at(2)], "end": [at(4)]})
+    report = gpucost.find_idle(usage, costs, gpucost.inventory(costs), downtime=downtime)
+    f = report.findings.set_index("action")
+    assert set(f.index) == {"terminate", "down"}
+    assert (f.loc["terminate", "start"], f.loc["terminate", "end"]) == (at(4), at(6))
+    assert f.loc["terminate", "dollars_wasted"] == pytest.approx(2.012)
+    assert not f.loc["down", "flagged"] and f.loc["down", "dollars_wasted"] == 0
+    assert f.loc["down", "dollars_down"] == pytest.approx(2.012)
+    assert (f.loc["down", "start"], f.loc["down", "end"]) == (at(2), at(4))
+    plain = gpucost.find_idle(usage, costs, gpucost.inventory(costs))
+    assert plain.findings["dollars_wasted"].sum() == pytest.approx(4.024)  # without the table: 4 idle hours
+    assert "dollars_down" not in plain.findings.columns
