@@ -56,17 +56,21 @@ AllocationPolicy MakePolicy(const std::string& basis, double alpha, const std::s
 class PyAllocator {
  public:
   PyAllocator(const py::dict& costs, const py::dict& inventory, const std::optional<py::dict>& workloads,
-              const AllocationPolicy& policy) {
+              const AllocationPolicy& policy, const std::optional<py::dict>& downtime) {
     CostHolder c(costs);
     InventoryHolder i(inventory);
     std::optional<WorkloadHolder> w;
     if (workloads) w.emplace(*workloads);
     std::optional<WorkloadColumns> wv;
     if (w) wv = w->view();
+    std::optional<DowntimeHolder> d;
+    if (downtime) d.emplace(*downtime);
+    std::optional<DowntimeColumns> dv;
+    if (d) dv = d->view();
     absl::StatusOr<std::unique_ptr<Allocator>> created;
     {
       py::gil_scoped_release release;
-      created = Allocator::Create(c.view(), i.view(), wv ? &*wv : nullptr, policy);
+      created = Allocator::Create(c.view(), i.view(), wv ? &*wv : nullptr, policy, dv ? &*dv : nullptr);
     }
     allocator_ = ValueOrThrow(std::move(created));
   }
@@ -141,7 +145,9 @@ void RegisterAllocationResult(py::module_& m) {
       .def_readonly("samples_no_consumer", &Diagnostics::samples_no_consumer)
       .def_readonly("samples_unknown_resource", &Diagnostics::samples_unknown_resource)
       .def_readonly("samples_outside_lines", &Diagnostics::samples_outside_lines)
-      .def_readonly("samples_used", &Diagnostics::samples_used);
+      .def_readonly("samples_used", &Diagnostics::samples_used)
+      .def_readonly("lines_down", &Diagnostics::lines_down)
+      .def_readonly("samples_in_downtime", &Diagnostics::samples_in_downtime);
 
   py::class_<JoinTable> join(m, "JoinTable",
                              "How the bill and the telemetry joined: one row per (resource_id, currency).");
@@ -161,6 +167,8 @@ void RegisterAllocationResult(py::module_& m) {
   ArrayProperty(join, "samples_outside_lines", &JoinTable::samples_outside_lines);
   ArrayProperty(join, "samples_unknown_resource", &JoinTable::samples_unknown_resource);
   ArrayProperty(join, "unjoined_gpu_hours", &JoinTable::unjoined_gpu_hours);
+  ArrayProperty(join, "cost_down", &JoinTable::cost_down);
+  ArrayProperty(join, "samples_in_downtime", &JoinTable::samples_in_downtime);
   ArrayProperty(join, "lines_start", &JoinTable::lines_start);
   ArrayProperty(join, "lines_end", &JoinTable::lines_end);
   ArrayProperty(join, "samples_start", &JoinTable::samples_start);
@@ -200,7 +208,7 @@ void RegisterAllocate(py::module_& m) {
       [](const py::dict& costs, const py::dict& usage, const py::dict& inventory,
          const std::optional<py::dict>& workloads, const std::string& basis, double alpha,
          const std::string& idle, std::optional<double> interval, std::vector<std::string> by,
-         const std::optional<std::string>& freq, int threads) {
+         const std::optional<std::string>& freq, int threads, const std::optional<py::dict>& downtime) {
         const AllocationPolicy policy = MakePolicy(basis, alpha, idle, interval, std::move(by), freq, threads);
         CostHolder c(costs);
         SampleHolder s(usage);
@@ -209,17 +217,21 @@ void RegisterAllocate(py::module_& m) {
         if (workloads) w.emplace(*workloads);
         std::optional<WorkloadColumns> wv;
         if (w) wv = w->view();
+        std::optional<DowntimeHolder> d;
+        if (downtime) d.emplace(*downtime);
+        std::optional<DowntimeColumns> dv;
+        if (d) dv = d->view();
         absl::StatusOr<Allocation> result;
         {
           // Arrays are held above; nothing below touches a Python object.
           py::gil_scoped_release release;
-          result = Allocate(c.view(), s.view(), i.view(), wv ? &*wv : nullptr, policy);
+          result = Allocate(c.view(), s.view(), i.view(), wv ? &*wv : nullptr, policy, dv ? &*dv : nullptr);
         }
         return ValueOrThrow(std::move(result));
       },
       py::arg("costs"), py::arg("usage"), py::arg("inventory"), py::arg("workloads"), py::arg("basis"),
       py::arg("alpha"), py::arg("idle"), py::arg("interval"), py::arg("by"), py::arg("freq"),
-      py::arg("threads") = 0,
+      py::arg("threads") = 0, py::arg("downtime") = py::none(),
       R"pbdoc(Allocate cost lines over usage samples (SEMANTICS.md).
 
 Tables are dicts of numpy arrays as built by gpucost.frames; arrays of the
@@ -230,12 +242,15 @@ read in place, others are converted once. Returns an AllocationResult.)pbdoc");
       .def(py::init([](const py::dict& costs, const py::dict& inventory, const std::optional<py::dict>& workloads,
                        const std::string& basis, double alpha, const std::string& idle,
                        std::optional<double> interval,
-                       std::vector<std::string> by, const std::optional<std::string>& freq, int threads) {
+                       std::vector<std::string> by, const std::optional<std::string>& freq, int threads,
+                       const std::optional<py::dict>& downtime) {
              return std::make_unique<PyAllocator>(
-                 costs, inventory, workloads, MakePolicy(basis, alpha, idle, interval, std::move(by), freq, threads));
+                 costs, inventory, workloads, MakePolicy(basis, alpha, idle, interval, std::move(by), freq, threads),
+                 downtime);
            }),
            py::arg("costs"), py::arg("inventory"), py::arg("workloads"), py::arg("basis"), py::arg("alpha"),
-           py::arg("idle"), py::arg("interval"), py::arg("by"), py::arg("freq"), py::arg("threads") = 0)
+           py::arg("idle"), py::arg("interval"), py::arg("by"), py::arg("freq"), py::arg("threads") = 0,
+           py::arg("downtime") = py::none())
       .def("add_samples", &PyAllocator::AddSamples, py::arg("usage"))
       .def("finish", &PyAllocator::Finish);
 

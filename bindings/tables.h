@@ -63,6 +63,20 @@ struct InventoryHolder {
   }
 };
 
+// SEMANTICS 10: resource_id, start, end.
+struct DowntimeHolder {
+  StringColumnHolder resource_id;
+  CArray<int64_t> start, end;
+  TimeUnit unit;
+
+  explicit DowntimeHolder(const py::dict& t)
+      : resource_id(ToStringColumn(t["resource_id"])),
+        start(RequiredArray<int64_t>(t, "start")),
+        end(RequiredArray<int64_t>(t, "end")),
+        unit(UnitOf(t)) {}
+  [[nodiscard]] DowntimeColumns view() const { return {resource_id.view(), Span(start), Span(end), unit}; }
+};
+
 struct SampleHolder {
   CArray<int64_t> timestamp;
   StringColumnHolder resource_id;

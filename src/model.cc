@@ -123,7 +123,8 @@ std::vector<EnumSpellings> ModelEnumSpellings() {
   return {{"Provider", AllOf(kProviderNames)}, {"MigBasis", AllOf(kMigBasisNames)},
           {"Purchase", AllOf(kPurchaseNames)}, {"Payment", AllOf(kPaymentNames)},
           {"ChargeCategory", AllOf(kChargeCategoryNames)}, {"Basis", AllOf(kBasisNames)},
-          {"IdleMode", AllOf(kIdleModeNames)}};
+          {"IdleMode", AllOf(kIdleModeNames)},
+          {"Reserved", {kIdle, kUnattributed, kUnobserved, kUnlabelled, kDown}}};
 }
 
 }  // namespace gpucost

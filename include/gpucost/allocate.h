@@ -32,7 +32,8 @@
 
 namespace gpucost {
 
-// SEMANTICS 5. The five sample counts add up to samples_total.
+// SEMANTICS 5. The sample counts (five, six with down time) add up to
+// samples_total.
 struct Diagnostics {
   int64_t lines_total = 0;
   int64_t lines_unattributed = 0;
@@ -47,6 +48,11 @@ struct Diagnostics {
   int64_t samples_unknown_resource = 0;
   int64_t samples_outside_lines = 0;
   int64_t samples_used = 0;
+  // SEMANTICS 10 (with a downtime table): lines with down time inside them,
+  // and samples with a consumer whose instant fell in a down window of their
+  // resource, dropped whole (the sixth part of samples_total).
+  int64_t lines_down = 0;
+  int64_t samples_in_downtime = 0;
 };
 
 // One key column of the result. String keys are codes into `dictionary`,
@@ -80,6 +86,10 @@ struct JoinTable {
   std::vector<int64_t> samples_no_consumer, samples_outside_lines, samples_unknown_resource;
   // share * duration / 3600 of samples with a consumer that joined no line.
   std::vector<double> unjoined_gpu_hours;
+  // SEMANTICS 10: money of its lines on "__down__", and its samples dropped
+  // as busy inside a down window (0 without a downtime table).
+  std::vector<double> cost_down;
+  std::vector<int64_t> samples_in_downtime;
   std::vector<int64_t> lines_start, lines_end;      // min start / max end of its lines
   std::vector<int64_t> samples_start, samples_end;  // min timestamp / max timestamp + duration
 
@@ -115,9 +125,11 @@ struct Allocation {
 class Allocator {
  public:
   // Validates and indexes the tables (copied in; they need not outlive this).
+  // `downtime` (SEMANTICS 10) may be nullptr: no resource was ever down.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<Allocator>> Create(
       const CostColumns& costs, const InventoryColumns& inventory,
-      const WorkloadColumns* workloads, const AllocationPolicy& policy);
+      const WorkloadColumns* workloads, const AllocationPolicy& policy,
+      const DowntimeColumns* downtime = nullptr);
 
   ~Allocator();
   Allocator(const Allocator&) = delete;
@@ -134,7 +146,8 @@ class Allocator {
 
  private:
   friend absl::StatusOr<Allocation> Allocate(const CostColumns&, const SampleColumns&, const InventoryColumns&,
-                                             const WorkloadColumns*, const AllocationPolicy&);
+                                             const WorkloadColumns*, const AllocationPolicy&,
+                                             const DowntimeColumns*);
   struct State;
   explicit Allocator(std::unique_ptr<State> state);
   std::unique_ptr<State> state_;
@@ -153,7 +166,7 @@ class Allocator {
 [[nodiscard]] absl::StatusOr<Allocation> Allocate(
     const CostColumns& costs, const SampleColumns& samples,
     const InventoryColumns& inventory, const WorkloadColumns* workloads,
-    const AllocationPolicy& policy);
+    const AllocationPolicy& policy, const DowntimeColumns* downtime = nullptr);
 
 }  // namespace gpucost
 

@@ -165,6 +165,18 @@ struct SampleTable {
 // first sample that differs.
 [[nodiscard]] absl::StatusOr<SampleTable> ToColumns(std::span<const UsageSample> samples);
 
+// SEMANTICS 10: windows [start, end) in which a resource could not be used.
+// Windows may overlap (their union counts) and may name resources the bill
+// does not.
+struct DowntimeColumns {
+  StringColumn resource_id;
+  std::span<const int64_t> start;  // instant, in `time_unit`
+  std::span<const int64_t> end;    // exclusive
+  TimeUnit time_unit = TimeUnit::kNanosecond;
+
+  [[nodiscard]] size_t size() const { return start.size(); }
+};
+
 // SEMANTICS 1.4: one row per consumer with any number of label columns.
 struct LabelColumn {
   std::string_view name;

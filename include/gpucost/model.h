@@ -231,6 +231,9 @@ inline constexpr std::string_view kIdle = "__idle__";
 inline constexpr std::string_view kUnattributed = "__unattributed__";
 inline constexpr std::string_view kUnobserved = "__unobserved__";
 inline constexpr std::string_view kUnlabelled = "__unlabelled__";
+// SEMANTICS 10: the part of a line when its resource was down (maintenance,
+// a drained or failed node): neither a workload's nor idle.
+inline constexpr std::string_view kDown = "__down__";
 
 // What a consumer pays for (SEMANTICS 2): the GPU time it held ("allocated"),
 // the time it kept the GPU busy ("used"), or a mix of GPU time and memory
@@ -281,7 +284,8 @@ struct AllocationPolicy {
 [[nodiscard]] absl::StatusOr<IdleMode> ParseIdleMode(std::string_view text);
 
 // Every enum's spellings in value order, by the enum's name ("Purchase",
-// "Basis", ...): what the Python enums are generated from and checked against.
+// "Basis", ...), and "Reserved", the reserved names kIdle ... kDown: what the
+// Python enums are checked against.
 struct EnumSpellings {
   std::string_view name;
   std::vector<std::string_view> values;

@@ -104,12 +104,16 @@ RESULT_METRICS = (
 )
 
 
+def _in_unit(instants: np.ndarray, unit: str, wanted: str) -> np.ndarray:
+    return pd.Series(instants).astype(f"datetime64[{unit}]").astype(f"datetime64[{wanted}]").to_numpy().view("int64")
+
+
 def cost_columns(costs: Any) -> dict:
     t = Table(costs, "costs")
     start, unit = t.instants("start")
     end, end_unit = t.instants("end")
     if end_unit != unit:  # rare: mixed units; bring end to start's unit
-        end = pd.Series(end).astype(f"datetime64[{end_unit}]").astype(f"datetime64[{unit}]").to_numpy().view("int64")
+        end = _in_unit(end, end_unit, unit)
     return {
         "resource_id": t.strings("resource_id"),
         "start": start,
@@ -164,6 +168,19 @@ def _encode_strings(t: Table, columns: Sequence[str], threads: int) -> list:
         return [f.result() for f in futures]  # the first column's error first
 
 
+def downtime_columns(downtime: Any) -> dict | None:
+    """``resource_id, start, end`` of a downtime table (other columns, such
+    as ``reason``, are the caller's)."""
+    if downtime is None:
+        return None
+    t = Table(downtime, "downtime")
+    start, unit = t.instants("start")
+    end, end_unit = t.instants("end")
+    if end_unit != unit:
+        end = _in_unit(end, end_unit, unit)
+    return {"resource_id": t.strings("resource_id"), "start": start, "end": end, "time_unit": unit}
+
+
 def workload_columns(workloads: Any) -> dict | None:
     if workloads is None:
         return None
@@ -198,6 +215,8 @@ def infer_interval(spacings: Iterable[float]) -> float:
 JOIN_SUMMED = ("lines", "primary_lines", "lines_primary_overlap", "lines_oversubscribed", "cost", "cost_observed",
                "cost_unobserved", "cost_unattributed", "billed_gpu_hours", "samples", "samples_no_consumer", "samples_outside_lines",
                "samples_unknown_resource", "unjoined_gpu_hours")
+#: Join columns present when a resource was down (docs/semantics.md, 10).
+JOIN_DOWN = ("cost_down", "samples_in_downtime")
 
 
 def combine_joins(joins: Sequence[pd.DataFrame]) -> pd.DataFrame:
@@ -207,13 +226,16 @@ def combine_joins(joins: Sequence[pd.DataFrame]) -> pd.DataFrame:
     if not frames:
         return JoinTable(joins[0].iloc[:0].copy()) if joins and joins[0] is not None else JoinTable()
     both = pd.concat(frames, ignore_index=True)
+    down = [c for c in JOIN_DOWN if c in both.columns]
+    both[down] = both[down].fillna(0)
     grouped = both.groupby(["resource_id", "currency"], sort=True, as_index=False)
     out = grouped.agg(in_inventory=("in_inventory", "max"),
-                      **{c: (c, "sum") for c in JOIN_SUMMED},
+                      **{c: (c, "sum") for c in (*JOIN_SUMMED, *down)},
                       lines_start=("lines_start", "min"), lines_end=("lines_end", "max"),
                       samples_start=("samples_start", "min"), samples_end=("samples_end", "max"))
     out["in_inventory"] = out["in_inventory"].astype(bool)
-    return JoinTable(out[list(frames[0].columns)].reset_index(drop=True))
+    columns = [c for c in frames[0].columns if c not in JOIN_DOWN] + down
+    return JoinTable(out[columns].reset_index(drop=True))
 
 
 def combine_diagnostics(diagnostics: Iterable[dict]) -> dict:
@@ -266,6 +288,7 @@ def allocate(
     strict: bool = False,
     threads: int | None = None,
     output: str = "pandas",
+    downtime: Any = None,
 ) -> Any:
     """Prorate every cost line over the workloads that held or used its GPUs.
 
@@ -298,6 +321,12 @@ def allocate(
             pyarrow Table: strings dictionary-encoded, ``period``
             ``timestamp[ns, UTC]``) or ``"polars"`` (a Polars DataFrame);
             the last two are built from the engine's arrays, not through pandas.
+        downtime: optional windows in which a resource could not be used
+            (maintenance, a drained or failed node): ``resource_id, start,
+            end`` [, ``reason``]. The down part of each line goes to a
+            ``__down__`` row, neither a workload's nor idle; busy samples
+            inside a window are dropped and counted (docs/semantics.md, 10;
+            :func:`gpucost.read_slurm_events` reads Slurm's node events).
 
     Returns:
         One row per group, sorted by ``by``: the ``by`` columns (then
@@ -352,7 +381,7 @@ def allocate(
     costs_table, usage_table = Table(costs, "costs"), Table(usage, "usage")
     raw = _core.allocate(
         cost_columns(costs_table), usage_columns(usage_table, threads), inventory_columns(inventory),
-        workload_columns(workloads), **policy,
+        workload_columns(workloads), **policy, downtime=downtime_columns(downtime),
     )
     result = allocation_result(raw, output)
     # pandas costs keep their attrs (the bill reader's report); Arrow ones are read once.
@@ -389,10 +418,11 @@ class Allocator:
 
     def __init__(self, costs: Any, inventory: Any, workloads: Any = None, *, basis: str = "allocated",
                  alpha: float = 0.5, idle: str = "keep", interval: float | None = None,
-                 by: Sequence[str] | str = ("consumer",), freq: str | None = None, threads: int | None = None):
+                 by: Sequence[str] | str = ("consumer",), freq: str | None = None, threads: int | None = None,
+                 downtime: Any = None):
         policy = _policy(basis, alpha, idle, interval, by, freq, threads)
         self._core = _core.Allocator(cost_columns(costs), inventory_columns(inventory),
-                                     workload_columns(workloads), **policy)
+                                     workload_columns(workloads), **policy, downtime=downtime_columns(downtime))
         self._rows = 0  # samples added so far
         self._basis = basis
         self._threads = policy["threads"]

@@ -313,11 +313,18 @@ DIAGNOSTICS = ("lines_total", "lines_unattributed", "lines_unobserved", "lines_o
                "samples_unknown_resource", "samples_outside_lines", "samples_used")
 
 
+#: Counts of down time (docs/semantics.md, 10), present when a downtime table changed something.
+DOWNTIME_DIAGNOSTICS = ("lines_down", "samples_in_downtime")
+
+
 def diagnostics_dict(diagnostics: _core.Diagnostics) -> dict:
     """The engine's counts (``_core.Diagnostics``) as ``attrs["diagnostics"]``
-    holds them: ``interval`` is the seconds a sample stood for, or None."""
-    return {name: getattr(diagnostics, "interval_seconds" if name == "interval" else name)
-            for name in DIAGNOSTICS}
+    holds them: ``interval`` is the seconds a sample stood for, or None; the
+    down-time counts only when a resource was down."""
+    out = {name: getattr(diagnostics, "interval_seconds" if name == "interval" else name) for name in DIAGNOSTICS}
+    if diagnostics.lines_down or diagnostics.samples_in_downtime:
+        out.update({name: getattr(diagnostics, name) for name in DOWNTIME_DIAGNOSTICS})
+    return out
 
 
 def allocation_frame(raw: _core.AllocationResult) -> pd.DataFrame:
@@ -529,6 +536,10 @@ def join_frame(join: _core.JoinTable) -> pd.DataFrame:
             columns[name] = pd.DatetimeIndex(np.asarray(values).view("datetime64[ns]")).tz_localize("UTC")
         else:
             columns[name] = values
+    # Down time (docs/semantics.md, 10): its money and dropped samples, when a resource was down.
+    if np.any(np.asarray(join.cost_down) != 0) or np.any(np.asarray(join.samples_in_downtime) != 0):
+        columns["cost_down"] = join.cost_down
+        columns["samples_in_downtime"] = join.samples_in_downtime
     frame = pd.DataFrame(columns, copy=False)
     for name in ("resource_id", "currency"):
         frame[name] = frame[name].astype("str")

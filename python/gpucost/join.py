@@ -29,11 +29,12 @@ import pyarrow as pa
 
 from gpucost.errors import InvalidInputError
 from gpucost.frames import Table, result_attrs
+from gpucost.model import Reserved
 
 __all__ = ["JoinWarning", "JoinError", "Problem", "JoinReport", "join_report", "check_join", "checks", "format_money"]
 
 #: The reserved consumer and label values of docs/semantics.md.
-RESERVED = ("__idle__", "__unattributed__", "__unobserved__", "__unlabelled__")
+RESERVED = tuple(Reserved)
 _SHOWN_IDS = 3  # resource ids named in one message
 
 #: Label coverage: more than this share of the GPU cost (the cost on GPU
@@ -172,7 +173,7 @@ class JoinReport:
             return pd.DataFrame(columns=["currency", "cost", "cost_observed", "cost_unobserved", "cost_unattributed",
                                          "billed_gpu_hours", "unjoined_gpu_hours"])
         cols = ["cost", "cost_observed", "cost_unobserved", "cost_unattributed", "billed_gpu_hours",
-                "unjoined_gpu_hours"]
+                "unjoined_gpu_hours"] + (["cost_down"] if "cost_down" in r.columns else [])
         return r.groupby("currency", sort=True)[cols].sum().reset_index()
 
     def text(self) -> str:
@@ -187,12 +188,16 @@ class JoinReport:
                      f"{d.get('samples_outside_lines', 0):,} outside every bill line)")
         if d.get("interval") is not None:
             lines.append(f"interval: {float(d['interval']):g} s")
+        if d.get("lines_down") or d.get("samples_in_downtime"):
+            lines.append(f"down time: {d.get('lines_down', 0):,} lines partly or wholly down (on __down__), "
+                         f"{d.get('samples_in_downtime', 0):,} busy samples inside down windows dropped")
         for _, row in self.summary().iterrows():
             cur = row["currency"]
             lines.append(f"money {cur or '(no currency)'}: billed {format_money(row['cost'], cur)}, "
                          f"with telemetry {format_money(row['cost_observed'], cur)}, "
                          f"without telemetry {format_money(row['cost_unobserved'], cur)}, "
-                         f"not on a GPU {format_money(row['cost_unattributed'], cur)}")
+                         f"not on a GPU {format_money(row['cost_unattributed'], cur)}"
+                         + (f", down {format_money(row['cost_down'], cur)}" if "cost_down" in row.index else ""))
         for name, share in self.labels.items():
             lines.append(f"label {name}: {share:.1%} of held GPU-hours labelled")
         for p in self.problems:
@@ -546,6 +551,16 @@ def _problems(report: JoinReport, costs: Any, fix: dict) -> list[Problem]:
             f"on {outside['resource_id'].nunique()} billed GPU resource(s) fall outside every bill line: bill "
             f"{_range(billed['lines_start'], billed['lines_end'])}, telemetry "
             f"{_range(telemetry['samples_start'], telemetry['samples_end'])}. Fix: {fix['period']}"))
+
+    # Busy while said to be down (docs/semantics.md, 10): the samples were
+    # dropped, so the downtime table or the telemetry is wrong somewhere.
+    if (col("samples_in_downtime") > 0).any():
+        busy = rows(col("samples_in_downtime") > 0)
+        out.append(Problem(
+            "busy_while_down", f"{int(busy['samples_in_downtime'].sum()):,} samples on {busy['resource_id'].nunique()} "
+            f"resource(s) ({_ids(busy['resource_id'])}) show workloads inside their down windows: they were dropped "
+            "(no money, hours or energy), as the downtime table says the resource could not be used. Fix: check the "
+            "windows (node events are local time: give their timezone) against the telemetry's node names"))
 
     costs = _bill_columns(costs)
     gpu_column = costs.columns if costs is not None else ()

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import enum
 
-__all__ = ["Provider", "MigBasis", "Purchase", "Payment", "ChargeCategory", "Basis", "IdleMode", "COMMITMENTS"]
+__all__ = ["Provider", "MigBasis", "Purchase", "Payment", "ChargeCategory", "Basis", "IdleMode", "Reserved",
+           "COMMITMENTS", "NOT_WORKLOADS"]
 
 
 class Provider(enum.StrEnum):
@@ -135,3 +136,23 @@ class IdleMode(enum.StrEnum):
 
     KEEP = "keep"
     SHARE = "share"
+
+
+class Reserved(enum.StrEnum):
+    """The names results reserve for rows that are no workload's (docs/semantics.md, 2-4 and 10).
+
+    >>> Reserved.IDLE == "__idle__"
+    True
+    >>> sorted(NOT_WORKLOADS)
+    ['__down__', '__idle__', '__unattributed__', '__unobserved__']
+    """
+
+    IDLE = "__idle__"
+    UNATTRIBUTED = "__unattributed__"
+    UNOBSERVED = "__unobserved__"
+    UNLABELLED = "__unlabelled__"
+    DOWN = "__down__"
+
+
+NOT_WORKLOADS: frozenset[Reserved] = frozenset({Reserved.IDLE, Reserved.UNATTRIBUTED, Reserved.UNOBSERVED, Reserved.DOWN})
+"""Consumer rows that are no workload's demand (``__unlabelled__`` is a label value of real workloads)."""

@@ -25,9 +25,9 @@ __all__ = ["spend_over_time", "allocated_vs_idle", "cost_per_effective_gpu_hour"
            "spend_by_group", "team_colors", "RESERVED_LABELS", "display_name"]
 
 #: How the engine's reserved consumer/label values read in a chart or table.
-RESERVED_LABELS = {"__idle__": "Idle capacity", "__unattributed__": "Not on a GPU (storage, network, commitments)",
+RESERVED_LABELS = {"__down__": "Down (maintenance, drained or failed nodes)", "__idle__": "Idle capacity", "__unattributed__": "Not on a GPU (storage, network, commitments)",
                    "__unlabelled__": "Unlabelled workloads"}
-_RESERVED_COLORS = {"__idle__": "#c9c9c9", "__unattributed__": "#8c8c8c", "__unlabelled__": "#e4a11b"}
+_RESERVED_COLORS = {"__down__": "#6f6f6f", "__idle__": "#c9c9c9", "__unattributed__": "#8c8c8c", "__unlabelled__": "#e4a11b"}
 _PALETTE = ("#1f77b4", "#2ca02c", "#9467bd", "#d62728", "#17becf", "#8c564b", "#e377c2", "#bcbd22",
             "#ff7f0e", "#393b79", "#637939", "#843c39")  # distinct hues; amber is kept for unlabelled
 

@@ -33,7 +33,7 @@ from gpucost.currency import convert_currency, currencies
 from gpucost.errors import InvalidInputError
 from gpucost.frames import Table
 from gpucost.join import JoinReport, apply_rule, called_from_gpucost, join_report
-from gpucost.model import Purchase
+from gpucost.model import Purchase, Reserved
 from gpucost.money import minor_unit, round_half_away, round_parts
 
 __all__ = ["report", "Report", "Section", "html_table", "analysis"]
@@ -860,7 +860,7 @@ def analysis(key: str, costs: Any, usage: Any, inventory: Any, workloads: Any = 
     return next(iter(frames.values()))
 
 
-_SPECIAL_ROWS = ("__idle__", "__unattributed__", "__unobserved__")
+_SPECIAL_ROWS = (Reserved.IDLE, Reserved.UNATTRIBUTED, Reserved.UNOBSERVED, Reserved.DOWN)
 
 
 def invoice_reconciliation(by_team: pd.DataFrame, costs: Any, inventory: Any, team: str, *,
@@ -898,6 +898,8 @@ def invoice_reconciliation(by_team: pd.DataFrame, costs: Any, inventory: Any, te
              ("Unattributed", row_cost("__unattributed__"), "__unattributed__ row: lines outside the inventory, "
               "untagged and unshared"),
              ("Unobserved", row_cost("__unobserved__"), "__unobserved__ row: GPU lines without telemetry")]
+    if row_cost(Reserved.DOWN) != 0:
+        parts.append(("Down", row_cost(Reserved.DOWN), "__down__ row: nodes down for maintenance or drained"))
     top = pd.DataFrame(parts, columns=["part", "amount", "drill_down"])
     return top, teams
 

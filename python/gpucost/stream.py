@@ -33,6 +33,7 @@ def allocate_stream(
     total: int | None = None,
     output: str | os.PathLike | None = None,
     threads: int | None = None,
+    downtime: Any = None,
 ) -> Any:
     """:func:`gpucost.allocate` over usage read chunk by chunk: memory grows
     with cost lines and consumers, and by 16 bytes per sample (to find rows
@@ -50,6 +51,8 @@ def allocate_stream(
             by batch; a Polars LazyFrame is collected first); or any iterable
             of such tables (a generator reading your source).
         basis, alpha, idle, interval, by, freq: the policy, as for allocate.
+        downtime: windows a resource was down, as for allocate (a table or
+            a CSV/Parquet path).
         chunk_rows: rows per chunk when slicing frames and Parquet files.
         block_size: bytes of CSV read per chunk.
         progress: show a tqdm progress bar of samples (on stderr).
@@ -105,7 +108,7 @@ def allocate_stream(
     allocator = Allocator(read_table(costs, "costs", COST_CSV_TYPES), read_table(inventory, "inventory"),
                           None if workloads is None else read_table(workloads, "workloads"),
                           basis=basis, alpha=alpha, idle=idle, interval=interval, by=by, freq=freq,
-                          threads=threads)
+                          threads=threads, downtime=None if downtime is None else read_table(downtime, "downtime"))
     bar = _progress_bar(total) if progress else None
     seen = 0
     try:

@@ -53,7 +53,7 @@ constexpr double kMaxDeviceBytes = 0x1p64;
 constexpr std::string_view kOutOfRange = "instant outside 1970-01-01..2200-01-01 UTC";
 
 bool IsReserved(std::string_view v) {
-  return v == kIdle || v == kUnattributed || v == kUnobserved || v == kUnlabelled;
+  return v == kIdle || v == kUnattributed || v == kUnobserved || v == kUnlabelled || v == kDown;
 }
 
 int64_t ScaleInstant(int64_t raw, TimeUnit unit) {
@@ -124,7 +124,7 @@ struct Slot {
 
 // What the samples naming one resource looked like (the join table).
 struct SampleStats {
-  int64_t samples = 0, no_consumer = 0, outside_lines = 0, unknown_resource = 0;
+  int64_t samples = 0, no_consumer = 0, outside_lines = 0, unknown_resource = 0, in_downtime = 0;
   double unjoined_ns = 0;  // share * ns of samples with a consumer that joined no line
   int64_t first = std::numeric_limits<int64_t>::max();  // min timestamp
   int64_t last = std::numeric_limits<int64_t>::min();   // max timestamp + duration
@@ -133,6 +133,7 @@ struct SampleStats {
     no_consumer += o.no_consumer;
     outside_lines += o.outside_lines;
     unknown_resource += o.unknown_resource;
+    in_downtime += o.in_downtime;
     unjoined_ns += o.unjoined_ns;
     first = std::min(first, o.first);
     last = std::max(last, o.last);
@@ -165,7 +166,7 @@ class SlotTable {
 // What one worker gathers from its rows of a chunk.
 struct Partial {
   SlotTable* slots;  // the worker's table
-  int64_t no_consumer = 0, unknown_resource = 0, outside_lines = 0, used = 0;
+  int64_t no_consumer = 0, unknown_resource = 0, outside_lines = 0, used = 0, in_downtime = 0;
   absl::Status status = absl::OkStatus();
   int64_t error_row = std::numeric_limits<int64_t>::max();  // chunk row of `status`
 };
@@ -175,6 +176,8 @@ struct Resource {
   double mem_capacity = 0;  // bytes over all devices
   int64_t seg_begin = 0;  // segments of this resource: [seg_begin, seg_end)
   int64_t seg_end = 0;
+  // SEMANTICS 10: its down windows, merged and sorted (ns).
+  std::vector<std::pair<int64_t, int64_t>> down;
 };
 
 struct Line {
@@ -284,6 +287,7 @@ using internal::SeriesKey;
 constexpr uint32_t kNoSlot = std::numeric_limits<uint32_t>::max();  // nothing cached
 constexpr uint32_t kOutsideSlot = kNoSlot - 1;                       // cached span covers no line
 constexpr uint32_t kNotAllocatedSlot = kNoSlot - 2;                  // free device, unknown resource
+constexpr uint32_t kDownSlot = kNoSlot - 3;                          // busy inside a down window: dropped
 
 // What a series adds to its accumulators as its rows go by. Its rows wholly
 // inside the cached span (a segment, or a span no line covers) add to h, u,
@@ -301,7 +305,7 @@ struct alignas(64) SeriesSum {
   int32_t consumer = kNoConsumer;
   Kind kind = Kind::kHeld;
   uint32_t slot = kNoSlot;
-  int64_t rows = 0, used = 0, outside = 0;
+  int64_t rows = 0, used = 0, outside = 0, down = 0;
   double outside_held = 0;
 };
 
@@ -323,6 +327,10 @@ struct Allocator::State {
   std::vector<uint8_t> line_primary_overlap;  // per line: SEMANTICS 5's lines_primary_overlap
   std::vector<int64_t> seg_start, seg_end;
   std::vector<uint8_t> seg_active;  // 1 when at least one line covers it
+  // 1 when its resource was down (SEMANTICS 10): no sample adds to it or
+  // observes it. Empty without a downtime table.
+  std::vector<uint8_t> seg_down;
+  bool has_downtime = false;
 
   // Consumers: from the workloads table first, then as samples name them.
   // Names in a deque, which never moves them, so the index can key on views
@@ -379,6 +387,7 @@ struct Allocator::State {
   absl::Status IndexCosts(const CostColumns& costs);
   absl::Status IndexInventory(const InventoryColumns& inventory);
   absl::Status IndexWorkloads(const WorkloadColumns& workloads);
+  absl::Status IndexDowntime(const DowntimeColumns& downtime);
   absl::Status ResolveKeys();
   void BuildSegments();
   void CountPrimaryOverlaps();
@@ -389,8 +398,8 @@ struct Allocator::State {
   int64_t FindDuplicates(const SampleColumns& s, internal::ChunkSeries& chunk, const std::vector<int32_t>& res_map,
                          const std::vector<int32_t>& con_map);
   [[nodiscard]] int64_t RowNumber(int64_t i) const { return rows_seen + i; }
-  JoinTable BuildJoin(const std::vector<uint8_t>& line_observed,
-                      const std::vector<uint8_t>& line_oversubscribed) const;
+  JoinTable BuildJoin(const std::vector<uint8_t>& line_observed, const std::vector<uint8_t>& line_oversubscribed,
+                      const std::vector<double>& line_down) const;
 
   // Adds the rows worker w owns into `out`; reads the state only.
   template <bool kHasDuration>
@@ -520,6 +529,47 @@ absl::Status Allocator::State::IndexInventory(const InventoryColumns& inv) {
   return absl::OkStatus();
 }
 
+absl::Status Allocator::State::IndexDowntime(const DowntimeColumns& dt) {
+  constexpr std::string_view kTable = "downtime";
+  const size_t n = dt.resource_id.size();
+  GPUCOST_RETURN_IF_ERROR(CheckLength(kTable, "start", dt.start.size(), n));
+  GPUCOST_RETURN_IF_ERROR(CheckLength(kTable, "end", dt.end.size(), n));
+  GPUCOST_RETURN_IF_ERROR(CheckCodes(kTable, "resource_id", dt.resource_id, 0));
+  std::vector<int32_t> ids(dt.resource_id.dictionary.size());
+  for (size_t d = 0; d < ids.size(); ++d) ids[d] = InternResource(dt.resource_id.dictionary[d]);
+  for (size_t i = 0; i < n; ++i) {
+    const auto row = static_cast<int64_t>(i);
+    const int32_t code = dt.resource_id.codes[i];
+    if (code == kNullCode || dt.resource_id.dictionary[code].empty()) {
+      return RowError(kTable, row, "resource_id", "missing resource id");
+    }
+    if (dt.start[i] == kMissingInstant) return RowError(kTable, row, "start", "missing instant");
+    if (dt.end[i] == kMissingInstant) return RowError(kTable, row, "end", "missing instant");
+    if (!InstantInRange(dt.start[i], dt.time_unit)) return RowError(kTable, row, "start", kOutOfRange);
+    if (!InstantInRange(dt.end[i], dt.time_unit)) return RowError(kTable, row, "end", kOutOfRange);
+    const int64_t start = ScaleInstant(dt.start[i], dt.time_unit);
+    const int64_t end = ScaleInstant(dt.end[i], dt.time_unit);
+    if (end <= start) return RowError(kTable, row, "end", "end is not after start");
+    resources[ids[code]].down.emplace_back(start, end);
+  }
+  // Each resource's windows as their union: sorted, overlapping ones merged.
+  for (Resource& res : resources) {
+    if (res.down.empty()) continue;
+    has_downtime = true;
+    std::sort(res.down.begin(), res.down.end());
+    size_t out = 0;
+    for (size_t k = 1; k < res.down.size(); ++k) {
+      if (res.down[k].first <= res.down[out].second) {
+        res.down[out].second = std::max(res.down[out].second, res.down[k].second);
+      } else {
+        res.down[++out] = res.down[k];
+      }
+    }
+    res.down.resize(out + 1);
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Allocator::State::IndexWorkloads(const WorkloadColumns& wl) {
   constexpr std::string_view kTable = "workloads";
   const size_t n = wl.consumer.size();
@@ -620,41 +670,66 @@ void Allocator::State::BuildSegments() {
   });
   std::vector<int64_t> bounds;
   std::vector<int32_t> cover;
+  // Segments of resource r from its lines order[lo, hi) and its down
+  // windows, whose edges are segment bounds too: a segment is wholly up or
+  // wholly down.
+  auto segment = [&](int32_t r, size_t lo, size_t hi) {
+    const std::vector<std::pair<int64_t, int64_t>>& down = resources[r].down;
+    bounds.clear();
+    for (size_t k = lo; k < hi; ++k) {
+      bounds.push_back(lines[order[k]].start);
+      bounds.push_back(lines[order[k]].end);
+    }
+    for (const auto& [from, to] : down) {
+      bounds.push_back(from);
+      bounds.push_back(to);
+    }
+    std::sort(bounds.begin(), bounds.end());
+    bounds.erase(std::unique(bounds.begin(), bounds.end()), bounds.end());
+    const auto base = static_cast<int64_t>(seg_start.size());
+    const auto count = static_cast<int64_t>(bounds.size()) - 1;
+    cover.assign(count + 1, 0);
+    for (size_t k = lo; k < hi; ++k) {
+      Line& line = lines[order[k]];
+      const int64_t a = std::lower_bound(bounds.begin(), bounds.end(), line.start) - bounds.begin();
+      const int64_t b = std::lower_bound(bounds.begin(), bounds.end(), line.end) - bounds.begin();
+      line.seg_begin = base + a;
+      line.seg_end = base + b;
+      cover[a] += 1;
+      cover[b] -= 1;
+    }
+    int32_t active = 0;
+    size_t window = 0;
+    for (int64_t s = 0; s < count; ++s) {
+      active += cover[s];
+      seg_start.push_back(bounds[s]);
+      seg_end.push_back(bounds[s + 1]);
+      seg_active.push_back(active > 0 ? 1 : 0);
+      if (has_downtime) {
+        while (window < down.size() && down[window].second <= bounds[s]) ++window;
+        seg_down.push_back(window < down.size() && down[window].first <= bounds[s] ? 1 : 0);
+      }
+    }
+    resources[r].seg_begin = base;
+    resources[r].seg_end = base + count;
+  };
+  std::vector<uint8_t> segmented(resources.size(), 0);
   for (size_t lo = 0; lo < order.size();) {
     size_t hi = lo;
     const int32_t r = lines[order[lo]].resource;
     while (hi < order.size() && lines[order[hi]].resource == r) ++hi;
     if (resources[r].devices > 0) {
-      bounds.clear();
-      for (size_t k = lo; k < hi; ++k) {
-        bounds.push_back(lines[order[k]].start);
-        bounds.push_back(lines[order[k]].end);
-      }
-      std::sort(bounds.begin(), bounds.end());
-      bounds.erase(std::unique(bounds.begin(), bounds.end()), bounds.end());
-      const auto base = static_cast<int64_t>(seg_start.size());
-      const auto count = static_cast<int64_t>(bounds.size()) - 1;
-      cover.assign(count + 1, 0);
-      for (size_t k = lo; k < hi; ++k) {
-        Line& line = lines[order[k]];
-        const int64_t a = std::lower_bound(bounds.begin(), bounds.end(), line.start) - bounds.begin();
-        const int64_t b = std::lower_bound(bounds.begin(), bounds.end(), line.end) - bounds.begin();
-        line.seg_begin = base + a;
-        line.seg_end = base + b;
-        cover[a] += 1;
-        cover[b] -= 1;
-      }
-      int32_t active = 0;
-      for (int64_t s = 0; s < count; ++s) {
-        active += cover[s];
-        seg_start.push_back(bounds[s]);
-        seg_end.push_back(bounds[s + 1]);
-        seg_active.push_back(active > 0 ? 1 : 0);
-      }
-      resources[r].seg_begin = base;
-      resources[r].seg_end = base + count;
+      segment(r, lo, hi);
+      segmented[r] = 1;
     }
     lo = hi;
+  }
+  // A resource down but never billed: its samples in the windows are
+  // dropped all the same.
+  for (size_t r = 0; r < resources.size() && has_downtime; ++r) {
+    if (!segmented[r] && resources[r].devices > 0 && !resources[r].down.empty()) {
+      segment(static_cast<int32_t>(r), 0, 0);
+    }
   }
 }
 
@@ -687,7 +762,8 @@ void Allocator::State::CountPrimaryOverlaps() {
 
 absl::StatusOr<std::unique_ptr<Allocator>> Allocator::Create(
     const CostColumns& costs, const InventoryColumns& inventory,
-    const WorkloadColumns* workloads, const AllocationPolicy& policy) {
+    const WorkloadColumns* workloads, const AllocationPolicy& policy,
+    const DowntimeColumns* downtime) {
   if (!(policy.alpha >= 0.0 && policy.alpha <= 1.0)) {
     return ParameterError("alpha", absl::StrCat(Num(policy.alpha), " is outside [0, 1]"));
   }
@@ -705,6 +781,7 @@ absl::StatusOr<std::unique_ptr<Allocator>> Allocator::Create(
   GPUCOST_RETURN_IF_ERROR(state->IndexCosts(costs));
   GPUCOST_RETURN_IF_ERROR(state->IndexInventory(inventory));
   if (workloads != nullptr) GPUCOST_RETURN_IF_ERROR(state->IndexWorkloads(*workloads));
+  if (downtime != nullptr) GPUCOST_RETURN_IF_ERROR(state->IndexDowntime(*downtime));
   GPUCOST_RETURN_IF_ERROR(state->ResolveKeys());
   state->BuildSegments();
   state->CountPrimaryOverlaps();
@@ -774,7 +851,9 @@ void Allocator::State::Flush(SeriesSum& a, SlotTable& table) const {
   if (a.slot == kOutsideSlot) {
     a.outside += a.cache_rows;
     a.outside_held += a.h;
-  } else if (a.slot < kNotAllocatedSlot) {
+  } else if (a.slot == kDownSlot) {
+    a.down += a.cache_rows;
+  } else if (a.slot < kDownSlot) {
     Accumulator& acc = table.At(a.slot);
     acc.held += a.h;
     acc.used += a.u;
@@ -810,9 +889,18 @@ void Allocator::State::AddAcross(SeriesSum& a, SlotTable& table, int64_t t, int6
   };
   // First segment ending after t.
   const int64_t first = std::upper_bound(send + res.seg_begin, send + res.seg_end, t) - send;
+  if (has_downtime && first < res.seg_end && sstart[first] <= t && seg_down[first]) {
+    // Its instant is in a down window: dropped whole (SEMANTICS 10); a free
+    // device's sample stays counted as free and observes nothing.
+    const uint32_t slot = free ? kNotAllocatedSlot : kDownSlot;
+    if (t_end <= send[first]) return cache(sstart[first], send[first], slot);
+    ++a.rows;
+    if (!free) ++a.down;
+    return;
+  }
   bool overlaps = false;
   for (int64_t seg = first; seg < res.seg_end && sstart[seg] < t_end; ++seg) {
-    if (!seg_active[seg]) continue;
+    if (!seg_active[seg] || (has_downtime && seg_down[seg])) continue;
     const int64_t lo = std::max(t, sstart[seg]);
     const int64_t hi = std::min(t_end, send[seg]);
     if (hi <= lo) continue;
@@ -959,7 +1047,9 @@ absl::Status Allocator::State::AccumulateWorker(const SampleColumns& s, const in
       case SeriesSum::Kind::kHeld:
         out.outside_lines += a.outside;
         out.used += a.used;
+        out.in_downtime += a.down;
         stats.outside_lines += a.outside;
+        stats.in_downtime += a.down;
         stats.unjoined_ns += a.outside_held;
         break;
     }
@@ -1236,6 +1326,7 @@ absl::Status Allocator::AddSamples(const SampleColumns& s) {
     st.diagnostics.samples_unknown_resource += part.unknown_resource;
     st.diagnostics.samples_outside_lines += part.outside_lines;
     st.diagnostics.samples_used += part.used;
+    st.diagnostics.samples_in_downtime += part.in_downtime;
   }
   st.rows_seen += static_cast<int64_t>(n);
   st.diagnostics.samples_total += static_cast<int64_t>(n);
@@ -1245,8 +1336,10 @@ absl::Status Allocator::AddSamples(const SampleColumns& s) {
 
 // The join table (Allocation::join): lines summed per (resource, currency),
 // the samples' per-resource stats gathered by the workers.
+// `line_down`: each line's money on __down__ (empty without down time).
 JoinTable Allocator::State::BuildJoin(const std::vector<uint8_t>& line_observed,
-                                      const std::vector<uint8_t>& line_oversubscribed) const {
+                                      const std::vector<uint8_t>& line_oversubscribed,
+                                      const std::vector<double>& line_down) const {
   SampleStats none;
   std::vector<SampleStats> stats(resources.size(), none);
   for (const SlotTable& table : tables) {
@@ -1255,7 +1348,7 @@ JoinTable Allocator::State::BuildJoin(const std::vector<uint8_t>& line_observed,
   struct Row {
     int32_t resource, currency;  // currency -1: none
     int64_t lines = 0, primary_lines = 0, primary_overlap = 0, oversubscribed = 0;
-    double cost = 0, observed = 0, unobserved = 0, unattributed = 0, billed_ns = 0;
+    double cost = 0, observed = 0, unobserved = 0, unattributed = 0, down = 0, billed_ns = 0;
     int64_t start = std::numeric_limits<int64_t>::max(), end = std::numeric_limits<int64_t>::min();
   };
   absl::flat_hash_map<std::pair<int32_t, int32_t>, size_t> index;
@@ -1273,12 +1366,14 @@ JoinTable Allocator::State::BuildJoin(const std::vector<uint8_t>& line_observed,
     row.primary_overlap += line_primary_overlap[k];
     row.oversubscribed += line_oversubscribed[k];
     row.cost += line.cost;
+    const double down = line_down.empty() ? 0.0 : line_down[k];
+    row.down += down;
     if (res.devices == 0) {
       row.unattributed += line.cost;
     } else if (line_observed[k]) {
-      row.observed += line.cost;
+      row.observed += line.cost - down;
     } else {
-      row.unobserved += line.cost;
+      row.unobserved += line.cost - down;  // 0 when wholly down
     }
     if (line.primary) {
       ++row.primary_lines;
@@ -1321,6 +1416,8 @@ JoinTable Allocator::State::BuildJoin(const std::vector<uint8_t>& line_observed,
     join.samples_outside_lines.push_back(st.outside_lines);
     join.samples_unknown_resource.push_back(st.unknown_resource);
     join.unjoined_gpu_hours.push_back(st.unjoined_ns / kNanosPerHourD);
+    join.cost_down.push_back(row.down);
+    join.samples_in_downtime.push_back(st.in_downtime);
     join.lines_start.push_back(time_or_missing(row.start, row.lines > 0));
     join.lines_end.push_back(time_or_missing(row.end, row.lines > 0));
     join.samples_start.push_back(time_or_missing(st.first, st.samples > 0));
@@ -1375,7 +1472,8 @@ absl::StatusOr<Allocation> Allocator::State::Prorate() {
   const int32_t idle_id = num_consumers;              // pseudo-consumer ids
   const int32_t unattributed_id = num_consumers + 1;
   const int32_t unobserved_id = num_consumers + 2;
-  constexpr int32_t kPseudo = 3;
+  const int32_t down_id = num_consumers + 3;
+  constexpr int32_t kPseudo = 4;
   // Label value of a (pseudo-)consumer in label column l: an index into
   // labels[l].values, or one of four pseudo-values after them.
   auto label_value = [&](int l, int32_t consumer) -> int32_t {
@@ -1383,6 +1481,7 @@ absl::StatusOr<Allocation> Allocator::State::Prorate() {
     if (consumer == idle_id) return nv;
     if (consumer == unattributed_id) return nv + 1;
     if (consumer == unobserved_id) return nv + 3;
+    if (consumer == down_id) return nv + 4;
     if (consumer < workload_consumers && labels[l].by_consumer[consumer] != kNullCode) {
       return labels[l].by_consumer[consumer];
     }
@@ -1435,6 +1534,7 @@ absl::StatusOr<Allocation> Allocator::State::Prorate() {
   for (const Slot& slot : all_slots) seg_observed[slot.segment] = 1;
   std::vector<uint8_t> line_observed(lines.size(), 0);
   std::vector<uint8_t> line_oversubscribed(lines.size(), 0);
+  std::vector<double> line_down(has_downtime ? lines.size() : 0, 0.0);
 
   std::vector<ConsumerSum> sums;
   std::vector<double> phi;
@@ -1449,16 +1549,39 @@ absl::StatusOr<Allocation> Allocator::State::Prorate() {
       ++diagnostics.lines_unattributed;
       continue;
     }
-    const double capacity = res.devices * line.billed;          // C, GPU-ns
-    const double mem_capacity = res.mem_capacity * line.billed;  // M, byte-ns
+    double capacity = res.devices * line.billed;          // C, GPU-ns
+    double mem_capacity = res.mem_capacity * line.billed;  // M, byte-ns
     // Hours count over primary lines only (SEMANTICS 4).
     const double hours = line.primary ? 1.0 : 0.0;
+    // SEMANTICS 10: the down part goes to __down__; the rest is prorated as
+    // a line of the up time's amount and capacity.
+    double line_cost = line.cost, line_list = line.list_cost;
+    if (has_downtime) {
+      int64_t down_ns = 0;
+      for (int64_t seg = line.seg_begin; seg < line.seg_end; ++seg) {
+        if (seg_down[seg]) down_ns += seg_end[seg] - seg_start[seg];
+      }
+      if (down_ns > 0) {
+        const double down = static_cast<double>(down_ns) / static_cast<double>(line.end - line.start);
+        GroupTotals& g = group(down_id, line);
+        g.cost += line.cost * down;
+        line_down[line_index] = line.cost * down;
+        g.list_cost += line.list_cost * down;
+        g.gpu_ns += hours * capacity * down;
+        ++diagnostics.lines_down;
+        line_cost = line.cost - line.cost * down;
+        line_list = line.list_cost - line.list_cost * down;
+        if (down_ns == line.end - line.start) continue;  // wholly down: never unobserved
+        capacity *= 1.0 - down;
+        mem_capacity *= 1.0 - down;
+      }
+    }
     bool observed = false;
     for (int64_t seg = line.seg_begin; seg < line.seg_end && !observed; ++seg) observed = seg_observed[seg] != 0;
     if (!observed) {  // nothing measured it: neither used nor idle
       GroupTotals& g = group(unobserved_id, line);
-      g.cost += line.cost;
-      g.list_cost += line.list_cost;
+      g.cost += line_cost;
+      g.list_cost += line_list;
       g.gpu_ns += hours * capacity;
       ++diagnostics.lines_unobserved;
       continue;
@@ -1507,13 +1630,13 @@ absl::StatusOr<Allocation> Allocator::State::Prorate() {
       }
     }
     const double taken = std::min(phi_sum, 1.0);
-    const double idle = phi_sum >= 1.0 ? 0.0 : line.cost * (1.0 - phi_sum);
-    const double idle_list = phi_sum >= 1.0 ? 0.0 : line.list_cost * (1.0 - phi_sum);
+    const double idle = phi_sum >= 1.0 ? 0.0 : line_cost * (1.0 - phi_sum);
+    const double idle_list = phi_sum >= 1.0 ? 0.0 : line_list * (1.0 - phi_sum);
     const bool share_idle = policy.idle == IdleMode::kShare && phi_sum > 0.0;
     for (size_t k = 0; k < sums.size(); ++k) {
       GroupTotals& g = group(sums[k].consumer, line);
-      double cost = line.cost * phi[k];
-      double list = line.list_cost * phi[k];
+      double cost = line_cost * phi[k];
+      double list = line_list * phi[k];
       if (share_idle) {
         const double part = phi[k] / taken;
         cost += idle * part;
@@ -1540,7 +1663,7 @@ absl::StatusOr<Allocation> Allocator::State::Prorate() {
   if (saw_no_duration) diagnostics.interval_seconds = static_cast<double>(interval_ns) / 1e9;
   out.diagnostics = diagnostics;
   out.has_list_cost = has_list_cost;
-  out.join = BuildJoin(line_observed, line_oversubscribed);
+  out.join = BuildJoin(line_observed, line_oversubscribed, line_down);
   const size_t rows = totals.size();
   auto sorted_dictionary = [](std::vector<std::string> names, std::vector<int32_t>& rank) {
     const std::vector<int32_t> order = SortedOrder(names);
@@ -1581,6 +1704,7 @@ absl::StatusOr<Allocation> Allocator::State::Prorate() {
         names.emplace_back(kIdle);
         names.emplace_back(kUnattributed);
         names.emplace_back(kUnobserved);
+        if (has_downtime) names.emplace_back(kDown);
         col.dictionary = sorted_dictionary(std::move(names), rank);
         col.codes.resize(rows);
         for (size_t g = 0; g < rows; ++g) col.codes[g] = rank[group_keys[g].consumer_key];
@@ -1592,6 +1716,7 @@ absl::StatusOr<Allocation> Allocator::State::Prorate() {
         names.emplace_back(kUnattributed);
         names.emplace_back(kUnlabelled);
         names.emplace_back(kUnobserved);
+        if (has_downtime) names.emplace_back(kDown);
         col.dictionary = sorted_dictionary(std::move(names), rank);
         col.codes.resize(rows);
         for (size_t g = 0; g < rows; ++g) {
@@ -1653,9 +1778,9 @@ absl::StatusOr<Allocation> Allocator::State::Prorate() {
 absl::StatusOr<Allocation> Allocate(const CostColumns& costs, const SampleColumns& samples,
                                     const InventoryColumns& inventory,
                                     const WorkloadColumns* workloads,
-                                    const AllocationPolicy& policy) {
+                                    const AllocationPolicy& policy, const DowntimeColumns* downtime) {
   GPUCOST_ASSIGN_OR_RETURN(std::unique_ptr<Allocator> allocator,
-                           Allocator::Create(costs, inventory, workloads, policy));
+                           Allocator::Create(costs, inventory, workloads, policy, downtime));
   if (samples.size() <= kMaxChunkRows) {
     allocator->state_->single_chunk = true;  // no later chunk: no duplicate history
     GPUCOST_RETURN_IF_ERROR(allocator->AddSamples(samples));

@@ -13,10 +13,11 @@ import pandas as pd
 from gpucost.allocation import RESULT_METRICS, allocate
 from gpucost.errors import InvalidInputError
 from gpucost.frames import Table
+from gpucost.model import Reserved
 
 NS_PER_S = 1_000_000_000
 NS_PER_H = 3600 * NS_PER_S
-RESERVED = ("__idle__", "__unattributed__", "__unlabelled__")
+RESERVED = (Reserved.IDLE, Reserved.UNATTRIBUTED, Reserved.UNLABELLED, Reserved.DOWN)
 UNLABELLED = "__unlabelled__"
 _FREQS = ("h", "D", "MS")
 

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from gpucost.model import Purchase
+from gpucost.model import NOT_WORKLOADS, Purchase
 from gpucost import _core
 from gpucost.catalog import instance_types
 from gpucost.analyses._tables import (NANOS_PER_HOUR, frame, instant_ns, instants_ns, raise_first, row_error,
@@ -299,7 +299,7 @@ def advise_commitments(costs: Any, usage: Any, inventory: Any, workloads: Any = 
 
     # The class of every row.
     consumers = hourly["consumer"]
-    workload_rows = ~consumers.isin(["__idle__", "__unattributed__"])
+    workload_rows = ~consumers.isin(NOT_WORKLOADS)
     if classes is None:
         class_table = workload_classes(hourly, workloads, label=label)
         class_map = class_table.set_index("consumer")["class"]

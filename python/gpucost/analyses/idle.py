@@ -26,6 +26,7 @@ from gpucost.analyses._common import (
     seconds,
     to_datetime,
 )
+from gpucost.analyses._tables import frame, instants_ns, strings
 from gpucost.prometheus import to_ns
 
 __all__ = ["IdleReport", "find_idle", "idle_policy", "EXEMPT_VALUES"]
@@ -33,10 +34,11 @@ __all__ = ["IdleReport", "find_idle", "idle_policy", "EXEMPT_VALUES"]
 #: Label values that mark a workload exempt (case-insensitive).
 EXEMPT_VALUES = ("true", "yes", "1")
 _ACTIONS = {"terminate": "terminate", "release": "release", "right-size": "right-size", "exempt": "none",
-            "no-telemetry": "no telemetry"}
-# Kinds reported but never flagged: exempt workloads, and billed time no sample covers
-# (unobserved is not idle: nothing says the GPUs were free).
-_NOT_FLAGGED = ("exempt", "no-telemetry")
+            "no-telemetry": "no telemetry", "down": "down"}
+# Kinds reported but never flagged: exempt workloads, billed time no sample covers
+# (unobserved is not idle: nothing says the GPUs were free), and time the resource was
+# down (maintenance, drained: docs/semantics.md, 10), which nobody could have used.
+_NOT_FLAGGED = ("exempt", "no-telemetry", "down")
 
 
 class IdleReport(NamedTuple):
@@ -135,9 +137,78 @@ def _device_spans(raw: dict) -> pd.DataFrame:
     })
 
 
+def _windows_union(resource: np.ndarray, start: np.ndarray, end: np.ndarray) -> pd.DataFrame:
+    """Intervals as their union per resource: ``resource_id, start_ns, end_ns``, sorted."""
+    w = pd.DataFrame({"resource_id": resource, "start_ns": start, "end_ns": end}).sort_values(
+        ["resource_id", "start_ns", "end_ns"], kind="stable").reset_index(drop=True)
+    if len(w) == 0:
+        return w
+    reach = w.groupby("resource_id", sort=False)["end_ns"].cummax().to_numpy()
+    rid = w["resource_id"].to_numpy()
+    fresh = np.r_[True, (rid[1:] != rid[:-1]) | (w["start_ns"].to_numpy()[1:] > reach[:-1])]
+    group = np.cumsum(fresh)
+    out = w.assign(_g=group).groupby("_g", sort=True).agg(resource_id=("resource_id", "first"),
+                                                          start_ns=("start_ns", "min"), end_ns=("end_ns", "max"))
+    return out.reset_index(drop=True)
+
+
+def _cut_down_time(costs: Any, downtime: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The cost lines with their resources' down windows cut out (the billed
+    time idle detection may look at) and the down spans: each resource's
+    windows inside its billed time (docs/semantics.md, 10)."""
+    lines = frame(costs, "costs", required=("resource_id", "start", "end", "cost"),
+                  optional=("list_cost", "currency", "primary", "quantity_hours"))
+    ls, le = instants_ns(lines, "costs", "start"), instants_ns(lines, "costs", "end")
+    windows = _windows_union(strings(downtime, "downtime", "resource_id").astype(object),
+                             instants_ns(downtime, "downtime", "start"), instants_ns(downtime, "downtime", "end"))
+    pairs = pd.DataFrame({"row": np.arange(len(lines)), "resource_id": lines["resource_id"].astype(str).to_numpy(),
+                          "s": ls, "e": le}).merge(windows, on="resource_id")
+    pairs = pairs[(pairs["start_ns"] < pairs["e"]) & (pairs["end_ns"] > pairs["s"])]
+    down = _windows_union(pairs["resource_id"].to_numpy(), np.maximum(pairs["start_ns"], pairs["s"]).to_numpy(),
+                          np.minimum(pairs["end_ns"], pairs["e"]).to_numpy())
+    if len(pairs) == 0:
+        return lines, down
+    # Only lines that meet a window are cut (maintenance touches few lines).
+    pieces = []
+    for row, cut in pairs.sort_values(["row", "start_ns"]).groupby("row", sort=True):
+        at = int(ls[row])
+        for a, b in zip(cut["start_ns"].to_numpy(), cut["end_ns"].to_numpy()):
+            if a > at:
+                pieces.append((row, at, int(a)))
+            at = max(at, int(b))
+        if at < le[row]:
+            pieces.append((row, at, int(le[row])))
+    kept = lines.drop(index=pairs["row"].unique())
+    rows, starts, ends = (np.asarray(v, dtype=np.int64) for v in zip(*pieces)) if pieces else (
+        np.empty(0, np.int64),) * 3
+    up = lines.iloc[rows].assign(start=to_datetime(starts), end=to_datetime(ends))
+    return pd.concat([kept, up], ignore_index=True), down
+
+
+def _down_device_spans(down: pd.DataFrame, raw: dict, first_span: int) -> pd.DataFrame:
+    """Down spans one device per row, every device of the resource."""
+    devices = pd.Series(np.asarray(raw["resource_devices"], dtype=np.int64),
+                        index=np.asarray(raw["resource_names"], dtype=object))
+    down = down[down["resource_id"].isin(devices.index)].reset_index(drop=True)
+    per = devices.reindex(down["resource_id"]).to_numpy()
+    span = np.repeat(np.arange(len(down)), per)
+    device = np.arange(len(span)) - np.repeat(np.cumsum(per) - per, per)
+    return pd.DataFrame({
+        "span": first_span + span,
+        "resource_id": down["resource_id"].to_numpy()[span],
+        "device": device.astype(np.int32),
+        "start_ns": down["start_ns"].to_numpy()[span],
+        "end_ns": down["end_ns"].to_numpy()[span],
+        "kind": "down",
+        "busy_ns": 0.0,
+        "observed_ns": 0.0,
+    })
+
+
 def find_idle(usage: Any, costs: Any, inventory: Any, workloads: Any = None, threshold: float = 0.05,
               window: Any = "2h", *, resolution: Any = "1min", interval: float = 60,
-              exempt_label: str | None = "idle_exempt", exempt_values: Sequence[str] = EXEMPT_VALUES) -> IdleReport:
+              exempt_label: str | None = "idle_exempt", exempt_values: Sequence[str] = EXEMPT_VALUES,
+              downtime: Any = None) -> IdleReport:
     """Idle GPU time and what it cost.
 
     A device is idle wherever a window of ``window`` inside billed time
@@ -165,6 +236,10 @@ def find_idle(usage: Any, costs: Any, inventory: Any, workloads: Any = None, thr
         resolution: time grid; spans start and end on it (UTC aligned).
         interval: seconds a sample stands for without a duration column.
         exempt_label, exempt_values: which workloads are exempt.
+        downtime: windows a resource was down (``resource_id, start, end``,
+            as for :func:`gpucost.allocate`): never idle, never flagged; they
+            are findings of their own with action ``"down"``, their dollars in
+            ``dollars_down``.
 
     Returns:
         An :class:`IdleReport` (findings, spans, daily, diagnostics).
@@ -189,9 +264,12 @@ def find_idle(usage: Any, costs: Any, inventory: Any, workloads: Any = None, thr
           resource_id                     start                       end  hours     action  flagged  dollars_wasted
         0      i-0aaa 2026-03-02 02:00:00+00:00 2026-03-02 06:00:00+00:00    4.0  terminate     True           4.024
     """
-    raw, labels = _run(usage, costs, inventory, workloads, threshold, window, resolution, interval, 0,
+    idle_costs, down = (costs, None) if downtime is None else _cut_down_time(costs, downtime)
+    raw, labels = _run(usage, idle_costs, inventory, workloads, threshold, window, resolution, interval, 0,
                        exempt_label, exempt_values)
     spans = _device_spans(raw)
+    if down is not None:
+        spans = pd.concat([spans, _down_device_spans(down, raw, len(raw["spans"]["start"]))], ignore_index=True)
     key = np.char.add("span-", np.arange(len(spans)).astype(str)).astype(object)
     priced = price_device_time(costs, inventory, device_time_usage(
         spans["resource_id"].to_numpy(), spans["device"].to_numpy(), spans["start_ns"].to_numpy(),
@@ -202,11 +280,14 @@ def find_idle(usage: Any, costs: Any, inventory: Any, workloads: Any = None, thr
     idx = mine["consumer"].str.slice(5).astype(np.int64).to_numpy()
     # Billed time nothing measured is priced too, but as unobserved, never as waste.
     dark = (spans["kind"] == "no-telemetry").to_numpy()
+    is_down = (spans["kind"] == "down").to_numpy()
     dollars = _per_span(idx, mine["cost"], len(spans))
-    spans["dollars_wasted"] = np.where(dark, 0.0, dollars)
+    spans["dollars_wasted"] = np.where(dark | is_down, 0.0, dollars)
     if has_list:
-        spans["list_dollars_wasted"] = np.where(dark, 0.0, _per_span(idx, mine["list_cost"], len(spans)))
+        spans["list_dollars_wasted"] = np.where(dark | is_down, 0.0, _per_span(idx, mine["list_cost"], len(spans)))
     spans["dollars_unobserved"] = np.where(dark, dollars, 0.0)
+    if down is not None:
+        spans["dollars_down"] = np.where(is_down, dollars, 0.0)
 
     holders = _holders(raw)
     main, every = _main_holders(holders)
@@ -271,6 +352,8 @@ def _findings(per: pd.DataFrame, labels: pd.DataFrame, has_list: bool) -> pd.Dat
            "dollars_wasted": ("dollars_wasted", "sum"), "dollars_unobserved": ("dollars_unobserved", "sum")}
     if has_list:
         agg["list_dollars_wasted"] = ("list_dollars_wasted", "sum")
+    if "dollars_down" in per.columns:
+        agg["dollars_down"] = ("dollars_down", "sum")
     group_of = per.groupby(keys, sort=False, dropna=False)
     grouped = group_of.agg(**agg).reset_index()
     gpus = grouped["gpus"].to_numpy()
@@ -309,6 +392,8 @@ def _findings(per: pd.DataFrame, labels: pd.DataFrame, has_list: bool) -> pd.Dat
     if has_list:
         out["list_dollars_wasted"] = grouped["list_dollars_wasted"].to_numpy()
     out["dollars_unobserved"] = grouped["dollars_unobserved"].to_numpy()
+    if "dollars_down" in grouped.columns:
+        out["dollars_down"] = grouped["dollars_down"].to_numpy()
     out = out.sort_values(["dollars_wasted", "resource_id", "start"], ascending=[False, True, True],
                           kind="stable").reset_index(drop=True)
     return out
