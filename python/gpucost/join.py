@@ -450,8 +450,8 @@ def _label_problem(frame: pd.DataFrame, history: dict, join: pd.DataFrame, fix: 
     parts, worst = [], None
     for name in keys:
         values = frame[name].astype(str).to_numpy()
-        money = pd.DataFrame({"currency": currency, "cost": np.where(values == "__unlabelled__", cost, 0.0),
-                              "gpu": np.where(values != "__unattributed__", cost, 0.0)})
+        money = pd.DataFrame({"currency": currency, "cost": np.where(values == Reserved.UNLABELLED, cost, 0.0),
+                              "gpu": np.where(values != Reserved.UNATTRIBUTED, cost, 0.0)})
         sums = money.groupby("currency", sort=True)[["cost", "gpu"]].sum()
         shares = (sums["cost"] / sums["gpu"].where(sums["gpu"] > 0)).fillna(0.0)
         if not (shares.max() > UNLABELLED_SHARE or late):
