@@ -464,11 +464,12 @@ def _label_problem(frame: pd.DataFrame, history: dict, join: pd.DataFrame, fix: 
     if worst is None:
         return None
     bill = f"{_day(bill_start)} .. {_day(bill_end, end=True)}" if not pd.isna(bill_start) else "no GPU line"
-    labels = f"{_day(start)} .. {_day(end)}" if dated else "not stated by the label sources"
+    dates = (f"Labels cover {_day(start)} .. {_day(end)}, the bill {bill}" if dated else
+             f"The bill covers {bill}; the label sources state no dates")
     why = ("the label history starts after the bill" if late else
            f"more than {UNLABELLED_SHARE:.0%} of the GPU cost has no label")
-    return Problem("unlabelled", f"labels cover too little ({why}): {'; '.join(parts)}. Labels cover {labels}, "
-                   f"the bill {bill}. Fix: {fix['labels']}", worst[0], worst[1], money=True)
+    return Problem("unlabelled", f"labels cover too little ({why}): {'; '.join(parts)}. {dates}. "
+                   f"Fix: {fix['labels']}", worst[0], worst[1], money=True)
 
 
 def _problems(report: JoinReport, costs: Any, fix: dict) -> list[Problem]:

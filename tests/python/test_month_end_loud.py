@@ -212,8 +212,8 @@ def kube_pod_labels(path: Path, pods: dict[str, str], instants: list[str]) -> Pa
 
 
 LABEL_WARNING = ("labels cover too little (more than 5% of the GPU cost has no label): team: $65.54 of $66.94 GPU "
-                 "cost (97.9%) on __unlabelled__. Labels cover not stated by the label sources, the bill "
-                 "2026-03-01 .. 2026-03-01")
+                 "cost (97.9%) on __unlabelled__. The bill covers 2026-03-01 .. 2026-03-01; the label sources state "
+                 "no dates. Fix: give the workloads' labels over the bill's whole period")
 
 
 def test_labels_on_too_little_of_the_gpu_cost_warn_in_dollars(month):
