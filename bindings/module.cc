@@ -12,6 +12,7 @@ void RegisterTelemetry(pybind11::module_& m);
 void RegisterAnalyses(pybind11::module_& m);
 void RegisterAdvice(pybind11::module_& m);
 void RegisterBilling(pybind11::module_& m);
+void RegisterJobs(pybind11::module_& m);
 }  // namespace gpucost::python
 
 PYBIND11_MODULE(_core, m) {
@@ -25,4 +26,5 @@ PYBIND11_MODULE(_core, m) {
   gpucost::python::RegisterAnalyses(m);
   gpucost::python::RegisterAdvice(m);
   gpucost::python::RegisterBilling(m);
+  gpucost::python::RegisterJobs(m);
 }

@@ -66,7 +66,7 @@ __version__: str = _core.__version__
 # first use, so `import gpucost` stays fast and `gpucost.dask.allocate` works
 # after a plain `import gpucost`.
 _LAZY = ("dask", "spark", "pipeline", "metrics", "demo", "simulate", "config", "plan", "sources", "cli", "stream",
-         "chunks", "hosts", "billing", "attribution", "frames")
+         "chunks", "hosts", "billing", "attribution", "frames", "slurm")
 
 
 def __getattr__(name: str):

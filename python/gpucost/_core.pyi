@@ -180,6 +180,11 @@ def daily_bands(offsets: np.ndarray, day: np.ndarray, spend: np.ndarray, level: 
                 max_history: int, min_relative_excess: float, min_days_trend: int,
                 min_days_weekday: int) -> dict[str, Any]: ...
 def student_t_quantile(p: float, dof: float) -> float: ...
+# ---- jobs joined to their GPUs' telemetry (bindings/register_jobs.cc) ----
+
+def join_jobs(telemetry: dict[str, Any], jobs: dict[str, Any], interval_ns: int, exact_devices: bool,
+              tolerance_ns: int, job_shift_ns: int, process_prefixes: list[str]) -> dict[str, Any]: ...
+
 # ---- catalog (bindings/register_catalog.cc) ----
 
 class Catalog:

@@ -396,8 +396,15 @@ absl::StatusOr<DcgmUsage> DcgmToUsage(const PromSamples& s, const DcgmOptions& o
     if (pod.empty() != ns.empty() && !pod.empty()) {
       return SeriesError(s, sid, absl::StrCat("pod '", A(pod), "' has no namespace"));
     }
+    std::string_view job;  // bare metal: the scheduler's job on this GPU (hpc_job)
+    if (pod.empty()) {
+      for (const std::string& label : options.job_labels) {
+        job = series.Label(label).value_or("");
+        if (!job.empty()) break;
+      }
+    }
     std::string key = absl::StrCat(A(node), "\x1f", gpu, "\x1f", A(instance), "\x1f", A(ns), "\x1f", A(pod), "\x1f",
-                                   A(container));
+                                   A(container), "\x1f", A(job));
     auto [it, inserted] = identity_index.try_emplace(std::move(key), static_cast<int32_t>(identities.size()));
     if (inserted) {
       Identity id;
@@ -411,7 +418,7 @@ absl::StatusOr<DcgmUsage> DcgmToUsage(const PromSamples& s, const DcgmOptions& o
       id.amd_partitions = amd_parts;
       id.amd = !series.Label("gpu").has_value();  // AMD's exporter and amd-smi name the GPU gpu_id
       id.serial = std::string(series.Label("serial_number").value_or(""));
-      id.consumer = pod.empty() ? std::string() : absl::StrCat(A(ns), "/", A(pod));
+      id.consumer = !pod.empty() ? absl::StrCat(A(ns), "/", A(pod)) : std::string(job);
       id.first_series = sid;
       if (amd_parts > 0 && (instance.empty() || id.serial.empty())) {
         return SeriesError(s, sid, "an AMD partition needs the 'gpu_partition_id' and 'serial_number' labels "

@@ -132,6 +132,13 @@ struct DcgmOptions {
   // a workload (kube-prometheus-stack honorLabels, Google Managed
   // Prometheus). A node label whose value is such a pod is not a node.
   std::vector<std::string> exporter_names = {"nvidia-dcgm-exporter", "dcgm-exporter"};
+  // Labels naming a scheduler job on bare metal, tried in order when a series
+  // has no pod: dcgm-exporter's `hpc_job` (its --hpc-job-mapping-dir, files
+  // named by GPU index that a Slurm prolog writes with the job id). The job
+  // id is the consumer; k jobs on one GPU share it 1/k (the exporter prints
+  // one series per job). JoinJobsToTelemetry (io/job_join.h) joins them to
+  // the scheduler's accounting.
+  std::vector<std::string> job_labels = {"hpc_job"};
   // Instant (/api/v1/query) answers saved a few seconds apart are joined at
   // one instant: instants within this many seconds of the first of a group
   // are read as that first one.
