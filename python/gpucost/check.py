@@ -134,6 +134,8 @@ def check_tables(tables: Any, *, names: dict | None = None, interval: Any = None
                                     **({"interval": interval} if interval is not None else {}))
     out.report = join_report(per_consumer, tables.costs, tables.usage, caller=caller)
     out.lines += _join_lines(out.report)
+    from gpucost.slurm import report_lines  # the Slurm join: jobs with telemetry, assumed, unplaced
+    out.lines += report_lines(tables.usage)
     out.lines += _label_lines(per_consumer, tables.workloads)
     out.lines.append("problems" if out.report.problems else "problems: none")
     for p in out.report.problems:

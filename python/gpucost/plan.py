@@ -503,6 +503,15 @@ def plan_sources(config: Config) -> SourcePlan:
     if "node_events" in s:  # Slurm node events or node, start, end tables: down time
         out.append(Source("node_events", "node_events", ("downtime",), tuple(p.files("node_events")),
                           {"timezone": s.get("timezone", "UTC"), "end": s.get("end")}, (hosts,) if hosts else ()))
+    sacct = next((x for x in out if x.kind == "sacct"), None)
+    if sacct is not None and "timezone" not in s:  # sacct prints the controller's local time
+        for path in sacct.files:
+            naive = _naive_sacct_time(path)
+            if naive:
+                p.problem("timezone", f"{path}: sacct times carry no UTC offset (Start {naive!r}): set timezone in "
+                                      "[sources] (--timezone) to the Slurm controller's time zone, e.g. timezone = "
+                                      "\"America/Chicago\" (or export with SLURM_TIME_FORMAT='%FT%T%z')", path)
+                break
     if "usage" in s:
         out.append(p.table("usage", ("usage",)))
     if not any(key in s for key in USAGE_KEYS):
@@ -577,6 +586,27 @@ def detect_bill(path: Path) -> str:
     if "costinbillingcurrency" in header.lower():
         return "azure"
     raise InvalidInputError(f"{path}: line 1: not a FOCUS, CUR, GCP or Azure header; set bill_format")
+
+
+def _naive_sacct_time(path: Path, lines: int = 200) -> str | None:
+    """The first Start of a sacct export's first lines that states no UTC
+    offset (sacct prints the controller's local time unless SLURM_TIME_FORMAT
+    asks for ``%z`` or ``%s``); None when every one read has one (or none was
+    read)."""
+    with open(path, encoding="utf-8", errors="replace") as f:
+        header = [c.strip() for c in f.readline().rstrip("\r\n").split("|")]
+        if "Start" not in header:
+            return None
+        column = header.index("Start")
+        for _, line in zip(range(lines), f):
+            cells = line.rstrip("\r\n").split("|")
+            value = cells[column].strip() if column < len(cells) else ""
+            if value in ("", "Unknown", "None", "Start") or value.isdigit():
+                continue
+            if len(value) > 19 and (value.endswith("Z") or value[19:].lstrip()[:1] in ("+", "-")):
+                continue
+            return value
+    return None
 
 
 def _is_mon_log(path: Path) -> bool:
@@ -927,7 +957,14 @@ def read_plan(plan: SourcePlan, *, progress: bool = False) -> Tables:
     _hosts_table(hosts, reading)
     _nodes_table(plan.find("nodes"), hosts, reading)
     telemetry = [s for s in plan.feeding("usage") if s.key in USAGE_KEYS]
-    frames = [s.frame(reading, "usage") for s in telemetry]
+    # Slurm accounting beside telemetry says who held the GPUs the telemetry measured: joined below, per GPU
+    # and instant (gpucost.slurm), not concatenated.
+    jobs = [s for s in telemetry if s.kind == "sacct"]
+    if jobs and len(jobs) < len(telemetry):
+        telemetry = [s for s in telemetry if s.kind != "sacct"]
+    else:
+        jobs = []
+    frames = _read_telemetry(plan, telemetry, reading)
     step = plan.step if plan.step is not None else 60.0
     usage = sources.concat_usage(frames, [step] * len(frames), [s.key for s in telemetry],
                                  [[s.options["url"]] if s.kind == "prometheus" else [str(p) for p in s.files]
@@ -951,6 +988,10 @@ def read_plan(plan: SourcePlan, *, progress: bool = False) -> Tables:
     else:
         raise InvalidInputError("no inventory: give --inventory (resource_id, device, mem_capacity), or a bill "
                                 "whose lines carry instance types")
+    if jobs:
+        usage, workloads = _join_jobs(jobs[0], telemetry, usage, workloads, reading, costs, inventory, step)
+    elif plan.find("hosts") is not None or plan.find("sacct") is not None or plan.find("nvidia_smi") is not None:
+        usage.attrs["bare_metal"] = True  # fixes name the hosts table, not Kubernetes' nodes
     interruptions = plan.find("interruptions")
     rates = plan.find("rates")
     down = plan.feeding("downtime")
@@ -959,6 +1000,45 @@ def read_plan(plan: SourcePlan, *, progress: bool = False) -> Tables:
                   rates=None if rates is None else rates.frame(reading), interval=step,
                   existing=None if existing_source is None else existing_source.frame(reading),
                   downtime=sources.concat_frames([d.frame(reading) for d in down]) if down else None)
+
+
+def _read_telemetry(plan: SourcePlan, telemetry: Sequence[Source], reading: Reading) -> list[pd.DataFrame]:
+    """Each telemetry source's samples; a DCGM node missing from the hosts
+    table (bare metal: no Kubernetes nodes) is named with the hosts table's fix."""
+    try:
+        return [s.frame(reading, "usage") for s in telemetry]
+    except InvalidInputError as exc:
+        text = str(exc)
+        if "is not in the nodes table" not in text or plan.find("hosts") is None or plan.find("nodes") is not None:
+            raise
+        head = text.split(" (pass keep_unknown_nodes")[0].replace("is not in the nodes table", "is not in the hosts "
+                                                                  "table")
+        raise InvalidInputError(f"{head}: add a row for it (host, resource_id: the bill's id of that host) to the "
+                                "hosts table (hosts in [sources], --hosts FILE)") from None
+
+
+def _join_jobs(source: Source, telemetry: Sequence[Source], usage: pd.DataFrame, workloads: pd.DataFrame | None,
+               reading: Reading, costs: pd.DataFrame, inventory: pd.DataFrame,
+               step: float) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """Slurm accounting joined to the telemetry of the same GPUs
+    (:func:`gpucost.slurm.join_jobs`): the jobs the consumers of the
+    telemetry's samples, their utilisation measured; the jobs' other sacct
+    labels (job name, partition, QOS) added to the workloads."""
+    from gpucost import slurm
+    jobs = source.frame(reading, "usage")
+    labels = slurm.sacct_job_labels(source.files)
+    ids = None
+    if "raw" in labels.columns:
+        differ = (labels["raw"] != labels["consumer"]) & (labels["raw"] != "")
+        ids = dict(zip(labels.loc[differ, "raw"], labels.loc[differ, "consumer"]))
+    diagnostics = dict(usage.attrs.get("diagnostics", {}) or {})
+    if len(telemetry) == 1:  # one source's own diagnostics: keyed by its name, like several sources'
+        diagnostics = {telemetry[0].key: diagnostics}
+    joined = slurm.join_jobs(usage, jobs, workloads, job_ids=ids, tz=source.options["timezone"], costs=costs,
+                             inventory=inventory, interval=step)
+    out = joined.usage
+    out.attrs["diagnostics"] = {**diagnostics, source.key: dict(jobs.attrs.get("diagnostics", {}))}
+    return out, slurm.with_job_labels(joined.workloads, labels)
 
 
 def _workloads(plan: SourcePlan, reading: Reading, usage: pd.DataFrame) -> pd.DataFrame | None:

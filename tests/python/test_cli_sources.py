@@ -234,9 +234,10 @@ def test_errors_name_the_flag_or_key(capsys, tmp_path):
     code, _, err = run(capsys, "allocate", "--bill", MANIFEST, "--dcgm-text", DATA / "scrapes",
                        "--hosts", hosts)
     assert code == 2
-    assert "node 'edge1' is not in the nodes table (pass --keep-unknown-nodes or keep_unknown_nodes = true in " \
-           "[sources]" in err
-    assert "pass keep_unknown_nodes" not in err
+    # Bare metal (a hosts table, no Kubernetes nodes): the fix is the hosts table, not Kubernetes' flags.
+    assert "node 'edge1' is not in the hosts table: add a row for it (host, resource_id: the bill's id of that " \
+           "host) to the hosts table (hosts in [sources], --hosts FILE)" in err
+    assert "keep_unknown_nodes" not in err and "--keep-unknown-nodes" not in err and "--nodes" not in err
     # Kept under its node name, edge1 joins no bill line: nothing joined is an error, never an empty table.
     code, _, err = run(capsys, "allocate", "--bill", MANIFEST, "--dcgm-text", DATA / "scrapes",
                        "--hosts", hosts, "--keep-unknown-nodes")
@@ -327,14 +328,19 @@ def test_a_versioned_cur_directory_reads_the_latest_delivery_once(tmp_path):
 
 
 def test_a_gpu_in_two_sources_is_an_error_naming_both(capsys, tmp_path):
-    # The Slurm node gpu01 also logged by nvidia-smi: its GPU-hours would count twice.
+    # The host edge1 scraped by dcgm-exporter also logged by nvidia-smi (dgx7): its GPU-hours would count twice.
     hosts = tmp_path / "hosts.csv"
-    hosts.write_text("host,resource_id,tz\ngpu01,i-0s1,UTC\ngpu02,i-0s2,UTC\ndgx7,i-0s1,Europe/Berlin\n"
+    hosts.write_text("host,resource_id,tz\ngpu01,i-0s1,UTC\ngpu02,i-0s2,UTC\ndgx7,i-0ed1,Europe/Berlin\n"
                      "edge1,i-0ed1,UTC\n")
     code, _, err = run(capsys, "allocate", "-c", CONFIG, "--hosts", hosts)
     assert code == 2
-    assert "GPU 0 of 'i-0s1' is in two sources, nvidia_smi (" in err and "dgx7.gpu.csv) and sacct (" in err
-    assert "sacct.txt)" in err
+    assert "GPU 0 of 'i-0ed1' is in two sources, dcgm_text (" in err and "edge1-20260301T100000Z.prom" in err
+    assert ") and nvidia_smi (" in err and "dgx7.gpu.csv)" in err
+    # Slurm accounting of a GPU nvidia-smi logs is no second source: it says which job held it (joined).
+    hosts.write_text("host,resource_id,tz\ngpu01,i-0s1,UTC\ngpu02,i-0s2,UTC\ndgx7,i-0s1,Europe/Berlin\n"
+                     "edge1,i-0ed1,UTC\n")
+    code, _, err = run(capsys, "allocate", "-c", CONFIG, "--hosts", hosts)
+    assert code == 0 and "in two sources" not in err
     # The same file named twice is read once.
     same = cli_csv(capsys, "-c", CONFIG, "--telemetry", *sorted((DATA / "k8s").glob("DCGM_FI_*.json")),
                    str(DATA / "k8s" / "DCGM_*.json"))
