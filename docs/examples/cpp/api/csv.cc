@@ -1,0 +1,67 @@
+// gpucost/io/csv.h by example: the streaming CSV tokenizer and the field
+// parsers every reader shares (run by ctest as cpp_example_csv).
+#include <cstdio>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "example_check.h"
+#include "gpucost/io/csv.h"
+#include "gpucost/time.h"
+
+int main() {
+  // [CsvTokenizer]
+  // Records come out through a callback as the bytes arrive, in chunks of
+  // any size; a quoted field may hold the delimiter, quotes and line breaks.
+  const std::string_view text = "resource,cost,note\ni-1,8.00,\"says \"\"hi\"\", twice\"\ni-2,,\"two\nlines\"";
+  std::vector<std::vector<std::string>> rows;
+  std::vector<int64_t> lines;
+  // CsvCallback is an absl::FunctionRef: keep the lambda in a variable.
+  auto on_record = [&](const gpucost::io::CsvRecord& record) -> absl::Status {
+    rows.emplace_back(record.fields.begin(), record.fields.end());  // fields live until the callback returns
+    lines.push_back(record.line);
+    if (record.line == 2) CHECK(record.quoted[2] == 1 && record.quoted[1] == 0);
+    return absl::OkStatus();
+  };
+  gpucost::io::CsvTokenizer csv("bill.csv");
+  CHECK_OK(csv.Feed(text.substr(0, 25), on_record));  // ends inside the second record
+  CHECK(csv.has_pending_record() && csv.pending_line() == 2 && csv.pending_column() == 1);
+  CHECK_OK(csv.Feed(text.substr(25), on_record));
+  CHECK_OK(csv.Finish(on_record));  // the last record has no final line break
+  CHECK(rows.size() == 3 && rows[1][2] == "says \"hi\", twice" && rows[2][2] == "two\nlines");
+  CHECK((lines == std::vector<int64_t>{1, 2, 3}));
+  // An open quote at the end is an error naming the line and the column.
+  gpucost::io::CsvTokenizer open("bill.csv", ';');
+  const gpucost::io::CsvCallback callback = on_record;
+  CHECK_OK(open.Feed("a;b\n1;\"never closed", callback));
+  const std::vector<std::string> header = {"a", "b"};
+  const absl::Status unterminated = open.Finish(callback, header);
+  CHECK(!unterminated.ok());
+  std::printf("%s\n", std::string(unterminated.message()).c_str());
+  // [CsvTokenizer]
+
+  // [ParseDouble]
+  double value = 0;
+  CHECK(gpucost::io::ParseDouble(" 1.5e3 ", &value) && value == 1500);
+  CHECK(!gpucost::io::ParseDouble("$12", &value) && !gpucost::io::ParseDouble("NaN", &value));
+  // [ParseDouble]
+
+  // [ParseInstant]
+  // ISO 8601 instants to ns UTC; a zone designator moves them.
+  int64_t ns = 0;
+  CHECK(gpucost::io::ParseInstant("2025-03-01T10:00:00Z", &ns));
+  const int64_t ten = ns;
+  CHECK(gpucost::io::ParseInstant("2025-03-01 12:00:00+02:00", &ns) && ns == ten);
+  CHECK(gpucost::io::ParseInstant("2025-03-01 10:00:00 UTC", &ns) && ns == ten);
+  CHECK(!gpucost::io::ParseInstant("2025-02-30", &ns));
+  CHECK(gpucost::io::HasZoneDesignator("2025-03-01T10:00:00Z"));
+  CHECK(!gpucost::io::HasZoneDesignator("2025-03-01 10:00:00"));  // local time of some zone
+  CHECK(gpucost::io::ParseUsDate("03/01/2025", &ns) && ns == ten - 10 * gpucost::kNanosPerHour);
+  // [ParseInstant]
+
+  // [IsNullText]
+  CHECK(gpucost::io::IsNullText("") && gpucost::io::IsNullText("NULL") && !gpucost::io::IsNullText("none"));
+  CHECK(gpucost::io::TrimSpaces(" \ti-1 ") == "i-1");
+  // [IsNullText]
+  return 0;
+}
