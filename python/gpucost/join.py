@@ -402,7 +402,7 @@ def join_report(result: pd.DataFrame, costs: Any = None, usage: Any = None, *, c
     report = JoinReport(resources=join, diagnostics=diagnostics, billing=_attrs(costs, "billing"),
                         telemetry=_attrs(usage, "telemetry"), labels=_label_coverage(frame))
     fix = _FIXES.get(caller, _FIXES["python"])
-    if _attrs_flag(usage, "bare_metal"):  # Slurm and plain hosts: the hosts table, not Kubernetes' nodes
+    if _bare_metal(usage):  # Slurm and plain hosts: the hosts table, not Kubernetes' nodes
         fix = {**fix, **_HOSTS_FIXES.get(caller, _HOSTS_FIXES["python"])}
     found = _problems(report, costs, fix)
     if not any(p.error for p in found):
@@ -418,9 +418,16 @@ def join_report(result: pd.DataFrame, costs: Any = None, usage: Any = None, *, c
     return report
 
 
-def _attrs_flag(table: Any, key: str) -> bool:
-    attrs = getattr(table, "attrs", None)
-    return bool(attrs.get(key)) if isinstance(attrs, dict) else False
+def _bare_metal(usage: Any) -> bool:
+    """Whether the usage came from hosts outside Kubernetes: as the plan of
+    sources says (``attrs["bare_metal"]``), else from Slurm's readers
+    (``attrs["slurm"]``, ``attrs["slurm_join"]``)."""
+    attrs = getattr(usage, "attrs", None)
+    if not isinstance(attrs, dict):
+        return False
+    if "bare_metal" in attrs:
+        return bool(attrs["bare_metal"])
+    return "slurm" in attrs or "slurm_join" in attrs
 
 
 def _day(instant: Any, end: bool = False) -> str:

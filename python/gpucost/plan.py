@@ -990,8 +990,9 @@ def read_plan(plan: SourcePlan, *, progress: bool = False) -> Tables:
                                 "whose lines carry instance types")
     if jobs:
         usage, workloads = _join_jobs(jobs[0], telemetry, usage, workloads, reading, costs, inventory, step)
-    elif plan.find("hosts") is not None or plan.find("sacct") is not None or plan.find("nvidia_smi") is not None:
-        usage.attrs["bare_metal"] = True  # fixes name the hosts table, not Kubernetes' nodes
+    # Bare metal (hosts, Slurm, nvidia-smi and no Kubernetes nodes): the fixes name the hosts table.
+    usage.attrs["bare_metal"] = plan.find("nodes") is None and any(
+        plan.find(key) is not None for key in ("hosts", "sacct", "nvidia_smi"))
     interruptions = plan.find("interruptions")
     rates = plan.find("rates")
     down = plan.feeding("downtime")

@@ -501,7 +501,6 @@ def join_jobs(telemetry: pd.DataFrame, jobs: Any, workloads: pd.DataFrame | None
             fit["cost_moved"], fit["gpu_hours_moved"] = moved, hours
             report["problems"].append(_time_problem(fit))
     usage.attrs["slurm_join"] = report
-    usage.attrs["bare_metal"] = True
     return JobJoin(usage, _label_sources(workloads, table), report)
 
 

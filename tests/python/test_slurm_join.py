@@ -375,3 +375,18 @@ def test_bare_metal_fixes_name_the_hosts_table(capsys, tmp_path):
     warning = next(line for line in err.splitlines() if "without any telemetry" in line)
     assert "(node-c)" in warning and "hosts table (--hosts FILE" in warning and "--sacct" in warning
     assert "--nodes" not in warning
+
+
+def test_bare_metal_fixes_from_python_name_the_readers_nodes_table(tmp_path):
+    # sacct alone from Python: a billed host no job reached is told about nodes= of the Slurm reader.
+    write_month(tmp_path)
+    nodes = pd.DataFrame({"node": list(HOSTS), "resource_id": list(HOSTS.values())})
+    accounting = gpucost.read_slurm_sacct(tmp_path / "sacct.txt", "America/Chicago", nodes=nodes)
+    costs = pd.read_csv(tmp_path / "costs.csv", parse_dates=["start", "end"])
+    costs = pd.concat([costs, costs[costs["resource_id"] == "node-b"].assign(resource_id="node-c")])
+    inventory = pd.read_csv(tmp_path / "inventory.csv")
+    inventory = pd.concat([inventory, inventory.iloc[:2].assign(resource_id="node-c")])
+    with pytest.warns(gpucost.JoinWarning) as caught:
+        gpucost.allocate(costs, accounting.usage, inventory, accounting.workloads)
+    message = next(str(w.message) for w in caught if "(node-c)" in str(w.message))
+    assert "read_slurm_sacct" in message and "read_kubernetes" not in message and "kubernetes" not in message
