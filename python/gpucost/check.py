@@ -140,4 +140,6 @@ def check_tables(tables: Any, *, names: dict | None = None, interval: Any = None
     out.lines.append("problems" if out.report.problems else "problems: none")
     for p in out.report.problems:
         out.lines.append(f"  {'error' if p.error else 'warning'}: {p.message}")
+    for p in out.report.notes:  # worth $0.00: reported, never a warning (the exit code ignores them)
+        out.lines.append(f"  note: {p.message}")
     return out
