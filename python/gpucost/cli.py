@@ -458,8 +458,13 @@ def _by(config: Config, default: Sequence[str]) -> list[str]:
     return [by] if isinstance(by, str) else list(by)
 
 
-def _policy(config: Config) -> dict:
-    return {k: config.policy[k] for k in ("basis", "idle", "alpha", "interval") if k in config.policy}
+def _policy(config: Config, tables: Tables | None = None) -> dict:
+    """The allocation's keyword arguments from ``[policy]``, and the down
+    windows (``node_events``: docs/semantics.md, 10) when the tables have them."""
+    out = {k: config.policy[k] for k in ("basis", "idle", "alpha", "interval") if k in config.policy}
+    if tables is not None and tables.downtime is not None:
+        out["downtime"] = tables.downtime
+    return out
 
 
 class _Reported(Exception):
@@ -473,7 +478,8 @@ def _check_join(result: pd.DataFrame | None, tables: Tables, config: Config, arg
     if report is None:
         if result is None:  # an analysis: one quiet allocation tells what joined
             result = gpucost.allocate(tables.costs, tables.usage, tables.inventory, by=["resource_id"],
-                                      **{k: v for k, v in _policy(config).items() if k == "interval"})
+                                      **{k: v for k, v in _policy(config, tables).items()
+                                         if k in ("interval", "downtime")})
         report = join_report(result, tables.costs, tables.usage, caller="cli", workloads=tables.workloads)
     strict = bool(config.policy.get("strict", False))
     failed = any(p.error for p in report.problems) or (strict and report.problems)
@@ -587,7 +593,7 @@ def cmd_allocate(args: argparse.Namespace) -> int:
                                stated=stated)
         print("\n".join(checked.lines), file=sys.stderr)
     by = _by(config, ["team"] if tables.workloads is not None else ["consumer"])
-    policy = _policy(config)
+    policy = _policy(config, tables)
     if args.sql:
         if config.attribution.get("tag") or config.attribution.get("shared"):
             raise UsageError("--sql writes the GPU allocation day by day; [attribution] (--tag, --share) applies to "
@@ -619,7 +625,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     tables = _tables(config, args)
     output = args.output or config.report.get("output") or "gpucost-report.html"
     title = args.title or config.report.get("title") or "GPU showback"
-    policy = _policy(config)
+    policy = _policy(config, tables)
     by = _by(config, ["team", "project"])
     attributed = bool(config.attribution.get("tag") or config.attribution.get("shared"))
     report = gpucost.report(tables.costs, tables.usage, tables.inventory, tables.workloads,
@@ -678,7 +684,7 @@ def cmd_analysis(args: argparse.Namespace) -> int:
     result = analysis(key, tables.costs, tables.usage, tables.inventory, tables.workloads, bill=tables.bill,
                       budgets=tables.budgets, interruptions=tables.interruptions, rates=tables.rates,
                       existing=tables.existing, today=config.budgets.get("today"),
-                      by=_by(config, ["team", "project"]), **_policy(config))
+                      by=_by(config, ["team", "project"]), **_policy(config, tables))
     _write(args, result, tables)
     return EXIT_OK
 
@@ -720,13 +726,13 @@ def cmd_export_metrics(args: argparse.Namespace) -> int:
     def render() -> str:
         tables = _tables(config, args)
         allocation = gpucost.allocate(tables.costs, tables.usage, tables.inventory, tables.workloads, by=by,
-                                      **_policy(config))
+                                      **_policy(config, tables))
         _check_join(allocation, tables, config, args)
         start = pd.to_datetime(tables.costs["start"], utc=True).min()
         # Both days included: the last day is the one the bill's last instant falls in.
         end = pd.to_datetime(tables.costs["end"], utc=True).max() - pd.Timedelta(1, "ns")
         hourly = gpucost.allocate(tables.costs, tables.usage, tables.inventory, tables.workloads,
-                                  by=[*by, "period"], freq="h", **_policy(config))
+                                  by=[*by, "period"], freq="h", **_policy(config, tables))
         return (metrics.exposition(allocation, by, prefix=prefix, window=f"{start:%Y-%m-%d}/{end:%Y-%m-%d}")
                 + metrics.rolling_exposition(hourly, by, prefix=prefix))
 

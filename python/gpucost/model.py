@@ -143,7 +143,7 @@ class Reserved(enum.StrEnum):
 
     >>> Reserved.IDLE == "__idle__"
     True
-    >>> sorted(NOT_WORKLOADS)
+    >>> sorted(str(name) for name in NOT_WORKLOADS)
     ['__down__', '__idle__', '__unattributed__', '__unobserved__']
     """
 

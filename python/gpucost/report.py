@@ -232,7 +232,7 @@ def report(costs: Any, usage: Any, inventory: Any, workloads: Any = None, *, pat
            interruptions: Any = None, rates: Any = None, today: Any = None, currency: str | None = None,
            analyses: Sequence[str] | None = None, exchange_rates: Any = None, strict: bool = False,
            tag: str | Sequence[str] | None = None, shared: Any = None, share_split: str = "weighted",
-           existing: Any = None) -> Report:
+           existing: Any = None, downtime: Any = None) -> Report:
     """Builds the showback report and writes it to ``path`` when given.
 
     Args:
@@ -251,6 +251,9 @@ def report(costs: Any, usage: Any, inventory: Any, workloads: Any = None, *, pat
         existing: the commitments already bought, for the advice (see
             :func:`gpucost.advise_commitments`; default: the bill's own).
         today: "now" for budgets (default: the end of the data).
+        downtime: windows nodes were down (``resource_id, start, end``, as
+            for :func:`gpucost.allocate`): their cost on ``__down__`` in
+            every table, never idle.
         currency: the currency of every figure (default: the bill's own, from
             its ``currency`` column; USD when it has none).
         exchange_rates: ``currency, date, rate`` to convert a bill in several
@@ -302,6 +305,8 @@ def report(costs: Any, usage: Any, inventory: Any, workloads: Any = None, *, pat
     team = by[0]
     costs, currency = _one_currency(costs, currency, exchange_rates)
     policy = dict(basis=basis, idle=idle, interval=interval)
+    if downtime is not None:  # nodes down for maintenance: __down__, never idle (docs/semantics.md, 10)
+        policy["downtime"] = downtime
     data: dict[str, pd.DataFrame] = {}
     sections: list[Section] = []
     omitted: dict[str, str] = {}
@@ -663,7 +668,8 @@ def _pick(frame: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
 
 
 def _section_idle(find_idle, ctx) -> tuple[Section, dict] | str:
-    result = find_idle(ctx["usage"], ctx["costs"], ctx["inventory"], ctx["workloads"])
+    result = find_idle(ctx["usage"], ctx["costs"], ctx["inventory"], ctx["workloads"],
+                       downtime=ctx["policy"].get("downtime"))
     findings = _table_of(result, "findings")
     if isinstance(findings, pd.DataFrame) and "dollars_wasted" in findings.columns:
         findings = findings.sort_values("dollars_wasted", ascending=False, ignore_index=True)

@@ -154,3 +154,43 @@ def test_find_idle_reports_down_time_as_down_never_as_waste():
     plain = gpucost.find_idle(usage, costs, gpucost.inventory(costs))
     assert plain.findings["dollars_wasted"].sum() == pytest.approx(4.024)  # without the table: 4 idle hours
     assert "dollars_down" not in plain.findings.columns
+
+
+def test_the_cli_puts_node_events_on_down(tmp_path, capsys):
+    """One node of 2 GPUs at $4 an hour for two days; a job on one GPU 2 hours
+    on day 1; sacct gives the free time; the node down 06:00-12:00 on day 2
+    (sacctmgr's events): $24 on __down__, never idle, from allocate, check
+    and find_idle alike, and the CLI equal to Python's allocate(downtime=)."""
+    from gpucost import cli
+    from gpucost.config import load_config, load_tables
+    hours = pd.date_range("2026-03-01", periods=48, freq="h", tz="UTC")
+    pd.DataFrame({"resource_id": "i-dgx01", "start": hours, "end": hours + pd.Timedelta(hours=1), "cost": 4.0}).to_csv(
+        tmp_path / "costs.csv", index=False)
+    pd.DataFrame({"resource_id": "i-dgx01", "device": [0, 1], "mem_capacity": 80e9}).to_csv(
+        tmp_path / "inventory.csv", index=False)
+    (tmp_path / "hosts.csv").write_text("host,resource_id,gpus\ndgx01,i-dgx01,2\n")
+    (tmp_path / "sacct.txt").write_text(
+        "JobIDRaw|JobID|User|Account|Partition|Start|End|State|NodeList|AllocTRES\n"
+        "9001|9001|ana|lab-chen|gpu|2026-03-01T10:00:00|2026-03-01T12:00:00|COMPLETED|dgx01|gres/gpu=1\n")
+    (tmp_path / "events.txt").write_text("Cluster|NodeName|TimeStart|TimeEnd|State|Reason|User\n"
+                                         "c|dgx01|2026-03-02T06:00:00|2026-03-02T12:00:00|MAINT|bios|root(0)\n")
+    config = tmp_path / "gpucost.toml"
+    config.write_text('[sources]\ncosts = "costs.csv"\ninventory = "inventory.csv"\nsacct = "sacct.txt"\n'
+                      'hosts = "hosts.csv"\ntimezone = "UTC"\nstart = "2026-03-01"\nend = "2026-03-03"\n'
+                      'node_events = "events.txt"\n')
+    out_csv = tmp_path / "out.csv"
+    assert cli.main(["allocate", "--config", str(config), "--by", "project", "--output", str(out_csv)]) == 0
+    rows = pd.read_csv(out_csv).set_index("project")["cost"]
+    # 6 h of a $4 node-hour down; lab-chen 2 GPU-h at $2; the other 186 GPU-h ($186) idle.
+    assert rows.to_dict() == pytest.approx({"__down__": 24.0, "__idle__": 168.0, "lab-chen": 4.0})
+    tables = load_tables(load_config(config))
+    python = gpucost.allocate(tables.costs, tables.usage, tables.inventory, tables.workloads, by="project",
+                              downtime=tables.downtime)
+    assert dict(zip(python["project"], python["cost"])) == pytest.approx(rows.to_dict())
+    capsys.readouterr()
+    assert cli.main(["check", "--config", str(config)]) == 0
+    assert "down time: 6 lines partly or wholly down" in capsys.readouterr().err  # hourly lines, 6 wholly down
+    idle = gpucost.find_idle(tables.usage, tables.costs, tables.inventory, tables.workloads,
+                             downtime=tables.downtime).findings
+    down = idle[idle["action"] == "down"]
+    assert down["dollars_down"].sum() == pytest.approx(24.0) and not down["flagged"].any()

@@ -258,7 +258,7 @@ def advise_commitments(costs: Any, usage: Any, inventory: Any, workloads: Any = 
         >>> usage = pd.DataFrame({"timestamp": hours, "resource_id": "i-0aaa", "device": 0, "consumer": "chat",
         ...                       "share": 1.0, "util": 0.4, "mem_used": 0.0, "duration": 3600.0})
         >>> workloads = pd.DataFrame({"consumer": ["chat"], "workload-class": ["inference"]})
-        >>> rates = pd.DataFrame({"instance_type": "g5.xlarge", "kind": ["on_demand", "reserved"],
+        >>> rates = pd.DataFrame({"instance_type": "g5.xlarge", "kind": [gpucost.Purchase.ON_DEMAND, gpucost.Purchase.RESERVED],
         ...                       "hourly": [1.006, 0.634], "term_years": [None, 1]})
         >>> advice = gpucost.advise_commitments(costs, usage, gpucost.inventory(costs), workloads, rates=rates)
         >>> advice[["instance_type", "class", "purchase", "level", "monthly_today", "monthly_recommended"]]

@@ -250,7 +250,7 @@ class SpotRuns(NamedTuple):
         >>> hours = pd.date_range("2026-03-02", periods=4, freq="h", tz="UTC")
         >>> costs = pd.DataFrame({"resource_id": ["i-0aaa", "i-0aaa", "i-0bbb", "i-0bbb"], "instance_type": "g5.xlarge",
         ...                       "start": hours, "end": hours + pd.Timedelta("1h"), "cost": 0.40, "list_cost": 1.006,
-        ...                       "pricing": "spot"})
+        ...                       "pricing": gpucost.Purchase.SPOT})
         >>> t = pd.date_range("2026-03-02", periods=8, freq="30min", tz="UTC")
         >>> usage = pd.DataFrame({"timestamp": t, "resource_id": np.repeat(["i-0aaa", "i-0bbb"], 4), "device": 0,
         ...                       "consumer": np.repeat(["train-1", "train-2"], 4), "share": 1.0, "util": 0.9,
@@ -372,7 +372,7 @@ def spot_runs(allocation: pd.DataFrame, workloads: Any, interruptions: Any = Non
         >>> hours = pd.date_range("2026-03-02", periods=4, freq="h", tz="UTC")
         >>> costs = pd.DataFrame({"resource_id": ["i-0aaa", "i-0aaa", "i-0bbb", "i-0bbb"], "instance_type": "g5.xlarge",
         ...                       "start": hours, "end": hours + pd.Timedelta("1h"), "cost": 0.40, "list_cost": 1.006,
-        ...                       "pricing": "spot"})
+        ...                       "pricing": gpucost.Purchase.SPOT})
         >>> t = pd.date_range("2026-03-02", periods=8, freq="30min", tz="UTC")
         >>> usage = pd.DataFrame({"timestamp": t, "resource_id": np.repeat(["i-0aaa", "i-0bbb"], 4), "device": 0,
         ...                       "consumer": np.repeat(["train-1", "train-2"], 4), "share": 1.0, "util": 0.9,

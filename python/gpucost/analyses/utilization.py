@@ -83,13 +83,13 @@ def commitment_utilization(costs: Any, *, freq: str | None = "D") -> pd.DataFram
         one p4d instance and half of it goes unused, a second p4d runs on
         demand, a g5 on spot.
 
-        >>> hour = pd.Timestamp("2026-03-02 10:00", tz="UTC")
+        >>> P, hour = gpucost.Purchase, pd.Timestamp("2026-03-02 10:00", tz="UTC")
         >>> bill = pd.DataFrame({
         ...     "resource_id": ["i-0aaa", "i-0bbb", "i-0ccc", ""], "charge_category": "Usage",
         ...     "instance_type": ["p4d.24xlarge", "p4d.24xlarge", "g5.xlarge", "p4d.24xlarge"],
         ...     "start": hour, "end": hour + pd.Timedelta("1h"),
         ...     "cost": [20.0, 32.77, 0.40, 20.0], "list_cost": [32.77, 32.77, 1.006, 0.0],
-        ...     "pricing": ["commitment", "on_demand", "spot", "commitment"],
+        ...     "pricing": [P.SAVINGS_PLAN, P.ON_DEMAND, P.SPOT, P.SAVINGS_PLAN],
         ...     "commitment_id": ["sp-1", None, None, "sp-1"], "commitment_status": ["Used", None, None, "Unused"]})
         >>> gpucost.commitment_utilization(bill, freq="D")[["commitment_id", "purchased", "used", "unused",
         ...                                                   "utilization", "on_demand_equivalent", "savings"]]
@@ -157,16 +157,16 @@ def commitment_coverage(costs: Any, *, by: Sequence[str] | str = ("instance_type
         one p4d instance and half of it goes unused, a second p4d runs on
         demand, a g5 on spot.
 
-        >>> hour = pd.Timestamp("2026-03-02 10:00", tz="UTC")
+        >>> P, hour = gpucost.Purchase, pd.Timestamp("2026-03-02 10:00", tz="UTC")
         >>> bill = pd.DataFrame({
         ...     "resource_id": ["i-0aaa", "i-0bbb", "i-0ccc", ""], "charge_category": "Usage",
         ...     "instance_type": ["p4d.24xlarge", "p4d.24xlarge", "g5.xlarge", "p4d.24xlarge"],
         ...     "start": hour, "end": hour + pd.Timedelta("1h"),
         ...     "cost": [20.0, 32.77, 0.40, 20.0], "list_cost": [32.77, 32.77, 1.006, 0.0],
-        ...     "pricing": ["commitment", "on_demand", "spot", "commitment"],
+        ...     "pricing": [P.SAVINGS_PLAN, P.ON_DEMAND, P.SPOT, P.SAVINGS_PLAN],
         ...     "commitment_id": ["sp-1", None, None, "sp-1"], "commitment_status": ["Used", None, None, "Unused"]})
         >>> gpucost.commitment_coverage(bill, by="instance_type", freq=None)[
-        ...     ["instance_type", "on_demand_equivalent", "covered", "spot", "on_demand", "coverage", "cost"]]
+        ...     ["instance_type", "on_demand_equivalent", "covered", P.SPOT, P.ON_DEMAND, "coverage", "cost"]]
           instance_type  on_demand_equivalent  covered   spot  on_demand  coverage   cost
         0     g5.xlarge                 1.006     0.00  1.006       0.00       0.0   0.40
         1  p4d.24xlarge                65.540    32.77  0.000      32.77       0.5  52.77
@@ -223,13 +223,13 @@ def spot_savings(costs: Any, *, by: Sequence[str] | str = ("instance_type",),
         one p4d instance and half of it goes unused, a second p4d runs on
         demand, a g5 on spot.
 
-        >>> hour = pd.Timestamp("2026-03-02 10:00", tz="UTC")
+        >>> P, hour = gpucost.Purchase, pd.Timestamp("2026-03-02 10:00", tz="UTC")
         >>> bill = pd.DataFrame({
         ...     "resource_id": ["i-0aaa", "i-0bbb", "i-0ccc", ""], "charge_category": "Usage",
         ...     "instance_type": ["p4d.24xlarge", "p4d.24xlarge", "g5.xlarge", "p4d.24xlarge"],
         ...     "start": hour, "end": hour + pd.Timedelta("1h"),
         ...     "cost": [20.0, 32.77, 0.40, 20.0], "list_cost": [32.77, 32.77, 1.006, 0.0],
-        ...     "pricing": ["commitment", "on_demand", "spot", "commitment"],
+        ...     "pricing": [P.SAVINGS_PLAN, P.ON_DEMAND, P.SPOT, P.SAVINGS_PLAN],
         ...     "commitment_id": ["sp-1", None, None, "sp-1"], "commitment_status": ["Used", None, None, "Unused"]})
         >>> gpucost.spot_savings(bill, by="instance_type")[["instance_type", "spot_cost", "on_demand_equivalent",
         ...                                                  "savings", "savings_rate", "reference"]]
