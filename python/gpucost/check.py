@@ -100,6 +100,11 @@ def _join_lines(report: JoinReport) -> list[str]:
     lines.append(f"  samples: {d.get('samples_used', 0):,} joined, {d.get('samples_no_consumer', 0):,} of free GPUs, "
                  f"{d.get('samples_duplicate', 0):,} read twice, {d.get('samples_unknown_resource', 0):,} on "
                  f"resources not billed, {d.get('samples_outside_lines', 0):,} outside every line")
+    if d.get("lines_down") or d.get("samples_in_downtime"):  # docs/semantics.md, 10
+        down = j[j["cost_down"] != 0] if "cost_down" in j.columns else j.iloc[:0]
+        lines.append(f"  down time: {d.get('lines_down', 0):,} lines partly or wholly down on "
+                     f"{down['resource_id'].nunique():,} resources ({money(down, 'cost_down')} on __down__), "
+                     f"{d.get('samples_in_downtime', 0):,} busy samples inside down windows dropped")
     if d.get("interval") is not None:
         lines.append(f"  interval used: {float(d['interval']):g} s")
     return lines

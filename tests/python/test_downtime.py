@@ -181,15 +181,17 @@ def test_the_cli_puts_node_events_on_down(tmp_path, capsys):
     out_csv = tmp_path / "out.csv"
     assert cli.main(["allocate", "--config", str(config), "--by", "project", "--output", str(out_csv)]) == 0
     rows = pd.read_csv(out_csv).set_index("project")["cost"]
-    # 6 h of a $4 node-hour down; lab-chen 2 GPU-h at $2; the other 186 GPU-h ($186) idle.
-    assert rows.to_dict() == pytest.approx({"__down__": 24.0, "__idle__": 168.0, "lab-chen": 4.0})
+    # 96 GPU-h at $2: 6 h of the node down (12 GPU-h, $24); lab-chen 2 GPU-h ($4); the other 82 GPU-h ($164) idle.
+    assert rows.to_dict() == pytest.approx({"__down__": 24.0, "__idle__": 164.0, "lab-chen": 4.0})
     tables = load_tables(load_config(config))
     python = gpucost.allocate(tables.costs, tables.usage, tables.inventory, tables.workloads, by="project",
                               downtime=tables.downtime)
     assert dict(zip(python["project"], python["cost"])) == pytest.approx(rows.to_dict())
     capsys.readouterr()
     assert cli.main(["check", "--config", str(config)]) == 0
-    assert "down time: 6 lines partly or wholly down" in capsys.readouterr().err  # hourly lines, 6 wholly down
+    # Hourly lines: 6 wholly down, $24.00 on __down__, no busy sample inside.
+    assert "down time: 6 lines partly or wholly down on 1 resources ($24.00 on __down__), 0 busy" in \
+        capsys.readouterr().out
     idle = gpucost.find_idle(tables.usage, tables.costs, tables.inventory, tables.workloads,
                              downtime=tables.downtime).findings
     down = idle[idle["action"] == "down"]
