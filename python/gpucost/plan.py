@@ -40,6 +40,7 @@ import pandas as pd
 
 import gpucost
 from gpucost import sources
+from gpucost.billing import BillRows
 from gpucost.config import DEFAULT_LABELS, Config, Tables, instance_ids
 from gpucost.errors import InvalidInputError
 
@@ -727,6 +728,9 @@ def _read_bill(source: Source, reading: Reading, table: str) -> Iterator[pd.Data
         # Only Azure exports the two datasets as separate files; the others'
         # billed amount is the actual cost.
         options["amount"] = "billed"
+    # One record of the rows read for the whole bill: a row repeated across
+    # parts, files or manifests is dropped (and counted, in money) where met again.
+    options["seen"] = BillRows()
     for part in source.files:
         yield reader(part, **options)
 
