@@ -24,6 +24,7 @@ import argparse
 import json
 import re
 import sys
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -491,7 +492,21 @@ def _check_join(result: pd.DataFrame | None, tables: Tables, config: Config, arg
 
 
 def _tables(config: Config, args) -> Tables:
-    tables = load_tables(config, progress=not getattr(args, "no_progress", False) and sys.stderr.isatty())
+    """The config's tables. What the readers warn about while reading (sacct
+    rows read twice, jobs whose GPUs cannot be known) is said like the join
+    report's problems: one ``warning:`` line each, exit 2 under --strict."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", gpucost.JoinWarning)
+        tables = load_tables(config, progress=not getattr(args, "no_progress", False) and sys.stderr.isatty())
+    said = False
+    for w in caught:
+        if issubclass(w.category, gpucost.JoinWarning):
+            print(f"gpucost {args.command}: warning: {cli_message(str(w.message))}", file=sys.stderr)
+            said = True
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    if said and config.policy.get("strict", False):
+        raise _Reported()
     if "interval" not in config.policy:
         config.policy["interval"] = tables.interval
     return tables

@@ -115,10 +115,12 @@ def _map_job_ids(telemetry: pd.DataFrame, job_ids: Any) -> pd.DataFrame:
         t = Table(job_ids, "job_ids")
         mapping = dict(zip(np.asarray(t.column("raw"), dtype=object).astype(str),
                            np.asarray(t.column("consumer"), dtype=object).astype(str)))
+    if not mapping:  # no array job: every raw id is its JobID already
+        return telemetry
     consumer = telemetry["consumer"]
     cats = consumer.astype("category")
     names = pd.Series(cats.cat.categories.astype(str), dtype=object)
-    renamed = names.map(mapping).fillna(names).to_numpy(dtype=object)
+    renamed = np.asarray([mapping.get(name, name) for name in names], dtype=object)  # one per distinct consumer
     out = telemetry.copy()
     out["consumer"] = pd.Categorical(np.append(renamed, "")[np.where(cats.cat.codes.to_numpy() < 0, len(renamed),
                                                                       cats.cat.codes.to_numpy())])

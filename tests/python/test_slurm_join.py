@@ -390,3 +390,13 @@ def test_bare_metal_fixes_from_python_name_the_readers_nodes_table(tmp_path):
         gpucost.allocate(costs, accounting.usage, inventory, accounting.workloads)
     message = next(str(w.message) for w in caught if "(node-c)" in str(w.message))
     assert "read_slurm_sacct" in message and "read_kubernetes" not in message and "kubernetes" not in message
+
+
+def test_plain_job_ids_need_no_mapping():
+    """sacct without array jobs gives an empty raw-id mapping: the telemetry's
+    consumers stay as they are (pandas once warned on the empty map)."""
+    t0 = pd.Timestamp("2026-03-02 10:00", tz="UTC")
+    tel = pd.DataFrame({"timestamp": [t0], "resource_id": "gpu01", "device": 0, "consumer": "", "share": 1.0,
+                        "util": 0.9, "mem_used": 0.0, "duration": 1800.0})
+    joined = gpucost.slurm.join_jobs(tel, tel.assign(consumer="7", util=1.0), job_ids={})
+    assert set(joined.usage["consumer"].astype(str)) == {"7"}
