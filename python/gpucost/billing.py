@@ -420,8 +420,32 @@ def _unzstd(raw: BinaryIO, name: str) -> BinaryIO:
     the fly through pyarrow's codec; anything else as it is."""
     if _peek(raw, 4) != b"\x28\xb5\x2f\xfd":
         return raw
-    from gpucost.sources import zstd_reader
     return zstd_reader(raw, name)
+
+
+def zstd_reader(raw: Any, name: str) -> io.BufferedReader:
+    """A zstd-compressed binary file as a buffered stream of its bytes."""
+    return io.BufferedReader(_Stream(pa.input_stream(raw, compression="zstd"), name))
+
+
+class _Stream(io.RawIOBase):
+    """A pyarrow input stream as a Python raw stream (for BufferedReader)."""
+
+    def __init__(self, stream: Any, name: str):
+        self._s = stream
+        self.name = name  # what the readers' errors call the file
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        data = self._s.read(len(buffer))
+        buffer[:len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        self._s.close()
+        super().close()
 
 
 def _peek(raw: BinaryIO, n: int) -> bytes:

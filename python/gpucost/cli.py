@@ -34,9 +34,9 @@ import pandas as pd
 import gpucost
 from gpucost.model import Purchase
 from gpucost import money, sheets
-from gpucost.config import Config, Tables, attribute, load_config, load_tables
+from gpucost.config import Config, Tables, attribute, load_config
 from gpucost.join import join_report
-from gpucost.plan import PlanError, plan_sources
+from gpucost.plan import PlanError, load_tables, plan_sources
 from gpucost.frames import for_export
 
 __all__ = ["main", "build_parser", "format_money_table", "EXIT_OK", "EXIT_ERROR", "EXIT_BAD_INPUT"]

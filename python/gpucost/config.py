@@ -79,7 +79,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-__all__ = ["Config", "load_config", "Tables", "load_tables", "instance_ids", "attribute", "SECTIONS"]
+__all__ = ["Config", "load_config", "Tables", "instance_ids", "attribute", "SECTIONS"]
 
 #: Allowed keys per section, with their types.
 SECTIONS: dict[str, dict[str, type | tuple]] = {
@@ -211,17 +211,6 @@ class Tables:
     downtime: pd.DataFrame | None = None  # resource_id, start, end, reason: down windows (SEMANTICS section 10)
 
 
-def _read_bill(config: Config, progress: bool) -> pd.DataFrame:
-    """The bill alone, as the plan of sources reads it (gpucost.plan)."""
-    from gpucost.plan import Reading, plan_bill
-    return plan_bill(config).frame(Reading(progress))
-
-
-def _detect_bill(path: Path) -> str:
-    from gpucost.plan import detect_bill
-    return detect_bill(path)
-
-
 _EC2_ARN = r"^arn:aws[a-z-]*:ec2:[^:]*:[0-9]*:instance/(i-[0-9a-f]+)$"
 
 
@@ -241,29 +230,6 @@ def instance_ids(costs: pd.DataFrame) -> pd.DataFrame:
     out = costs.copy()
     out["resource_id"] = extracted.where(extracted.notna(), values).where(values.notna(), None).to_numpy()
     return out
-
-
-def load_tables(config: Config, *, progress: bool = False) -> Tables:
-    """Reads every source the config names into the allocation's tables:
-    ``read_plan(plan_sources(config))`` (:mod:`gpucost.plan`), so every
-    problem found before reading is reported at once.
-
-    Sources: ``demo = true`` (the demo month); a bill in one or several
-    parts (through gpucost's billing readers; EC2 instance ARNs become
-    instance ids, see :func:`instance_ids`) or gpucost's own ``costs`` table;
-    telemetry from every source named, combined into one usage table (a live
-    ``prometheus``, saved ``telemetry`` answers, ``dcgm_text`` scrapes,
-    ``nvidia_smi`` logs, ``sacct`` accounting, gpucost's own ``usage``
-    table); workloads from every label source (``pods`` snapshots,
-    ``pod_labels`` of kube-state-metrics, ``sacct``, ``workloads``) merged,
-    with the ``[labels.namespaces]`` fallback; the inventory from
-    ``inventory`` or, when absent, from the bill's instance types and the
-    catalog.
-    """
-    from gpucost.plan import plan_sources, read_plan
-    if config.sources.get("demo"):
-        config.budgets.setdefault("today", "2026-03-20")  # the demo's budgets, looked at mid-month
-    return read_plan(plan_sources(config), progress=progress)
 
 
 def attribute(config: Config, tables: Tables, allocation: pd.DataFrame, by: list[str]) -> pd.DataFrame:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["Error", "InvalidInputError", "conversion_hint"]
+__all__ = ["Error", "InvalidInputError", "JoinWarning", "JoinError", "conversion_hint"]
 
 
 class Error(RuntimeError):
@@ -115,6 +115,53 @@ _PARAMETER = re.compile(r"parameter '(?P<parameter>.*?)': (?P<reason>.*)\Z", re.
 # A table error's reason that names a column: "missing required column 'end'",
 # "column 'spend' has 3 values for 4 rows".
 _COLUMN_REASON = re.compile(r"(?:missing required column|column) '(?P<column>[^']*)'")
+
+
+class JoinWarning(UserWarning):
+    """An input that changes the numbers: a bill line without telemetry, telemetry
+    without a bill line, periods that do not meet, hours counted twice... The
+    message names the cause, the money at stake and the fix.
+
+    Examples:
+        ``node-2`` is billed but no sample names it; a warnings filter turns
+        the warning into an error:
+
+        >>> costs = pd.DataFrame({"resource_id": ["node-1", "node-2"], "cost": [8.0, 6.0],
+        ...                       "start": pd.Timestamp("2026-03-01 00:00", tz="UTC"),
+        ...                       "end": pd.Timestamp("2026-03-01 02:00", tz="UTC")})
+        >>> usage = pd.DataFrame({"timestamp": pd.date_range("2026-03-01", periods=4, freq="30min", tz="UTC"),
+        ...                       "resource_id": "node-1", "device": 0, "consumer": "train",
+        ...                       "share": 1.0, "util": 0.9, "mem_used": 40 * 2**30})
+        >>> inventory = pd.DataFrame({"resource_id": ["node-1", "node-2"], "device": 0, "mem_capacity": 80 * 2**30})
+        >>> import warnings
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("error", gpucost.JoinWarning)
+        ...     gpucost.allocate(costs, usage, inventory)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+            ...
+        gpucost.errors.JoinWarning: 1 billed GPU resource(s) have lines without any telemetry (node-2): $6.00 is on ...
+    """
+
+
+class JoinError(InvalidInputError):
+    """Nothing joined (or, under ``strict``, any join warning): no result is
+    returned, since every number would be wrong.
+
+    Examples:
+        The bill names ``node-1``, the telemetry ``i-0abc``: nothing joins.
+
+        >>> costs = pd.DataFrame({"resource_id": ["node-1"], "cost": [8.0],
+        ...                       "start": [pd.Timestamp("2026-03-01 00:00", tz="UTC")],
+        ...                       "end": [pd.Timestamp("2026-03-01 02:00", tz="UTC")]})
+        >>> usage = pd.DataFrame({"timestamp": pd.date_range("2026-03-01", periods=4, freq="30min", tz="UTC"),
+        ...                       "resource_id": "i-0abc", "device": 0, "consumer": "train",
+        ...                       "share": 1.0, "util": 0.9, "mem_used": 0.0})
+        >>> inventory = pd.DataFrame({"resource_id": ["node-1"], "device": [0], "mem_capacity": [80 * 2**30]})
+        >>> gpucost.allocate(costs, usage, inventory)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+            ...
+        gpucost.errors.JoinError: no usage sample joined a billed GPU line ($8.00 billed): the telemetry names 1 ...
+    """
 
 
 def _location(message: str) -> dict:

@@ -233,7 +233,7 @@ def _sacct_report(raw: dict, sources: list[str], node_gpus: list[tuple[str, int]
     """The reader's report (``usage.attrs["slurm"]``) and its warnings: rows
     read twice or replaced by a later state (one warning), jobs whose GPUs
     cannot be known (one warning, with the GPU-hours at stake)."""
-    from gpucost.join import JoinWarning
+    from gpucost.errors import JoinWarning
     d = raw["diagnostics"]
     repeated, superseded = list(raw["repeated_jobs"]), list(raw["superseded_jobs"])
     unknown = pd.DataFrame(raw["jobs_unknown_gpus"], columns=["source", "line", "job", "user", "account",
@@ -426,7 +426,7 @@ def sacct_problems(usage: Any, costs: Any, caller: str = "python") -> list[tuple
         >>> print(message)  # doctest: +ELLIPSIS
         1 Slurm job(s) ran on GPU nodes with no GPU, shard or MPS count in sacct (900 on dgx01): 2.0 job-hours, up to 16.0 GPU-hours and up to $32.00 of their nodes' cost, counted as free GPU time (idle). Fix: ...
     """
-    from gpucost.join import format_money
+    from gpucost.money import format_money
     jobs = [j for r in _slurm_reports(usage) for j in r["jobs_unknown_gpus"]]
     if not jobs or costs is None:
         return []

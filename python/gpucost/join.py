@@ -27,9 +27,10 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from gpucost.errors import InvalidInputError
+from gpucost.errors import InvalidInputError, JoinError, JoinWarning
 from gpucost.frames import Table, result_attrs
 from gpucost.model import Reserved
+from gpucost.money import format_money
 
 __all__ = ["JoinWarning", "JoinError", "Problem", "JoinReport", "join_report", "check_join", "checks", "format_money"]
 
@@ -42,53 +43,6 @@ _SHOWN_IDS = 3  # resource ids named in one message
 #: column of the result is a join warning; so is any dollar there when the
 #: label history starts after the bill does.
 UNLABELLED_SHARE = 0.05
-
-
-class JoinWarning(UserWarning):
-    """An input that changes the numbers: a bill line without telemetry, telemetry
-    without a bill line, periods that do not meet, hours counted twice... The
-    message names the cause, the money at stake and the fix.
-
-    Examples:
-        ``node-2`` is billed but no sample names it; a warnings filter turns
-        the warning into an error:
-
-        >>> costs = pd.DataFrame({"resource_id": ["node-1", "node-2"], "cost": [8.0, 6.0],
-        ...                       "start": pd.Timestamp("2026-03-01 00:00", tz="UTC"),
-        ...                       "end": pd.Timestamp("2026-03-01 02:00", tz="UTC")})
-        >>> usage = pd.DataFrame({"timestamp": pd.date_range("2026-03-01", periods=4, freq="30min", tz="UTC"),
-        ...                       "resource_id": "node-1", "device": 0, "consumer": "train",
-        ...                       "share": 1.0, "util": 0.9, "mem_used": 40 * 2**30})
-        >>> inventory = pd.DataFrame({"resource_id": ["node-1", "node-2"], "device": 0, "mem_capacity": 80 * 2**30})
-        >>> import warnings
-        >>> with warnings.catch_warnings():
-        ...     warnings.simplefilter("error", gpucost.JoinWarning)
-        ...     gpucost.allocate(costs, usage, inventory)  # doctest: +ELLIPSIS
-        Traceback (most recent call last):
-            ...
-        gpucost.join.JoinWarning: 1 billed GPU resource(s) have lines without any telemetry (node-2): $6.00 is on ...
-    """
-
-
-class JoinError(InvalidInputError):
-    """Nothing joined (or, under ``strict``, any join warning): no result is
-    returned, since every number would be wrong.
-
-    Examples:
-        The bill names ``node-1``, the telemetry ``i-0abc``: nothing joins.
-
-        >>> costs = pd.DataFrame({"resource_id": ["node-1"], "cost": [8.0],
-        ...                       "start": [pd.Timestamp("2026-03-01 00:00", tz="UTC")],
-        ...                       "end": [pd.Timestamp("2026-03-01 02:00", tz="UTC")]})
-        >>> usage = pd.DataFrame({"timestamp": pd.date_range("2026-03-01", periods=4, freq="30min", tz="UTC"),
-        ...                       "resource_id": "i-0abc", "device": 0, "consumer": "train",
-        ...                       "share": 1.0, "util": 0.9, "mem_used": 0.0})
-        >>> inventory = pd.DataFrame({"resource_id": ["node-1"], "device": [0], "mem_capacity": [80 * 2**30]})
-        >>> gpucost.allocate(costs, usage, inventory)  # doctest: +ELLIPSIS
-        Traceback (most recent call last):
-            ...
-        gpucost.join.JoinError: no usage sample joined a billed GPU line ($8.00 billed): the telemetry names 1 ...
-    """
 
 
 @dataclass(frozen=True)
@@ -208,19 +162,6 @@ class JoinReport:
 
 
 # ---- money and ids in messages ---------------------------------------------------------
-
-_SYMBOLS = {"USD": "$", "": "$"}
-
-
-def format_money(amount: float, currency: str = "") -> str:
-    """``$1,234.56`` for USD (or no currency), ``1,234.56 EUR`` otherwise."""
-    amount = float(amount)
-    sign = "-" if amount < 0 else ""
-    symbol = _SYMBOLS.get(currency or "")
-    if symbol is not None:
-        return f"{sign}{symbol}{abs(amount):,.2f}"
-    return f"{sign}{abs(amount):,.2f} {currency}"
-
 
 def _money_by_currency(frame: pd.DataFrame, column: str) -> tuple[str, float, str]:
     """'$1.00 + 2.00 EUR' over the currencies of `frame`, with the largest amount
@@ -408,8 +349,7 @@ def join_report(result: pd.DataFrame, costs: Any = None, usage: Any = None, *, c
     if not any(p.error for p in found):
         labels = _label_problem(frame, _attrs(workloads, "labels"), join, fix)
         found += [labels] if labels is not None else []
-    from gpucost import slurm  # the Slurm join's own problems: jobs on GPUs sacct does not give, times off
-    found += [Problem(kind, message, amount) for kind, message, amount in slurm.problems(usage, caller)]
+    found += [Problem(kind, message, amount) for kind, message, amount in slurm_join_problems(usage, caller)]
     from gpucost.hosts import sacct_problems  # sacct jobs whose GPUs cannot be known, priced with the bill
     found += [Problem(kind, message, amount) for kind, message, amount in sacct_problems(usage, costs, caller)]
     # Problems worth $0.00 are notes: reported, never warned about.
@@ -477,6 +417,22 @@ def _label_problem(frame: pd.DataFrame, history: dict, join: pd.DataFrame, fix: 
            f"more than {UNLABELLED_SHARE:.0%} of the GPU cost has no label")
     return Problem("unlabelled", f"labels cover too little ({why}): {'; '.join(parts)}. {dates}. "
                    f"Fix: {fix['labels']}", worst[0], worst[1], money=True)
+
+
+def slurm_join_problems(usage: Any, caller: str = "python") -> list[tuple[str, str, float]]:
+    """The Slurm join's own problems (jobs on GPUs sacct does not give them,
+    sacct times off by a time zone; :func:`gpucost.slurm.join_jobs` states them
+    in ``usage.attrs["slurm_join"]``) as (kind, message with its fix, amount),
+    in the words of ``caller`` ("python" or "cli"); none for other usage."""
+    attrs = getattr(usage, "attrs", None)
+    report = attrs.get("slurm_join") if isinstance(attrs, dict) else None
+    if not isinstance(report, dict):
+        return []
+    out = []
+    for p in report.get("problems", []):
+        fix = p["fix"].get(caller, p["fix"]["python"])
+        out.append((p["kind"], f"{p['text']}. Fix: {fix}", float(p.get("amount", 0.0))))
+    return out
 
 
 def _problems(report: JoinReport, costs: Any, fix: dict) -> list[Problem]:
@@ -666,7 +622,7 @@ def check_join(result: pd.DataFrame, costs: Any = None, usage: Any = None, *, st
         >>> gpucost.check_join(result, strict=True)  # doctest: +ELLIPSIS
         Traceback (most recent call last):
             ...
-        gpucost.join.JoinError: 1 billed GPU resource(s) have lines without any telemetry (node-2): ... [strict=True]
+        gpucost.errors.JoinError: 1 billed GPU resource(s) have lines without any telemetry (node-2): ... [strict=True]
     """
     report = join_report(result, costs, usage, caller=caller, workloads=workloads)
     apply_rule(report, strict=strict, caller=caller, stacklevel=stacklevel + 1)

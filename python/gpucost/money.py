@@ -332,3 +332,18 @@ def column_kinds(frame: pd.DataFrame) -> dict[str, str]:
         {'cost': 'money', 'gpu_hours': 'hours', 'cost_per_effective_gpu_hour': 'rate', 'util': 'ratio', 'monthly_saving': 'money'}
     """
     return {c: k for c in frame.columns if (k := _kind(str(c), frame[c])) is not None}
+
+
+# ---- money in messages ---------------------------------------------------------------
+
+_SYMBOLS = {"USD": "$", "": "$"}
+
+
+def format_money(amount: float, currency: str = "") -> str:
+    """``$1,234.56`` for USD (or no currency), ``1,234.56 EUR`` otherwise."""
+    amount = float(amount)
+    sign = "-" if amount < 0 else ""
+    symbol = _SYMBOLS.get(currency or "")
+    if symbol is not None:
+        return f"{sign}{symbol}{abs(amount):,.2f}"
+    return f"{sign}{abs(amount):,.2f} {currency}"

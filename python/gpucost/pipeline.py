@@ -371,7 +371,8 @@ def config_source(path: str | os.PathLike) -> Loader:
 
     def load(start: pd.Timestamp, end: pd.Timestamp) -> tuple:
         if not cache:
-            from gpucost.config import load_config, load_tables
+            from gpucost.config import load_config
+            from gpucost.plan import load_tables
             t = load_tables(load_config(path))
             cache.append((t.costs, t.usage, t.inventory, t.workloads))
         return cache[0]

@@ -13,7 +13,7 @@ which tables it feeds (``costs``, ``usage``, ``workloads``, ``inventory``,
 ``extras``, ``downtime``). ``gpucost check --plan`` prints it.
 
 :func:`read_plan` reads a plan into the allocation's tables
-(:class:`~gpucost.config.Tables`); :func:`gpucost.config.load_tables` is
+(:class:`~gpucost.config.Tables`); :func:`load_tables` is
 ``read_plan(plan_sources(config))``. Each source's :meth:`Source.frames`
 yields its frames one at a time (a bill part, a log, a scrape instant, an
 accounting file), so a streaming reader can consume them; the in-memory path
@@ -45,7 +45,7 @@ from gpucost.config import DEFAULT_LABELS, Config, Tables, instance_ids
 from gpucost.errors import InvalidInputError
 
 __all__ = ["TABLES", "Problem", "PlanError", "Source", "SourcePlan", "Reading", "plan_sources", "read_plan",
-           "plan_bill", "read_table", "detect_bill"]
+           "plan_bill", "read_table", "detect_bill", "load_tables", "read_bill"]
 
 #: The tables a source feeds (extras: budgets, rates, interruptions, commitments already bought;
 #: downtime: windows in which a resource could not be used, SEMANTICS section 10).
@@ -1068,3 +1068,30 @@ def _workloads(plan: SourcePlan, reading: Reading, usage: pd.DataFrame) -> pd.Da
         consumers = pd.Series(usage["consumer"]).astype("category").cat.categories.astype(str).tolist()
         workloads = sources.namespace_labels(workloads, consumers, namespaces, list(plan.labels))
     return workloads
+
+
+def load_tables(config: Config, *, progress: bool = False) -> Tables:
+    """Reads every source the config names into the allocation's tables:
+    ``read_plan(plan_sources(config))``, so every problem found before
+    reading is reported at once.
+
+    Sources: ``demo = true`` (the demo month); a bill in one or several
+    parts (through gpucost's billing readers; EC2 instance ARNs become
+    instance ids, see :func:`instance_ids`) or gpucost's own ``costs`` table;
+    telemetry from every source named, combined into one usage table (a live
+    ``prometheus``, saved ``telemetry`` answers, ``dcgm_text`` scrapes,
+    ``nvidia_smi`` logs, ``sacct`` accounting, gpucost's own ``usage``
+    table); workloads from every label source (``pods`` snapshots,
+    ``pod_labels`` of kube-state-metrics, ``sacct``, ``workloads``) merged,
+    with the ``[labels.namespaces]`` fallback; the inventory from
+    ``inventory`` or, when absent, from the bill's instance types and the
+    catalog.
+    """
+    if config.sources.get("demo"):
+        config.budgets.setdefault("today", "2026-03-20")  # the demo's budgets, looked at mid-month
+    return read_plan(plan_sources(config), progress=progress)
+
+
+def read_bill(config: Config, progress: bool = False) -> pd.DataFrame:
+    """The bill alone, as the plan of sources reads it."""
+    return plan_bill(config).frame(Reading(progress))

@@ -541,15 +541,14 @@ def _moved(telemetry: pd.DataFrame, jobs: pd.DataFrame, shift: int, exact: bool,
     if costs is None or inventory is None:
         return None, hours
     import gpucost
-    from gpucost.join import checks
-    with checks(False):
-        x = gpucost.allocate(costs, usage, inventory, by=["consumer"]).set_index("consumer")["cost"]
-        y = gpucost.allocate(costs, other, inventory, by=["consumer"]).set_index("consumer")["cost"]
+    # gpucost's own allocations are quiet: the join rule runs at the user's entry only.
+    x = gpucost.allocate(costs, usage, inventory, by=["consumer"]).set_index("consumer")["cost"]
+    y = gpucost.allocate(costs, other, inventory, by=["consumer"]).set_index("consumer")["cost"]
     return float(x.sub(y, fill_value=0.0).abs().sum() / 2), hours
 
 
 def _money(amount: float | None) -> str:
-    from gpucost.join import format_money
+    from gpucost.money import format_money
     return "" if amount is None else format_money(amount)
 
 
@@ -590,16 +589,9 @@ def _time_problem(fit: dict) -> dict:
 def problems(usage: Any, caller: str = "python") -> list[tuple[str, str, float]]:
     """The join's problems as (kind, message with its fix, amount), in the
     words of ``caller`` ("python" or "cli"); none when ``usage`` did not
-    come from :func:`join_jobs`."""
-    attrs = getattr(usage, "attrs", None)
-    report = attrs.get("slurm_join") if isinstance(attrs, dict) else None
-    if not isinstance(report, dict):
-        return []
-    out = []
-    for p in report.get("problems", []):
-        fix = p["fix"].get(caller, p["fix"]["python"])
-        out.append((p["kind"], f"{p['text']}. Fix: {fix}", float(p.get("amount", 0.0))))
-    return out
+    come from :func:`join_jobs` (the join report's own reading of them)."""
+    from gpucost.join import slurm_join_problems
+    return slurm_join_problems(usage, caller)
 
 
 def report_lines(usage: Any) -> list[str]:

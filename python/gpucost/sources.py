@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from gpucost.billing import BillRows, zstd_reader
 from gpucost.errors import InvalidInputError
 
 __all__ = ["bill_parts", "sniff", "read_bill", "join_parts", "concat_usage", "merge_workloads", "namespace_labels",
@@ -165,33 +166,12 @@ def open_binary(path: Path, kind: str) -> io.BufferedIOBase:
     return open(path, "rb")
 
 
-class _Stream(io.RawIOBase):
-    """A pyarrow input stream as a Python raw stream (for BufferedReader)."""
-
-    def __init__(self, stream: Any, name: str):
-        self._s = stream
-        self.name = name  # what the readers' errors call the file
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        data = self._s.read(len(buffer))
-        buffer[:len(data)] = data
-        return len(data)
-
-    def close(self) -> None:
-        self._s.close()
-        super().close()
-
-
 def read_bill(parts: Sequence[Path], reader: Callable[..., pd.DataFrame], **kwargs: Any) -> pd.DataFrame:
     """Every part through `reader` (a gpucost.read_* function), concatenated
     into one bill; the parts' ``attrs`` reports are kept per part under
     ``attrs["parts"]`` and their counts summed. The parts share one record of
     the rows read (``seen=``): a row repeated across parts is dropped once
     and counted, in money."""
-    from gpucost.billing import BillRows
     seen = kwargs.pop("seen", None) or BillRows()
     return join_parts([reader(part, seen=seen, **kwargs) for part in parts], [str(p) for p in parts])
 
@@ -205,12 +185,6 @@ def join_parts(frames: Sequence[pd.DataFrame], names: Sequence[str]) -> pd.DataF
     out = concat_frames(frames)
     out.attrs = merge_attrs([f.attrs for f in frames], names)
     return out
-
-
-def zstd_reader(raw: Any, name: str) -> io.BufferedReader:
-    """A zstd-compressed binary file as a buffered stream of its bytes."""
-    import pyarrow as pa
-    return io.BufferedReader(_Stream(pa.input_stream(raw, compression="zstd"), name))
 
 
 def merge_attrs(attrs: Sequence[Mapping], names: Sequence[str]) -> dict:

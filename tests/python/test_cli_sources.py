@@ -20,7 +20,8 @@ import pytest
 
 import gpucost
 from gpucost import cli, kubernetes, prometheus, sources
-from gpucost.config import instance_ids, load_config, load_tables
+from gpucost.config import instance_ids, load_config
+from gpucost.plan import load_tables
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "cli"
 BILLING = Path(__file__).resolve().parents[1] / "data" / "billing"
@@ -165,7 +166,7 @@ def test_bill_parts_list_glob_directory_and_manifest(capsys, tmp_path):
         config.sources.update(bill=bill, usage=str(tmp_path / "none"))
         parts = sources.bill_parts(config.paths(bill))
         assert parts == PARTS
-    from gpucost.config import _read_bill
+    from gpucost.plan import read_bill as _read_bill
     config = load_config(None)
     config.sources["bill"] = [str(MANIFEST)]
     costs = _read_bill(config, progress=False)
@@ -185,7 +186,7 @@ def test_bill_format_from_the_bytes_not_the_name(tmp_path):
     import pyarrow as pa
     import pyarrow.csv as pacsv
     import pyarrow.parquet as pq
-    from gpucost.config import _detect_bill, _read_bill
+    from gpucost.plan import read_bill as _read_bill, detect_bill as _detect_bill
     source = BILLING / "focus_1_2.csv"
     expected = gpucost.read_focus(source)
     gz = tmp_path / "focus-part.csv"

@@ -162,7 +162,8 @@ def test_the_cli_puts_node_events_on_down(tmp_path, capsys):
     (sacctmgr's events): $24 on __down__, never idle, from allocate, check
     and find_idle alike, and the CLI equal to Python's allocate(downtime=)."""
     from gpucost import cli
-    from gpucost.config import load_config, load_tables
+    from gpucost.config import load_config
+    from gpucost.plan import load_tables
     hours = pd.date_range("2026-03-01", periods=48, freq="h", tz="UTC")
     pd.DataFrame({"resource_id": "i-dgx01", "start": hours, "end": hours + pd.Timedelta(hours=1), "cost": 4.0}).to_csv(
         tmp_path / "costs.csv", index=False)

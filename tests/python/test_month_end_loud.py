@@ -26,7 +26,8 @@ import gpucost
 import gpucost.dask
 from gpucost import cli, sources
 from gpucost.check import check_tables
-from gpucost.config import Tables, load_config, load_tables
+from gpucost.config import Tables, load_config
+from gpucost.plan import load_tables
 
 CLI = Path(__file__).resolve().parents[1] / "data" / "cli"
 PARTS = sorted((CLI / "bill" / "gpucost" / "data" / "BILLING_PERIOD=2026-03").glob("*.csv.gz"))

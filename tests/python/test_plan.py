@@ -14,7 +14,8 @@ import pytest
 
 import gpucost
 from gpucost import cli, kubernetes, prometheus, sources
-from gpucost.config import load_config, load_tables
+from gpucost.config import load_config
+from gpucost.plan import load_tables
 from gpucost.plan import PlanError, Problem, Reading, SourcePlan, plan_sources, read_plan, read_table
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "cli"

@@ -49,7 +49,8 @@ import pytest
 
 import gpucost
 from gpucost import cli
-from gpucost.config import load_config, load_tables
+from gpucost.config import load_config
+from gpucost.plan import load_tables
 
 T0 = pd.Timestamp("2026-03-01", tz="UTC")
 STEP = 300

@@ -14,7 +14,8 @@ import pandas as pd
 import pytest
 
 import gpucost
-from gpucost.config import load_config, load_tables
+from gpucost.config import load_config
+from gpucost.plan import load_tables
 
 HEADER = "JobIDRaw|JobID|User|Account|Partition|Start|End|State|NodeList|AllocTRES\n"
 T0 = pd.Timestamp("2026-03-02T10:00:00Z")

@@ -292,7 +292,8 @@ def test_mon_log_without_date_and_time_is_an_error(tmp_path):
 
 
 def test_cli_reads_dmon_and_pmon_logs_as_nvidia_smi_sources(tmp_path):
-    from gpucost.config import load_config, load_tables
+    from gpucost.config import load_config
+    from gpucost.plan import load_tables
     smi = tmp_path / "smi"
     smi.mkdir()
     (smi / "gpu07.dmon.log").write_text((REAL / "nvidia_smi_dmon_550_um_dt.log").read_text())

@@ -104,7 +104,8 @@ def test_range_answer_step_300_read_with_its_own_step():
 
 
 def test_cli_step_defaults_to_the_answers_spacing(tmp_path):
-    from gpucost.config import load_config, load_tables
+    from gpucost.config import load_config
+    from gpucost.plan import load_tables
     usage_files = [str(REAL / "query_range_step300_gpu_util.json"), str(REAL / "query_range_step300_fb_used.json")]
     costs = pd.DataFrame({"resource_id": ["ip-10-0-3-21"], "start": ["2026-03-02T10:00:00Z"],
                           "end": ["2026-03-02T10:30:00Z"], "cost": [10.0]})
