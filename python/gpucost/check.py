@@ -110,6 +110,22 @@ def _join_lines(report: JoinReport) -> list[str]:
     return lines
 
 
+def _sacct_lines(usage: Any) -> list[str]:
+    """What the sacct reader dropped or cut (repeated and overlapping exports,
+    requeued runs) and the shared jobs it read: the join report's counts of
+    issue 30's repeated exports."""
+    from gpucost.hosts import _slurm_reports
+    reports = _slurm_reports(usage)
+    if not reports:
+        return []
+    total = {k: sum(int(r.get(k, 0)) for r in reports)
+             for k in ("rows_repeated", "rows_superseded", "runs_cut", "shared_jobs")}
+    unknown = sum(len(r.get("jobs_unknown_gpus", [])) for r in reports)
+    return ["sacct", f"  rows read twice and dropped: {total['rows_repeated']:,}; a run's earlier state replaced: "
+            f"{total['rows_superseded']:,}; requeued runs cut at the next start: {total['runs_cut']:,}",
+            f"  shard/MPS jobs: {total['shared_jobs']:,}; jobs whose GPUs cannot be known: {unknown:,}"]
+
+
 def _label_lines(per_consumer: pd.DataFrame, workloads: pd.DataFrame | None) -> list[str]:
     if workloads is None:
         return ["labels", "  no workloads table: every workload is __unlabelled__"]
@@ -142,6 +158,7 @@ def check_tables(tables: Any, *, names: dict | None = None, interval: Any = None
     out.lines += _join_lines(out.report)
     from gpucost.slurm import report_lines  # the Slurm join: jobs with telemetry, assumed, unplaced
     out.lines += report_lines(tables.usage)
+    out.lines += _sacct_lines(tables.usage)
     out.lines += _label_lines(per_consumer, tables.workloads)
     out.lines.append("problems" if out.report.problems else "problems: none")
     for p in out.report.problems:

@@ -503,6 +503,8 @@ def join_jobs(telemetry: pd.DataFrame, jobs: Any, workloads: pd.DataFrame | None
             fit["cost_moved"], fit["gpu_hours_moved"] = moved, hours
             report["problems"].append(_time_problem(fit))
     usage.attrs["slurm_join"] = report
+    if "slurm" in getattr(jobs, "attrs", {}):  # the sacct reader's report (rows read twice, jobs' GPUs unknown)
+        usage.attrs["slurm"] = jobs.attrs["slurm"]
     return JobJoin(usage, _label_sources(workloads, table), report)
 
 

@@ -268,5 +268,8 @@ def test_check_shows_the_slurm_join_and_the_down_time(capsys, tmp_path):
            "GPU index, 1 placed in start order)" in block
     assert "assumed busy:         2 jobs (2.0 GPU-hours without telemetry" in block
     assert "unplaced:             0 jobs" in block
+    # The overlapping exports' repeated rows (1002 and its step) counted; two shared jobs.
+    assert "  rows read twice and dropped: 1; a run's earlier state replaced: 0" in out
+    assert "  shard/MPS jobs: 2; jobs whose GPUs cannot be known: 0" in out
     # a100-01's 6 hourly lines wholly down: $12.00 on __down__, no busy sample inside.
     assert "down time: 6 lines partly or wholly down on 1 resources ($12.00 on __down__), 0 busy" in out
