@@ -60,24 +60,12 @@ SampleColumns SampleTable::columns() const {
   return out;
 }
 
-namespace {
-// "" is null: a charge with no resource, a line in the bill's one currency,
-// a free device.
-void AddOrNull(StringEncoder& encoder, std::string_view value) {
-  if (value.empty()) {
-    encoder.AddNull();
-  } else {
-    encoder.Add(value);
-  }
-}
-}  // namespace
-
 CostTable ToColumns(std::span<const CostLine> lines) {
   CostTable out;
   StringEncoder resource, currency;
   for (const CostLine& line : lines) {
-    AddOrNull(resource, line.resource_id);
-    AddOrNull(currency, line.currency);
+    resource.AddOrNull(line.resource_id);
+    currency.AddOrNull(line.currency);
     out.start.push_back(line.start);
     out.end.push_back(line.end);
     out.cost.push_back(line.cost);
@@ -105,7 +93,7 @@ absl::StatusOr<SampleTable> ToColumns(std::span<const UsageSample> samples) {
     out.timestamp.push_back(s.timestamp);
     resource.Add(s.resource_id);
     out.device.push_back(s.device);
-    AddOrNull(consumer, s.consumer);
+    consumer.AddOrNull(s.consumer);
     out.share.push_back(s.share);
     out.util.push_back(s.util);
     out.mem_used.push_back(s.mem_used);

@@ -65,6 +65,14 @@ class StringEncoder {
  public:
   int32_t Add(std::string_view value);
   void AddNull() { encoded_.codes.push_back(kNullCode); }
+  // "" as null: a charge with no resource, a free device, a job without a user.
+  void AddOrNull(std::string_view value) {
+    if (value.empty()) {
+      AddNull();
+    } else {
+      Add(value);
+    }
+  }
   [[nodiscard]] size_t size() const { return encoded_.codes.size(); }
   // Finishes the encoding; the encoder is empty afterwards.
   [[nodiscard]] EncodedStrings Finish();

@@ -62,6 +62,20 @@ int64_t ScaleInstant(int64_t raw, TimeUnit unit) {
                               static_cast<uint64_t>(unit));
 }
 
+// A row's period [start, end) in ns: both instants present and in range, end
+// after start (cost lines, down windows).
+absl::Status ReadPeriod(std::string_view table, int64_t row, int64_t raw_start, int64_t raw_end, TimeUnit unit,
+                        int64_t* start, int64_t* end) {
+  if (raw_start == kMissingInstant) return RowError(table, row, "start", "missing instant");
+  if (raw_end == kMissingInstant) return RowError(table, row, "end", "missing instant");
+  if (!InstantInRange(raw_start, unit)) return RowError(table, row, "start", kOutOfRange);
+  if (!InstantInRange(raw_end, unit)) return RowError(table, row, "end", kOutOfRange);
+  *start = ScaleInstant(raw_start, unit);
+  *end = ScaleInstant(raw_end, unit);
+  if (*end <= *start) return RowError(table, row, "end", "end is not after start");
+  return absl::OkStatus();
+}
+
 // Every required column must have one value per row.
 absl::Status CheckLength(std::string_view table, std::string_view column,
                          size_t actual, size_t rows) {
@@ -447,13 +461,8 @@ absl::Status Allocator::State::IndexCosts(const CostColumns& costs) {
   lines.reserve(n);
   for (size_t i = 0; i < n; ++i) {
     const auto row = static_cast<int64_t>(i);
-    if (costs.start[i] == kMissingInstant) return RowError(kTable, row, "start", "missing instant");
-    if (costs.end[i] == kMissingInstant) return RowError(kTable, row, "end", "missing instant");
-    if (!InstantInRange(costs.start[i], costs.time_unit)) return RowError(kTable, row, "start", kOutOfRange);
-    if (!InstantInRange(costs.end[i], costs.time_unit)) return RowError(kTable, row, "end", kOutOfRange);
-    const int64_t start = ScaleInstant(costs.start[i], costs.time_unit);
-    const int64_t end = ScaleInstant(costs.end[i], costs.time_unit);
-    if (end <= start) return RowError(kTable, row, "end", "end is not after start");
+    int64_t start = 0, end = 0;
+    GPUCOST_RETURN_IF_ERROR(ReadPeriod(kTable, row, costs.start[i], costs.end[i], costs.time_unit, &start, &end));
     const double cost = costs.cost[i];
     if (!std::isfinite(cost)) return RowError(kTable, row, "cost", absl::StrCat(Num(cost), " is not a finite amount"));
     const double list = has_list_cost ? (*costs.list_cost)[i] : 0.0;
@@ -543,13 +552,8 @@ absl::Status Allocator::State::IndexDowntime(const DowntimeColumns& dt) {
     if (code == kNullCode || dt.resource_id.dictionary[code].empty()) {
       return RowError(kTable, row, "resource_id", "missing resource id");
     }
-    if (dt.start[i] == kMissingInstant) return RowError(kTable, row, "start", "missing instant");
-    if (dt.end[i] == kMissingInstant) return RowError(kTable, row, "end", "missing instant");
-    if (!InstantInRange(dt.start[i], dt.time_unit)) return RowError(kTable, row, "start", kOutOfRange);
-    if (!InstantInRange(dt.end[i], dt.time_unit)) return RowError(kTable, row, "end", kOutOfRange);
-    const int64_t start = ScaleInstant(dt.start[i], dt.time_unit);
-    const int64_t end = ScaleInstant(dt.end[i], dt.time_unit);
-    if (end <= start) return RowError(kTable, row, "end", "end is not after start");
+    int64_t start = 0, end = 0;
+    GPUCOST_RETURN_IF_ERROR(ReadPeriod(kTable, row, dt.start[i], dt.end[i], dt.time_unit, &start, &end));
     resources[ids[code]].down.emplace_back(start, end);
   }
   // Each resource's windows as their union: sorted, overlapping ones merged.

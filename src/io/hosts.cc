@@ -1155,8 +1155,8 @@ absl::StatusOr<SacctResult> ParseSacct(std::span<const SacctInput> inputs, const
       const SacctRow& row = rows[last[id]];
       wc.Add(row.id);
       wj.Add(row.id);
-      if (row.user.empty()) wu.AddNull(); else wu.Add(row.user);
-      if (row.account.empty()) wp.AddNull(); else wp.Add(row.account);
+      wu.AddOrNull(row.user);
+      wp.AddOrNull(row.account);
     }
     out.workloads.consumer = wc.Finish();
     out.workloads.label_names = {"job", "user", "project"};

@@ -526,11 +526,11 @@ absl::StatusOr<PodGpuTable> ParseKubectlPodGpus(std::string_view pods_json, std:
     auto emit = [&](std::string_view res, std::string_view k, double count, double share, std::string_view claim,
                     std::string_view dev) {
       consumer.Add(pod);
-      if (node.empty()) node_col.AddNull(); else node_col.Add(node);
+      node_col.AddOrNull(node);
       resource.Add(res);
       kind.Add(k);
-      if (claim.empty()) claim_col.AddNull(); else claim_col.Add(claim);
-      if (dev.empty()) device.AddNull(); else device.Add(dev);
+      claim_col.AddOrNull(claim);
+      device.AddOrNull(dev);
       out.count.push_back(count);
       out.share.push_back(share);
       out.start.push_back(start);

@@ -46,14 +46,6 @@ void AppendJsonString(std::string_view s, std::string* out) {
   out->push_back('"');
 }
 
-void AddOrNull(StringEncoder& encoder, std::string_view value) {
-  if (value.empty()) {
-    encoder.AddNull();
-  } else {
-    encoder.Add(value);
-  }
-}
-
 }  // namespace
 
 LineBuilder::LineBuilder(const BillingOptions& options)
@@ -191,24 +183,24 @@ absl::Status LineBuilder::Commit(const Line& line, absl::FunctionRef<absl::Statu
   // the engine's end > start holds and the line keeps its period.
   lines_.end.push_back(line.end > line.start ? line.end : line.start + kNanosPerSecond);
   if (line.lowercase_resource && !line.resource_id.empty()) {
-    AddOrNull(resource_id_, Lower(line.resource_id));
+    resource_id_.AddOrNull(Lower(line.resource_id));
   } else {
-    AddOrNull(resource_id_, line.resource_id);
+    resource_id_.AddOrNull(line.resource_id);
   }
-  AddOrNull(resource_name_, line.resource_name);
-  AddOrNull(provider_, line.provider);
-  AddOrNull(account_, line.account);
-  AddOrNull(region_, line.region);
-  AddOrNull(service_, line.service);
-  AddOrNull(sku_, line.sku);
-  AddOrNull(instance_type_, line.instance_type);
-  AddOrNull(pricing_, line.pricing);
-  AddOrNull(charge_category_, line.charge_category);
-  AddOrNull(commitment_id_, line.commitment_id);
-  AddOrNull(commitment_status_, line.commitment_status);
-  AddOrNull(currency_, line.currency);
-  AddOrNull(pricing_currency_, line.pricing_currency);
-  AddOrNull(instance_id_, line.instance_id);
+  resource_name_.AddOrNull(line.resource_name);
+  provider_.AddOrNull(line.provider);
+  account_.AddOrNull(line.account);
+  region_.AddOrNull(line.region);
+  service_.AddOrNull(line.service);
+  sku_.AddOrNull(line.sku);
+  instance_type_.AddOrNull(line.instance_type);
+  pricing_.AddOrNull(line.pricing);
+  charge_category_.AddOrNull(line.charge_category);
+  commitment_id_.AddOrNull(line.commitment_id);
+  commitment_status_.AddOrNull(line.commitment_status);
+  currency_.AddOrNull(line.currency);
+  pricing_currency_.AddOrNull(line.pricing_currency);
+  instance_id_.AddOrNull(line.instance_id);
   rank_.push_back(static_cast<int8_t>(line.resource_id.empty() ? 0 : line.primary_rank));
   quantity_.push_back(line.quantity_hours);
   by_instance_id_.push_back(line.resource_by_instance_id && !line.instance_id.empty() ? 1 : 0);
