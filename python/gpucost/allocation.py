@@ -385,7 +385,7 @@ def allocate(
     )
     result = allocation_result(raw, output)
     # pandas costs keep their attrs (the bill reader's report); Arrow ones are read once.
-    check_public_call(result, costs_table.data, usage, strict=strict, workloads=workloads)
+    check_public_call(result, costs_table.data, usage, strict=strict, workloads=workloads, downtime=downtime)
     return result
 
 

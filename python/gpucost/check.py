@@ -154,7 +154,8 @@ def check_tables(tables: Any, *, names: dict | None = None, interval: Any = None
     per_consumer = gpucost.allocate(tables.costs, tables.usage, tables.inventory, by=["consumer"],
                                     **({"interval": interval} if interval is not None else {}),
                                     downtime=getattr(tables, "downtime", None))
-    out.report = join_report(per_consumer, tables.costs, tables.usage, caller=caller)
+    out.report = join_report(per_consumer, tables.costs, tables.usage, caller=caller,
+                             downtime=getattr(tables, "downtime", None))
     out.lines += _join_lines(out.report)
     from gpucost.slurm import report_lines  # the Slurm join: jobs with telemetry, assumed, unplaced
     out.lines += report_lines(tables.usage)

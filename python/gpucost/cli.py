@@ -481,7 +481,8 @@ def _check_join(result: pd.DataFrame | None, tables: Tables, config: Config, arg
             result = gpucost.allocate(tables.costs, tables.usage, tables.inventory, by=["resource_id"],
                                       **{k: v for k, v in _policy(config, tables).items()
                                          if k in ("interval", "downtime")})
-        report = join_report(result, tables.costs, tables.usage, caller="cli", workloads=tables.workloads)
+        report = join_report(result, tables.costs, tables.usage, caller="cli", workloads=tables.workloads,
+                             downtime=tables.downtime)
     strict = bool(config.policy.get("strict", False))
     failed = any(p.error for p in report.problems) or (strict and report.problems)
     for p in report.problems:

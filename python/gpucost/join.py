@@ -298,7 +298,7 @@ def _label_coverage(result: pd.DataFrame) -> dict:
 
 
 def join_report(result: pd.DataFrame, costs: Any = None, usage: Any = None, *, caller: str = "python",
-                workloads: Any = None) -> JoinReport:
+                workloads: Any = None, downtime: Any = None) -> JoinReport:
     """The join report of an allocation.
 
     Args:
@@ -310,6 +310,9 @@ def join_report(result: pd.DataFrame, costs: Any = None, usage: Any = None, *, c
             ``attrs["labels"]`` (``start``, ``end``: the instants a label
             history such as ``kube_pod_labels`` covers) names the dates the
             labels cover in the label-coverage problem; optional.
+        downtime: the down windows it was computed with: windows naming a
+            resource no bill line names (a node name where the bill has
+            instance ids) are a problem, since they change nothing; optional.
 
     Returns:
         A :class:`JoinReport`; ``report.problems`` lists what changes the numbers.
@@ -349,6 +352,8 @@ def join_report(result: pd.DataFrame, costs: Any = None, usage: Any = None, *, c
     if not any(p.error for p in found):
         labels = _label_problem(frame, _attrs(workloads, "labels"), join, fix)
         found += [labels] if labels is not None else []
+    down = _downtime_problem(downtime, join)
+    found += [down] if down is not None else []
     found += [Problem(kind, message, amount) for kind, message, amount in slurm_join_problems(usage, caller)]
     from gpucost.hosts import sacct_problems  # sacct jobs whose GPUs cannot be known, priced with the bill
     found += [Problem(kind, message, amount) for kind, message, amount in sacct_problems(usage, costs, caller)]
@@ -417,6 +422,25 @@ def _label_problem(frame: pd.DataFrame, history: dict, join: pd.DataFrame, fix: 
            f"more than {UNLABELLED_SHARE:.0%} of the GPU cost has no label")
     return Problem("unlabelled", f"labels cover too little ({why}): {'; '.join(parts)}. {dates}. "
                    f"Fix: {fix['labels']}", worst[0], worst[1], money=True)
+
+
+def _downtime_problem(downtime: Any, join: pd.DataFrame) -> Problem | None:
+    """Down windows whose resource no bill line names change nothing (docs/
+    semantics.md, 10): most often node names where the bill has instance ids."""
+    if downtime is None:
+        return None
+    codes, values = Table(downtime, "downtime").strings("resource_id")
+    if len(codes) == 0:
+        return None
+    named = np.asarray(values, dtype=object)[np.unique(codes[codes >= 0])]
+    billed = set(join.loc[join["lines"].to_numpy() > 0, "resource_id"].astype(str)) if len(join) else set()
+    unbilled = sorted(str(v) for v in named if str(v) not in billed)
+    if not unbilled:
+        return None
+    rows = int(np.isin(np.asarray(values, dtype=object)[codes[codes >= 0]], unbilled).sum())
+    return Problem("downtime_unbilled", f"{rows:,} down window(s) name {len(unbilled):,} resource(s) no bill line "
+                   f"names ({_ids(pd.Series(unbilled))}): they change nothing. Fix: map node names to the bill's "
+                   "ids (the hosts table, with which node_events are read; nodes= of gpucost.read_slurm_events)")
 
 
 def slurm_join_problems(usage: Any, caller: str = "python") -> list[tuple[str, str, float]]:
@@ -604,7 +628,8 @@ def _oversubscription_cause(telemetry: dict) -> str:
 # ---- the rule ----------------------------------------------------------------------------
 
 def check_join(result: pd.DataFrame, costs: Any = None, usage: Any = None, *, strict: bool = False,
-               caller: str = "python", stacklevel: int = 2, workloads: Any = None) -> JoinReport:
+               caller: str = "python", stacklevel: int = 2, workloads: Any = None,
+               downtime: Any = None) -> JoinReport:
     """Applies the warning rule: each problem becomes a :class:`JoinWarning`;
     an error (nothing joined), or any problem under ``strict``, raises
     :class:`JoinError`. Returns the report.
@@ -624,7 +649,7 @@ def check_join(result: pd.DataFrame, costs: Any = None, usage: Any = None, *, st
             ...
         gpucost.errors.JoinError: 1 billed GPU resource(s) have lines without any telemetry (node-2): ... [strict=True]
     """
-    report = join_report(result, costs, usage, caller=caller, workloads=workloads)
+    report = join_report(result, costs, usage, caller=caller, workloads=workloads, downtime=downtime)
     apply_rule(report, strict=strict, caller=caller, stacklevel=stacklevel + 1)
     return report
 
@@ -684,9 +709,10 @@ def called_from_gpucost(depth: int) -> bool:
     return name.startswith("gpucost.") and not name.startswith("gpucost.tests")
 
 
-def check_public_call(result: pd.DataFrame, costs: Any, usage: Any, *, strict: bool, workloads: Any = None) -> None:
+def check_public_call(result: pd.DataFrame, costs: Any, usage: Any, *, strict: bool, workloads: Any = None,
+                      downtime: Any = None) -> None:
     """The rule at a public entry point (gpucost.allocate and the runners):
     applied when the user called it, skipped for gpucost's own inner calls."""
     if not _CHECKS.get() or called_from_gpucost(2):
         return
-    check_join(result, costs, usage, strict=strict, stacklevel=4, workloads=workloads)
+    check_join(result, costs, usage, strict=strict, stacklevel=4, workloads=workloads, downtime=downtime)

@@ -315,7 +315,7 @@ def report(costs: Any, usage: Any, inventory: Any, workloads: Any = None, *, pat
     by_day = gpucost.allocate(costs, usage, inventory, workloads, by=[team, "period"], freq="D", **policy)
     by_group = gpucost.allocate(costs, usage, inventory, workloads, by=by, **policy) if len(by) > 1 else by_team
     data.update(by_team=by_team, by_team_day=by_day, by_group=by_group)
-    join = join_report(by_team, costs, usage, workloads=workloads)
+    join = join_report(by_team, costs, usage, workloads=workloads, downtime=downtime)
     if not called_from_gpucost(1):
         apply_rule(join, strict=strict, stacklevel=3)
     data["join"] = join.resources

@@ -197,3 +197,15 @@ def test_the_cli_puts_node_events_on_down(tmp_path, capsys):
                              downtime=tables.downtime).findings
     down = idle[idle["action"] == "down"]
     assert down["dollars_down"].sum() == pytest.approx(24.0) and not down["flagged"].any()
+
+
+def test_windows_naming_no_billed_resource_are_a_warning(node):
+    """A node name where the bill has instance ids (the hosts mapping
+    forgotten): the window changes nothing, and the user is told so."""
+    costs, usage, inventory, downtime = node
+    quiet = usage[usage["consumer"] != "A"]
+    wrong = downtime.assign(resource_id="dgx01")
+    with pytest.warns(gpucost.JoinWarning, match=r"1 down window\(s\) name 1 resource\(s\) no bill line names "
+                                                 r"\(dgx01\): they change nothing"):
+        result = gpucost.allocate(costs, quiet, inventory, downtime=wrong, interval=60)
+    assert "__down__" not in set(result["consumer"])
