@@ -29,6 +29,11 @@ int main() {
   CHECK(encoder.Add("ml/train") == 0 && encoder.size() == 3);
   const gpucost::EncodedStrings consumers = encoder.Finish();
   CHECK(consumers.codes[1] == gpucost::kNullCode && encoder.size() == 0);
+  // AddOrNull: "" as null (a free device, a job without a user).
+  encoder.AddOrNull("");
+  encoder.AddOrNull("ml/eval");
+  const gpucost::EncodedStrings held = encoder.Finish();
+  CHECK(held.codes[0] == gpucost::kNullCode && held.values[held.codes[1]] == "ml/eval");
   // [StringEncoder]
 
   // [ViewIfAny]
