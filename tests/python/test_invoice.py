@@ -178,6 +178,20 @@ def test_units_minutes_and_gpu_hours_from_the_column_name(tmp_path):
     assert "currency" not in lines.columns  # none stated: none invented
 
 
+def test_records_by_pod_and_day_with_milliseconds_billed(tmp_path):
+    # RunPod's billing API answers records per pod and bucket (podId, gpuTypeId, time, timeBilledMs, amount in
+    # USD); the same records saved as CSV by hand, with a unit column saying what the quantity counts.
+    path = write(tmp_path, "podId,gpuTypeId,time,timeBilledMs,unit,amount\n"
+                           "xedezhzb9la3ye,NVIDIA H100 80GB HBM3,2026-03-02T00:00:00Z,43200000,ms,35.88\n")
+    lines = gpucost.read_invoice(path, columns={"resource": "podId", "date": "time", "quantity": "timeBilledMs"},
+                                 currency="USD")
+    assert lines["resource_id"].astype(str).tolist() == ["xedezhzb9la3ye"]
+    assert lines["gpu_model"].astype(str).tolist() == ["NVIDIA H100 80GB HBM3"]
+    assert (lines["start"][0], lines["end"][0]) == (pd.Timestamp("2026-03-02", tz="UTC"),
+                                                    pd.Timestamp("2026-03-03", tz="UTC"))
+    assert lines["quantity_hours"][0] == 12.0 and lines["cost"][0] == 35.88
+
+
 def test_currencies_as_stated_and_one_minor_unit_of_each(tmp_path):
     path = write(tmp_path, "node,date,hours,rate,amount,currency\n"
                            "n1,2026-03-02,10,450,4500,jpy\n"
