@@ -16,7 +16,7 @@ from gpucost.currency import convert_currency
 from gpucost import catalog
 from gpucost.catalog import inventory
 from gpucost import kubernetes, prometheus
-from gpucost.hosts import read_nvidia_smi, read_nvidia_smi_mon, read_slurm_events, read_slurm_sacct
+from gpucost.hosts import read_nvidia_smi, read_nvidia_smi_mon, read_scontrol_jobs, read_slurm_events, read_slurm_sacct
 from gpucost.analyses import (
     IdleReport,
     SpotRuns,
@@ -51,6 +51,7 @@ from gpucost.analyses import (
     workload_classes,
 )
 from gpucost.billing import read_azure_costs, read_cur, read_focus, read_gcp_billing
+from gpucost.invoice import read_invoice
 from gpucost.attribution import attribute_tagged, share_costs
 from gpucost.stream import allocate_stream
 from gpucost import plot
@@ -66,7 +67,7 @@ __version__: str = _core.__version__
 # first use, so `import gpucost` stays fast and `gpucost.dask.allocate` works
 # after a plain `import gpucost`.
 _LAZY = ("dask", "spark", "pipeline", "metrics", "demo", "simulate", "config", "plan", "sources", "cli", "stream",
-         "chunks", "hosts", "billing", "attribution", "frames", "slurm")
+         "chunks", "hosts", "billing", "invoice", "attribution", "frames", "slurm")
 
 
 def __getattr__(name: str):
@@ -80,14 +81,14 @@ __all__ = ["Allocator", "Error", "InvalidInputError", "allocate", "__version__"]
 __all__ += ["Basis", "ChargeCategory", "CostDriver", "IdleMode", "MigBasis", "Payment", "Provider", "Purchase", "Reserved"]
 __all__ += ["catalog", "inventory"]
 __all__ += ["kubernetes", "prometheus", "read_nvidia_smi", "read_nvidia_smi_mon", "read_slurm_sacct",
-            "read_slurm_events"]
+            "read_slurm_events", "read_scontrol_jobs"]
 __all__ += ["IdleReport", "SpotRuns", "diagnose", "find_idle", "idle_policy", "kpis", "queue_waits", "rightsize",
             "spot_interruptions", "spot_runs", "token_costs", "unit_costs", "usage_profile", "vllm_tokens"]
 # Purchasing advice, what was bought, budgets and forecasts (docs/advisor.md).
 __all__ += ["advise_commitments", "amortize", "autoscaling_estimate", "budget_status", "commitment_coverage",
             "commitment_utilization", "forecast_spend", "hourly_demand", "read_spot_prices", "spend_anomalies",
             "spot_move_savings", "spot_placement", "spot_savings", "spread_over_days", "workload_classes"]
-__all__ += ["read_azure_costs", "read_cur", "read_focus", "read_gcp_billing"]
+__all__ += ["read_azure_costs", "read_cur", "read_focus", "read_gcp_billing", "read_invoice"]
 __all__ += ["attribute_tagged", "share_costs"]
 __all__ += ["plot", "report"]
 __all__ += ["allocate_stream", "available_cores", "get_num_threads", "result_attrs", "set_num_threads"]

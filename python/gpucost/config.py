@@ -19,6 +19,9 @@ nvidia_smi = ["smi/*.gpu.csv"]   # nvidia-smi --query-gpu (or dmon/pmon -o DT) l
 nvidia_smi_apps = ["smi/*.apps.csv"]
 pid_jobs = "pids.csv"            # pid, job[, host]
 sacct = ["sacct.txt"]            # Slurm accounting (several exports read as one: repeated rows dropped)
+scontrol = ["scontrol.txt"]      # scontrol show job -d: GPU indices (IDX) of jobs whose sacct rows have none
+jobstats = ["jobstats/*.json"]   # Princeton jobstats GPU exporter (scrapes or saved answers): nvidia_gpu_jobId
+ceems = ["ceems/*.prom"]         # CEEMS ceems_compute_unit_gpu_index_flag: GPU -> job, applied to the DCGM telemetry
 node_events = ["events.txt"]     # Slurm node events (sacctmgr show event -P) or node, start, end[, reason]
                                  # tables: down time (neither idle nor a workload)
 hosts = "hosts.csv"              # host, resource_id[, tz, gpus]: Slurm nodes, nvidia-smi and plain DCGM hosts
@@ -28,6 +31,8 @@ pods = ["pods.json"]             # kubectl get pods -A -o json snapshots (merged
 pod_labels = "prometheus"        # kube_pod_labels / kube_pod_info: "prometheus" or saved answers
 nodes = "nodes.json"             # kubectl get nodes -o json, or "prometheus" (kube_node_info)
 # or gpucost's own tables (CSV or Parquet): costs, usage, inventory, workloads
+invoice = "burst-invoice.csv"    # a GPU cloud's rate-card invoice (CSV; a list too), beside the bill or alone;
+                                 # or [sources.invoice]: path, columns = { role = "column" }, unit, currency, tz
 
 [labels]                         # result column = pod label key
 team = "team-id"
@@ -94,7 +99,9 @@ SECTIONS: dict[str, dict[str, type | tuple]] = {
                 "pod_labels": (str, list), "dcgm_text": (str, list), "nvidia_smi": (str, list),
                 "nvidia_smi_apps": (str, list), "sacct": (str, list), "hosts": str, "pid_jobs": str,
                 "timezone": str, "keep_unknown_nodes": bool, "interruptions": str, "rates": str,
-                "existing": str, "bearer_token": str, "exporter_names": (str, list), "node_events": (str, list)},
+                "existing": str, "bearer_token": str, "exporter_names": (str, list), "node_events": (str, list),
+                "jobstats": (str, list), "ceems": (str, list), "scontrol": (str, list),
+                "invoice": (str, list, dict)},
     "labels": {},  # any key: str; "namespaces": a table of namespace -> {column: value}
     "policy": {"basis": str, "idle": str, "interval": (int, float), "alpha": (int, float), "by": (str, list),
                "strict": bool, "threads": int},

@@ -43,6 +43,7 @@ from gpucost import sources
 from gpucost.billing import BillRows
 from gpucost.config import DEFAULT_LABELS, Config, Tables, instance_ids
 from gpucost.errors import InvalidInputError
+from gpucost.invoice import GPU_HOUR, INSTANCE_HOUR, INVOICE_COLUMNS
 
 __all__ = ["TABLES", "Problem", "PlanError", "Source", "SourcePlan", "Reading", "plan_sources", "read_plan",
            "plan_bill", "read_table", "detect_bill", "load_tables", "read_bill"]
@@ -52,7 +53,9 @@ __all__ = ["TABLES", "Problem", "PlanError", "Source", "SourcePlan", "Reading", 
 TABLES = ("costs", "usage", "workloads", "inventory", "extras", "downtime")
 BILL_READERS = {"focus": "read_focus", "cur": "read_cur", "gcp": "read_gcp_billing", "azure": "read_azure_costs"}
 #: The [sources] keys that give usage samples (one is needed).
-USAGE_KEYS = ("prometheus", "telemetry", "dcgm_text", "nvidia_smi", "sacct", "usage")
+USAGE_KEYS = ("prometheus", "telemetry", "dcgm_text", "jobstats", "nvidia_smi", "sacct", "usage")
+#: The keys of [sources.invoice] and their types (path: one or several files).
+INVOICE_KEYS = {"path": (str, list), "columns": dict, "unit": str, "currency": str, "tz": str, "date_format": str}
 _NUMERIC = ("cost", "list_cost", "share", "util", "mem_used", "duration", "device", "mem_capacity", "amount",
             "hourly")
 
@@ -268,9 +271,10 @@ class _Planner:
     def problem(self, key: str, message: str, file: Any = None) -> None:
         self.problems.append(Problem(key, message, None if file is None else str(file)))
 
-    def paths(self, key: str) -> list[Path]:
-        """The paths a key names, globs expanded; a glob that matches nothing is a problem."""
-        value = self.s[key]
+    def paths(self, key: str, value: Any = None) -> list[Path]:
+        """The paths a key names (or ``value``, under that key), globs
+        expanded; a glob that matches nothing is a problem."""
+        value = self.s[key] if value is None else value
         out: list[Path] = []
         for item in [value] if isinstance(value, str) else value:
             try:
@@ -290,10 +294,10 @@ class _Planner:
                 self.problem(key, str(exc), path)
         return out
 
-    def files(self, key: str) -> list[Path]:
-        """The files a key names: each must exist."""
+    def files(self, key: str, value: Any = None) -> list[Path]:
+        """The files a key names (or ``value``, under that key): each must exist."""
         found = []
-        for path in self.paths(key):
+        for path in self.paths(key, value):
             if path.exists():
                 found.append(path)
             else:
@@ -347,6 +351,33 @@ class _Planner:
             fmt = kinds[0] if len(kinds) == 1 else None
         return Source("bill", fmt or "bill", ("costs",), tuple(parts),
                       {"format": fmt, "dataset": dataset, "tz": s.get("bill_tz")})
+
+    def invoice(self, uses: tuple[Source, ...]) -> Source:
+        """A GPU cloud's rate-card invoice (:func:`gpucost.read_invoice`):
+        ``invoice`` is its path(s), or a table of ``path`` and the reader's
+        options (``columns``, ``unit``, ``currency``, ``tz``, ``date_format``)."""
+        value = self.s["invoice"]
+        options = dict(value) if isinstance(value, dict) else {"path": value}
+        where = f"{self.config.name}: [sources.invoice]"
+        for key in sorted(set(options) - set(INVOICE_KEYS)):
+            self.problem("invoice", f"{where}: unknown key '{key}' (one of {', '.join(INVOICE_KEYS)})")
+        for key, types in INVOICE_KEYS.items():
+            if key in options and not isinstance(options[key], types):
+                expected = "a table of role = \"column\"" if key == "columns" else "a string"
+                self.problem("invoice", f"{where}: key '{key}': expected {expected}, got "
+                                        f"{type(options[key]).__name__}")
+        columns = options.get("columns")
+        unknown = sorted(set(columns) - set(INVOICE_COLUMNS)) if isinstance(columns, dict) else []
+        if unknown:
+            self.problem("invoice", f"{where}: columns: unknown role '{unknown[0]}' (one of "
+                                    f"{', '.join(INVOICE_COLUMNS)})")
+        if options.get("unit") not in (None, GPU_HOUR, INSTANCE_HOUR):
+            self.problem("invoice", f"{where}: unit {options['unit']!r} is not one of {GPU_HOUR}, {INSTANCE_HOUR}")
+        path = options.pop("path", None)
+        if path is None:
+            self.problem("invoice", f"{where}: no path (path = \"invoice.csv\", or a list)")
+        files = self.files("invoice", path) if isinstance(path, (str, list)) else []
+        return Source("invoice", "invoice", ("costs",), tuple(files), options, uses)
 
     def sacct_range(self) -> dict:
         """The accounting range sacct's free GPU time is counted over
@@ -442,19 +473,20 @@ def plan_sources(config: Config) -> SourcePlan:
         return SourcePlan(tuple(out), tuple(p.problems), None if stated is None else float(stated), step_key,
                           **common)
 
-    # costs
+    # costs: a bill or gpucost's own table, and a GPU cloud's invoice beside either or alone
+    hosts = p.table("hosts", ("usage",), kind="hosts") if "hosts" in s else None
     if "bill" in s:
         out.append(p.bill())
     elif "costs" in s:
         out.append(p.table("costs", ("costs",)))
-    else:
-        p.problem("bill", "no bill: give --bill (a FOCUS/CUR/GCP/Azure export), --costs (a cost lines table) or "
-                          "--demo")
+    elif "invoice" not in s:
+        p.problem("bill", "no bill: give --bill (a FOCUS/CUR/GCP/Azure export), --costs (a cost lines table), "
+                          "--invoice (a GPU cloud's invoice) or --demo")
+    invoice_at = len(out)  # its source is made last: it reads the hosts table and the inventory
 
     # usage: lookups first (hosts, then nodes), then every telemetry source
     step = float(stated) if stated is not None else 60.0
     given = None if stated is None else step
-    hosts = p.table("hosts", ("usage",), kind="hosts") if "hosts" in s else None
     nodes = None
     if s.get("nodes") in ("prometheus", ["prometheus"]):  # kube-state-metrics' kube_node_info over the range
         p.needs_live("nodes")
@@ -492,6 +524,17 @@ def plan_sources(config: Config) -> SourcePlan:
         out.append(Source("dcgm_text", "dcgm_text", ("usage",), tuple(scrapes),
                           {"interval": given, **dcgm,
                            "instants": tuple((t, tuple(group)) for t, group in by_instant.items())}, lookups))
+    if "jobstats" in s:  # Princeton jobstats' GPU exporter: scrapes or saved answers, the job in nvidia_gpu_jobId
+        files = p.files("jobstats")
+        by_instant = _by_instant(files)
+        out.append(Source("jobstats", "jobstats", ("usage",), tuple(files),
+                          {"interval": given, "keep_unknown_nodes": dcgm["keep_unknown_nodes"],
+                           "instants": tuple((t, tuple(group)) for t, group in by_instant.items())}, lookups))
+    if "ceems" in s:  # the CEEMS exporter's GPU -> job mapping, applied to the DCGM telemetry
+        if not any(key in s for key in ("prometheus", "telemetry", "dcgm_text")):
+            p.problem("ceems", "ceems (the CEEMS GPU -> job mapping) needs DCGM telemetry of the same GPUs: "
+                               "telemetry, dcgm_text or prometheus in [sources]")
+        out.append(Source("ceems", "ceems_map", ("usage",), tuple(p.files("ceems")), {"interval": given}))
     if "nvidia_smi" in s:
         pid_jobs = p.table("pid_jobs", ("usage",)) if "pid_jobs" in s else None
         if pid_jobs is not None:
@@ -499,8 +542,12 @@ def plan_sources(config: Config) -> SourcePlan:
         out.append(p.nvidia_smi(given, hosts, pid_jobs))
     if "sacct" in s:  # its samples and its jobs' labels, read once
         out.append(Source("sacct", "sacct", ("usage", "workloads"), tuple(p.files("sacct")),
-                          {"timezone": s.get("timezone", "UTC"), **p.sacct_range(), **p.slurm()},
+                          {"timezone": s.get("timezone", "UTC"), **p.sacct_range(), **p.slurm(),
+                           "scontrol": tuple(p.files("scontrol")) if "scontrol" in s else ()},
                           (hosts,) if hosts else ()))
+    elif "scontrol" in s:
+        p.problem("scontrol", "scontrol (scontrol show job -d: the jobs' GPU indices) needs the jobs' accounting: "
+                              "sacct in [sources] (--sacct)")
     if "node_events" in s:  # Slurm node events or node, start, end tables: down time
         out.append(Source("node_events", "node_events", ("downtime",), tuple(p.files("node_events")),
                           {"timezone": s.get("timezone", "UTC"), "end": s.get("end")}, (hosts,) if hosts else ()))
@@ -517,8 +564,8 @@ def plan_sources(config: Config) -> SourcePlan:
         out.append(p.table("usage", ("usage",)))
     if not any(key in s for key in USAGE_KEYS):
         p.problem("telemetry", "no telemetry: give --prometheus URL, --telemetry FILES (saved Prometheus answers), "
-                               "--dcgm-text (exporter scrapes), --nvidia-smi (logs), --sacct (Slurm accounting) or "
-                               "--usage (a usage samples table)")
+                               "--dcgm-text (exporter scrapes), --jobstats (jobstats GPU exporter), --nvidia-smi "
+                               "(logs), --sacct (Slurm accounting) or --usage (a usage samples table)")
 
     # workloads
     wanted = {k: v for k, v in config.labels.items() if k != "namespaces"}
@@ -546,10 +593,17 @@ def plan_sources(config: Config) -> SourcePlan:
                                     f"(the columns are {', '.join(labels)})")
 
     # inventory, extras
+    inventory = None
     if "inventory" in s:
-        out.append(p.table("inventory", ("inventory",)))
+        inventory = p.table("inventory", ("inventory",))
+        out.append(inventory)
     elif "bill" in s or "costs" in s:
         out.append(Source("inventory", "catalog", ("inventory",), (), {"from": "bill" if "bill" in s else "costs"}))
+    elif "invoice" in s:
+        p.problem("inventory", "no inventory: an invoice names no instance types the catalog knows: give --inventory "
+                               "(resource_id, device, mem_capacity; inventory in [sources])")
+    if "invoice" in s:
+        out.insert(invoice_at, p.invoice(tuple(x for x in (hosts, inventory) if x is not None)))
     if "interruptions" in s:
         path = config.path(s["interruptions"])
         if not path.exists():
@@ -586,7 +640,8 @@ def detect_bill(path: Path) -> str:
         return "gcp"
     if "costinbillingcurrency" in header.lower():
         return "azure"
-    raise InvalidInputError(f"{path}: line 1: not a FOCUS, CUR, GCP or Azure header; set bill_format")
+    raise InvalidInputError(f"{path}: line 1: not a FOCUS, CUR, GCP or Azure header; set bill_format (a GPU "
+                            "cloud's rate-card invoice: --invoice, invoice in [sources])")
 
 
 def _naive_sacct_time(path: Path, lines: int = 200) -> str | None:
@@ -735,8 +790,39 @@ def _read_bill(source: Source, reading: Reading, table: str) -> Iterator[pd.Data
         yield reader(part, **options)
 
 
+#: The columns of gpucost's own tables that a run cannot do without.
+REQUIRED_COLUMNS = {"costs": ("resource_id", "start", "end", "cost")}
+
+
 def _read_own_table(source: Source, reading: Reading, table: str) -> Iterator[pd.DataFrame]:
-    yield read_table(source.files[0], source.key)
+    """gpucost's own table; a required column missing is an error naming the
+    file and the column, before anything reads it (``check`` as ``allocate``)."""
+    path = source.files[0]
+    frame = read_table(path, source.key)
+    required = REQUIRED_COLUMNS.get(source.key, ())
+    missing = next((c for c in required if c not in frame.columns), None)
+    if missing is not None:
+        hint = " (a GPU cloud's rate-card invoice: --invoice, invoice in [sources])" if source.key == "costs" else ""
+        raise InvalidInputError(f"{path}: missing required column '{missing}' ({source.key}: "
+                                f"{', '.join(required)}){hint}", table=str(path), column=missing)
+    yield frame
+
+
+def _read_invoice(source: Source, reading: Reading, table: str) -> Iterator[pd.DataFrame]:
+    """The invoice's files as one frame: node names to the bill's ids through
+    the hosts table, each node's GPUs from its gpus column or the inventory."""
+    from gpucost.invoice import read_invoice
+    hosts = _hosts_table(_uses(source, "hosts"), reading)
+    gpus: dict[str, float] = {}
+    inventory = next((u for u in source.uses if u.key == "inventory"), None)
+    if inventory is not None:
+        devices = reading.once(("inventory", inventory.files), lambda: next(inventory.frames(reading)))
+        gpus.update(devices.groupby(devices["resource_id"].astype(str)).size().astype(float).to_dict())
+    if hosts is not None and "gpus" in hosts.columns:
+        gpus.update(zip(hosts["host"], pd.to_numeric(hosts["gpus"], errors="coerce")))
+    o = source.options
+    yield read_invoice(list(source.files), columns=o.get("columns"), unit=o.get("unit"), currency=o.get("currency"),
+                       tz=o.get("tz"), hosts=hosts, gpus=gpus or None, date_format=o.get("date_format"))
 
 
 def _read_budgets(source: Source, reading: Reading, table: str) -> Iterator[pd.DataFrame]:
@@ -787,6 +873,40 @@ def _read_scrapes(source: Source, reading: Reading, table: str) -> Iterator[pd.D
     dcgm = _dcgm_options(source, reading)
     for instant, group in source.options["instants"]:
         yield read(list(group), timestamp=instant, interval=source.options["interval"], **dcgm)
+
+
+def _by_instant(files: Sequence[Path]) -> dict[Any, list[str]]:
+    """Exporter files read together: saved Prometheus answers (JSON) in one
+    call, scrapes grouped by their instant (their own timestamps, else their
+    name, else their mtime: sources.scrape_instant)."""
+    out: dict[Any, list[str]] = {}
+    for path in files:
+        with open(path, encoding="utf-8") as f:
+            is_json = f.read(256).lstrip().startswith("{")
+        out.setdefault(None if is_json else sources.scrape_instant(path), []).append(str(path))
+    return out
+
+
+def _read_jobstats(source: Source, reading: Reading, table: str) -> Iterator[pd.DataFrame]:
+    """Princeton jobstats' GPU exporter: the scrapes of one instant (or saved answers) per call."""
+    from gpucost.prometheus import read_jobstats
+    nodes = _nodes_table(_uses(source, "kube_node_info") or _uses(source, "kubectl_nodes"), _uses(source, "hosts"),
+                         reading)
+    for instant, group in source.options["instants"]:
+        yield read_jobstats(list(group), timestamp=instant, interval=source.options["interval"], nodes=nodes,
+                            keep_unknown_nodes=source.options["keep_unknown_nodes"])
+
+
+def _apply_ceems(plan: SourcePlan, usage: pd.DataFrame) -> pd.DataFrame:
+    """The CEEMS exporter's GPU -> job mapping given to the telemetry's free samples (gpucost.slurm.apply_gpu_map)."""
+    ceems = plan.find("ceems")
+    if ceems is None:
+        return usage
+    from gpucost.prometheus import read_ceems_gpu_map
+    from gpucost.slurm import apply_gpu_map
+    maps = [read_ceems_gpu_map(group, timestamp=t, interval=ceems.options["interval"])
+            for t, group in _by_instant(ceems.files).items()]
+    return apply_gpu_map(usage, sources.concat_frames(maps) if len(maps) > 1 else maps[0])
 
 
 def _read_nvidia_smi(source: Source, reading: Reading, table: str) -> Iterator[pd.DataFrame]:
@@ -842,7 +962,7 @@ def _sacct_result(source: Source, reading: Reading) -> Any:
             return _need("read_slurm_sacct", "the telemetry issue")(
                 list(source.files), o["timezone"], nodes=nodes, start=o.get("start") if ranged else None,
                 end=o.get("end") if ranged else None, shards_per_gpu=o.get("shards_per_gpu"),
-                mps_per_gpu=o.get("mps_per_gpu"))
+                mps_per_gpu=o.get("mps_per_gpu"), scontrol=[str(p) for p in o.get("scontrol", ())] or None)
         except InvalidInputError as exc:
             text = str(exc)
             if "shards_per_gpu for node" in text:  # the fix in the config's words
@@ -921,7 +1041,8 @@ _READERS: dict[str, Callable[[Source, Reading, str], Iterator[pd.DataFrame]]] = 
     "nvidia_smi": _read_nvidia_smi, "sacct": _read_sacct, "kubectl_pods": _read_pods,
     "kube_pod_labels": _read_pod_labels, "kube_pod_info": _read_pod_info, "kube_pod_labels_live": _fetch_pod_labels,
     "demo": _read_demo, "catalog": _read_nothing, "spot_interruptions": _read_nothing,
-    "node_events": _read_node_events,
+    "jobstats": _read_jobstats, "ceems_map": _read_nothing,
+    "node_events": _read_node_events, "invoice": _read_invoice,
 }
 
 
@@ -951,10 +1072,15 @@ def read_plan(plan: SourcePlan, *, progress: bool = False) -> Tables:
                       interruptions=fleet.interruptions, rates=fleet.rates, interval=fleet.interval,
                       existing=None if existing_source is None else existing_source.frame(reading))
     bill = None
-    costs_source = plan.feeding("costs")[0]
-    costs = costs_source.frame(reading)
-    if costs_source.key == "bill":
-        bill = costs = instance_ids(costs)
+    parts = []
+    for costs_source in plan.feeding("costs"):  # a bill or gpucost's costs table, and an invoice
+        frame = costs_source.frame(reading)
+        if costs_source.key == "bill":
+            bill = frame = instance_ids(frame)
+        parts.append(frame)
+    costs = sources.concat_frames(parts)
+    if len(parts) > 1:  # each reader's report kept
+        costs.attrs = {k: v for part in parts for k, v in part.attrs.items()}
 
     # usage: the lookups as the readers need them (hosts, then nodes), then each telemetry source
     hosts = plan.find("hosts")
@@ -973,6 +1099,7 @@ def read_plan(plan: SourcePlan, *, progress: bool = False) -> Tables:
     usage = sources.concat_usage(frames, [step] * len(frames), [s.key for s in telemetry],
                                  [[s.options["url"]] if s.kind == "prometheus" else [str(p) for p in s.files]
                                   for s in telemetry])
+    usage = _apply_ceems(plan, usage)
     if plan.step is None:
         spacing = usage.attrs.get("telemetry", {}).get("spacing_seconds") if isinstance(
             usage.attrs.get("telemetry"), dict) else None
