@@ -110,7 +110,7 @@ def _partition_function(inventory: pd.DataFrame, workloads: pd.DataFrame | None,
         for name in [KIND] + [b for b in by if b != "period"] + [JOIN + n for n in JOIN_STRINGS]:
             if name in out.columns:
                 out[name] = out[name].astype(object)
-        return out.reindex(columns=_schema(by, has_list_cost).fieldNames())
+        return out.reindex(columns=_schema(by, metrics).fieldNames())
 
     return run
 

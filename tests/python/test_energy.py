@@ -199,3 +199,4 @@ def test_nvidia_smi_dmon_pwr_is_read_and_logs_without_it_have_no_column():
     assert dmon.sort_values(["timestamp", "device"])["power_w"].iloc[0] == 62.0
     plain = gpucost.read_nvidia_smi_mon(REAL / "nvidia_smi_dmon_550_um_dt.log", "i-0dm", "UTC")
     assert "power_w" not in plain.columns
+
