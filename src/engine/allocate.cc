@@ -1155,6 +1155,12 @@ absl::Status Allocator::State::AccumulateWorker(const SampleColumns& s, const in
     if (!series.gathered) continue;
     for (int64_t p = series.sorted_begin; p < series.sorted_end; ++p) {
       const internal::GatheredRow& r = mine.gathered_rows[p];
+      if constexpr (kHasPower) {
+        // Gathered rows read their power at random rows of the chunk: the
+        // one read ahead hides the cache miss (rows stay 48 bytes).
+        constexpr int64_t kAhead = 16;
+        if (p + kAhead < series.sorted_end) __builtin_prefetch(power + mine.gathered_rows[p + kAhead].chunk_row());
+      }
       if (!r.dropped()) add(sums[k], r.t, r.duration, r.share, r.util, r.mem, kHasPower ? power[r.chunk_row()] : 0.0);
     }
   }
