@@ -15,6 +15,13 @@ from gpucost.frames import OUTPUTS
 __all__ = ["allocate_stream"]
 
 
+def _intensity(carbon_intensity: Any) -> Any:
+    """A number as it is; a table or a CSV/Parquet path read whole."""
+    if carbon_intensity is None or isinstance(carbon_intensity, int | float):
+        return carbon_intensity
+    return read_table(carbon_intensity, "carbon_intensity")
+
+
 def allocate_stream(
     costs: Any,
     usage: Any,
@@ -34,6 +41,8 @@ def allocate_stream(
     output: str | os.PathLike | None = None,
     threads: int | None = None,
     downtime: Any = None,
+    pue: float | None = None,
+    carbon_intensity: Any = None,
 ) -> Any:
     """:func:`gpucost.allocate` over usage read chunk by chunk: memory grows
     with cost lines and consumers, and by 16 bytes per sample (to find rows
@@ -53,6 +62,9 @@ def allocate_stream(
         basis, alpha, idle, interval, by, freq: the policy, as for allocate.
         downtime: windows a resource was down, as for allocate (a table or
             a CSV/Parquet path).
+        pue, carbon_intensity: with a ``power_w`` column, facility energy and
+            CO2e, as for allocate (the intensity a number, a table or a
+            CSV/Parquet path).
         chunk_rows: rows per chunk when slicing frames and Parquet files.
         block_size: bytes of CSV read per chunk.
         progress: show a tqdm progress bar of samples (on stderr).
@@ -108,7 +120,8 @@ def allocate_stream(
     allocator = Allocator(read_table(costs, "costs", COST_CSV_TYPES), read_table(inventory, "inventory"),
                           None if workloads is None else read_table(workloads, "workloads"),
                           basis=basis, alpha=alpha, idle=idle, interval=interval, by=by, freq=freq,
-                          threads=threads, downtime=None if downtime is None else read_table(downtime, "downtime"))
+                          threads=threads, downtime=None if downtime is None else read_table(downtime, "downtime"),
+                          pue=pue, carbon_intensity=_intensity(carbon_intensity))
     bar = _progress_bar(total) if progress else None
     seen = 0
     try:

@@ -116,6 +116,9 @@ def test_streaming_and_dask_agree(node):
     alloc.add(usage.iloc[:70])
     streamed = alloc.finish()
     pd.testing.assert_frame_equal(whole, streamed, check_exact=False)
+    chunked = gpucost.allocate_stream(costs, usage, inventory, chunk_rows=50, interval=60, pue=1.3,
+                                      carbon_intensity=400)
+    pd.testing.assert_frame_equal(whole, chunked, check_exact=False)
     dask = pytest.importorskip("dask")
     from gpucost import dask as gpucost_dask
     with dask.config.set(scheduler="synchronous"):
