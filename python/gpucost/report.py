@@ -232,7 +232,8 @@ def report(costs: Any, usage: Any, inventory: Any, workloads: Any = None, *, pat
            interruptions: Any = None, rates: Any = None, today: Any = None, currency: str | None = None,
            analyses: Sequence[str] | None = None, exchange_rates: Any = None, strict: bool = False,
            tag: str | Sequence[str] | None = None, shared: Any = None, share_split: str = "weighted",
-           existing: Any = None, downtime: Any = None) -> Report:
+           existing: Any = None, downtime: Any = None, pue: float | None = None,
+           carbon_intensity: Any = None) -> Report:
     """Builds the showback report and writes it to ``path`` when given.
 
     Args:
@@ -254,6 +255,8 @@ def report(costs: Any, usage: Any, inventory: Any, workloads: Any = None, *, pat
         downtime: windows nodes were down (``resource_id, start, end``, as
             for :func:`gpucost.allocate`): their cost on ``__down__`` in
             every table, never idle.
+        pue, carbon_intensity: with ``power_w`` in the usage, facility
+            energy and CO2e in the allocations, as for :func:`gpucost.allocate`.
         currency: the currency of every figure (default: the bill's own, from
             its ``currency`` column; USD when it has none).
         exchange_rates: ``currency, date, rate`` to convert a bill in several
@@ -307,6 +310,10 @@ def report(costs: Any, usage: Any, inventory: Any, workloads: Any = None, *, pat
     policy = dict(basis=basis, idle=idle, interval=interval)
     if downtime is not None:  # nodes down for maintenance: __down__, never idle (docs/semantics.md, 10)
         policy["downtime"] = downtime
+    if pue is not None:  # with power in the usage: facility energy and CO2e (docs/semantics.md, 9)
+        policy["pue"] = pue
+    if carbon_intensity is not None:
+        policy["carbon_intensity"] = carbon_intensity
     data: dict[str, pd.DataFrame] = {}
     sections: list[Section] = []
     omitted: dict[str, str] = {}

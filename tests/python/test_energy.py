@@ -203,3 +203,22 @@ def test_nvidia_smi_dmon_pwr_is_read_and_logs_without_it_have_no_column():
     plain = gpucost.read_nvidia_smi_mon(REAL / "nvidia_smi_dmon_550_um_dt.log", "i-0dm", "UTC")
     assert "power_w" not in plain.columns
 
+
+
+def test_every_command_takes_the_energy_section(tmp_path, node, capsys):
+    """[energy] reaches report, the analyses and export-metrics: none of them refuses pue or carbon_intensity."""
+    from gpucost import cli
+    costs, usage, inventory = node
+    costs.to_csv(tmp_path / "costs.csv", index=False)
+    usage.assign(consumer=usage["consumer"].fillna("")).to_csv(tmp_path / "usage.csv", index=False)
+    inventory.to_csv(tmp_path / "inventory.csv", index=False)
+    config = tmp_path / "gpucost.toml"
+    config.write_text('[sources]\ncosts = "costs.csv"\nusage = "usage.csv"\ninventory = "inventory.csv"\n'
+                      '[energy]\npue = 1.2\ncarbon_intensity = 300\n')
+    assert cli.main(["report", "--config", str(config), "--by", "consumer", "--output",
+                     str(tmp_path / "r.html")]) == 0
+    # The analysis runs with the policy (an hour idle is under its 2-hour window: nothing found, exit 2).
+    assert cli.main(["idle", "--config", str(config), "--output", str(tmp_path / "idle.csv")]) == 2
+    assert cli.main(["export-metrics", "--config", str(config), "--by", "consumer",
+                     "--textfile", str(tmp_path / "m.prom")]) == 0
+    assert "internal error" not in capsys.readouterr().err
