@@ -29,6 +29,7 @@ struct CostHolder {
   std::optional<CArray<uint8_t>> primary;
   std::optional<CArray<double>> quantity_hours;
   std::optional<CArray<uint8_t>> driver;  // CostDriver values
+  std::optional<StringColumnHolder> region;
 
   explicit CostHolder(const py::dict& t)
       : resource_id(ToStringColumn(t["resource_id"])),
@@ -41,6 +42,7 @@ struct CostHolder {
         quantity_hours(OptionalArray<double>(t, "quantity_hours")),
         driver(OptionalArray<uint8_t>(t, "driver")) {
     if (t.contains("currency") && !t["currency"].is_none()) currency = ToStringColumn(t["currency"]);
+    if (t.contains("region") && !t["region"].is_none()) region = ToStringColumn(t["region"]);
   }
   [[nodiscard]] CostColumns view() const {
     CostColumns out{resource_id.view(), Span(start), Span(end), Span(cost), OptionalSpan(list_cost), unit};
@@ -48,6 +50,7 @@ struct CostHolder {
     out.primary = OptionalSpan(primary);
     out.quantity_hours = OptionalSpan(quantity_hours);
     out.driver = OptionalSpan(driver);
+    if (region) out.region = region->view();
     return out;
   }
 };
@@ -84,13 +87,20 @@ struct CarbonHolder {
   CArray<int64_t> start, end;
   CArray<double> g_per_kwh;
   TimeUnit unit;
+  std::optional<StringColumnHolder> region;
 
   explicit CarbonHolder(const py::dict& t)
       : start(RequiredArray<int64_t>(t, "start")),
         end(RequiredArray<int64_t>(t, "end")),
         g_per_kwh(RequiredArray<double>(t, "g_per_kwh")),
-        unit(UnitOf(t)) {}
-  [[nodiscard]] CarbonIntensityColumns view() const { return {Span(start), Span(end), Span(g_per_kwh), unit}; }
+        unit(UnitOf(t)) {
+    if (t.contains("region") && !t["region"].is_none()) region = ToStringColumn(t["region"]);
+  }
+  [[nodiscard]] CarbonIntensityColumns view() const {
+    CarbonIntensityColumns out{Span(start), Span(end), Span(g_per_kwh), unit};
+    if (region) out.region = region->view();
+    return out;
+  }
 };
 
 struct SampleHolder {

@@ -101,6 +101,9 @@ struct CostColumns {
   // SEMANTICS 9: a CostDriver per line, as its uint8_t value; absent: every
   // line is kGpuTime.
   std::optional<std::span<const uint8_t>> driver;
+  // SEMANTICS 9: the resource's region (null: not stated), matched to a
+  // carbon intensity table's `region`. A resource's lines name one region.
+  std::optional<StringColumn> region;
 };
 
 // SEMANTICS 1.2: one row per GPU device.
@@ -196,13 +199,17 @@ struct DowntimeColumns {
 };
 
 // SEMANTICS 9: grid carbon intensity (gCO2e/kWh) over windows [start, end);
-// a sample is matched by its instant. Windows must not overlap; an instant
-// no window covers has no intensity (the sample's CO2e is counted missing).
+// a sample is matched by its instant and, when the table has `region`, by
+// its resource's region (CostColumns::region); rows without a region hold for
+// resources whose region has no rows. A region's windows must not overlap;
+// an instant no window covers has no intensity (the sample's CO2e is
+// counted missing).
 struct CarbonIntensityColumns {
   std::span<const int64_t> start;  // instant, in `time_unit`
   std::span<const int64_t> end;    // exclusive
   std::span<const double> g_per_kwh;
   TimeUnit time_unit = TimeUnit::kNanosecond;
+  std::optional<StringColumn> region;
 
   [[nodiscard]] size_t size() const { return start.size(); }
 };

@@ -215,11 +215,21 @@ def carbon_intensity_arg(carbon_intensity: Any) -> float | dict | None:
     end, end_unit = t.instants("end")
     if end_unit != unit:
         end = _in_unit(end, end_unit, unit)
-    return {"start": start, "end": end, "time_unit": unit, "g_per_kwh": t.floats("g_per_kwh")}
+    return {"start": start, "end": end, "time_unit": unit, "g_per_kwh": t.floats("g_per_kwh"),
+            "region": t.strings("region") if t.has("region") else None}
 
 
 def _energy(pue: float | None, carbon_intensity: Any) -> dict:
     return {"pue": None if pue is None else float(pue), "carbon_intensity": carbon_intensity_arg(carbon_intensity)}
+
+
+def _with_regions(columns: dict, costs: Table, energy: dict) -> dict:
+    """The cost lines' ``region`` goes to the engine only for a carbon table
+    by region (docs/semantics.md, 9), so no other call reads it."""
+    table = energy["carbon_intensity"]
+    if isinstance(table, dict) and table.get("region") is not None and costs.has("region"):
+        columns["region"] = costs.strings("region")
+    return columns
 
 
 def workload_columns(workloads: Any) -> dict | None:
@@ -445,10 +455,11 @@ def allocate(
     policy = _policy(basis, alpha, idle, interval, by, freq, threads)
     _memory_for_blended(usage, basis)
     costs_table, usage_table = Table(costs, "costs"), Table(usage, "usage")
+    energy = _energy(pue, carbon_intensity)
     raw = _core.allocate(
-        cost_columns(costs_table), usage_columns(usage_table, threads), inventory_columns(inventory),
-        workload_columns(workloads), **policy, downtime=downtime_columns(downtime),
-        **_energy(pue, carbon_intensity),
+        _with_regions(cost_columns(costs_table), costs_table, energy), usage_columns(usage_table, threads),
+        inventory_columns(inventory), workload_columns(workloads), **policy, downtime=downtime_columns(downtime),
+        **energy,
     )
     result = allocation_result(raw, output)
     # pandas costs keep their attrs (the bill reader's report); Arrow ones are read once.
@@ -488,9 +499,11 @@ class Allocator:
                  by: Sequence[str] | str = ("consumer",), freq: str | None = None, threads: int | None = None,
                  downtime: Any = None, pue: float | None = None, carbon_intensity: Any = None):
         policy = _policy(basis, alpha, idle, interval, by, freq, threads)
-        self._core = _core.Allocator(cost_columns(costs), inventory_columns(inventory),
-                                     workload_columns(workloads), **policy, downtime=downtime_columns(downtime),
-                                     **_energy(pue, carbon_intensity))
+        energy = _energy(pue, carbon_intensity)
+        costs_table = Table(costs, "costs")
+        self._core = _core.Allocator(_with_regions(cost_columns(costs_table), costs_table, energy),
+                                     inventory_columns(inventory), workload_columns(workloads), **policy,
+                                     downtime=downtime_columns(downtime), **energy)
         self._rows = 0  # samples added so far
         self._basis = basis
         self._threads = policy["threads"]

@@ -368,8 +368,18 @@ struct Allocator::State {
   int64_t rows_without_power_column = 0;
   bool has_energy_driver = false;
   bool has_carbon_table = false;
-  std::vector<int64_t> ci_start, ci_end;
-  std::vector<double> ci_value;
+  // A region's windows, sorted and disjoint.
+  struct CarbonWindows {
+    std::vector<int64_t> start, end;
+    std::vector<double> g;
+  };
+  std::vector<CarbonWindows> carbon;
+  // Per resource id: its windows in `carbon` (its region's, else those that
+  // name no region), -1 for none; resources named later get `carbon_default`.
+  std::vector<int32_t> carbon_of_resource;
+  int32_t carbon_default = -1;
+  // Per resource id: the region its cost lines name ("" when none).
+  std::vector<std::string> resource_region;
 
   // Consumers: from the workloads table first, then as samples name them.
   // Names in a deque, which never moves them, so the index can key on views
@@ -430,7 +440,7 @@ struct Allocator::State {
   absl::Status IndexCarbon(const CarbonIntensityColumns& carbon);
   // The carbon intensity at instant t and the span [*lo, *hi) around t it
   // holds over (NaN in a gap between windows).
-  double CarbonAt(int64_t t, int64_t* lo, int64_t* hi) const;
+  double CarbonAt(int64_t t, int32_t resource, int64_t* lo, int64_t* hi) const;
   absl::Status ResolveKeys();
   void BuildSegments();
   void CountPrimaryOverlaps();
@@ -473,6 +483,10 @@ absl::Status Allocator::State::IndexCosts(const CostColumns& costs) {
     GPUCOST_RETURN_IF_ERROR(CheckLength(kTable, "quantity_hours", costs.quantity_hours->size(), n));
   }
   if (costs.driver) GPUCOST_RETURN_IF_ERROR(CheckLength(kTable, "driver", costs.driver->size(), n));
+  if (costs.region) {
+    GPUCOST_RETURN_IF_ERROR(CheckLength(kTable, "region", costs.region->size(), n));
+    GPUCOST_RETURN_IF_ERROR(CheckCodes(kTable, "region", *costs.region, 0));
+  }
   GPUCOST_RETURN_IF_ERROR(CheckCodes(kTable, "resource_id", costs.resource_id, 0));
   has_currency = costs.currency.has_value();
   std::vector<int32_t> currency_ids;  // dictionary entry -> currency id
@@ -512,6 +526,19 @@ absl::Status Allocator::State::IndexCosts(const CostColumns& costs) {
       }
     }
     if (costs.primary) line.primary = (*costs.primary)[i] != 0;
+    if (costs.region && (*costs.region).codes[i] != kNullCode && line.resource != kNoName) {
+      // SEMANTICS 9: a resource's region (for carbon intensity) is its lines'.
+      const std::string_view region = costs.region->dictionary[costs.region->codes[i]];
+      if (resource_region.size() <= static_cast<size_t>(line.resource)) resource_region.resize(line.resource + 1);
+      std::string& known = resource_region[line.resource];
+      if (known.empty()) {
+        known = std::string(region);
+      } else if (!region.empty() && known != region) {
+        return RowError(kTable, row, "region",
+                        absl::StrCat(Quoted(region), ": resource ", Quoted(resource_names[line.resource]),
+                                     " is in region ", Quoted(known), " on an earlier line"));
+      }
+    }
     if (costs.driver) {
       const uint8_t driver = (*costs.driver)[i];
       if (driver > static_cast<uint8_t>(CostDriver::kEnergy)) {
@@ -620,7 +647,12 @@ absl::Status Allocator::State::IndexCarbon(const CarbonIntensityColumns& ci) {
   const size_t n = ci.start.size();
   GPUCOST_RETURN_IF_ERROR(CheckLength(kTable, "end", ci.end.size(), n));
   GPUCOST_RETURN_IF_ERROR(CheckLength(kTable, "g_per_kwh", ci.g_per_kwh.size(), n));
+  if (ci.region) {
+    GPUCOST_RETURN_IF_ERROR(CheckLength(kTable, "region", ci.region->size(), n));
+    GPUCOST_RETURN_IF_ERROR(CheckCodes(kTable, "region", *ci.region, 0));
+  }
   struct Window {
+    std::string_view region;  // "" = every region without windows of its own
     int64_t start, end;
     double g;
     int64_t row;
@@ -628,41 +660,61 @@ absl::Status Allocator::State::IndexCarbon(const CarbonIntensityColumns& ci) {
   std::vector<Window> windows(n);
   for (size_t i = 0; i < n; ++i) {
     const auto row = static_cast<int64_t>(i);
-    GPUCOST_RETURN_IF_ERROR(ReadPeriod(kTable, row, ci.start[i], ci.end[i], ci.time_unit, &windows[i].start,
-                                       &windows[i].end));
-    windows[i].g = ci.g_per_kwh[i];
-    windows[i].row = row;
-    if (!(windows[i].g >= 0.0) || !std::isfinite(windows[i].g)) {
-      return RowError(kTable, row, "g_per_kwh", absl::StrCat(Num(windows[i].g), " is not a non-negative intensity"));
+    Window& w = windows[i];
+    GPUCOST_RETURN_IF_ERROR(ReadPeriod(kTable, row, ci.start[i], ci.end[i], ci.time_unit, &w.start, &w.end));
+    if (ci.region && ci.region->codes[i] != kNullCode) w.region = ci.region->dictionary[ci.region->codes[i]];
+    w.g = ci.g_per_kwh[i];
+    w.row = row;
+    if (!(w.g >= 0.0) || !std::isfinite(w.g)) {
+      return RowError(kTable, row, "g_per_kwh", absl::StrCat(Num(w.g), " is not a non-negative intensity"));
     }
   }
-  std::sort(windows.begin(), windows.end(), [](const Window& a, const Window& b) { return a.start < b.start; });
-  for (size_t k = 1; k < n; ++k) {
-    if (windows[k].start < windows[k - 1].end) {
-      return RowError(kTable, std::max(windows[k].row, windows[k - 1].row), "start",
-                      absl::StrCat("its window overlaps the window of row ", std::min(windows[k].row, windows[k - 1].row),
+  std::sort(windows.begin(), windows.end(), [](const Window& a, const Window& b) {
+    return a.region != b.region ? a.region < b.region : a.start < b.start;
+  });
+  absl::flat_hash_map<std::string_view, int32_t> region_index;
+  for (size_t k = 0; k < n; ++k) {
+    const Window& w = windows[k];
+    if (k > 0 && windows[k - 1].region == w.region && w.start < windows[k - 1].end) {
+      return RowError(kTable, std::max(w.row, windows[k - 1].row), "start",
+                      absl::StrCat("its window overlaps the window of row ", std::min(w.row, windows[k - 1].row),
+                                   w.region.empty() ? "" : absl::StrCat(" in region ", Quoted(w.region)),
                                    ": an instant has one intensity"));
     }
+    auto [it, inserted] = region_index.try_emplace(w.region, static_cast<int32_t>(carbon.size()));
+    if (inserted) carbon.emplace_back();
+    CarbonWindows& c = carbon[it->second];
+    c.start.push_back(w.start);
+    c.end.push_back(w.end);
+    c.g.push_back(w.g);
   }
   has_carbon_table = true;
-  for (const Window& w : windows) {
-    ci_start.push_back(w.start);
-    ci_end.push_back(w.end);
-    ci_value.push_back(w.g);
+  if (auto it = region_index.find(""); it != region_index.end()) carbon_default = it->second;
+  carbon_of_resource.assign(resources.size(), carbon_default);
+  for (size_t r = 0; r < resource_region.size(); ++r) {
+    if (auto it = region_index.find(resource_region[r]); !resource_region[r].empty() && it != region_index.end()) {
+      carbon_of_resource[r] = it->second;
+    }
   }
   return absl::OkStatus();
 }
 
-double Allocator::State::CarbonAt(int64_t t, int64_t* lo, int64_t* hi) const {
+double Allocator::State::CarbonAt(int64_t t, int32_t resource, int64_t* lo, int64_t* hi) const {
+  *lo = std::numeric_limits<int64_t>::min();
+  *hi = std::numeric_limits<int64_t>::max();
+  const int32_t which =
+      static_cast<size_t>(resource) < carbon_of_resource.size() ? carbon_of_resource[resource] : carbon_default;
+  if (which < 0) return std::numeric_limits<double>::quiet_NaN();
+  const CarbonWindows& c = carbon[which];
   // The last window starting at or before t.
-  const auto k = std::upper_bound(ci_start.begin(), ci_start.end(), t) - ci_start.begin() - 1;
-  if (k >= 0 && t < ci_end[k]) {
-    *lo = ci_start[k];
-    *hi = ci_end[k];
-    return ci_value[k];
+  const auto k = std::upper_bound(c.start.begin(), c.start.end(), t) - c.start.begin() - 1;
+  if (k >= 0 && t < c.end[k]) {
+    *lo = c.start[k];
+    *hi = c.end[k];
+    return c.g[k];
   }
-  *lo = k >= 0 ? ci_end[k] : std::numeric_limits<int64_t>::min();
-  *hi = k + 1 < static_cast<int64_t>(ci_start.size()) ? ci_start[k + 1] : std::numeric_limits<int64_t>::max();
+  if (k >= 0) *lo = c.end[k];
+  if (k + 1 < static_cast<int64_t>(c.start.size())) *hi = c.start[k + 1];
   return std::numeric_limits<double>::quiet_NaN();
 }
 
@@ -1000,7 +1052,7 @@ void Allocator::State::AddAcross(SeriesSum& a, SlotTable& table, int64_t t, int6
   // The whole sample's instant decides its carbon intensity; the cache
   // holds only rows of that one intensity.
   int64_t ci_lo = std::numeric_limits<int64_t>::min(), ci_hi = std::numeric_limits<int64_t>::max();
-  const double ci = has_carbon_table ? CarbonAt(t, &ci_lo, &ci_hi) : 0.0;
+  const double ci = has_carbon_table ? CarbonAt(t, a.resource, &ci_lo, &ci_hi) : 0.0;
   auto cache = [&](int64_t lo, int64_t hi, uint32_t slot) {
     a.cache_start = std::max(lo, ci_lo);
     a.cache_end = std::min(hi, ci_hi);
@@ -1819,14 +1871,14 @@ absl::StatusOr<Allocation> Allocator::State::Prorate() {
       GroupTotals& g = group(sums[k].consumer, line);
       double cost = line_cost * phi[k];
       double list = line_list * phi[k];
-      double energy = sums[k].acc.energy, carbon = sums[k].acc.carbon;
+      double energy = sums[k].acc.energy, co2 = sums[k].acc.carbon;
       if (share_idle) {
         const double part = phi[k] / taken;
         cost += idle * part;
         list += idle_list * part;
         g.idle_cost += idle * part;
         energy += free_part.energy * part;
-        carbon += free_part.carbon * part;
+        co2 += free_part.carbon * part;
       }
       g.cost += cost;
       g.list_cost += list;
@@ -1834,7 +1886,7 @@ absl::StatusOr<Allocation> Allocator::State::Prorate() {
       g.used_ns += hours * sums[k].acc.used;
       g.mem_byte_ns += hours * sums[k].acc.mem;
       g.energy += hours * energy;
-      g.carbon += hours * carbon;
+      g.carbon += hours * co2;
     }
     if (!share_idle) {
       GroupTotals& g = group(idle_id, line);

@@ -178,6 +178,53 @@ TEST_F(Energy, CarbonTableMatchesEachSamplesInstant) {
   EXPECT_EQ(a.diagnostics.samples_without_intensity, 1);
 }
 
+// A table by region: each resource takes its region's windows (its cost
+// lines' region); rows without a region hold for the others.
+TEST_F(Energy, CarbonTableByRegion) {
+  inventory.AddResource("n2", 1);
+  inventory.AddResource("n3", 1);
+  costs.Add("n1", At(0), At(1), 1.0);
+  costs.Add("n2", At(0), At(1), 1.0);
+  costs.Add("n3", At(0), At(1), 1.0);
+  costs.currency = std::nullopt;
+  const std::vector<std::string> line_regions = {"eu-north", "us-east", ""};
+  const EncodedStrings regions = EncodeStrings(line_regions);
+  for (const std::string node : {"n1", "n2", "n3"}) {
+    for (int64_t t = At(0); t < At(1); t += kMinute) {
+      samples.Add(t, node, 0, "A", 1.0, 1.0, 0.0);
+      samples.power_w->push_back(1000);  // 1 kWh in the hour
+    }
+  }
+  const std::vector<int64_t> start = {At(0), At(0), At(0)}, end = {At(1), At(1), At(1)};
+  const std::vector<double> g = {20, 400, 250};
+  const std::vector<std::string> table_regions = {"eu-north", "us-east", ""};
+  const EncodedStrings ci_regions = EncodeStrings(table_regions);
+  CarbonIntensityColumns table{.start = start, .end = end, .g_per_kwh = g};
+  table.region = ci_regions.view();
+  CostColumns c = costs.columns();
+  c.region = regions.view();
+  const SampleColumns s = samples.columns();
+  GPUCOST_ASSERT_OK_AND_ASSIGN(Allocation a, Allocate(c, s, inventory.columns(), nullptr, policy, nullptr, &table));
+  EXPECT_NEAR(Value(a, *a.co2e_kg, "A"), (20 + 400 + 250) / 1000.0, 1e-12);
+  policy.by = {"resource_id"};
+  GPUCOST_ASSERT_OK_AND_ASSIGN(Allocation per, Allocate(c, s, inventory.columns(), nullptr, policy, nullptr, &table));
+  EXPECT_NEAR(Value(per, *per.co2e_kg, "n1"), 0.020, 1e-12);
+  EXPECT_NEAR(Value(per, *per.co2e_kg, "n2"), 0.400, 1e-12);
+  EXPECT_NEAR(Value(per, *per.co2e_kg, "n3"), 0.250, 1e-12);  // no region: the rows without one
+  // One resource in two regions is bad input naming the line.
+  const std::vector<std::string> clash = {"eu-north", "us-east", "eu-north"};
+  costs.resource_id[2] = "n1";
+  c = costs.columns();
+  const EncodedStrings clashing = EncodeStrings(clash);
+  c.region = clashing.view();
+  const std::vector<std::string> two = {"eu-north", "us-east", "us-east"};
+  const EncodedStrings two_regions = EncodeStrings(two);
+  c.region = two_regions.view();
+  EXPECT_THAT(Allocate(c, s, inventory.columns(), nullptr, policy, nullptr, &table).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       ::testing::AllOf(HasSubstr("row 2"), HasSubstr("region"), HasSubstr("earlier line"))));
+}
+
 TEST_F(Energy, BadInputIsRefusedByRowAndParameter) {
   costs.Add("n1", At(0), At(1), 1.0);
   Series(At(0), At(1), "A", 1.0, 300);

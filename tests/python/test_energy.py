@@ -222,3 +222,18 @@ def test_every_command_takes_the_energy_section(tmp_path, node, capsys):
     assert cli.main(["export-metrics", "--config", str(config), "--by", "consumer",
                      "--textfile", str(tmp_path / "m.prom")]) == 0
     assert "internal error" not in capsys.readouterr().err
+
+
+def test_carbon_table_by_region_uses_each_resources_bill_region(node):
+    costs, usage, inventory = node
+    costs = pd.concat([costs.assign(region="eu-north-1"),
+                       costs.assign(resource_id="n2", region="us-east-1")], ignore_index=True)
+    usage = pd.concat([usage, usage.assign(resource_id="n2")], ignore_index=True)
+    inventory = pd.concat([inventory, inventory.assign(resource_id="n2")], ignore_index=True)
+    carbon = pd.DataFrame({"region": ["eu-north-1", "us-east-1"], "start": [at(0)] * 2, "end": [at(2)] * 2,
+                           "g_per_kwh": [20.0, 400.0]})
+    result = gpucost.allocate(costs, usage, inventory, carbon_intensity=carbon, by="resource_id")
+    assert rows(result, "co2e_kg") == {"n1": 0.7 * 20 / 1000, "n2": 0.7 * 400 / 1000}
+    costs.loc[3, "region"] = "eu-west-1"  # n2's second line in another region
+    with pytest.raises(gpucost.InvalidInputError, match=r"costs: row 3, column 'region'.*'us-east-1' on an earlier"):
+        gpucost.allocate(costs, usage, inventory, carbon_intensity=carbon)
