@@ -46,7 +46,7 @@ threads = 0                      # engine threads; 0: one per core this process 
 tag = "project"                  # tag key(s) naming the group of lines outside the GPUs
 by = "project"                   # the group column (default: the first of by)
 shared = { service = "AmazonVPC" }  # shared lines (or a DataFrame.query string)
-split = "weighted"               # weighted | even
+split = "weighted"               # weighted (GPU cost) | gpu_hours (held) | used_gpu_hours | even
 
 [budgets]
 file = "budgets.csv"             # key, value, amount, thresholds (key = a label column, e.g. team)
@@ -72,6 +72,7 @@ from typing import Any
 import pandas as pd
 
 import gpucost
+from gpucost.attribution import SPLITS
 from gpucost.errors import InvalidInputError
 
 if sys.version_info >= (3, 11):
@@ -245,8 +246,8 @@ def attribute(config: Config, tables: Tables, allocation: pd.DataFrame, by: list
         raise InvalidInputError(f"[attribution]: by '{group}' is not one of the allocation's groups "
                                 f"({', '.join(by)}); set --attribute-by or by in [attribution]")
     split = a.get("split", "weighted")
-    if split not in ("weighted", "even"):
-        raise InvalidInputError(f"[attribution]: split {split!r} is not one of weighted, even")
+    if split not in SPLITS:
+        raise InvalidInputError(f"[attribution]: split {split!r} is not one of {', '.join(SPLITS)}")
     if a.get("tag"):
         allocation = gpucost.attribute_tagged(allocation, tables.costs, a["tag"], by=group,
                                               inventory=tables.inventory, tag_map=a.get("tag_map"))
