@@ -51,6 +51,7 @@ from gpucost.analyses import (
     workload_classes,
 )
 from gpucost.billing import read_azure_costs, read_cur, read_focus, read_gcp_billing
+from gpucost.invoice import read_invoice
 from gpucost.attribution import attribute_tagged, share_costs
 from gpucost.stream import allocate_stream
 from gpucost import plot
@@ -66,7 +67,7 @@ __version__: str = _core.__version__
 # first use, so `import gpucost` stays fast and `gpucost.dask.allocate` works
 # after a plain `import gpucost`.
 _LAZY = ("dask", "spark", "pipeline", "metrics", "demo", "simulate", "config", "plan", "sources", "cli", "stream",
-         "chunks", "hosts", "billing", "attribution", "frames", "slurm")
+         "chunks", "hosts", "billing", "invoice", "attribution", "frames", "slurm")
 
 
 def __getattr__(name: str):
@@ -87,7 +88,7 @@ __all__ += ["IdleReport", "SpotRuns", "diagnose", "find_idle", "idle_policy", "k
 __all__ += ["advise_commitments", "amortize", "autoscaling_estimate", "budget_status", "commitment_coverage",
             "commitment_utilization", "forecast_spend", "hourly_demand", "read_spot_prices", "spend_anomalies",
             "spot_move_savings", "spot_placement", "spot_savings", "spread_over_days", "workload_classes"]
-__all__ += ["read_azure_costs", "read_cur", "read_focus", "read_gcp_billing"]
+__all__ += ["read_azure_costs", "read_cur", "read_focus", "read_gcp_billing", "read_invoice"]
 __all__ += ["attribute_tagged", "share_costs"]
 __all__ += ["plot", "report"]
 __all__ += ["allocate_stream", "available_cores", "get_num_threads", "result_attrs", "set_num_threads"]

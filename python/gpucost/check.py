@@ -19,6 +19,7 @@ import pandas as pd
 
 import gpucost
 from gpucost.currency import currencies
+from gpucost.frames import Table
 from gpucost.join import RESERVED, JoinReport, format_money, join_report
 
 __all__ = ["CheckResult", "check_tables"]
@@ -57,9 +58,10 @@ def _source_lines(tables: Any, names: dict, interval: Any, stated: bool) -> list
         total = " + ".join(format_money(costs.loc[costs["currency"] == c, "cost"].sum(), c) for c in cur)
     else:
         total = format_money(float(np.sum(costs["cost"])))
-    lines.append(f"  bill       {names.get('bill', 'costs')}: {len(costs):,} lines, "
+    lines.append(f"  bill       {names.get('bill', names.get('invoice', 'costs'))}: {len(costs):,} lines, "
                  f"{_range(costs['start']) if len(costs) else 'no lines'}, "
                  f"currency {', '.join(cur) if cur else 'not stated (taken as one)'}, total {total}")
+    lines += _invoice_lines(costs.attrs.get("invoice"), names.get("invoice", "invoice"))
     series = usage.groupby(["resource_id", "device", "consumer"], sort=False).ngroups if len(usage) else 0
     spacing = ("per-sample durations" if "duration" in usage.columns else
                f"interval {float(interval):g} s{'' if stated else ' (from the data)'}" if interval is not None
@@ -73,6 +75,24 @@ def _source_lines(tables: Any, names: dict, interval: Any, stated: bool) -> list
         lines.append(f"  workloads  {names.get('workloads', 'workloads')}: {len(tables.workloads):,} workloads, "
                      f"labels {', '.join(labels) if labels else 'none'}")
     return lines
+
+
+def _invoice_lines(info: dict | None, name: str) -> list[str]:
+    """A rate-card invoice (gpucost.read_invoice): its lines, money, period,
+    and the node names the hosts table joined to the bill's ids or not."""
+    if not info:
+        return []
+    money = " + ".join(format_money(v, c) for c, v in info["total"].items())
+    period = (f"{info['start']:%Y-%m-%d %H:%M} .. {info['end']:%Y-%m-%d %H:%M} UTC" if info["lines"]
+              else "no lines")
+    if info["names_joined"] is None:
+        nodes = f"{len(info['names']):,} node names, kept as written (no hosts table)"
+    else:
+        missing = info["names_unjoined"]
+        nodes = (f"{len(info['names_joined']):,} node names joined through the hosts table, {len(missing):,} not in "
+                 f"it{' (' + ', '.join(missing[:3]) + (', ...' if len(missing) > 3 else '') + ')' if missing else ''}")
+    return [f"  invoice    {name}: {info['lines']:,} lines ({info['time_lines']:,} billing GPU time), {money}, "
+            f"{period}, rate card; {nodes}"]
 
 
 def _join_lines(report: JoinReport) -> list[str]:
@@ -131,7 +151,8 @@ def _label_lines(per_consumer: pd.DataFrame, workloads: pd.DataFrame | None) -> 
         return ["labels", "  no workloads table: every workload is __unlabelled__"]
     held = per_consumer[~per_consumer["consumer"].isin(RESERVED)][["consumer", "gpu_hours"]]
     held = held.groupby("consumer", as_index=False)["gpu_hours"].sum()
-    merged = held.merge(workloads, on="consumer", how="left")
+    # Consumers are text (a workloads CSV of numeric job ids reads as integers).
+    merged = held.merge(workloads.assign(consumer=workloads["consumer"].astype(str)), on="consumer", how="left")
     total = float(merged["gpu_hours"].sum())
     lines = ["labels"]
     for label in [c for c in workloads.columns if c != "consumer"]:
@@ -150,6 +171,9 @@ def check_tables(tables: Any, *, names: dict | None = None, interval: Any = None
     """Everything ``gpucost check`` prints, from tables already read. `stated`:
     whether the interval was given by the user (else it came from the data)."""
     out = CheckResult()
+    costs = Table(tables.costs, "costs")
+    for column in ("resource_id", "start", "end", "cost"):  # before anything reads them: an error, not a KeyError
+        costs.column(column)
     out.lines += _source_lines(tables, names or {}, interval, stated)
     per_consumer = gpucost.allocate(tables.costs, tables.usage, tables.inventory, by=["consumer"],
                                     **({"interval": interval} if interval is not None else {}),

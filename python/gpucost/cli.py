@@ -191,6 +191,11 @@ def _add_sources(p: argparse.ArgumentParser) -> None:
     g.add_argument("--dataset", dest="bill_dataset", choices=("auto", "actual", "amortized"),
                    help="which cost dataset the bill is (Azure exports both): default auto, from its content")
     g.add_argument("--costs", metavar="PATH", help="gpucost cost lines table (CSV or Parquet) instead of a bill")
+    g.add_argument("--invoice", metavar="PATH", nargs="+",
+                   help="a GPU cloud's rate-card invoice (CSV by the GPU- or instance-hour: node, period, quantity, "
+                        "rate, amount, currency), beside the bill or alone; column names in [sources.invoice]")
+    g.add_argument("--invoice-unit", choices=("gpu_hour", "instance_hour"),
+                   help="the invoice's quantity unit where it has no unit column (default: from the column's name)")
     g.add_argument("--telemetry", metavar="PATH", nargs="+",
                    help="saved Prometheus query_range (or query) answers of DCGM exporter metrics (globs allowed)")
     g.add_argument("--dcgm-text", metavar="PATH", nargs="+",
@@ -393,11 +398,11 @@ def build_parser() -> argparse.ArgumentParser:
 _SOURCE_FLAGS = ("demo", "bill", "bill_format", "bill_dataset", "bill_tz", "costs", "telemetry", "prometheus",
                  "start", "end", "step", "usage", "pods", "pod_labels", "nodes", "workloads", "inventory",
                  "interruptions", "rates", "existing", "dcgm_text", "nvidia_smi", "nvidia_smi_apps", "pid_jobs",
-                 "sacct", "hosts", "timezone", "keep_unknown_nodes", "node_events")
+                 "sacct", "hosts", "timezone", "keep_unknown_nodes", "node_events", "invoice")
 _PATH_FLAGS = {"bill", "costs", "usage", "pods", "pod_labels", "nodes", "workloads", "inventory", "interruptions",
                "rates", "existing", "telemetry", "dcgm_text", "nvidia_smi", "nvidia_smi_apps", "pid_jobs", "sacct",
-               "hosts", "node_events"}
-_DATA_FLAGS = ("bill", "costs", "telemetry", "prometheus", "usage", "dcgm_text", "nvidia_smi", "sacct")
+               "hosts", "node_events", "invoice"}
+_DATA_FLAGS = ("bill", "costs", "telemetry", "prometheus", "usage", "dcgm_text", "nvidia_smi", "sacct", "invoice")
 
 
 def configure(args: argparse.Namespace) -> Config:
@@ -407,7 +412,16 @@ def configure(args: argparse.Namespace) -> Config:
         if value is not None and getattr(args, "config", None) and key in _PATH_FLAGS:
             # Paths given as flags are relative to the working directory, not to the config file.
             value = [_absolute(v) for v in value] if isinstance(value, list) else _absolute(value)
+        if key == "invoice" and value is not None and isinstance(config.sources.get(key), dict):
+            config.sources[key]["path"] = value  # the flag's files, [sources.invoice]'s column names
+            continue
         config.set("sources", key, value)
+    if getattr(args, "invoice_unit", None):
+        invoice = config.sources.get("invoice")
+        if invoice is None:
+            raise UsageError("--invoice-unit needs an invoice: --invoice PATH or invoice in [sources]")
+        config.sources["invoice"] = {**(invoice if isinstance(invoice, dict) else {"path": invoice}),
+                                     "unit": args.invoice_unit}
     given = [k for k in _DATA_FLAGS if getattr(args, k, None)]
     if getattr(args, "demo", None) and given:
         raise UsageError(f"--demo cannot be combined with --{given[0].replace('_', '-')}")
@@ -595,7 +609,9 @@ def cmd_check(args: argparse.Namespace) -> int:
 def _source_names(config: Config) -> dict:
     """Which file each table came from, as the user named it."""
     s = config.sources
+    invoice = s.get("invoice")
     names = {"bill": s.get("bill") or s.get("costs") or ("demo" if s.get("demo") else None),
+             "invoice": invoice.get("path") if isinstance(invoice, dict) else invoice,
              "telemetry": s.get("prometheus") or s.get("telemetry") or s.get("usage"),
              "workloads": s.get("pods") or s.get("workloads")}
     return {k: ", ".join(map(str, v)) if isinstance(v, list) else str(v) for k, v in names.items() if v}

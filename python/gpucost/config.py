@@ -28,6 +28,8 @@ pods = ["pods.json"]             # kubectl get pods -A -o json snapshots (merged
 pod_labels = "prometheus"        # kube_pod_labels / kube_pod_info: "prometheus" or saved answers
 nodes = "nodes.json"             # kubectl get nodes -o json, or "prometheus" (kube_node_info)
 # or gpucost's own tables (CSV or Parquet): costs, usage, inventory, workloads
+invoice = "burst-invoice.csv"    # a GPU cloud's rate-card invoice (CSV; a list too), beside the bill or alone;
+                                 # or [sources.invoice]: path, columns = { role = "column" }, unit, currency, tz
 
 [labels]                         # result column = pod label key
 team = "team-id"
@@ -91,7 +93,8 @@ SECTIONS: dict[str, dict[str, type | tuple]] = {
                 "pod_labels": (str, list), "dcgm_text": (str, list), "nvidia_smi": (str, list),
                 "nvidia_smi_apps": (str, list), "sacct": (str, list), "hosts": str, "pid_jobs": str,
                 "timezone": str, "keep_unknown_nodes": bool, "interruptions": str, "rates": str,
-                "existing": str, "bearer_token": str, "exporter_names": (str, list), "node_events": (str, list)},
+                "existing": str, "bearer_token": str, "exporter_names": (str, list), "node_events": (str, list),
+                "invoice": (str, list, dict)},
     "labels": {},  # any key: str; "namespaces": a table of namespace -> {column: value}
     "policy": {"basis": str, "idle": str, "interval": (int, float), "alpha": (int, float), "by": (str, list),
                "strict": bool, "threads": int},

@@ -43,6 +43,7 @@ from gpucost import sources
 from gpucost.billing import BillRows
 from gpucost.config import DEFAULT_LABELS, Config, Tables, instance_ids
 from gpucost.errors import InvalidInputError
+from gpucost.invoice import GPU_HOUR, INSTANCE_HOUR, INVOICE_COLUMNS
 
 __all__ = ["TABLES", "Problem", "PlanError", "Source", "SourcePlan", "Reading", "plan_sources", "read_plan",
            "plan_bill", "read_table", "detect_bill", "load_tables", "read_bill"]
@@ -53,6 +54,8 @@ TABLES = ("costs", "usage", "workloads", "inventory", "extras", "downtime")
 BILL_READERS = {"focus": "read_focus", "cur": "read_cur", "gcp": "read_gcp_billing", "azure": "read_azure_costs"}
 #: The [sources] keys that give usage samples (one is needed).
 USAGE_KEYS = ("prometheus", "telemetry", "dcgm_text", "nvidia_smi", "sacct", "usage")
+#: The keys of [sources.invoice] and their types (path: one or several files).
+INVOICE_KEYS = {"path": (str, list), "columns": dict, "unit": str, "currency": str, "tz": str, "date_format": str}
 _NUMERIC = ("cost", "list_cost", "share", "util", "mem_used", "duration", "device", "mem_capacity", "amount",
             "hourly")
 
@@ -268,9 +271,10 @@ class _Planner:
     def problem(self, key: str, message: str, file: Any = None) -> None:
         self.problems.append(Problem(key, message, None if file is None else str(file)))
 
-    def paths(self, key: str) -> list[Path]:
-        """The paths a key names, globs expanded; a glob that matches nothing is a problem."""
-        value = self.s[key]
+    def paths(self, key: str, value: Any = None) -> list[Path]:
+        """The paths a key names (or ``value``, under that key), globs
+        expanded; a glob that matches nothing is a problem."""
+        value = self.s[key] if value is None else value
         out: list[Path] = []
         for item in [value] if isinstance(value, str) else value:
             try:
@@ -290,10 +294,10 @@ class _Planner:
                 self.problem(key, str(exc), path)
         return out
 
-    def files(self, key: str) -> list[Path]:
-        """The files a key names: each must exist."""
+    def files(self, key: str, value: Any = None) -> list[Path]:
+        """The files a key names (or ``value``, under that key): each must exist."""
         found = []
-        for path in self.paths(key):
+        for path in self.paths(key, value):
             if path.exists():
                 found.append(path)
             else:
@@ -347,6 +351,33 @@ class _Planner:
             fmt = kinds[0] if len(kinds) == 1 else None
         return Source("bill", fmt or "bill", ("costs",), tuple(parts),
                       {"format": fmt, "dataset": dataset, "tz": s.get("bill_tz")})
+
+    def invoice(self, uses: tuple[Source, ...]) -> Source:
+        """A GPU cloud's rate-card invoice (:func:`gpucost.read_invoice`):
+        ``invoice`` is its path(s), or a table of ``path`` and the reader's
+        options (``columns``, ``unit``, ``currency``, ``tz``, ``date_format``)."""
+        value = self.s["invoice"]
+        options = dict(value) if isinstance(value, dict) else {"path": value}
+        where = f"{self.config.name}: [sources.invoice]"
+        for key in sorted(set(options) - set(INVOICE_KEYS)):
+            self.problem("invoice", f"{where}: unknown key '{key}' (one of {', '.join(INVOICE_KEYS)})")
+        for key, types in INVOICE_KEYS.items():
+            if key in options and not isinstance(options[key], types):
+                expected = "a table of role = \"column\"" if key == "columns" else "a string"
+                self.problem("invoice", f"{where}: key '{key}': expected {expected}, got "
+                                        f"{type(options[key]).__name__}")
+        columns = options.get("columns")
+        unknown = sorted(set(columns) - set(INVOICE_COLUMNS)) if isinstance(columns, dict) else []
+        if unknown:
+            self.problem("invoice", f"{where}: columns: unknown role '{unknown[0]}' (one of "
+                                    f"{', '.join(INVOICE_COLUMNS)})")
+        if options.get("unit") not in (None, GPU_HOUR, INSTANCE_HOUR):
+            self.problem("invoice", f"{where}: unit {options['unit']!r} is not one of {GPU_HOUR}, {INSTANCE_HOUR}")
+        path = options.pop("path", None)
+        if path is None:
+            self.problem("invoice", f"{where}: no path (path = \"invoice.csv\", or a list)")
+        files = self.files("invoice", path) if isinstance(path, (str, list)) else []
+        return Source("invoice", "invoice", ("costs",), tuple(files), options, uses)
 
     def sacct_range(self) -> dict:
         """The accounting range sacct's free GPU time is counted over
@@ -442,19 +473,20 @@ def plan_sources(config: Config) -> SourcePlan:
         return SourcePlan(tuple(out), tuple(p.problems), None if stated is None else float(stated), step_key,
                           **common)
 
-    # costs
+    # costs: a bill or gpucost's own table, and a GPU cloud's invoice beside either or alone
+    hosts = p.table("hosts", ("usage",), kind="hosts") if "hosts" in s else None
     if "bill" in s:
         out.append(p.bill())
     elif "costs" in s:
         out.append(p.table("costs", ("costs",)))
-    else:
-        p.problem("bill", "no bill: give --bill (a FOCUS/CUR/GCP/Azure export), --costs (a cost lines table) or "
-                          "--demo")
+    elif "invoice" not in s:
+        p.problem("bill", "no bill: give --bill (a FOCUS/CUR/GCP/Azure export), --costs (a cost lines table), "
+                          "--invoice (a GPU cloud's invoice) or --demo")
+    invoice_at = len(out)  # its source is made last: it reads the hosts table and the inventory
 
     # usage: lookups first (hosts, then nodes), then every telemetry source
     step = float(stated) if stated is not None else 60.0
     given = None if stated is None else step
-    hosts = p.table("hosts", ("usage",), kind="hosts") if "hosts" in s else None
     nodes = None
     if s.get("nodes") in ("prometheus", ["prometheus"]):  # kube-state-metrics' kube_node_info over the range
         p.needs_live("nodes")
@@ -546,10 +578,17 @@ def plan_sources(config: Config) -> SourcePlan:
                                     f"(the columns are {', '.join(labels)})")
 
     # inventory, extras
+    inventory = None
     if "inventory" in s:
-        out.append(p.table("inventory", ("inventory",)))
+        inventory = p.table("inventory", ("inventory",))
+        out.append(inventory)
     elif "bill" in s or "costs" in s:
         out.append(Source("inventory", "catalog", ("inventory",), (), {"from": "bill" if "bill" in s else "costs"}))
+    elif "invoice" in s:
+        p.problem("inventory", "no inventory: an invoice names no instance types the catalog knows: give --inventory "
+                               "(resource_id, device, mem_capacity; inventory in [sources])")
+    if "invoice" in s:
+        out.insert(invoice_at, p.invoice(tuple(x for x in (hosts, inventory) if x is not None)))
     if "interruptions" in s:
         path = config.path(s["interruptions"])
         if not path.exists():
@@ -586,7 +625,8 @@ def detect_bill(path: Path) -> str:
         return "gcp"
     if "costinbillingcurrency" in header.lower():
         return "azure"
-    raise InvalidInputError(f"{path}: line 1: not a FOCUS, CUR, GCP or Azure header; set bill_format")
+    raise InvalidInputError(f"{path}: line 1: not a FOCUS, CUR, GCP or Azure header; set bill_format (a GPU "
+                            "cloud's rate-card invoice: --invoice, invoice in [sources])")
 
 
 def _naive_sacct_time(path: Path, lines: int = 200) -> str | None:
@@ -735,8 +775,39 @@ def _read_bill(source: Source, reading: Reading, table: str) -> Iterator[pd.Data
         yield reader(part, **options)
 
 
+#: The columns of gpucost's own tables that a run cannot do without.
+REQUIRED_COLUMNS = {"costs": ("resource_id", "start", "end", "cost")}
+
+
 def _read_own_table(source: Source, reading: Reading, table: str) -> Iterator[pd.DataFrame]:
-    yield read_table(source.files[0], source.key)
+    """gpucost's own table; a required column missing is an error naming the
+    file and the column, before anything reads it (``check`` as ``allocate``)."""
+    path = source.files[0]
+    frame = read_table(path, source.key)
+    required = REQUIRED_COLUMNS.get(source.key, ())
+    missing = next((c for c in required if c not in frame.columns), None)
+    if missing is not None:
+        hint = " (a GPU cloud's rate-card invoice: --invoice, invoice in [sources])" if source.key == "costs" else ""
+        raise InvalidInputError(f"{path}: missing required column '{missing}' ({source.key}: "
+                                f"{', '.join(required)}){hint}", table=str(path), column=missing)
+    yield frame
+
+
+def _read_invoice(source: Source, reading: Reading, table: str) -> Iterator[pd.DataFrame]:
+    """The invoice's files as one frame: node names to the bill's ids through
+    the hosts table, each node's GPUs from its gpus column or the inventory."""
+    from gpucost.invoice import read_invoice
+    hosts = _hosts_table(_uses(source, "hosts"), reading)
+    gpus: dict[str, float] = {}
+    inventory = next((u for u in source.uses if u.key == "inventory"), None)
+    if inventory is not None:
+        devices = reading.once(("inventory", inventory.files), lambda: next(inventory.frames(reading)))
+        gpus.update(devices.groupby(devices["resource_id"].astype(str)).size().astype(float).to_dict())
+    if hosts is not None and "gpus" in hosts.columns:
+        gpus.update(zip(hosts["host"], pd.to_numeric(hosts["gpus"], errors="coerce")))
+    o = source.options
+    yield read_invoice(list(source.files), columns=o.get("columns"), unit=o.get("unit"), currency=o.get("currency"),
+                       tz=o.get("tz"), hosts=hosts, gpus=gpus or None, date_format=o.get("date_format"))
 
 
 def _read_budgets(source: Source, reading: Reading, table: str) -> Iterator[pd.DataFrame]:
@@ -921,7 +992,7 @@ _READERS: dict[str, Callable[[Source, Reading, str], Iterator[pd.DataFrame]]] = 
     "nvidia_smi": _read_nvidia_smi, "sacct": _read_sacct, "kubectl_pods": _read_pods,
     "kube_pod_labels": _read_pod_labels, "kube_pod_info": _read_pod_info, "kube_pod_labels_live": _fetch_pod_labels,
     "demo": _read_demo, "catalog": _read_nothing, "spot_interruptions": _read_nothing,
-    "node_events": _read_node_events,
+    "node_events": _read_node_events, "invoice": _read_invoice,
 }
 
 
@@ -951,10 +1022,15 @@ def read_plan(plan: SourcePlan, *, progress: bool = False) -> Tables:
                       interruptions=fleet.interruptions, rates=fleet.rates, interval=fleet.interval,
                       existing=None if existing_source is None else existing_source.frame(reading))
     bill = None
-    costs_source = plan.feeding("costs")[0]
-    costs = costs_source.frame(reading)
-    if costs_source.key == "bill":
-        bill = costs = instance_ids(costs)
+    parts = []
+    for costs_source in plan.feeding("costs"):  # a bill or gpucost's costs table, and an invoice
+        frame = costs_source.frame(reading)
+        if costs_source.key == "bill":
+            bill = frame = instance_ids(frame)
+        parts.append(frame)
+    costs = sources.concat_frames(parts)
+    if len(parts) > 1:  # each reader's report kept
+        costs.attrs = {k: v for part in parts for k, v in part.attrs.items()}
 
     # usage: the lookups as the readers need them (hosts, then nodes), then each telemetry source
     hosts = plan.find("hosts")
