@@ -16,6 +16,7 @@ import pandas as pd
 from gpucost import _core
 from gpucost.allocation import usage_columns
 from gpucost.billing import COST_LINE_COLUMNS
+from gpucost.catalog import instance_types
 from gpucost.errors import InvalidInputError
 from gpucost.model import ChargeCategory, CostDriver, OwnedComponent, Provider, Purchase
 from gpucost.prometheus import to_ns
@@ -146,7 +147,7 @@ def _class_fields(name: str, fields: Any, catalog: Any) -> dict:
             if key in ("gpus", "life_years") and value != int(value):
                 raise InvalidInputError(f"{where}: field '{key}': {value!r} is not a whole number")
         elif key == "in_service":
-            row[key] = to_ns(value, f"{where}: field 'in_service'")
+            row[key] = _instant(value, f"{where}: field 'in_service'")
         elif key in ("depreciation_schedule", "power_curve"):
             row[key] = _numbers(value, where, key, pairs=key == "power_curve")
         else:
@@ -154,6 +155,13 @@ def _class_fields(name: str, fields: Any, catalog: Any) -> dict:
     if "instance_type" in row:
         _fill_from_catalog(row, where, catalog)
     return row
+
+
+def _instant(value: Any, where: str) -> int:
+    try:
+        return to_ns(value, "instant")
+    except InvalidInputError:
+        raise InvalidInputError(f"{where}: {value!r} is not an instant (e.g. \"2026-01-01\")") from None
 
 
 def _numbers(value: Any, where: str, key: str, *, pairs: bool) -> list:
@@ -168,8 +176,6 @@ def _numbers(value: Any, where: str, key: str, *, pairs: bool) -> list:
 
 
 def _fill_from_catalog(row: dict, where: str, catalog: Any) -> None:
-    from gpucost.catalog import instance_types
-
     types = instance_types(catalog)
     found = types[types["instance_type"] == row["instance_type"]]
     if not len(found):
@@ -192,7 +198,7 @@ def _nodes(nodes: Any) -> tuple[list[str], list[str], list[int]]:
                 raise InvalidInputError(f"owned: node '{node}': field 'class' is missing")
             ids.append(str(node))
             classes.append(str(spec["class"]))
-            since.append(to_ns(spec["in_service"], f"owned: node '{node}': field 'in_service'")
+            since.append(_instant(spec["in_service"], f"owned: node '{node}': field 'in_service'")
                          if spec.get("in_service") is not None else missing)
         return ids, classes, since
     if isinstance(nodes, pd.DataFrame):
@@ -201,7 +207,7 @@ def _nodes(nodes: Any) -> tuple[list[str], list[str], list[int]]:
             if column not in nodes.columns:
                 raise InvalidInputError(f"nodes: missing required column '{column}'")
         rows = nodes[nodes["class"].notna() & (nodes["class"].astype(str) != "")]
-        since = [missing if pd.isna(v) else to_ns(v, "nodes: column 'in_service'")
+        since = [missing if pd.isna(v) else _instant(v, "nodes: column 'in_service'")
                  for v in (rows["in_service"] if "in_service" in rows.columns else [None] * len(rows))]
         return rows[id_column].astype(str).tolist(), rows["class"].astype(str).tolist(), since
     raise InvalidInputError(f"parameter 'nodes': expected a mapping of node -> class or a table, "
@@ -216,8 +222,8 @@ def _tariff(tariff: Any) -> tuple[float, list[float], tuple[list[int], list[int]
         for column in ("start", "end", "per_kwh"):
             if column not in tariff.columns:
                 raise InvalidInputError(f"tariff: missing required column '{column}'")
-        starts = [to_ns(v, "tariff: column 'start'") for v in tariff["start"]]
-        ends = [to_ns(v, "tariff: column 'end'") for v in tariff["end"]]
+        starts = [_instant(v, "tariff: column 'start'") for v in tariff["start"]]
+        ends = [_instant(v, "tariff: column 'end'") for v in tariff["end"]]
         return 0.0, [], (starts, ends, tariff["per_kwh"].astype(float).tolist())
     if isinstance(tariff, Sequence) and not isinstance(tariff, str):
         return 0.0, _numbers(tariff, "owned", "tariff", pairs=False), none
@@ -260,7 +266,7 @@ def _frame(raw: dict, class_of: Mapping[str, str], instance_type_of: Mapping[str
         "gpu": is_node, "primary": raw["primary"].astype(bool), "quantity_hours": np.full(n, np.nan),
         "pricing_currency": constant(currency) if currency else empty(), "instance_id": empty(),
     }
-    assert list(columns) == list(COST_LINE_COLUMNS)
+    columns = {name: columns[name] for name in COST_LINE_COLUMNS}  # the readers' order
     columns["component"] = component
     columns["driver"] = pd.Categorical.from_codes(raw["driver"].astype(np.int32),
                                                   categories=pd.Index(drivers, dtype="str"), validate=False)
