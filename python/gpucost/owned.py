@@ -76,7 +76,8 @@ def owned_costs(classes: Mapping[str, Mapping[str, Any]], nodes: Any, start: Any
         freq: ``"h"`` (hourly lines) or ``"D"`` (daily; the same totals).
         interval: seconds a sample stands for when ``usage`` has no
             ``duration`` column.
-        currency: ISO 4217 code of every line; default none (one currency).
+        currency: ISO 4217 code of every line; default none: no ``currency``
+            columns (one currency, the bill's).
         catalog: the catalog ``instance_type`` is looked up in (default the
             embedded one).
 
@@ -103,7 +104,7 @@ def owned_costs(classes: Mapping[str, Mapping[str, Any]], nodes: Any, start: Any
         ...     {"dgx01": "dgx"}, "2026-03-01", "2026-03-02", pue=1.3, tariff=0.12)
         >>> lines.groupby("component", observed=True)["cost"].sum().round(6)
         component
-        capex    219.028065
+        capex    219.028063
         power     38.188800
         Name: cost, dtype: float64
         >>> print(lines["pricing"].iloc[0], lines["primary"].iloc[0], lines["driver"].iloc[-1])
@@ -266,7 +267,8 @@ def _frame(raw: dict, class_of: Mapping[str, str], instance_type_of: Mapping[str
         "gpu": is_node, "primary": raw["primary"].astype(bool), "quantity_hours": np.full(n, np.nan),
         "pricing_currency": constant(currency) if currency else empty(), "instance_id": empty(),
     }
-    columns = {name: columns[name] for name in COST_LINE_COLUMNS}  # the readers' order
+    # The readers' order; without a currency, no currency columns (one currency, as allocate reads it).
+    columns = {name: columns[name] for name in COST_LINE_COLUMNS if currency or "currency" not in name}
     columns["component"] = component
     columns["driver"] = pd.Categorical.from_codes(raw["driver"].astype(np.int32),
                                                   categories=pd.Index(drivers, dtype="str"), validate=False)

@@ -43,6 +43,7 @@ from gpucost import sources
 from gpucost.billing import BillRows
 from gpucost.config import DEFAULT_LABELS, Config, Tables, instance_ids
 from gpucost.errors import InvalidInputError
+from gpucost.owned import owned_costs
 from gpucost.invoice import GPU_HOUR, INSTANCE_HOUR, INVOICE_COLUMNS
 
 __all__ = ["TABLES", "Problem", "PlanError", "Source", "SourcePlan", "Reading", "plan_sources", "read_plan",
@@ -853,12 +854,17 @@ def _read_invoice(source: Source, reading: Reading, table: str) -> Iterator[pd.D
                        tz=o.get("tz"), hosts=hosts, gpus=gpus or None, date_format=o.get("date_format"))
 
 
-def _owned_lines(source: Source, reading: Reading, usage: pd.DataFrame, step: float) -> pd.DataFrame:
+def _owned_lines(source: Source, reading: Reading, usage: pd.DataFrame, step: float,
+                 bills: Sequence[pd.DataFrame]) -> pd.DataFrame:
     """[owned]'s cost lines (:func:`gpucost.owned_costs`), power measured from
-    the telemetry's ``power_w`` where it has one; ``attrs["owned"]`` says
-    what they hold for ``check``."""
-    from gpucost.owned import owned_costs
+    the telemetry's ``power_w`` where it has one, in the bill's one currency
+    unless [owned] names one; ``attrs["owned"]`` says what they hold for
+    ``check``."""
     o = source.options
+    currency = o.get("currency")
+    if currency is None:
+        named = {str(c) for b in bills if "currency" in b.columns for c in b["currency"].dropna().unique()}
+        currency = named.pop() if len(named) == 1 else None
     nodes: Any = dict(o["nodes"])
     hosts = _hosts_table(_uses(source, "hosts"), reading)
     if not nodes and hosts is not None:
@@ -871,7 +877,7 @@ def _owned_lines(source: Source, reading: Reading, usage: pd.DataFrame, step: fl
     measured = usage if len(usage) and "power_w" in usage.columns else None
     lines = owned_costs(o["classes"], nodes, o["start"], o["end"], usage=measured, pue=o.get("pue", 1.0),
                         tariff=tariff, operations_per_month=o.get("operations_per_month", 0.0),
-                        freq=o.get("freq", "h"), currency=o.get("currency"),
+                        freq=o.get("freq", "h"), currency=currency,
                         interval=o.get("interval", None if measured is None or "duration" in usage.columns else step))
     by_component = lines.groupby("component", observed=True)["cost"].sum()
     power = lines["component"] == "power"
@@ -1135,7 +1141,7 @@ def read_plan(plan: SourcePlan, *, progress: bool = False) -> Tables:
 
     owned = plan.find("owned")
     if owned is not None:
-        parts.append(_owned_lines(owned, reading, usage, step))
+        parts.append(_owned_lines(owned, reading, usage, step, parts))
     costs = sources.concat_frames(parts)
     if len(parts) > 1:  # each reader's report kept
         costs.attrs = {k: v for part in parts for k, v in part.attrs.items()}
