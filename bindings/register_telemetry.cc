@@ -199,6 +199,44 @@ void RegisterTelemetry(py::module_& m) {
           }
           return DcgmResult(ValueOrThrow(std::move(result)));
         });
+  // Series as read, for readers of other exporters' metrics (gpucost.prometheus.read_jobstats): per point its
+  // series, time, value and line; per series its name, source and labels. `metrics` keeps those names only
+  // (exposition text; all when empty).
+  m.def("prom_series",
+        [](const std::vector<std::tuple<std::string, std::string, std::string>>& inputs, bool json,
+           std::optional<int64_t> default_ts, const std::vector<std::string>& metrics) {
+          absl::StatusOr<PromSamples> result;
+          {
+            py::gil_scoped_release release;
+            result = [&]() -> absl::StatusOr<PromSamples> {
+              const std::vector<std::string_view> names(metrics.begin(), metrics.end());
+              PromSamples all;
+              for (const auto& [body, source, metric] : inputs) {
+                absl::StatusOr<PromSamples> one = json ? ParseQueryRange(body, source, metric)
+                                                       : ParseExposition(body, source, default_ts, names);
+                if (!one.ok()) return one.status();
+                all.Append(std::move(*one));
+              }
+              return all;
+            }();
+          }
+          PromSamples s = ValueOrThrow(std::move(result));
+          py::dict out;
+          out["sources"] = s.sources;
+          py::list series;
+          for (const PromSeries& x : s.series) {
+            py::dict labels;
+            for (const auto& [k, v] : x.labels) labels[py::str(k)] = v;
+            series.append(py::make_tuple(x.name, x.source, labels));
+          }
+          out["series"] = series;
+          out["series_id"] = MoveToNumpy(std::move(s.series_id));
+          out["timestamp_ns"] = MoveToNumpy(std::move(s.timestamp_ns));
+          out["value"] = MoveToNumpy(std::move(s.value));
+          out["line"] = MoveToNumpy(std::move(s.line));
+          return out;
+        },
+        py::arg("inputs"), py::arg("json"), py::arg("default_ts"), py::arg("metrics"));
   m.def("amd_smi_usage",
         [](const std::vector<std::tuple<std::string, std::string, int64_t, std::string>>& inputs,
            const py::dict& options) {
@@ -327,8 +365,13 @@ void RegisterTelemetry(py::module_& m) {
                     std::optional<int64_t> range_start_ns, std::optional<int64_t> range_end_ns,
                     std::vector<std::pair<std::string, int32_t>> node_gpus,
                     std::vector<std::pair<std::string, int32_t>> shards_per_gpu,
-                    std::vector<std::pair<std::string, int32_t>> mps_per_gpu) {
+                    std::vector<std::pair<std::string, int32_t>> mps_per_gpu,
+                    const std::vector<std::tuple<std::string, std::string, std::string, std::string,
+                                                 std::vector<int32_t>>>& job_devices) {
     SacctOptions options;
+    for (const auto& [job, node, start, where, indices] : job_devices) {
+      options.job_devices.push_back({.job = job, .node = node, .start = start, .where = where, .indices = indices});
+    }
     if (range_start_ns) options.range_start_ns = *range_start_ns;
     if (range_end_ns) options.range_end_ns = *range_end_ns;
     options.node_gpus = std::move(node_gpus);
@@ -355,6 +398,7 @@ void RegisterTelemetry(py::module_& m) {
     diag["jobs_without_gpus"] = r.jobs_without_gpus;
     diag["jobs_not_started"] = r.jobs_not_started;
     diag["gpus_assigned_in_order"] = r.gpus_assigned_in_order;
+    diag["gpus_from_scontrol"] = r.gpus_from_job_devices;
     diag["free_samples"] = r.free_samples;
     diag["nodes_without_gpu_count"] = r.nodes_without_gpu_count;
     diag["shared_jobs"] = r.shared_jobs;
@@ -364,6 +408,8 @@ void RegisterTelemetry(py::module_& m) {
     out["diagnostics"] = diag;
     out["repeated_jobs"] = r.repeated_jobs;
     out["superseded_jobs"] = r.superseded_jobs;
+    out["jobs_idx_sacct"] = r.jobs_idx_sacct;
+    out["jobs_idx_given"] = r.jobs_idx_given;
     py::list unknown;  // few rows: plain tuples
     for (const SacctJobRef& j : r.jobs_unknown_gpus) {
       unknown.append(py::make_tuple(j.source, j.line, j.job, j.user, j.account, j.partition, j.nodes, j.start, j.end));
@@ -372,7 +418,8 @@ void RegisterTelemetry(py::module_& m) {
     return out;
   }, py::arg("inputs"), py::arg("tz"), py::arg("now_ns"), py::arg("util"), py::arg("gpus_per_node"),
      py::arg("range_start_ns"), py::arg("range_end_ns"), py::arg("node_gpus"), py::arg("shards_per_gpu"),
-     py::arg("mps_per_gpu"));
+     py::arg("mps_per_gpu"), py::arg("job_devices") = std::vector<std::tuple<std::string, std::string, std::string,
+                                                                           std::string, std::vector<int32_t>>>{});
   m.def("slurm_events", [](const std::string& text, const std::string& source, const std::string& tz,
                            std::optional<int64_t> now_ns, std::vector<std::string> states) {
     SlurmEventsOptions options{.tz = tz, .now_ns = now_ns.value_or(INT64_MIN), .states = std::move(states)};

@@ -16,7 +16,7 @@ from gpucost.currency import convert_currency
 from gpucost import catalog
 from gpucost.catalog import inventory
 from gpucost import kubernetes, prometheus
-from gpucost.hosts import read_nvidia_smi, read_nvidia_smi_mon, read_slurm_events, read_slurm_sacct
+from gpucost.hosts import read_nvidia_smi, read_nvidia_smi_mon, read_scontrol_jobs, read_slurm_events, read_slurm_sacct
 from gpucost.analyses import (
     IdleReport,
     SpotRuns,
@@ -82,7 +82,7 @@ __all__ = ["Allocator", "Error", "InvalidInputError", "allocate", "__version__"]
 __all__ += ["Basis", "ChargeCategory", "IdleMode", "MigBasis", "Payment", "Provider", "Purchase", "Reserved"]
 __all__ += ["catalog", "inventory"]
 __all__ += ["kubernetes", "prometheus", "read_nvidia_smi", "read_nvidia_smi_mon", "read_slurm_sacct",
-            "read_slurm_events"]
+            "read_slurm_events", "read_scontrol_jobs"]
 __all__ += ["IdleReport", "SpotRuns", "diagnose", "find_idle", "idle_policy", "kpis", "queue_waits", "rightsize",
             "spot_interruptions", "spot_runs", "token_costs", "unit_costs", "usage_profile", "vllm_tokens"]
 # Purchasing advice, what was bought, budgets and forecasts (docs/advisor.md).

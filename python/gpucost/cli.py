@@ -211,6 +211,14 @@ def _add_sources(p: argparse.ArgumentParser) -> None:
     g.add_argument("--sacct", metavar="PATH", nargs="+",
                    help="Slurm accounting: sacct --parsable2 -o JobID,User,Account,Submit,Start,End,State,"
                         "NodeList,AllocTRES")
+    g.add_argument("--scontrol", metavar="PATH", nargs="+",
+                   help="scontrol show job -d output: the GPU indices (IDX) of jobs whose sacct rows have none")
+    g.add_argument("--jobstats", metavar="PATH", nargs="+",
+                   help="Princeton jobstats GPU exporter scrapes or saved answers (nvidia_gpu_duty_cycle, "
+                        "nvidia_gpu_jobId, ...): telemetry whose samples name the Slurm job")
+    g.add_argument("--ceems", metavar="PATH", nargs="+",
+                   help="CEEMS exporter scrapes or saved answers of ceems_compute_unit_gpu_index_flag: the GPU -> "
+                        "Slurm job mapping, applied to the DCGM telemetry")
     g.add_argument("--hosts", metavar="PATH",
                    help="host, resource_id[, tz, gpus] table: nvidia-smi hosts, Slurm nodes and plain DCGM hosts -> "
                         "bill ids (gpus: a Slurm node's GPU count)")
@@ -403,6 +411,10 @@ _PATH_FLAGS = {"bill", "costs", "usage", "pods", "pod_labels", "nodes", "workloa
                "rates", "existing", "telemetry", "dcgm_text", "nvidia_smi", "nvidia_smi_apps", "pid_jobs", "sacct",
                "hosts", "node_events", "invoice"}
 _DATA_FLAGS = ("bill", "costs", "telemetry", "prometheus", "usage", "dcgm_text", "nvidia_smi", "sacct", "invoice")
+# Slurm jobs' GPUs from elsewhere (docs/telemetry.md): scontrol's indices, the jobstats and CEEMS exporters.
+_SOURCE_FLAGS += ("scontrol", "jobstats", "ceems")
+_PATH_FLAGS |= {"scontrol", "jobstats", "ceems"}
+_DATA_FLAGS += ("jobstats",)
 
 
 def configure(args: argparse.Namespace) -> Config:

@@ -19,6 +19,9 @@ nvidia_smi = ["smi/*.gpu.csv"]   # nvidia-smi --query-gpu (or dmon/pmon -o DT) l
 nvidia_smi_apps = ["smi/*.apps.csv"]
 pid_jobs = "pids.csv"            # pid, job[, host]
 sacct = ["sacct.txt"]            # Slurm accounting (several exports read as one: repeated rows dropped)
+scontrol = ["scontrol.txt"]      # scontrol show job -d: GPU indices (IDX) of jobs whose sacct rows have none
+jobstats = ["jobstats/*.json"]   # Princeton jobstats GPU exporter (scrapes or saved answers): nvidia_gpu_jobId
+ceems = ["ceems/*.prom"]         # CEEMS ceems_compute_unit_gpu_index_flag: GPU -> job, applied to the DCGM telemetry
 node_events = ["events.txt"]     # Slurm node events (sacctmgr show event -P) or node, start, end[, reason]
                                  # tables: down time (neither idle nor a workload)
 hosts = "hosts.csv"              # host, resource_id[, tz, gpus]: Slurm nodes, nvidia-smi and plain DCGM hosts
@@ -113,6 +116,7 @@ SECTIONS: dict[str, dict[str, type | tuple]] = {
                 "nvidia_smi_apps": (str, list), "sacct": (str, list), "hosts": str, "pid_jobs": str,
                 "timezone": str, "keep_unknown_nodes": bool, "interruptions": str, "rates": str,
                 "existing": str, "bearer_token": str, "exporter_names": (str, list), "node_events": (str, list),
+                "jobstats": (str, list), "ceems": (str, list), "scontrol": (str, list),
                 "invoice": (str, list, dict)},
     "labels": {},  # any key: str; "namespaces": a table of namespace -> {column: value}
     "policy": {"basis": str, "idle": str, "interval": (int, float), "alpha": (int, float), "by": (str, list),

@@ -8,6 +8,7 @@ Examples: :func:`read_nvidia_smi`, :func:`read_nvidia_smi_mon`, :func:`read_slur
 
 from __future__ import annotations
 
+import re
 import warnings
 from collections.abc import Mapping, Sequence
 from os import PathLike
@@ -23,7 +24,7 @@ from gpucost.frames import Table, usage_frame, workloads_frame
 from gpucost.prometheus import _seconds, telemetry_report, to_ns
 
 __all__ = ["SlurmAccounting", "read_nvidia_smi", "read_nvidia_smi_mon", "read_slurm_sacct", "read_slurm_events",
-           "sacct_problems", "DOWNTIME_COLUMNS"]
+           "read_scontrol_jobs", "sacct_problems", "DOWNTIME_COLUMNS"]
 
 
 def _read(path: str | PathLike) -> str:
@@ -267,14 +268,160 @@ def _sacct_report(raw: dict, sources: list[str], node_gpus: list[tuple[str, int]
     return {"sources": sources, "rows_repeated": int(d["rows_repeated"]), "rows_superseded": int(d["rows_superseded"]),
             "runs_cut": int(d["runs_cut"]), "repeated_jobs": repeated, "superseded_jobs": superseded,
             "shared_jobs": int(d["shared_jobs"]),
+            # whose GPU indices were read (sacct's own IDX, scontrol's), not placed in start order
+            "jobs_idx_sacct": list(raw.get("jobs_idx_sacct", [])),
+            "jobs_idx_scontrol": list(raw.get("jobs_idx_given", [])),
             # records, not a frame: pandas compares attrs when it concatenates frames
             "jobs_unknown_gpus": unknown.drop(columns=["node_gpus"]).to_dict("records")}
+
+
+# ---- scontrol show job -d: each job's GPU indices per node ----------------------------------
+
+#: The fields read from ``scontrol show job -d`` (multi-line or ``-o`` one-line records).
+_SCONTROL_FIELD = re.compile(r"(?:^|\s)(JobId|ArrayJobId|ArrayTaskId|StartTime|Nodes|GRES|GRES_IDX)=(\S*)")
+#: A GRES item with its indices: gpu(IDX:0,2), gpu:a100:2(IDX:0-1), shard:2(IDX:0), mps:50(IDX:1).
+_GRES_IDX = re.compile(r"(gpu|shard|mps)(?::[^,()\s]*)*\(IDX:([^)]*)\)")
+SCONTROL_COLUMNS = ("job", "array_job", "node", "devices", "start", "source", "line")
+
+
+def _index_list(text: str) -> list[int] | None:
+    """``0-1,3`` -> [0, 1, 3]; None when it is no index list."""
+    out: list[int] = []
+    for part in text.split(","):
+        lo, _, hi = part.strip().partition("-")
+        if not lo.isdigit() or (hi and not hi.isdigit()) or (hi and int(hi) < int(lo)):
+            return None
+        out += list(range(int(lo), int(hi or lo) + 1))
+    return out
+
+
+def _gres_devices(value: str, where: str) -> list[int] | None:
+    """The GPU indices of one node's ``GRES=`` value (gpu items first, else
+    the GPU a shard or MPS item names); None when it names no indices."""
+    found: dict[str, list[int]] = {}
+    for name, idx in _GRES_IDX.findall(value):
+        if idx.strip() in ("", "N/A"):
+            continue
+        indices = _index_list(idx)
+        if indices is None:
+            raise InvalidInputError(f"{where}, GRES: '{value}': bad IDX list '{idx}' (expected e.g. IDX:0-1,3)")
+        found.setdefault(name, []).extend(indices)
+    for name in ("gpu", "shard", "mps"):
+        if found.get(name):
+            return sorted(set(found[name]))
+    return None
+
+
+def read_scontrol_jobs(paths: Any) -> pd.DataFrame:
+    """Each job's GPU indices per node from ``scontrol show job -d`` output
+    (files; records separated by blank lines, or ``-o`` one line each):
+    ``JobId``, ``ArrayJobId``/``ArrayTaskId``, ``StartTime`` and the per-node
+    detail lines ``Nodes=gpu[01-02] CPU_IDs=0-15 Mem=64000
+    GRES=gpu:a100:2(IDX:0-1)`` (``GRES_IDX=gpu(IDX:0)`` before Slurm 20.02).
+    A node line without an IDX list (a job without GPUs) gives no row.
+
+    Returns one row per job and node: ``job`` (JobId, the raw id), ``array_job``
+    (``4103_2`` for an array task, else None), ``node``, ``devices`` (a tuple
+    of GPU indices), ``start`` (StartTime as printed, the controller's local
+    time), ``source`` and ``line`` (of the node line). A job read twice
+    (several snapshots) keeps its last record per node and start.
+    :func:`read_slurm_sacct` (``scontrol=``) takes these indices for sacct
+    rows that have no IDX of their own.
+
+    Examples:
+        >>> from pathlib import Path
+        >>> _ = Path("scontrol.txt").write_text(
+        ...     "JobId=4105 ArrayJobId=4103 ArrayTaskId=2 JobName=sweep\\n"
+        ...     "   StartTime=2026-03-01T10:00:00 EndTime=2026-03-01T11:00:00 Deadline=N/A\\n"
+        ...     "   NodeList=gpu[01-02]\\n"
+        ...     "   JOB_GRES=gpu:a100:4\\n"
+        ...     "     Nodes=gpu01 CPU_IDs=0-15 Mem=64000 GRES=gpu:a100:2(IDX:0-1)\\n"
+        ...     "     Nodes=gpu02 CPU_IDs=0-15 Mem=64000 GRES=gpu:a100:2(IDX:2,3)\\n"
+        ...     "\\n"
+        ...     "JobId=4200 JobName=prep\\n"
+        ...     "   StartTime=2026-03-01T10:30:00 EndTime=2026-03-01T12:00:00 Deadline=N/A\\n"
+        ...     "     Nodes=cpu07 CPU_IDs=0-3 Mem=8000 GRES=\\n")
+        >>> gpucost.read_scontrol_jobs("scontrol.txt")[["job", "array_job", "node", "devices", "line"]]
+            job array_job   node devices  line
+        0  4105    4103_2  gpu01  (0, 1)     5
+        1  4105    4103_2  gpu02  (2, 3)     6
+    """
+    rows: list[tuple] = []
+    for path in _paths(paths):
+        source = str(path)
+        job: dict[str, str] = {}
+        node: tuple[str, int] | None = None  # the node line awaiting its GRES
+
+        def finish(value: str | None, line: int) -> None:
+            nonlocal node
+            if node is None:
+                return
+            names, at = node
+            node = None
+            where = f"{source} line {at}"
+            devices = None if value is None else _gres_devices(value, where)
+            if devices is None:
+                return
+            if "JobId" not in job:
+                raise InvalidInputError(f"{where}, Nodes: a node line before any JobId= (not scontrol show job -d "
+                                        "output?)")
+            try:
+                hosts = _core.expand_host_list(names)
+            except InvalidInputError as exc:
+                raise InvalidInputError(f"{where}, Nodes: '{names}': {exc}") from None
+            array = (f"{job['ArrayJobId']}_{job['ArrayTaskId']}" if job.get("ArrayJobId") and
+                     job.get("ArrayTaskId", "").isdigit() else None)
+            rows.extend((job["JobId"], array, h, tuple(devices), job.get("StartTime", ""), source, at) for h in hosts)
+
+        with open(path, encoding="utf-8") as f:
+            for number, text in enumerate(f, start=1):
+                if text.lstrip().startswith("JobId="):
+                    finish(None, number)
+                    job = {}
+                for key, value in _SCONTROL_FIELD.findall(text):
+                    if key == "Nodes":
+                        finish(None, number)
+                        node = (value, number)
+                    elif key in ("GRES", "GRES_IDX"):
+                        finish(value, number)
+                    elif key == "JobId" and not value.split("+")[0].isdigit():
+                        raise InvalidInputError(f"{source} line {number}, JobId: '{value}' is not a job id")
+                    else:
+                        job[key] = value
+            finish(None, 0)
+    out = pd.DataFrame(rows, columns=list(SCONTROL_COLUMNS))
+    out = out.drop_duplicates(["job", "node", "start"], keep="last").reset_index(drop=True)
+    out = out.astype({"job": object, "node": object, "line": np.int64})
+    out["array_job"] = out["array_job"].astype(object).where(out["array_job"].notna(), None)
+    return out
+
+
+def _job_devices(scontrol: Any) -> list[tuple[str, str, str, str, list[int]]]:
+    """(job, node, start, where, indices) for the sacct reader: each row under
+    its raw id and, for an array task, its JobID too (``4103_2``)."""
+    if scontrol is None:
+        return []
+    table = scontrol if isinstance(scontrol, pd.DataFrame) else read_scontrol_jobs(scontrol)
+    missing = [c for c in ("job", "node", "devices") if c not in table.columns]
+    if missing:
+        raise InvalidInputError(f"scontrol: missing column '{missing[0]}' (read_scontrol_jobs' table: "
+                                f"{', '.join(SCONTROL_COLUMNS)})")
+    out = []
+    for r in table.itertuples(index=False):  # one row per job and node: a small table
+        start = str(getattr(r, "start", "") or "")
+        where = f"{getattr(r, 'source', 'scontrol')} line {getattr(r, 'line', '?')}"
+        devices = [int(d) for d in r.devices]
+        out.append((str(r.job), str(r.node), start, where, devices))
+        array = getattr(r, "array_job", None)
+        if isinstance(array, str) and array:
+            out.append((array, str(r.node), start, where, devices))
+    return out
 
 
 def read_slurm_sacct(path: str | PathLike | Sequence[str | PathLike], tz: str, *, now: Any = None,
                      util: float = 1.0, gpus_per_node: int | None = None, nodes: Any = None, start: Any = None,
                      end: Any = None, node_gpus: Any = None, shards_per_gpu: Any = None,
-                     mps_per_gpu: Any = None) -> SlurmAccounting:
+                     mps_per_gpu: Any = None, scontrol: Any = None) -> SlurmAccounting:
     """Jobs from ``sacct --parsable2 -o JobIDRaw,JobID,User,Account,Partition,
     Submit,Start,End,State,NodeList,AllocTRES`` (times in the controller's
     time zone ``tz``); ``path`` is one export or several, read as one.
@@ -317,6 +464,13 @@ def read_slurm_sacct(path: str | PathLike | Sequence[str | PathLike], tz: str, *
     jobs that ran on a GPU node without any GPU, shard or MPS count: what
     they held cannot be known, and one :class:`gpucost.JoinWarning` gives
     their job-hours and the GPU-hours at stake.
+
+    ``scontrol``: ``scontrol show job -d`` files, or what
+    :func:`read_scontrol_jobs` returned: a job row without an IDX list gets
+    its GPU indices per node from there (matched by JobIDRaw or JobID, node
+    and StartTime), counted in ``diagnostics["gpus_from_scontrol"]``; a job
+    scontrol gives a different GPU count on a node is an error naming both
+    files and lines.
 
     ``usage.attrs["slurm"]`` is the reader's report: ``rows_repeated``,
     ``rows_superseded``, ``runs_cut``, ``repeated_jobs``,
@@ -374,7 +528,7 @@ def read_slurm_sacct(path: str | PathLike | Sequence[str | PathLike], tz: str, *
     raw = _core.sacct([(_read(p), str(p)) for p in files], str(tz), None if now is None else to_ns(now, "now"),
                       float(util), gpus_per_node, to_ns(start, "start") if ranged else None,
                       to_ns(end, "end") if ranged else None, pairs, _per_gpu(shards_per_gpu, "shards_per_gpu"),
-                      _per_gpu(mps_per_gpu, "mps_per_gpu"))
+                      _per_gpu(mps_per_gpu, "mps_per_gpu"), _job_devices(scontrol))
     usage = usage_frame(raw["usage"])
     _rename_nodes(usage, "resource_id", nodes)
     workloads = workloads_frame(raw["workloads"])

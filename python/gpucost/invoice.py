@@ -53,7 +53,7 @@ INVOICE_COLUMNS: dict[str, tuple[str, ...]] = {
     "amount": ("amount", "total", "cost", "line_total", "amount_usd", "charge", "charges", "subtotal"),
     "currency": ("currency", "currency_code"),
     "description": ("description", "sku", "product", "item", "line_item"),
-    "gpu_type": ("gpu_type", "gpu", "gpu_model", "gpu_type_id"),
+    "gpu_type": ("gpu_type", "gpu", "gpu_model", "gpu_type_id", "gputypeid"),
     "gpus": ("gpus", "gpu_count", "num_gpus", "gpus_per_instance", "gpus_per_node"),
 }
 

@@ -54,7 +54,7 @@ __all__ = ["TABLES", "Problem", "PlanError", "Source", "SourcePlan", "Reading", 
 TABLES = ("costs", "usage", "workloads", "inventory", "extras", "downtime")
 BILL_READERS = {"focus": "read_focus", "cur": "read_cur", "gcp": "read_gcp_billing", "azure": "read_azure_costs"}
 #: The [sources] keys that give usage samples (one is needed).
-USAGE_KEYS = ("prometheus", "telemetry", "dcgm_text", "nvidia_smi", "sacct", "usage")
+USAGE_KEYS = ("prometheus", "telemetry", "dcgm_text", "jobstats", "nvidia_smi", "sacct", "usage")
 #: The keys of [sources.invoice] and their types (path: one or several files).
 INVOICE_KEYS = {"path": (str, list), "columns": dict, "unit": str, "currency": str, "tz": str, "date_format": str}
 _NUMERIC = ("cost", "list_cost", "share", "util", "mem_used", "duration", "device", "mem_capacity", "amount",
@@ -567,6 +567,17 @@ def plan_sources(config: Config) -> SourcePlan:
         out.append(Source("dcgm_text", "dcgm_text", ("usage",), tuple(scrapes),
                           {"interval": given, **dcgm,
                            "instants": tuple((t, tuple(group)) for t, group in by_instant.items())}, lookups))
+    if "jobstats" in s:  # Princeton jobstats' GPU exporter: scrapes or saved answers, the job in nvidia_gpu_jobId
+        files = p.files("jobstats")
+        by_instant = _by_instant(files)
+        out.append(Source("jobstats", "jobstats", ("usage",), tuple(files),
+                          {"interval": given, "keep_unknown_nodes": dcgm["keep_unknown_nodes"],
+                           "instants": tuple((t, tuple(group)) for t, group in by_instant.items())}, lookups))
+    if "ceems" in s:  # the CEEMS exporter's GPU -> job mapping, applied to the DCGM telemetry
+        if not any(key in s for key in ("prometheus", "telemetry", "dcgm_text")):
+            p.problem("ceems", "ceems (the CEEMS GPU -> job mapping) needs DCGM telemetry of the same GPUs: "
+                               "telemetry, dcgm_text or prometheus in [sources]")
+        out.append(Source("ceems", "ceems_map", ("usage",), tuple(p.files("ceems")), {"interval": given}))
     if "nvidia_smi" in s:
         pid_jobs = p.table("pid_jobs", ("usage",)) if "pid_jobs" in s else None
         if pid_jobs is not None:
@@ -574,8 +585,12 @@ def plan_sources(config: Config) -> SourcePlan:
         out.append(p.nvidia_smi(given, hosts, pid_jobs))
     if "sacct" in s:  # its samples and its jobs' labels, read once
         out.append(Source("sacct", "sacct", ("usage", "workloads"), tuple(p.files("sacct")),
-                          {"timezone": s.get("timezone", "UTC"), **p.sacct_range(), **p.slurm()},
+                          {"timezone": s.get("timezone", "UTC"), **p.sacct_range(), **p.slurm(),
+                           "scontrol": tuple(p.files("scontrol")) if "scontrol" in s else ()},
                           (hosts,) if hosts else ()))
+    elif "scontrol" in s:
+        p.problem("scontrol", "scontrol (scontrol show job -d: the jobs' GPU indices) needs the jobs' accounting: "
+                              "sacct in [sources] (--sacct)")
     if "node_events" in s:  # Slurm node events or node, start, end tables: down time
         out.append(Source("node_events", "node_events", ("downtime",), tuple(p.files("node_events")),
                           {"timezone": s.get("timezone", "UTC"), "end": s.get("end")}, (hosts,) if hosts else ()))
@@ -592,8 +607,8 @@ def plan_sources(config: Config) -> SourcePlan:
         out.append(p.table("usage", ("usage",)))
     if not any(key in s for key in USAGE_KEYS):
         p.problem("telemetry", "no telemetry: give --prometheus URL, --telemetry FILES (saved Prometheus answers), "
-                               "--dcgm-text (exporter scrapes), --nvidia-smi (logs), --sacct (Slurm accounting) or "
-                               "--usage (a usage samples table)")
+                               "--dcgm-text (exporter scrapes), --jobstats (jobstats GPU exporter), --nvidia-smi "
+                               "(logs), --sacct (Slurm accounting) or --usage (a usage samples table)")
 
     # workloads
     wanted = {k: v for k, v in config.labels.items() if k != "namespaces"}
@@ -942,6 +957,40 @@ def _read_scrapes(source: Source, reading: Reading, table: str) -> Iterator[pd.D
         yield read(list(group), timestamp=instant, interval=source.options["interval"], **dcgm)
 
 
+def _by_instant(files: Sequence[Path]) -> dict[Any, list[str]]:
+    """Exporter files read together: saved Prometheus answers (JSON) in one
+    call, scrapes grouped by their instant (their own timestamps, else their
+    name, else their mtime: sources.scrape_instant)."""
+    out: dict[Any, list[str]] = {}
+    for path in files:
+        with open(path, encoding="utf-8") as f:
+            is_json = f.read(256).lstrip().startswith("{")
+        out.setdefault(None if is_json else sources.scrape_instant(path), []).append(str(path))
+    return out
+
+
+def _read_jobstats(source: Source, reading: Reading, table: str) -> Iterator[pd.DataFrame]:
+    """Princeton jobstats' GPU exporter: the scrapes of one instant (or saved answers) per call."""
+    from gpucost.prometheus import read_jobstats
+    nodes = _nodes_table(_uses(source, "kube_node_info") or _uses(source, "kubectl_nodes"), _uses(source, "hosts"),
+                         reading)
+    for instant, group in source.options["instants"]:
+        yield read_jobstats(list(group), timestamp=instant, interval=source.options["interval"], nodes=nodes,
+                            keep_unknown_nodes=source.options["keep_unknown_nodes"])
+
+
+def _apply_ceems(plan: SourcePlan, usage: pd.DataFrame) -> pd.DataFrame:
+    """The CEEMS exporter's GPU -> job mapping given to the telemetry's free samples (gpucost.slurm.apply_gpu_map)."""
+    ceems = plan.find("ceems")
+    if ceems is None:
+        return usage
+    from gpucost.prometheus import read_ceems_gpu_map
+    from gpucost.slurm import apply_gpu_map
+    maps = [read_ceems_gpu_map(group, timestamp=t, interval=ceems.options["interval"])
+            for t, group in _by_instant(ceems.files).items()]
+    return apply_gpu_map(usage, sources.concat_frames(maps) if len(maps) > 1 else maps[0])
+
+
 def _read_nvidia_smi(source: Source, reading: Reading, table: str) -> Iterator[pd.DataFrame]:
     """nvidia-smi logs, one frame per host's log; the hosts table maps hosts
     to bill ids and time zones."""
@@ -995,7 +1044,7 @@ def _sacct_result(source: Source, reading: Reading) -> Any:
             return _need("read_slurm_sacct", "the telemetry issue")(
                 list(source.files), o["timezone"], nodes=nodes, start=o.get("start") if ranged else None,
                 end=o.get("end") if ranged else None, shards_per_gpu=o.get("shards_per_gpu"),
-                mps_per_gpu=o.get("mps_per_gpu"))
+                mps_per_gpu=o.get("mps_per_gpu"), scontrol=[str(p) for p in o.get("scontrol", ())] or None)
         except InvalidInputError as exc:
             text = str(exc)
             if "shards_per_gpu for node" in text:  # the fix in the config's words
@@ -1074,6 +1123,7 @@ _READERS: dict[str, Callable[[Source, Reading, str], Iterator[pd.DataFrame]]] = 
     "nvidia_smi": _read_nvidia_smi, "sacct": _read_sacct, "kubectl_pods": _read_pods,
     "kube_pod_labels": _read_pod_labels, "kube_pod_info": _read_pod_info, "kube_pod_labels_live": _fetch_pod_labels,
     "demo": _read_demo, "catalog": _read_nothing, "spot_interruptions": _read_nothing,
+    "jobstats": _read_jobstats, "ceems_map": _read_nothing,
     "node_events": _read_node_events, "invoice": _read_invoice, "owned": _read_nothing,
 }
 
@@ -1129,6 +1179,7 @@ def read_plan(plan: SourcePlan, *, progress: bool = False) -> Tables:
     usage = sources.concat_usage(frames, [step] * len(frames), [s.key for s in telemetry],
                                  [[s.options["url"]] if s.kind == "prometheus" else [str(p) for p in s.files]
                                   for s in telemetry])
+    usage = _apply_ceems(plan, usage)
     if plan.step is None:
         spacing = usage.attrs.get("telemetry", {}).get("spacing_seconds") if isinstance(
             usage.attrs.get("telemetry"), dict) else None

@@ -41,7 +41,9 @@ __all__ = [
     "dcgm_metric_names",
     "fetch_usage",
     "read_amd_smi_metric",
+    "read_ceems_gpu_map",
     "read_dcgm_text",
+    "read_jobstats",
     "read_query_range",
 ]
 
@@ -546,3 +548,307 @@ def parse_dcgm_text(texts: Iterable[str], *, timestamp: Any = None, interval: An
                        interval=None if interval is None else _seconds(interval, "interval"),
                        exporter_names=kwargs.get("exporter_names", DEFAULT_EXPORTER_NAMES))
     return telemetry_report(usage_frame(_core.dcgm_usage(inputs, False, default_ts, options)), "dcgm-exporter text")
+
+
+# ---- other exporters that say which job holds a GPU (docs/telemetry.md) ------------------------
+
+#: What Princeton jobstats' GPU exporter (github.com/plazonic/nvidia_gpu_prometheus_exporter) prints and
+#: gpucost reads: utilisation (%), memory (bytes), power (mW) and the job holding the GPU.
+JOBSTATS_METRICS = ("nvidia_gpu_duty_cycle", "nvidia_gpu_memory_used_bytes", "nvidia_gpu_memory_total_bytes",
+                    "nvidia_gpu_power_usage_milliwatts", "nvidia_gpu_jobId")
+#: CEEMS exporter's GPU -> compute unit mapping (github.com/mahendrapaipuri/ceems, pkg/collector/slurm.go).
+CEEMS_GPU_MAP = "ceems_compute_unit_gpu_index_flag"
+#: How the mapping sources name themselves in the join report (``job_mapping`` column, placement).
+JOBSTATS_SOURCE = "jobstats nvidia_gpu_jobId"
+CEEMS_SOURCE = "CEEMS"
+
+
+def _series_points(paths: Any, timestamp: Any, metrics: Sequence[str]) -> pd.DataFrame:
+    """Points of the ``metrics`` series in exposition text files or saved
+    query answers (JSON, told by the first character): metric, source,
+    line (0 for JSON), ts (ns), value, and every label as a column ("" where
+    a series lacks it)."""
+    files = [str(p) for p in _paths(paths)]
+    bodies = {f: _read(f) for f in files}
+    default_ts = to_ns(timestamp, "timestamp") if timestamp is not None else None
+    parts = []
+    for is_json in (False, True):
+        inputs = [(bodies[f], f, "") for f in files if bodies[f].lstrip().startswith("{") == is_json]
+        if not inputs:
+            continue
+        raw = _core.prom_series(inputs, is_json, default_ts, list(metrics))
+        series = pd.DataFrame([labels for _, _, labels in raw["series"]], dtype=object)
+        series["metric"] = [name for name, _, _ in raw["series"]]
+        series["source"] = np.asarray(raw["sources"], dtype=object)[[src for _, src, _ in raw["series"]]] \
+            if len(raw["series"]) else np.array([], dtype=object)
+        sid = np.asarray(raw["series_id"])
+        points = series.iloc[sid].reset_index(drop=True)
+        points["ts"] = np.asarray(raw["timestamp_ns"], dtype=np.int64)
+        points["value"] = np.asarray(raw["value"], dtype=np.float64)
+        points["line"] = np.asarray(raw["line"], dtype=np.int64)
+        parts.append(points[points["metric"].isin(metrics).to_numpy()])
+    if not parts:
+        return pd.DataFrame({c: pd.Series([], dtype=object) for c in ("metric", "source")}).assign(
+            ts=np.array([], dtype=np.int64), value=np.array([], dtype=np.float64), line=np.array([], dtype=np.int64))
+    out = pd.concat(parts, ignore_index=True)
+    labels = [c for c in out.columns if c not in ("metric", "source", "ts", "value", "line")]
+    out[labels] = out[labels].fillna("").astype(str)
+    return out
+
+
+def _where(points: pd.DataFrame, mask: np.ndarray) -> str:
+    """The first flagged point as ``file line N`` (text) or ``file series metric{...}`` (JSON)."""
+    i = int(np.flatnonzero(mask)[0])
+    row = points.iloc[i]
+    return f"{row['source']} line {row['line']}" if row["line"] else f"{row['source']} series {row['metric']}"
+
+
+def _node_of(points: pd.DataFrame, labels: Sequence[str]) -> np.ndarray:
+    """Each point's node: the first non-empty of ``labels``, else Prometheus'
+    ``instance`` without its port, else (a scrape file) the file's name up to
+    its first dot."""
+    node = np.full(len(points), "", dtype=object)
+    for label in list(labels) + ["instance"]:
+        if label not in points.columns:
+            continue
+        values = points[label].to_numpy(dtype=object)
+        if label == "instance":
+            values = points[label].str.replace(r":\d+$", "", regex=True).to_numpy(dtype=object)
+        node = np.where(node == "", values, node)
+    if (node == "").any():
+        from pathlib import Path
+        names = points["source"].map(lambda f: Path(f).name.split(".", 1)[0])
+        node = np.where(node == "", names.to_numpy(dtype=object), node)
+    return node
+
+
+def _resource_ids(node: np.ndarray, nodes: Any, keep_unknown_nodes: bool, points: pd.DataFrame) -> np.ndarray:
+    if nodes is None:
+        return node
+    t = Table(nodes, "nodes")
+    lookup = pd.Series(np.asarray(t.column("resource_id"), dtype=object).astype(str),
+                       index=np.asarray(t.column("node"), dtype=object).astype(str))
+    lookup = lookup[~lookup.index.duplicated(keep="last")]
+    found = pd.Series(node).map(lookup).to_numpy(dtype=object)
+    unknown = pd.isna(found)
+    if unknown.any() and not keep_unknown_nodes:
+        raise InvalidInputError(f"{_where(points, unknown)}: node '{node[unknown][0]}' is not in the nodes table "
+                                "(pass keep_unknown_nodes to use the node name as the resource id)")
+    return np.where(unknown, node, found)
+
+
+def _device_of(points: pd.DataFrame, labels: Sequence[str]) -> np.ndarray:
+    """The GPU index from the first of ``labels`` a point has; a non-integer is an error naming it."""
+    text = np.full(len(points), "", dtype=object)
+    for label in labels:
+        if label in points.columns:
+            text = np.where(text == "", points[label].to_numpy(dtype=object), text)
+    number = pd.to_numeric(pd.Series(text), errors="coerce").to_numpy(dtype=np.float64)
+    bad = ~np.isfinite(number) | (number < 0) | (number != np.floor(number))
+    if bad.any():
+        raise InvalidInputError(f"{_where(points, bad)}, label {'/'.join(labels)}: '{text[bad][0]}' is not a GPU "
+                                "index")
+    return number.astype(np.int64)
+
+
+def _durations(key: np.ndarray, ts: np.ndarray, interval: float | None) -> tuple[np.ndarray, float]:
+    """Each reading's gap to its GPU's next one, capped at the spacing (the
+    median gap): a gap counts as missing, as for DCGM (io/usage.h)."""
+    order = np.lexsort((ts, key))
+    k, t = key[order], ts[order]
+    same_next = np.append(k[1:] == k[:-1], False)
+    gap = np.append(np.diff(t), 0).astype(np.float64) / 1e9
+    gaps = gap[same_next & (gap > 0)]
+    spacing = float(np.median(gaps)) if len(gaps) else float(interval if interval is not None else 60.0)
+    out = np.empty(len(ts), dtype=np.float64)
+    out[order] = np.where(same_next & (gap > 0), np.minimum(gap, spacing), spacing)
+    return out, spacing
+
+
+def _no_mig(points: pd.DataFrame, label: str, what: str) -> None:
+    if label in points.columns:
+        mig = (points[label].to_numpy(dtype=object) != "")
+        if mig.any():
+            raise InvalidInputError(f"{_where(points, mig)}, label {label}: a MIG instance "
+                                    f"({label}=\"{points[label].to_numpy(dtype=object)[mig][0]}\"): {what} is read for "
+                                    "whole GPUs only; read MIG nodes' telemetry with dcgm-exporter")
+
+
+def read_jobstats(paths: Any, *, timestamp: Any = None, interval: Any = None, nodes: Any = None,
+                  node_labels: Sequence[str] = DEFAULT_NODE_LABELS, keep_unknown_nodes: bool = False) -> pd.DataFrame:
+    """Usage samples from Princeton jobstats' GPU exporter
+    (``nvidia_gpu_prometheus_exporter``): scrapes (``curl node:9445/metrics``)
+    or saved Prometheus answers, one file per metric or many.
+
+    Per GPU and instant: ``util`` from ``nvidia_gpu_duty_cycle`` (percent),
+    ``mem_used`` from ``nvidia_gpu_memory_used_bytes``, ``power_w`` from
+    ``nvidia_gpu_power_usage_milliwatts`` (/1000), ``mem_free`` from
+    ``nvidia_gpu_memory_total_bytes``; the consumer is the Slurm job holding
+    the GPU: the exporter's ``jobid`` label (exporter 0.2.2 and later put it
+    on every metric), else the value of ``nvidia_gpu_jobId`` at the same
+    instant and GPU (0 or absent: a free GPU, consumer ""). The job id is
+    ``SLURM_JOB_ID`` (sacct's JobIDRaw: :func:`gpucost.slurm.join_jobs`'
+    ``job_ids`` renames array tasks). The GPU index is the ``ordinal`` label
+    (the nvidia-smi index, as Slurm's IDX), else ``minor_number`` (older
+    exporters); the node the first of ``node_labels``, else ``instance``
+    without its port, else a scrape file's name up to its first dot.
+    ``job_mapping`` names the source ("jobstats nvidia_gpu_jobId") for the
+    join report. MIG instances (``GPU_I_ID``) are an error: whole GPUs only.
+    Durations as for :func:`read_dcgm_text`; ``timestamp`` is the instant of
+    scrape lines without one, ``interval`` the seconds one scrape stands for.
+
+    Examples:
+        One scrape of a node with two GPUs, job 1234567 on GPU 0 (the
+        exporter before 0.2.2: no ``jobid`` label, ``nvidia_gpu_jobId`` 0 on
+        a free GPU):
+
+        >>> from pathlib import Path
+        >>> gpu = lambda i: f'minor_number="{i}",name="NVIDIA A100-SXM4-80GB",uuid="GPU-{i}aaa"'
+        >>> _ = Path("della-l01g1.prom").write_text(
+        ...     f"nvidia_gpu_duty_cycle{{{gpu(0)}}} 85\\n"
+        ...     f"nvidia_gpu_duty_cycle{{{gpu(1)}}} 0\\n"
+        ...     f"nvidia_gpu_memory_used_bytes{{{gpu(0)}}} 4.2e+10\\n"
+        ...     f"nvidia_gpu_memory_used_bytes{{{gpu(1)}}} 0\\n"
+        ...     f"nvidia_gpu_power_usage_milliwatts{{{gpu(0)}}} 312000\\n"
+        ...     f"nvidia_gpu_jobId{{{gpu(0)}}} 1234567\\n"
+        ...     f"nvidia_gpu_jobId{{{gpu(1)}}} 0\\n")
+        >>> usage = gpucost.prometheus.read_jobstats("della-l01g1.prom", timestamp="2026-03-01 10:00", interval=30)
+        >>> usage[["resource_id", "device", "consumer", "util", "mem_used", "power_w", "duration"]]
+           resource_id  device consumer  util      mem_used  power_w  duration
+        0  della-l01g1       0  1234567  0.85  4.200000e+10    312.0      30.0
+        1  della-l01g1       1           0.00  0.000000e+00      NaN      30.0
+    """
+    points = _series_points(paths, timestamp, JOBSTATS_METRICS)
+    _no_mig(points, "GPU_I_ID", "jobstats telemetry")
+    if not len(points):
+        raise InvalidInputError(f"{', '.join(str(p) for p in _paths(paths))}: no jobstats GPU metric "
+                                f"({', '.join(JOBSTATS_METRICS)})")
+    node = _node_of(points, node_labels)
+    device = _device_of(points, ["ordinal", "minor_number"])
+    metric = points["metric"].to_numpy(dtype=object)
+    value = points["value"].to_numpy(dtype=np.float64)
+    util_row = metric == "nvidia_gpu_duty_cycle"
+    bad = ~np.isfinite(value) | (value < 0) | (util_row & (value > 100))
+    if bad.any():
+        raise InvalidInputError(f"{_where(points, bad)}, value: {float(value[bad][0])!r} is not a valid "
+                                f"{metric[bad][0]} reading")
+    key = pd.DataFrame({"node": node, "device": device, "ts": points["ts"].to_numpy()})
+    dup = pd.concat([key, pd.Series(metric, name="metric")], axis=1).duplicated(keep=False).to_numpy()
+    if dup.any():
+        raise InvalidInputError(f"{_where(points, dup)}: GPU {device[dup][0]} of '{node[dup][0]}' has two "
+                                f"{metric[dup][0]} readings at one instant (two Prometheus replicas, or a file "
+                                "given twice?)")
+    # One sample per GPU and instant: each metric's value, and the job from the label or nvidia_gpu_jobId.
+    codes = pd.factorize(pd.MultiIndex.from_frame(key))[0]
+    first = pd.Series(np.arange(len(points))).groupby(codes).first().to_numpy()
+    n = len(first)
+
+    def column(name: str, scale: float) -> np.ndarray:
+        out = np.full(n, np.nan)
+        rows = metric == name
+        out[codes[rows]] = value[rows] * scale
+        return out
+
+    job_label = points["jobid"].to_numpy(dtype=object) if "jobid" in points.columns else np.full(len(points), "")
+    job = np.full(n, "", dtype=object)
+    jid = metric == "nvidia_gpu_jobId"
+    job[codes[jid]] = np.where(value[jid] > 0, pd.Series(value[jid]).map(lambda v: f"{v:.0f}").to_numpy(dtype=object),
+                               "")
+    labelled = job_label != ""
+    job[codes[labelled]] = job_label[labelled]
+    samples = key.iloc[first].reset_index(drop=True)
+    util, mem = column("nvidia_gpu_duty_cycle", 0.01), column("nvidia_gpu_memory_used_bytes", 1.0)
+    total = column("nvidia_gpu_memory_total_bytes", 1.0)
+    step = None if interval is None else _seconds(interval, "interval")
+    duration, spacing = _durations(codes_by_gpu(samples), samples["ts"].to_numpy(), step)
+    frame = pd.DataFrame({
+        "timestamp": pd.to_datetime(samples["ts"].to_numpy(), utc=True),
+        "resource_id": pd.Categorical(_resource_ids(samples["node"].to_numpy(dtype=object), nodes,
+                                                    keep_unknown_nodes, points.iloc[first].reset_index(drop=True))),
+        "device": samples["device"].to_numpy(dtype=np.int64),
+        "consumer": pd.Categorical(job),
+        "share": 1.0,
+        "util": np.nan_to_num(util),
+        "mem_used": np.nan_to_num(mem),
+        "duration": duration,
+        "node": pd.Categorical(samples["node"].to_numpy(dtype=object)),
+        "gpu_uuid": pd.Categorical(points["uuid"].to_numpy(dtype=object)[first] if "uuid" in points else ""),
+        "gpu_model": pd.Categorical(points["name"].to_numpy(dtype=object)[first] if "name" in points else ""),
+        "power_w": column("nvidia_gpu_power_usage_milliwatts", 1e-3),
+        "mem_free": total - np.nan_to_num(mem),
+        "job_mapping": pd.Categorical(np.where(job != "", JOBSTATS_SOURCE, None)),
+    })
+    frame = frame.sort_values(["resource_id", "device", "timestamp"], kind="stable").reset_index(drop=True)
+    frame.attrs["diagnostics"] = {"series": int(len(pd.unique(codes_by_gpu(samples)))), "spacing_seconds": spacing,
+                                  "samples": int(n), "samples_without_util": int(np.isnan(util).sum()),
+                                  "samples_without_memory": int(np.isnan(mem).sum()),
+                                  "samples_with_job": int((job != "").sum())}
+    return telemetry_report(frame, "jobstats exporter")
+
+
+def codes_by_gpu(samples: pd.DataFrame) -> np.ndarray:
+    """One code per (node, GPU) of a readings table."""
+    return pd.factorize(pd.MultiIndex.from_frame(samples[["node", "device"]]))[0]
+
+
+def read_ceems_gpu_map(paths: Any, *, timestamp: Any = None, interval: Any = None,
+                       node_labels: Sequence[str] = ("hostname",) + tuple(DEFAULT_NODE_LABELS)) -> pd.DataFrame:
+    """The GPU -> Slurm job mapping the CEEMS exporter publishes,
+    ``ceems_compute_unit_gpu_index_flag{manager="slurm",uuid="<job id>",
+    index="<GPU index>",gpuuuid="GPU-...",gpuiid="",hostname=...} <share>``
+    (scrapes of ``ceems_exporter`` or saved Prometheus answers): one row per
+    instant, GPU and job with ``timestamp``, ``node`` (``hostname``, else the
+    other node labels, else ``instance`` without its port, else a scrape
+    file's name up to its first dot), ``device`` (``index``), ``gpu_uuid``
+    (``gpuuuid``), ``job`` (``uuid``: the Slurm job id), ``share`` (the value:
+    1, or the job's shards over the GPU's) and ``duration`` (the gap to that
+    GPU's next mapping, capped at the spacing). Series of other managers
+    (``k8s``, ``libvirt``) are left out and counted
+    (``attrs["other_managers"]``); MIG instances (``gpuiid``) are an error.
+    :func:`gpucost.slurm.apply_gpu_map` gives DCGM samples their jobs.
+
+    Examples:
+        >>> from pathlib import Path
+        >>> flag = ('ceems_compute_unit_gpu_index_flag{{cgrouphostname="",gpuiid="",gpuuuid="GPU-{u}",'
+        ...         'hindex="gpu01/gpu-{i}",hostname="gpu01",index="{i}",manager="slurm",uuid="{job}"}} {v}')
+        >>> _ = Path("ceems.prom").write_text("\\n".join([flag.format(u="0aaa", i=0, job=1009248, v=1),
+        ...                                                flag.format(u="1bbb", i=1, job=1009249, v=0.5),
+        ...                                                flag.format(u="1bbb", i=1, job=1009250, v=0.5)]) + "\\n")
+        >>> gpucost.prometheus.read_ceems_gpu_map("ceems.prom", timestamp="2026-03-01 10:00", interval=60)
+                          timestamp   node  device  gpu_uuid      job  share  duration
+        0 2026-03-01 10:00:00+00:00  gpu01       0  GPU-0aaa  1009248    1.0      60.0
+        1 2026-03-01 10:00:00+00:00  gpu01       1  GPU-1bbb  1009249    0.5      60.0
+        2 2026-03-01 10:00:00+00:00  gpu01       1  GPU-1bbb  1009250    0.5      60.0
+    """
+    points = _series_points(paths, timestamp, [CEEMS_GPU_MAP])
+    if not len(points):
+        raise InvalidInputError(f"{', '.join(str(p) for p in _paths(paths))}: no {CEEMS_GPU_MAP} series (the CEEMS "
+                                "exporter's GPU -> job mapping; is its Slurm collector on, --collector.slurm?)")
+    manager = points["manager"].to_numpy(dtype=object) if "manager" in points else np.full(len(points), "slurm")
+    other = manager != "slurm"
+    points = points[~other].reset_index(drop=True)
+    _no_mig(points, "gpuiid", "the CEEMS GPU mapping")
+    value = points["value"].to_numpy(dtype=np.float64)
+    job = points["uuid"].to_numpy(dtype=object) if "uuid" in points else np.full(len(points), "", dtype=object)
+    bad = ~np.isfinite(value) | (value < 0) | (value > 1 + 1e-9)
+    if bad.any():
+        raise InvalidInputError(f"{_where(points, bad)}, value: {float(value[bad][0])!r} is not a GPU share (0 .. 1)")
+    if (job == "").any():
+        raise InvalidInputError(f"{_where(points, job == '')}, label uuid: empty (the Slurm job id)")
+    keep = value > 0  # "a value > 0 indicates the job using current GPU"
+    points, value, job = points[keep].reset_index(drop=True), value[keep], job[keep]
+    node = _node_of(points, node_labels)
+    device = _device_of(points, ["index"])
+    readings = pd.DataFrame({"node": node, "device": device, "ts": points["ts"].to_numpy()})
+    instants = readings.drop_duplicates()
+    step = None if interval is None else _seconds(interval, "interval")
+    duration, spacing = _durations(codes_by_gpu(instants), instants["ts"].to_numpy(), step)
+    instants = instants.assign(duration=duration)
+    out = readings.assign(gpu_uuid=points["gpuuuid"].to_numpy(dtype=object) if "gpuuuid" in points else "",
+                          job=job, share=value).merge(instants, on=["node", "device", "ts"], how="left")
+    out.insert(0, "timestamp", pd.to_datetime(out.pop("ts").to_numpy(), utc=True))
+    out = out[["timestamp", "node", "device", "gpu_uuid", "job", "share", "duration"]]
+    out = out.sort_values(["timestamp", "node", "device", "job"], kind="stable").reset_index(drop=True)
+    out.attrs["other_managers"] = int(other.sum())
+    out.attrs["spacing_seconds"] = spacing
+    return out

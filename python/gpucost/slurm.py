@@ -11,8 +11,11 @@ Which job held which GPU, in this order:
 
 1. the telemetry's own label: dcgm-exporter's ``hpc_job`` (its
    ``--hpc-job-mapping-dir``, written by a Slurm prolog), read by the DCGM
-   readers as the sample's consumer;
-2. the GPU indices sacct gives (``IDX:`` in a Gres/AllocGRES column);
+   readers as the sample's consumer; Princeton jobstats' ``nvidia_gpu_jobId``
+   (:func:`gpucost.prometheus.read_jobstats`); CEEMS' GPU -> job mapping
+   applied to DCGM samples (:func:`apply_gpu_map`);
+2. the GPU indices Slurm gives: ``IDX:`` in sacct's Gres/AllocGRES column,
+   else in ``scontrol show job -d`` (:func:`gpucost.read_scontrol_jobs`);
 3. else the jobs placed on their node's GPUs in start order, lowest free
    index first (as :func:`gpucost.read_slurm_sacct` does), said in the report.
 
@@ -42,6 +45,8 @@ saw it 90 % busy:
 >>> joined.report["jobs"][["consumer", "held_gpu_hours", "measured_gpu_hours", "assumed_gpu_hours", "placement"]]
   consumer  held_gpu_hours  measured_gpu_hours  assumed_gpu_hours    placement
 0        7             1.0                 1.0                0.0  start order
+
+The report names what placed each job (:data:`PLACEMENTS`).
 """
 
 from __future__ import annotations
@@ -57,10 +62,16 @@ from gpucost import _core
 from gpucost.errors import InvalidInputError
 from gpucost.frames import Table, usage_frame
 
-__all__ = ["JobJoin", "join_jobs", "fit_job_times", "sacct_job_labels", "with_job_labels", "PROCESS_PREFIXES"]
+__all__ = ["JobJoin", "join_jobs", "fit_job_times", "sacct_job_labels", "with_job_labels", "apply_gpu_map",
+           "PROCESS_PREFIXES", "PLACEMENTS"]
 
 #: Telemetry consumers that name a process, not a job (nvidia-smi apps without pid_jobs).
 PROCESS_PREFIXES = ("pid:",)
+#: How the join report names what placed each job on its GPUs (``report["jobs"]["placement"]``), in the
+#: order they are tried: the telemetry's own job label (dcgm-exporter's hpc_job, jobstats, CEEMS), the GPU
+#: indices Slurm gives (sacct's IDX, scontrol's), else start order; "none": no telemetry joined to it.
+LABEL_SOURCES = ("hpc_job label", "jobstats nvidia_gpu_jobId", "CEEMS")
+PLACEMENTS = (*LABEL_SOURCES, "sacct IDX", "scontrol IDX", "start order", "none")
 #: A telemetry sample is busy when it names a holder, or its utilisation or memory says so.
 BUSY_UTIL = 0.02
 BUSY_MEMORY = 256 * 2**20
@@ -170,7 +181,19 @@ def _hours(values: np.ndarray) -> np.ndarray:
     return np.asarray(values, dtype=np.float64) / 3600.0
 
 
-def _jobs_table(raw: dict, exact: bool) -> pd.DataFrame:
+def _label_source(telemetry: pd.DataFrame) -> pd.Series:
+    """Per consumer the telemetry names, which mapping named it: the
+    ``job_mapping`` column the jobstats and CEEMS readers write, else
+    dcgm-exporter's ``hpc_job`` label."""
+    consumer = telemetry["consumer"].astype(str)
+    if "job_mapping" not in telemetry.columns:
+        return pd.Series(LABEL_SOURCES[0], index=pd.Index(pd.unique(consumer.to_numpy())))
+    source = telemetry["job_mapping"].astype(object).where(telemetry["job_mapping"].notna(), LABEL_SOURCES[0])
+    return pd.Series(source.to_numpy(), index=consumer.to_numpy()).groupby(level=0).first()
+
+
+def _jobs_table(raw: dict, exact: bool, telemetry: pd.DataFrame | None = None,
+                indexed: Mapping[str, str] | None = None) -> pd.DataFrame:
     j = raw["jobs"]
     codes, values = j["consumer"]
     out = pd.DataFrame({
@@ -182,8 +205,14 @@ def _jobs_table(raw: dict, exact: bool) -> pd.DataFrame:
         "in_sacct": j["in_jobs"].astype(bool),
     })
     measured = out["measured_gpu_hours"].to_numpy() > 1e-9
-    out["placement"] = np.where(out["labelled"], "label", np.where(
-        ~measured, "none", "index" if exact else "start order")).astype(object)
+    consumer = out["consumer"].astype(str)
+    label = (consumer.map(_label_source(telemetry)) if telemetry is not None and len(telemetry)
+             else pd.Series(LABEL_SOURCES[0], index=out.index)).fillna(LABEL_SOURCES[0]).to_numpy(dtype=object)
+    # Slurm's own indices per job (sacct IDX, scontrol IDX); without the reader's lists, all or none.
+    index = (consumer.map(dict(indexed)).to_numpy(dtype=object) if indexed is not None
+             else np.full(len(out), "sacct IDX" if exact else None, dtype=object))
+    index = np.where(pd.isna(index), "start order", index)
+    out["placement"] = np.where(out["labelled"], label, np.where(~measured, "none", index)).astype(object)
     assumed = out["assumed_gpu_hours"].to_numpy() > 1e-9
     out["utilization_source"] = np.where(measured & assumed, "mixed", np.where(measured, "measured", "assumed"))
     return out
@@ -226,6 +255,105 @@ def _span(lo: Any, hi: Any) -> str:
     lo = lo.tz_localize("UTC") if lo.tzinfo is None else lo
     hi = hi.tz_localize("UTC") if hi.tzinfo is None else hi
     return f"{lo:%Y-%m-%d %H:%M} .. {hi:%Y-%m-%d %H:%M} UTC"
+
+
+# ---- a GPU -> job mapping beside the telemetry (CEEMS) ------------------------------------------
+
+
+def apply_gpu_map(telemetry: pd.DataFrame, mapping: pd.DataFrame, *, source: str = "CEEMS") -> pd.DataFrame:
+    """DCGM (or other) samples of free GPUs given the jobs a separate GPU ->
+    job mapping names at that instant (:func:`gpucost.prometheus.read_ceems_gpu_map`):
+    a sample with no consumer becomes one sample per job on its GPU then
+    (share and memory split by the mapping's shares, utilisation the GPU's,
+    the rest free), ``job_mapping`` = ``source``; :func:`join_jobs` then
+    treats these jobs as labelled by the telemetry. GPUs are matched by GPU
+    UUID (the telemetry's ``gpu_uuid`` and the mapping's) when both have
+    them, else by node and GPU index (the telemetry's ``node``, or
+    ``resource_id``, and ``device``). A sample takes the mapping of its GPU
+    whose instant is the latest at or before it and whose duration still
+    covers it (so a job's last mapping does not outlive it). Samples that
+    already name a consumer (a pod, an ``hpc_job``) are left as they are.
+    ``attrs["gpu_map"]``: samples mapped, mapping rows matched and unmatched.
+
+    Examples:
+        GPU 0 of gpu01 read by DCGM without job labels; CEEMS says job 7
+        held it at 10:00 (not at 10:01):
+
+        >>> t0 = pd.Timestamp("2026-03-02 10:00", tz="UTC")
+        >>> dcgm = pd.DataFrame({"timestamp": [t0, t0 + pd.Timedelta("1min")], "resource_id": "gpu01", "device": 0,
+        ...                      "consumer": "", "share": 1.0, "util": [0.9, 0.0], "mem_used": [4e10, 0.0],
+        ...                      "duration": 60.0, "node": "gpu01", "gpu_uuid": "GPU-0aaa"})
+        >>> ceems = pd.DataFrame({"timestamp": [t0], "node": ["gpu01"], "device": [0], "gpu_uuid": ["GPU-0aaa"],
+        ...                       "job": ["7"], "share": [1.0], "duration": [60.0]})
+        >>> gpucost.slurm.apply_gpu_map(dcgm, ceems)[["timestamp", "consumer", "share", "util", "job_mapping"]]
+                          timestamp consumer  share  util job_mapping
+        0 2026-03-02 10:00:00+00:00        7    1.0   0.9       CEEMS
+        1 2026-03-02 10:01:00+00:00             1.0   0.0         NaN
+    """
+    for column in ("timestamp", "device", "job", "share", "duration"):
+        if column not in mapping.columns:
+            raise InvalidInputError(f"mapping: missing column '{column}' (read_ceems_gpu_map's table: timestamp, "
+                                    "node, device, gpu_uuid, job, share, duration)")
+    tel = telemetry.reset_index(drop=True)
+    by_uuid = ("gpu_uuid" in tel.columns and "gpu_uuid" in mapping.columns
+               and (mapping["gpu_uuid"].astype(str) != "").all() and (tel["gpu_uuid"].astype(str) != "").any())
+    node_col = "node" if "node" in tel.columns else "resource_id"
+
+    def gpu_keys(frame: pd.DataFrame, node: str) -> np.ndarray:
+        if by_uuid:
+            return frame["gpu_uuid"].astype(str).to_numpy(dtype=object)
+        return (frame[node].astype(str) + "/" + frame["device"].astype(np.int64).astype(str)).to_numpy(dtype=object)
+
+    keys = pd.Index(pd.unique(gpu_keys(mapping, "node")))
+    t_gpu = keys.get_indexer(gpu_keys(tel, node_col))
+    free = (tel["consumer"].astype(str) == "").to_numpy() & (t_gpu >= 0)
+    m_gpu = keys.get_indexer(gpu_keys(mapping, "node"))
+    m_ts = _seconds_of(mapping["timestamp"])  # whole seconds: scrapes and queries are never finer
+    # The mapping's instants per GPU (one per GPU and time), then each free sample's latest one at or before it.
+    inst = pd.DataFrame({"gpu": m_gpu, "ts": m_ts, "duration": mapping["duration"].to_numpy(dtype=np.float64)})
+    inst = inst.drop_duplicates(["gpu", "ts"]).sort_values(["gpu", "ts"]).reset_index(drop=True)
+    t_ts = _seconds_of(tel["timestamp"])
+    query = np.flatnonzero(free)
+    inst_key = inst["gpu"].to_numpy(np.int64) * (1 << 34) + inst["ts"].to_numpy(np.int64)
+    q_key = t_gpu[query].astype(np.int64) * (1 << 34) + t_ts[query]
+    at = np.searchsorted(inst_key, q_key, side="right") - 1
+    ok = at >= 0
+    ok[ok] = (inst["gpu"].to_numpy()[at[ok]] == t_gpu[query[ok]]) & (
+        t_ts[query[ok]] < inst["ts"].to_numpy()[at[ok]] + inst["duration"].to_numpy()[at[ok]])
+    hit, which = query[ok], at[ok]
+    # Every job of that instant: one piece each; the rest of the GPU stays free.
+    pieces = pd.DataFrame({"row": hit, "gpu": inst["gpu"].to_numpy()[which], "ts": inst["ts"].to_numpy()[which]})
+    jobs = pd.DataFrame({"gpu": m_gpu, "ts": m_ts, "job": mapping["job"].astype(str).to_numpy(dtype=object),
+                         "jshare": mapping["share"].to_numpy(dtype=np.float64)})
+    pieces = pieces.merge(jobs, on=["gpu", "ts"], how="inner")
+    total = pieces.groupby("row")["jshare"].transform("sum").to_numpy()
+    jshare = np.where(total > 1, pieces["jshare"].to_numpy() / total, pieces["jshare"].to_numpy())  # k whole jobs: 1/k
+    rest = pd.Series(1 - np.minimum(total, 1), index=pieces["row"]).groupby(level=0).first()
+    rest = rest[rest > 1e-9]
+    held = tel.iloc[pieces["row"].to_numpy()].reset_index(drop=True)
+    held["consumer"] = pieces["job"].to_numpy(dtype=object)
+    held["share"] = held["share"].to_numpy(dtype=np.float64) * jshare
+    held["mem_used"] = held["mem_used"].to_numpy(dtype=np.float64) * jshare
+    held["job_mapping"] = source
+    left = tel.iloc[rest.index.to_numpy()].reset_index(drop=True)
+    left["share"] = left["share"].to_numpy(dtype=np.float64) * rest.to_numpy()
+    left["mem_used"] = left["mem_used"].to_numpy(dtype=np.float64) * rest.to_numpy()
+    untouched = tel.drop(index=np.unique(hit))
+    # Each sample's pieces where the sample was: its jobs, then its free rest.
+    out = pd.concat([untouched.assign(_o=untouched.index.to_numpy(), _p=0),
+                     held.assign(_o=pieces["row"].to_numpy(), _p=1), left.assign(_o=rest.index.to_numpy(), _p=2)],
+                    ignore_index=True)
+    out = out.sort_values(["_o", "_p"], kind="stable").drop(columns=["_o", "_p"]).reset_index(drop=True)
+    for column in ("consumer", "job_mapping"):
+        out[column] = pd.Categorical(out[column].astype(object).where(out[column].notna(), "" if column == "consumer"
+                                                                       else None))
+    out.attrs = dict(telemetry.attrs)
+    matched = pd.Series(False, index=inst.index)
+    matched[np.unique(which)] = True
+    out.attrs["gpu_map"] = {"source": source, "samples_mapped": int(len(hit)), "matched_by": "gpu_uuid" if by_uuid
+                            else "node and GPU index",
+                            "mapping_instants_unmatched": int((~matched).sum())}
+    return out
 
 
 # ---- what else sacct says about a job ----------------------------------------------------
@@ -454,8 +582,8 @@ def join_jobs(telemetry: pd.DataFrame, jobs: Any, workloads: pd.DataFrame | None
 
     Returns:
         A :class:`JobJoin`; its ``report`` has ``jobs`` (per job: GPU-hours
-        held, measured, assumed; ``placement`` label, index, start order or
-        none), ``mismatches`` (telemetry of a job on a GPU sacct does not give
+        held, measured, assumed; ``placement``: what placed it, one of
+        :data:`PLACEMENTS`), ``mismatches`` (telemetry of a job on a GPU sacct does not give
         it), ``time_fit`` (:func:`fit_job_times`), counts, and ``problems``.
     """
     diagnostics: dict = {}
@@ -472,7 +600,7 @@ def join_jobs(telemetry: pd.DataFrame, jobs: Any, workloads: pd.DataFrame | None
     interval_ns = int(round(float(interval if interval is not None else 60.0) * 1e9))
     raw = _join(telemetry, jobs, exact=exact_devices, interval_ns=interval_ns)
     usage = _usage(raw, telemetry, jobs)
-    table = _jobs_table(raw, exact_devices)
+    table = _jobs_table(raw, exact_devices, telemetry, _indexed_jobs(jobs))
     mismatches = _mismatches(raw, jobs, table)
     report: dict[str, Any] = {
         "jobs": table, "mismatches": mismatches, "exact_devices": bool(exact_devices),
@@ -484,8 +612,9 @@ def join_jobs(telemetry: pd.DataFrame, jobs: Any, workloads: pd.DataFrame | None
         "jobs_measured": int((in_sacct["utilization_source"] == "measured").sum()),
         "jobs_mixed": int((in_sacct["utilization_source"] == "mixed").sum()),
         "jobs_assumed": int((in_sacct["utilization_source"] == "assumed").sum()),
-        "jobs_by_label": int((in_sacct["placement"] == "label").sum()),
-        "jobs_by_index": int((in_sacct["placement"] == "index").sum()),
+        "placements": {p: int((in_sacct["placement"] == p).sum()) for p in PLACEMENTS},
+        "jobs_by_label": int(in_sacct["placement"].isin(LABEL_SOURCES).sum()),
+        "jobs_by_index": int(in_sacct["placement"].isin(("sacct IDX", "scontrol IDX")).sum()),
         "jobs_in_start_order": int((in_sacct["placement"] == "start order").sum()),
         "jobs_not_in_sacct": int((~table["in_sacct"]).sum()),
         "measured_gpu_hours": float(in_sacct["measured_gpu_hours"].sum()),
@@ -506,6 +635,24 @@ def join_jobs(telemetry: pd.DataFrame, jobs: Any, workloads: pd.DataFrame | None
     if "slurm" in getattr(jobs, "attrs", {}):  # the sacct reader's report (rows read twice, jobs' GPUs unknown)
         usage.attrs["slurm"] = jobs.attrs["slurm"]
     return JobJoin(usage, _label_sources(workloads, table), report)
+
+
+def _indexed_jobs(jobs: Any) -> dict[str, str] | None:
+    """JobID -> "sacct IDX" / "scontrol IDX" for the jobs whose GPU indices
+    the sacct reader read (``attrs["slurm"]``, one report or one per
+    source); None when the jobs did not come from it."""
+    attrs = getattr(jobs, "attrs", None)
+    report = attrs.get("slurm") if isinstance(attrs, dict) else None
+    if not isinstance(report, dict):
+        return None
+    reports = [report] if "jobs_idx_sacct" in report else [r for r in report.values() if isinstance(r, dict)]
+    if not reports or not all("jobs_idx_sacct" in r for r in reports):
+        return None
+    out: dict[str, str] = {}
+    for r in reports:
+        out.update({job: "sacct IDX" for job in r["jobs_idx_sacct"]})
+        out.update({job: "scontrol IDX" for job in r.get("jobs_idx_scontrol", [])})
+    return out
 
 
 def _sum_key(diagnostics: Mapping, key: str) -> int:
@@ -605,9 +752,10 @@ def report_lines(usage: Any) -> list[str]:
         return []
     lines = ["slurm join"]
     measured = r["jobs_measured"] + r["jobs_mixed"]
+    placed = r.get("placements") or {}
+    by = ", ".join(f"{placed[p]:,} by {p}" for p in (*LABEL_SOURCES, "sacct IDX", "scontrol IDX") if placed.get(p))
     lines.append(f"  jobs with telemetry:  {measured:,} of {r['jobs_total']:,} ({r['measured_gpu_hours']:,.1f} "
-                 f"GPU-hours measured; {r['jobs_by_label']:,} by the telemetry's job label, "
-                 f"{r['jobs_by_index']:,} by sacct's GPU index, {r['jobs_in_start_order']:,} placed in start order)")
+                 f"GPU-hours measured; {by + ', ' if by else ''}{r['jobs_in_start_order']:,} placed in start order)")
     lines.append(f"  assumed busy:         {r['jobs_assumed'] + r['jobs_mixed']:,} jobs "
                  f"({r['assumed_gpu_hours']:,.1f} GPU-hours without telemetry, utilisation assumed; "
                  f"{r['jobs_mixed']:,} of them partly measured)")
@@ -615,8 +763,8 @@ def report_lines(usage: Any) -> list[str]:
                  f"list ({r['unplaced_gpu_hours']:,.1f} GPU-hours), {len(r['mismatches']):,} job/GPU pairs sacct "
                  "does not give")
     if r["jobs_in_start_order"]:
-        lines.append("  placed in start order: sacct gives no GPU index (IDX) and the telemetry no job label on "
-                     "their nodes: which job held which GPU there is a guess")
+        lines.append("  placed in start order: sacct and scontrol give no GPU index (IDX) and the telemetry no job "
+                     "label (hpc_job, jobstats, CEEMS) on their nodes: which job held which GPU there is a guess")
     fit = r.get("time_fit")
     if fit is not None:
         best = _offset_text(fit["best_offset"]) if fit.get("best_offset") is not None else None

@@ -1193,6 +1193,29 @@ absl::StatusOr<SacctResult> ParseSacct(std::span<const SacctInput> inputs, const
   // 4. Devices: given (IDX), or assigned in start order, lowest free index first; a
   // shard or MPS job shares the lowest GPU with room that no whole-GPU job holds.
   std::stable_sort(jobs.begin(), jobs.end(), [&](size_t a, size_t b) { return rows[a].start < rows[b].start; });
+  // Indices read elsewhere (scontrol), by (job, node); their Start parsed in the sacct time zone.
+  std::map<std::pair<std::string, std::string>, std::vector<std::pair<const SacctOptions::JobDevices*, int64_t>>>
+      given;
+  for (const SacctOptions::JobDevices& e : options.job_devices) {
+    int64_t start = INT64_MIN;
+    if (!e.start.empty() && e.start != "Unknown" && e.start != "None") {
+      absl::StatusOr<int64_t> t = ParseSacctTime(e.start, options.tz);
+      if (!t.ok()) return absl::InvalidArgumentError(absl::StrCat(e.where, ", StartTime: ", t.status().message()));
+      start = *t;
+    }
+    given[{e.job, e.node}].emplace_back(&e, start);
+  }
+  auto given_for = [&](const SacctRow& job, const std::string& node) -> const SacctOptions::JobDevices* {
+    for (const std::string* id : {&job.key, &job.id}) {
+      auto it = given.find({*id, node});
+      if (it == given.end()) continue;
+      for (const auto& [e, start] : it->second) {
+        if (start == INT64_MIN || start == job.start) return e;
+      }
+    }
+    return nullptr;
+  };
+  std::set<std::string> idx_sacct, idx_given;
   std::map<std::string, std::vector<std::vector<Hold>>> holds;  // node -> per device
   std::map<std::pair<std::string, int32_t>, std::vector<std::pair<int64_t, int64_t>>> held;  // for free time
   StringEncoder resources, consumers;
@@ -1261,12 +1284,30 @@ absl::StatusOr<SacctResult> ParseSacct(std::span<const SacctInput> inputs, const
                                       "exports of two clusters, or a wrong GPU count)"));
       };
       std::vector<int32_t> devices = g.indices;
+      std::string devices_from = job.gres_column;
+      if (!devices.empty()) {
+        idx_sacct.insert(job.id);
+      } else if (const SacctOptions::JobDevices* e = given_for(job, node); e != nullptr) {
+        const size_t want = shared ? 1 : static_cast<size_t>(g.gpus);
+        if (e->indices.size() != want) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(e->where, ", GRES: job ", job.id, " has ", e->indices.size(), " GPU index(es) on node ",
+                           node, " but holds ", shared ? "a share of one GPU" : absl::StrCat(g.gpus, " GPU(s)"),
+                           " there (", A(source), " line ", job.line, ", ", job.gres_column, ")"));
+        }
+        devices = e->indices;
+        devices_from = e->where;
+        idx_given.insert(job.id);
+        out.gpus_from_job_devices += static_cast<int64_t>(devices.size());
+      }
       if (!devices.empty()) {
         for (int32_t d : devices) {
           if (count.has_value() && d >= *count) {
             return LineError(source, job.line, job.gres_column,
                              absl::StrCat("job ", job.id, " uses GPU index ", d, " of node ", node, ", which has ",
-                                          *count, " GPUs (", count_from, ")"));
+                                          *count, " GPUs (", count_from, ")",
+                                          devices_from == job.gres_column ? "" : absl::StrCat("; the index is ",
+                                                                                             devices_from, "'s")));
           }
         }
       } else {
@@ -1339,6 +1380,8 @@ absl::StatusOr<SacctResult> ParseSacct(std::span<const SacctInput> inputs, const
   }
   u.resource_id = resources.Finish();
   u.consumer = consumers.Finish();
+  out.jobs_idx_sacct.assign(idx_sacct.begin(), idx_sacct.end());
+  out.jobs_idx_given.assign(idx_given.begin(), idx_given.end());
   return out;
 }
 

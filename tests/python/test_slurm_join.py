@@ -187,7 +187,7 @@ def test_the_report_says_how_each_job_was_placed(tmp_path):
     write_month(tmp_path)
     joined, _, _ = python_join(tmp_path)
     jobs = joined.report["jobs"].set_index("consumer")
-    assert jobs.loc["101", "placement"] == "label" and jobs.loc["100_2", "placement"] == "label"
+    assert jobs.loc["101", "placement"] == "hpc_job label" and jobs.loc["100_2", "placement"] == "hpc_job label"
     assert (jobs.loc[["201", "202", "203"], "placement"] == "start order").all()
     assert jobs.loc["203", "assumed_gpu_hours"] == pytest.approx(1.0)
     assert jobs.loc["203", "measured_gpu_hours"] == pytest.approx(1.0)
@@ -223,8 +223,8 @@ def test_check_shows_the_slurm_join(capsys, tmp_path):
     lines = out.splitlines()
     start = lines.index("slurm join")
     block = "\n".join(lines[start:start + 6])
-    assert "jobs with telemetry:  5 of 5 (10.0 GPU-hours measured; 2 by the telemetry's job label, 0 by sacct's " \
-           "GPU index, 3 placed in start order)" in block
+    assert "jobs with telemetry:  5 of 5 (10.0 GPU-hours measured; 2 by hpc_job label, 3 placed in start order)" \
+        in block
     assert "assumed busy:         1 jobs (1.0 GPU-hours without telemetry" in block
     assert "unplaced:             0 jobs" in block
     assert "placed in start order" in block

@@ -221,7 +221,7 @@ def test_python_equals_the_hand_arithmetic_and_measures_every_job_with_telemetry
     # 1004 assumed busy.
     report = tables.usage.attrs["slurm_join"]
     jobs = report["jobs"].set_index("consumer")
-    assert jobs.loc["1000_1", "placement"] == "label" and jobs.loc["1002", "placement"] == "start order"
+    assert jobs.loc["1000_1", "placement"] == "hpc_job label" and jobs.loc["1002", "placement"] == "start order"
     assert jobs.loc[list(JOBS), "measured_gpu_hours"].to_dict() == pytest.approx(
         {"1000_1": 2.0, "1002": 3.0, "1003": 0.0, "1004": 0.0})
     assert jobs.loc[list(JOBS), "assumed_gpu_hours"].to_dict() == pytest.approx(
@@ -264,8 +264,8 @@ def test_check_shows_the_slurm_join_and_the_down_time(capsys, tmp_path):
     lines = out.splitlines()
     start = lines.index("slurm join")
     block = "\n".join(lines[start:start + 6])
-    assert "jobs with telemetry:  2 of 4 (5.0 GPU-hours measured; 1 by the telemetry's job label, 0 by sacct's " \
-           "GPU index, 1 placed in start order)" in block
+    assert "jobs with telemetry:  2 of 4 (5.0 GPU-hours measured; 1 by hpc_job label, 1 placed in start order)" \
+        in block
     assert "assumed busy:         2 jobs (2.0 GPU-hours without telemetry" in block
     assert "unplaced:             0 jobs" in block
     # The overlapping exports' repeated rows (1002 and its step) counted; two shared jobs.

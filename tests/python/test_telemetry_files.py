@@ -153,7 +153,8 @@ def test_nvidia_smi_bad_values(tmp_path):
 def test_slurm_sacct():
     s = gpucost.read_slurm_sacct(DATA / "sacct.txt", tz="UTC")
     assert s.diagnostics == {"steps_skipped": 2, "jobs_without_gpus": 1, "jobs_not_started": 1,
-                             "gpus_assigned_in_order": 11, "free_samples": 0, "nodes_without_gpu_count": 0,
+                             "gpus_assigned_in_order": 11, "gpus_from_scontrol": 0, "free_samples": 0,
+                             "nodes_without_gpu_count": 0,
                              "shared_jobs": 0, "rows_repeated": 0, "rows_superseded": 0, "runs_cut": 0}
     assert s.workloads.set_index("consumer").loc["1002"].tolist() == ["1002", "bo", "vision", "assumed"]
     u = s.usage

@@ -171,6 +171,16 @@ struct SacctOptions {
   // naming the job; MPS counts default to 100 per GPU (a percentage).
   std::vector<std::pair<std::string, int32_t>> shards_per_gpu;
   std::vector<std::pair<std::string, int32_t>> mps_per_gpu;
+  // GPU indices per job and node read elsewhere (`scontrol show job -d`'s
+  // `Nodes=... GRES=gpu:2(IDX:0-1)` lines): used for a job row without an
+  // IDX list of its own, matched by JobIDRaw or JobID and node (and Start,
+  // when `start` is given: scontrol shows a requeued job's last run only).
+  // `where` names the entry in errors ("scontrol.txt line 12").
+  struct JobDevices {
+    std::string job, node, start, where;
+    std::vector<int32_t> indices;
+  };
+  std::vector<JobDevices> job_devices;
 };
 
 // One export: its text and its name in messages.
@@ -195,6 +205,9 @@ struct SacctResult {
   int64_t jobs_without_gpus = 0;
   int64_t jobs_not_started = 0;
   int64_t gpus_assigned_in_order = 0;  // samples whose device index was assigned, not read
+  int64_t gpus_from_job_devices = 0;   // samples whose device index came from job_devices
+  // JobIDs whose GPU indices were read: from the row's IDX list, or from job_devices.
+  std::vector<std::string> jobs_idx_sacct, jobs_idx_given;
   int64_t free_samples = 0;            // empty-consumer samples of GPUs no job held (node_gpus)
   int64_t nodes_without_gpu_count = 0;  // nodes jobs ran on that node_gpus does not list
   int64_t shared_jobs = 0;              // jobs holding shards or MPS (a share of a GPU)
