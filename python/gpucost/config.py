@@ -47,6 +47,10 @@ idle = "keep"                    # keep | share
 by = ["team", "project"]
 threads = 0                      # engine threads; 0: one per core this process may use
 
+[energy]                         # with power in the telemetry (DCGM power, nvidia-smi power.draw)
+pue = 1.3                        # facility energy = GPU energy x pue
+carbon_intensity = 380           # gCO2e/kWh, or a CSV start, end, g_per_kwh: co2e_kg per row
+
 [attribution]                    # gpucost.attribute_tagged, then gpucost.share_costs
 tag = "project"                  # tag key(s) naming the group of lines outside the GPUs
 by = "project"                   # the group column (default: the first of by)
@@ -63,7 +67,7 @@ mps_per_gpu = 100                # gres/mps units per GPU (default 100)
 [owned]                          # hardware you own as cost lines (docs/onprem.md); a bill is then optional
 start = "2026-03-01"             # the lines' range (default: start and end in [sources])
 end = "2026-04-01"
-pue = 1.3
+pue = 1.3                        # default: pue in [energy]
 tariff = 0.12                    # $/kWh; or 24 rates by hour of day (UTC); or a CSV of start, end, per_kwh
 operations_per_month = 18000     # the cluster's fixed costs: lines with no resource (share them: [attribution])
 freq = "h"                       # h | D (daily lines, the same totals)
@@ -129,6 +133,7 @@ SECTIONS: dict[str, dict[str, type | tuple]] = {
     "owned": {"start": str, "end": str, "pue": (int, float), "tariff": (int, float, list, str),
               "operations_per_month": (int, float), "freq": str, "currency": str, "interval": (int, float),
               "classes": dict, "nodes": dict},
+    "energy": {"pue": (int, float), "carbon_intensity": (int, float, str)},
 }
 DEFAULT_LABELS = {"team": "team-id", "project": "project-id", "user": "user-id", "job": "job-id"}
 
@@ -137,7 +142,8 @@ DEFAULT_LABELS = {"team": "team-id", "project": "project-id", "user": "user-id",
 class Config:
     """The settings of a run: ``sources``, ``labels``, ``policy``,
     ``budgets``, ``report``, ``metrics``, ``attribution``, ``slurm``,
-    ``owned`` (plain dicts), and ``base``, the directory relative paths start from."""
+    ``owned``, ``energy`` (plain dicts), and ``base``, the directory relative
+    paths start from."""
 
     sources: dict = field(default_factory=dict)
     labels: dict = field(default_factory=dict)
@@ -148,6 +154,7 @@ class Config:
     attribution: dict = field(default_factory=dict)
     slurm: dict = field(default_factory=dict)
     owned: dict = field(default_factory=dict)
+    energy: dict = field(default_factory=dict)
     base: Path = field(default_factory=lambda: Path("."))
     name: str = "config"
 

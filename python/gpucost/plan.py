@@ -361,6 +361,8 @@ class _Planner:
         where = f"{self.config.name}: [owned]"
         options: dict[str, Any] = {k: o[k] for k in ("pue", "operations_per_month", "freq", "currency", "interval")
                                    if k in o}
+        if "pue" not in o and "pue" in self.config.energy:  # the site's PUE, as [energy] gives it
+            options["pue"] = self.config.energy["pue"]
         for key in ("start", "end"):
             value = o.get(key, self.s.get(key))
             if value is None:

@@ -50,8 +50,9 @@ TEST(Model, EverySpellingReadsBack) {
   ExpectRoundTrip<ChargeCategory>("ChargeCategory", 5, ParseChargeCategory);
   ExpectRoundTrip<Basis>("Basis", 3, ParseBasis);
   ExpectRoundTrip<IdleMode>("IdleMode", 2, ParseIdleMode);
+  ExpectRoundTrip<CostDriver>("CostDriver", 2, ParseCostDriver);
   ExpectRoundTrip<OwnedComponent>("OwnedComponent", 5, ParseOwnedComponent);
-  EXPECT_EQ(ModelEnumSpellings().size(), 9u);
+  EXPECT_EQ(ModelEnumSpellings().size(), 10u);
   EXPECT_EQ(ModelEnumSpellings().back().values,
             (std::vector<std::string_view>{kIdle, kUnattributed, kUnobserved, kUnlabelled, kDown}));
 }
