@@ -13,6 +13,7 @@ void RegisterAnalyses(pybind11::module_& m);
 void RegisterAdvice(pybind11::module_& m);
 void RegisterBilling(pybind11::module_& m);
 void RegisterJobs(pybind11::module_& m);
+void RegisterOwned(pybind11::module_& m);
 }  // namespace gpucost::python
 
 PYBIND11_MODULE(_core, m) {
@@ -27,4 +28,5 @@ PYBIND11_MODULE(_core, m) {
   gpucost::python::RegisterAdvice(m);
   gpucost::python::RegisterBilling(m);
   gpucost::python::RegisterJobs(m);
+  gpucost::python::RegisterOwned(m);
 }

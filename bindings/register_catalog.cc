@@ -37,7 +37,9 @@ py::dict InstanceTypeColumns(const Catalog& catalog) {
                       std::pair{"memory_gib", &R::memory_gib}, std::pair{"mig_capable", &R::mig_capable},
                       std::pair{"on_demand_hourly", &R::on_demand_hourly},
                       std::pair{"price_region", &R::price_region}, std::pair{"price_date", &R::price_date},
-                      std::pair{"price_source", &R::price_source});
+                      std::pair{"price_source", &R::price_source}, std::pair{"gpu_tdp_w", &R::gpu_tdp_w},
+                      std::pair{"node_max_power_w", &R::node_max_power_w},
+                      std::pair{"spec_source", &R::spec_source});
 }
 
 py::dict MigProfileColumns(const Catalog& catalog) {

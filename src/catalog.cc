@@ -54,6 +54,12 @@ std::optional<Problem> CheckInstanceType(const InstanceType& row) {
   if (!(row.memory_gib >= 0) || !std::isfinite(row.memory_gib)) {
     return Problem{"memory_gib", absl::StrCat(row.memory_gib, " is not a size")};
   }
+  if (!(row.gpu_tdp_w >= 0) || !std::isfinite(row.gpu_tdp_w)) {
+    return Problem{"gpu_tdp_w", absl::StrCat(row.gpu_tdp_w, " is not a power in W")};
+  }
+  if (!(row.node_max_power_w >= 0) || !std::isfinite(row.node_max_power_w)) {
+    return Problem{"node_max_power_w", absl::StrCat(row.node_max_power_w, " is not a power in W")};
+  }
   if (row.on_demand_hourly.has_value() &&
       (!(*row.on_demand_hourly >= 0) || !std::isfinite(*row.on_demand_hourly))) {
     return Problem{"on_demand_hourly", absl::StrCat(*row.on_demand_hourly, " is not a price")};
@@ -276,6 +282,9 @@ absl::StatusOr<Catalog> Catalog::FromCsv(std::string_view instance_types_csv,
       row.price_region = std::string(get("price_region"));
       row.price_date = std::string(get("price_date"));
       row.price_source = std::string(get("price_source"));
+      GPUCOST_RETURN_IF_ERROR(ReadNumber(csv, get, line, "gpu_tdp_w", false, &row.gpu_tdp_w));
+      GPUCOST_RETURN_IF_ERROR(ReadNumber(csv, get, line, "node_max_power_w", false, &row.node_max_power_w));
+      row.spec_source = std::string(get("spec_source"));
       if (std::optional<Problem> p = CheckInstanceType(row)) return csv.Error(line, p->column, p->what);
       return catalog.AddInstanceType(std::move(row));
     };

@@ -7,6 +7,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "gpucost/owned.h"
 #include "gpucost/status.h"
 
 namespace gpucost {
@@ -129,6 +130,9 @@ std::vector<EnumSpellings> ModelEnumSpellings() {
           {"Purchase", AllOf(kPurchaseNames)}, {"Payment", AllOf(kPaymentNames)},
           {"ChargeCategory", AllOf(kChargeCategoryNames)}, {"Basis", AllOf(kBasisNames)},
           {"IdleMode", AllOf(kIdleModeNames)}, {"CostDriver", AllOf(kCostDriverNames)},
+          {"OwnedComponent", {ToString(OwnedComponent::kCapex), ToString(OwnedComponent::kPower),
+                              ToString(OwnedComponent::kFacility), ToString(OwnedComponent::kSupport),
+                              ToString(OwnedComponent::kOperations)}},
           {"Reserved", {kIdle, kUnattributed, kUnobserved, kUnlabelled, kDown}}};
 }
 

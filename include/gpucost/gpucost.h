@@ -26,6 +26,7 @@
 #include "gpucost/io/kubernetes.h"
 #include "gpucost/io/prometheus.h"
 #include "gpucost/io/usage.h"
+#include "gpucost/owned.h"
 #include "gpucost/status.h"
 #include "gpucost/time.h"
 #include "gpucost/version.h"

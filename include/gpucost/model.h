@@ -84,6 +84,11 @@ struct InstanceType {
   std::string price_region;
   std::string price_date;
   std::string price_source;
+  // Nameplate power where a datasheet gives it (0: unknown): one GPU's TDP
+  // and the node's maximum (owned nodes, owned.h), and where they come from.
+  double gpu_tdp_w = 0;
+  double node_max_power_w = 0;
+  std::string spec_source;
 
   [[nodiscard]] GpuModel gpu() const { return {gpu_model, gpu_memory_gib, mig_capable}; }
 };

@@ -9,7 +9,8 @@ total always stays the bill's:
   cost-allocation tag, a GCP label, an Azure tag) to the group the tag names,
   next to that group's GPU cost;
 - :func:`share_costs` spreads chosen shared lines (a NAT gateway, a shared
-  file system) over the groups, in proportion to their GPU cost or evenly.
+  file system, a cluster's operations) over the groups, in proportion to
+  their GPU cost, their GPU-hours held or used, or evenly.
 
 Both work on allocation results (one row per group) and on whole columns of
 the cost lines; tags are parsed once per distinct tag set, never per line::
@@ -35,8 +36,14 @@ import pandas as pd
 
 from gpucost.allocation import RESULT_METRICS
 from gpucost.errors import InvalidInputError, conversion_hint
+from gpucost.model import NOT_WORKLOADS
 
-__all__ = ["attribute_tagged", "share_costs"]
+__all__ = ["attribute_tagged", "share_costs", "SPLITS"]
+
+#: How :func:`share_costs` splits shared lines: by GPU cost, GPU-hours held,
+#: GPU-hours used, or evenly.
+SPLITS = ("weighted", "gpu_hours", "used_gpu_hours", "even")
+_HOUR_COLUMNS = {"gpu_hours": "gpu_hours", "used_gpu_hours": "effective_gpu_hours"}
 
 IDLE = "__idle__"
 UNATTRIBUTED = "__unattributed__"
@@ -191,8 +198,12 @@ def share_costs(allocation: pd.DataFrame, costs: pd.DataFrame, selector: Any, by
             They must be among the unattributed lines (outside the inventory
             and, after :func:`attribute_tagged`, untagged).
         by: the group column.
-        split: ``"weighted"`` (in proportion to each group's GPU cost:
-            ``gpu_cost`` when present, else ``cost``) or ``"even"``.
+        split: what drives each group's part: ``"weighted"`` (its GPU cost:
+            ``gpu_cost`` when present, else ``cost``), ``"gpu_hours"`` (the
+            GPU-hours it held), ``"used_gpu_hours"`` (the GPU-hours it kept
+            busy, ``effective_gpu_hours``) or ``"even"``. The two hour
+            splits give nothing to ``__idle__``, ``__unattributed__``,
+            ``__unobserved__`` and ``__down__``, whose hours nobody held.
         inventory: as in :func:`attribute_tagged`.
 
     Returns:
@@ -226,9 +237,20 @@ def share_costs(allocation: pd.DataFrame, costs: pd.DataFrame, selector: Any, by
         1  __unattributed__       1.0         -1.0   0.0
         2           product       4.0          0.5   4.5
         3          research       6.0          0.5   6.5
+
+        By GPU-hours held instead (research held 1 of them, product 1):
+
+        >>> gpucost.share_costs(tagged, costs, {"service": "Support"}, by="team", split="gpu_hours",
+        ...                     inventory=inventory)[["team", "gpu_hours", "shared_cost"]]
+                       team  gpu_hours  shared_cost
+        0          __idle__        0.0          0.0
+        1  __unattributed__        0.0         -1.0
+        2           product        1.0          0.5
+        3          research        1.0          0.5
     """
-    if split not in ("weighted", "even"):
-        raise InvalidInputError(f"parameter 'split': unknown split '{split}' (expected \"weighted\" or \"even\")")
+    if split not in SPLITS:
+        raise InvalidInputError(f"parameter 'split': unknown split '{split}' (expected one of "
+                                f"{', '.join(SPLITS)})")
     _frames(allocation, costs)
     group = _group_column(allocation, by)
     base = _collapse(allocation, group)
@@ -251,6 +273,15 @@ def share_costs(allocation: pd.DataFrame, costs: pd.DataFrame, selector: Any, by
         raise InvalidInputError(f"allocation: no group in column '{group}' to share costs over")
     if split == "even":
         weights = receivers.astype(float)
+    elif split in _HOUR_COLUMNS:
+        column = _HOUR_COLUMNS[split]
+        if column not in base.columns:
+            raise InvalidInputError(f"allocation: missing required column '{column}' for split=\"{split}\"")
+        holders = receivers & ~base[group].isin(list(NOT_WORKLOADS)).to_numpy()
+        weights = np.where(holders, base[column].to_numpy(dtype=float), 0.0)
+        if not weights.sum() > 0:
+            raise InvalidInputError(f"allocation: the groups have no positive '{column}' to share by "
+                                    f"(use split=\"even\")")
     else:
         weight_column = "gpu_cost" if "gpu_cost" in base.columns else "cost"
         weights = np.where(receivers, base[weight_column].to_numpy(dtype=float), 0.0)

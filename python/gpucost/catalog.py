@@ -101,7 +101,8 @@ def instance_types(catalog: Any = None) -> pd.DataFrame:
     """One row per instance type: provider, instance_type, gpu_model, gpus,
     gpu_fraction, gpu_memory_gib (per device), vcpus, memory_gib,
     mig_capable, on_demand_hourly (NaN where no citable price), price_region,
-    price_date, price_source.
+    price_date, price_source, and for nodes you own gpu_tdp_w and
+    node_max_power_w (nameplate W, 0 where unknown) with spec_source.
 
     Examples:
         >>> types = gpucost.catalog.instance_types()

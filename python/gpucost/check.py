@@ -62,6 +62,7 @@ def _source_lines(tables: Any, names: dict, interval: Any, stated: bool) -> list
                  f"{_range(costs['start']) if len(costs) else 'no lines'}, "
                  f"currency {', '.join(cur) if cur else 'not stated (taken as one)'}, total {total}")
     lines += _invoice_lines(costs.attrs.get("invoice"), names.get("invoice", "invoice"))
+    lines += _owned_lines(costs.attrs.get("owned"))
     series = usage.groupby(["resource_id", "device", "consumer"], sort=False).ngroups if len(usage) else 0
     spacing = ("per-sample durations" if "duration" in usage.columns else
                f"interval {float(interval):g} s{'' if stated else ' (from the data)'}" if interval is not None
@@ -93,6 +94,21 @@ def _invoice_lines(info: dict | None, name: str) -> list[str]:
                  f"it{' (' + ', '.join(missing[:3]) + (', ...' if len(missing) > 3 else '') + ')' if missing else ''}")
     return [f"  invoice    {name}: {info['lines']:,} lines ({info['time_lines']:,} billing GPU time), {money}, "
             f"{period}, rate card; {nodes}"]
+
+
+def _owned_lines(info: dict | None) -> list[str]:
+    """[owned]'s cost lines (gpucost.owned_costs): nodes, classes, money by
+    component, energy, and how much of the power was estimated."""
+    if not info:
+        return []
+    money = ", ".join(f"{k} {format_money(v)}" for k, v in info["total"].items())
+    period = (f"{info['start']:%Y-%m-%d %H:%M} .. {info['end']:%Y-%m-%d %H:%M} UTC" if info["lines"]
+              else "no lines")
+    estimated = (f"{info['estimated_lines']:,} of {info['power_lines']:,} power lines estimated (no power_w measured)"
+                 if info["estimated_lines"] else "power measured")
+    return [f"  owned      [owned]: {info['lines']:,} lines for {info['nodes']:,} nodes of "
+            f"{', '.join(info['classes']) or 'no class'}, {period}: {money}; {info['energy_kwh']:,.1f} kWh, "
+            f"{estimated}"]
 
 
 def _join_lines(report: JoinReport) -> list[str]:

@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 import gpucost
+from gpucost.attribution import SPLITS
 from gpucost.model import Purchase
 from gpucost import money, sheets
 from gpucost.config import Config, Tables, attribute, load_config
@@ -255,7 +256,8 @@ def _add_sources(p: argparse.ArgumentParser) -> None:
     a.add_argument("--share", metavar="COLUMN=VALUE", action="append", default=None,
                    help="shared cost lines (all conditions must match; a column repeated is any of its values), "
                         "spread over the groups")
-    a.add_argument("--share-split", choices=("weighted", "even"), help="shared lines by GPU cost (default) or evenly")
+    a.add_argument("--share-split", choices=SPLITS,
+                   help="shared lines by GPU cost (weighted, the default), GPU-hours held or used, or evenly")
     a.add_argument("--attribute-by", metavar="COLUMN", help="the group column tags name (default: the first --by)")
 
 def _add_policy(p: argparse.ArgumentParser, by: str | None = "team") -> None:

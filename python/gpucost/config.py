@@ -55,7 +55,7 @@ carbon_intensity = 380           # gCO2e/kWh, or a CSV start, end, g_per_kwh: co
 tag = "project"                  # tag key(s) naming the group of lines outside the GPUs
 by = "project"                   # the group column (default: the first of by)
 shared = { service = "AmazonVPC" }  # shared lines (or a DataFrame.query string)
-split = "weighted"               # weighted | even
+split = "weighted"               # weighted (GPU cost) | gpu_hours (held) | used_gpu_hours | even
 
 [budgets]
 file = "budgets.csv"             # key, value, amount, thresholds (key = a label column, e.g. team)
@@ -63,6 +63,25 @@ file = "budgets.csv"             # key, value, amount, thresholds (key = a label
 [slurm]                          # shared GPUs: a number for every node, or per node, host list or partition
 shards_per_gpu = { "gpu[01-04]" = 8, shared = 4 }   # gres/shard units per GPU (gres.conf Count / GPUs)
 mps_per_gpu = 100                # gres/mps units per GPU (default 100)
+
+[owned]                          # hardware you own as cost lines (docs/onprem.md); a bill is then optional
+start = "2026-03-01"             # the lines' range (default: start and end in [sources])
+end = "2026-04-01"
+pue = 1.3                        # default: pue in [energy]
+tariff = 0.12                    # $/kWh; or 24 rates by hour of day (UTC); or a CSV of start, end, per_kwh
+operations_per_month = 18000     # the cluster's fixed costs: lines with no resource (share them: [attribution])
+freq = "h"                       # h | D (daily lines, the same totals)
+
+[owned.classes.dgx-h100]         # one table per node class (gpucost.owned.CLASS_FIELDS)
+instance_type = "dgx-h100"       # a catalog row: GPUs, GPU TDP, node max power (and the inventory)
+price = 320000
+in_service = "2026-01-01"
+life_years = 4
+support_per_year = 20000
+facility_per_kw_month = 150
+
+[owned.nodes]                    # node -> class (or a class column in the hosts table)
+dgx01 = "dgx-h100"
 ```
 
 Relative paths are relative to the file. Every key is also a command-line
@@ -81,6 +100,7 @@ from typing import Any
 import pandas as pd
 
 import gpucost
+from gpucost.attribution import SPLITS
 from gpucost.errors import InvalidInputError
 
 if sys.version_info >= (3, 11):
@@ -110,6 +130,9 @@ SECTIONS: dict[str, dict[str, type | tuple]] = {
     "metrics": {"listen": str, "textfile": str, "prefix": str},
     "attribution": {"tag": (str, list), "by": str, "tag_map": dict, "shared": (str, dict), "split": str},
     "slurm": {"shards_per_gpu": (int, dict), "mps_per_gpu": (int, dict)},
+    "owned": {"start": str, "end": str, "pue": (int, float), "tariff": (int, float, list, str),
+              "operations_per_month": (int, float), "freq": str, "currency": str, "interval": (int, float),
+              "classes": dict, "nodes": dict},
     "energy": {"pue": (int, float), "carbon_intensity": (int, float, str)},
 }
 DEFAULT_LABELS = {"team": "team-id", "project": "project-id", "user": "user-id", "job": "job-id"}
@@ -119,8 +142,8 @@ DEFAULT_LABELS = {"team": "team-id", "project": "project-id", "user": "user-id",
 class Config:
     """The settings of a run: ``sources``, ``labels``, ``policy``,
     ``budgets``, ``report``, ``metrics``, ``attribution``, ``slurm``,
-    ``energy`` (plain dicts), and ``base``, the directory relative paths
-    start from."""
+    ``owned``, ``energy`` (plain dicts), and ``base``, the directory relative
+    paths start from."""
 
     sources: dict = field(default_factory=dict)
     labels: dict = field(default_factory=dict)
@@ -130,6 +153,7 @@ class Config:
     metrics: dict = field(default_factory=dict)
     attribution: dict = field(default_factory=dict)
     slurm: dict = field(default_factory=dict)
+    owned: dict = field(default_factory=dict)
     energy: dict = field(default_factory=dict)
     base: Path = field(default_factory=lambda: Path("."))
     name: str = "config"
@@ -190,7 +214,10 @@ def load_config(path: str | Path | None) -> Config:
             if not isinstance(value, expected):
                 raise InvalidInputError(f"{p}: [{section}]: key '{key}': expected {_type_name(expected)}, "
                                         f"got {type(value).__name__}")
-            if isinstance(value, list) and not all(isinstance(v, str) for v in value):
+            if isinstance(value, list) and (section, key) == ("owned", "tariff"):
+                if len(value) != 24 or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
+                    raise InvalidInputError(f"{p}: [owned]: key 'tariff': expected 24 rates ($/kWh) by hour of day")
+            elif isinstance(value, list) and not all(isinstance(v, str) for v in value):
                 raise InvalidInputError(f"{p}: [{section}]: key '{key}': expected a list of strings")
             getattr(config, section)[key] = value
     for ns, values in config.labels.get("namespaces", {}).items():
@@ -259,8 +286,8 @@ def attribute(config: Config, tables: Tables, allocation: pd.DataFrame, by: list
         raise InvalidInputError(f"[attribution]: by '{group}' is not one of the allocation's groups "
                                 f"({', '.join(by)}); set --attribute-by or by in [attribution]")
     split = a.get("split", "weighted")
-    if split not in ("weighted", "even"):
-        raise InvalidInputError(f"[attribution]: split {split!r} is not one of weighted, even")
+    if split not in SPLITS:
+        raise InvalidInputError(f"[attribution]: split {split!r} is not one of {', '.join(SPLITS)}")
     if a.get("tag"):
         allocation = gpucost.attribute_tagged(allocation, tables.costs, a["tag"], by=group,
                                               inventory=tables.inventory, tag_map=a.get("tag_map"))

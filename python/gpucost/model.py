@@ -23,7 +23,7 @@ from __future__ import annotations
 import enum
 
 __all__ = ["Provider", "MigBasis", "Purchase", "Payment", "ChargeCategory", "Basis", "IdleMode", "CostDriver",
-           "Reserved", "COMMITMENTS", "NOT_WORKLOADS"]
+           "Reserved", "OwnedComponent", "COMMITMENTS", "NOT_WORKLOADS"]
 
 
 class Provider(enum.StrEnum):
@@ -148,6 +148,20 @@ class CostDriver(enum.StrEnum):
 
     GPU_TIME = "gpu_time"
     ENERGY = "energy"
+
+
+class OwnedComponent(enum.StrEnum):
+    """The parts of an owned node's cost (docs/onprem.md): the ``component`` column of :func:`gpucost.owned_costs`.
+
+    >>> [c.value for c in OwnedComponent]
+    ['capex', 'power', 'facility', 'support', 'operations']
+    """
+
+    CAPEX = "capex"
+    POWER = "power"
+    FACILITY = "facility"
+    SUPPORT = "support"
+    OPERATIONS = "operations"
 
 
 class Reserved(enum.StrEnum):

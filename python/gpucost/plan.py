@@ -43,6 +43,7 @@ from gpucost import sources
 from gpucost.billing import BillRows
 from gpucost.config import DEFAULT_LABELS, Config, Tables, instance_ids
 from gpucost.errors import InvalidInputError
+from gpucost.owned import owned_costs
 from gpucost.invoice import GPU_HOUR, INSTANCE_HOUR, INVOICE_COLUMNS
 
 __all__ = ["TABLES", "Problem", "PlanError", "Source", "SourcePlan", "Reading", "plan_sources", "read_plan",
@@ -352,6 +353,48 @@ class _Planner:
         return Source("bill", fmt or "bill", ("costs",), tuple(parts),
                       {"format": fmt, "dataset": dataset, "tz": s.get("bill_tz")})
 
+    def owned(self, hosts: Source | None) -> Source:
+        """[owned]: hardware you own as cost lines (:func:`gpucost.owned_costs`),
+        read after the telemetry (measured power); its nodes from [owned.nodes]
+        or the hosts table's ``class`` column."""
+        o = self.config.owned
+        where = f"{self.config.name}: [owned]"
+        options: dict[str, Any] = {k: o[k] for k in ("pue", "operations_per_month", "freq", "currency", "interval")
+                                   if k in o}
+        if "pue" not in o and "pue" in self.config.energy:  # the site's PUE, as [energy] gives it
+            options["pue"] = self.config.energy["pue"]
+        for key in ("start", "end"):
+            value = o.get(key, self.s.get(key))
+            if value is None:
+                self.problem("owned", f"{where}: no {key}: set {key} in [owned] (or [sources])")
+                continue
+            try:
+                options[key] = gpucost.prometheus.to_ns(value, key)
+            except InvalidInputError as exc:
+                self.problem("owned", f"{where}: {exc}")
+        classes = o.get("classes", {})
+        if not classes:
+            self.problem("owned", f"{where}: no node classes ([owned.classes.NAME] tables)")
+        for name, fields in classes.items():
+            if not isinstance(fields, Mapping):
+                self.problem("owned", f"{where}: classes: '{name}' must be a table of fields")
+        nodes = o.get("nodes", {})
+        if not nodes and hosts is None:
+            self.problem("owned", f"{where}: no nodes: give [owned.nodes] (node = \"class\") or a hosts table "
+                                  "with a class column")
+        unknown = sorted({str(c) for c in nodes.values() if str(c) not in classes})
+        if unknown:
+            self.problem("owned", f"{where}: nodes: no class '{unknown[0]}' (the classes are "
+                                  f"{', '.join(classes) or 'none'})")
+        files: tuple[Path, ...] = ()
+        tariff = o.get("tariff", 0.0)
+        if isinstance(tariff, str):
+            files = (self.config.path(tariff),)
+            if not files[0].exists():
+                self.problem("owned", f"{files[0]}: no such file (tariff in [owned])", files[0])
+        options.update(classes=classes, nodes=nodes, tariff=tariff)
+        return Source("owned", "owned", ("costs",), files, options, (hosts,) if hosts else ())
+
     def invoice(self, uses: tuple[Source, ...]) -> Source:
         """A GPU cloud's rate-card invoice (:func:`gpucost.read_invoice`):
         ``invoice`` is its path(s), or a table of ``path`` and the reader's
@@ -479,9 +522,11 @@ def plan_sources(config: Config) -> SourcePlan:
         out.append(p.bill())
     elif "costs" in s:
         out.append(p.table("costs", ("costs",)))
-    elif "invoice" not in s:
+    elif "invoice" not in s and not config.owned:
         p.problem("bill", "no bill: give --bill (a FOCUS/CUR/GCP/Azure export), --costs (a cost lines table), "
-                          "--invoice (a GPU cloud's invoice) or --demo")
+                          "--invoice (a GPU cloud's invoice), an [owned] section (hardware you own) or --demo")
+    if config.owned:
+        out.append(p.owned(hosts))
     invoice_at = len(out)  # its source is made last: it reads the hosts table and the inventory
 
     # usage: lookups first (hosts, then nodes), then every telemetry source
@@ -597,8 +642,9 @@ def plan_sources(config: Config) -> SourcePlan:
     if "inventory" in s:
         inventory = p.table("inventory", ("inventory",))
         out.append(inventory)
-    elif "bill" in s or "costs" in s:
-        out.append(Source("inventory", "catalog", ("inventory",), (), {"from": "bill" if "bill" in s else "costs"}))
+    elif "bill" in s or "costs" in s or config.owned:
+        out.append(Source("inventory", "catalog", ("inventory",), (),
+                          {"from": "bill" if "bill" in s else "costs" if "costs" in s else "owned"}))
     elif "invoice" in s:
         p.problem("inventory", "no inventory: an invoice names no instance types the catalog knows: give --inventory "
                                "(resource_id, device, mem_capacity; inventory in [sources])")
@@ -825,6 +871,44 @@ def _read_invoice(source: Source, reading: Reading, table: str) -> Iterator[pd.D
                        tz=o.get("tz"), hosts=hosts, gpus=gpus or None, date_format=o.get("date_format"))
 
 
+def _owned_lines(source: Source, reading: Reading, usage: pd.DataFrame, step: float,
+                 bills: Sequence[pd.DataFrame]) -> pd.DataFrame:
+    """[owned]'s cost lines (:func:`gpucost.owned_costs`), power measured from
+    the telemetry's ``power_w`` where it has one, in the bill's one currency
+    unless [owned] names one; ``attrs["owned"]`` says what they hold for
+    ``check``."""
+    o = source.options
+    currency = o.get("currency")
+    if currency is None:
+        named = {str(c) for b in bills if "currency" in b.columns for c in b["currency"].dropna().unique()}
+        currency = named.pop() if len(named) == 1 else None
+    nodes: Any = dict(o["nodes"])
+    hosts = _hosts_table(_uses(source, "hosts"), reading)
+    if not nodes and hosts is not None:
+        if "class" not in hosts.columns:
+            raise InvalidInputError("[owned]: no nodes: the hosts table has no class column (or give [owned.nodes])")
+        nodes = hosts.rename(columns={"host": "resource_id"}) if "resource_id" not in hosts.columns else hosts
+    tariff = o["tariff"]
+    if isinstance(tariff, str):
+        tariff = read_table(source.files[0], "tariff")
+    measured = usage if len(usage) and "power_w" in usage.columns else None
+    lines = owned_costs(o["classes"], nodes, o["start"], o["end"], usage=measured, pue=o.get("pue", 1.0),
+                        tariff=tariff, operations_per_month=o.get("operations_per_month", 0.0),
+                        freq=o.get("freq", "h"), currency=currency,
+                        interval=o.get("interval", None if measured is None or "duration" in usage.columns else step))
+    by_component = lines.groupby("component", observed=True)["cost"].sum()
+    power = lines["component"] == "power"
+    lines.attrs["owned"] = {
+        "lines": len(lines), "nodes": int(lines["resource_id"].nunique()),
+        "classes": sorted(map(str, lines["node_class"].dropna().unique())),
+        "start": lines["start"].min() if len(lines) else None, "end": lines["end"].max() if len(lines) else None,
+        "total": {str(k): float(v) for k, v in by_component.items()},
+        "energy_kwh": float(lines.loc[power, "energy_kwh"].sum()),
+        "estimated_lines": int(lines.loc[power, "energy_estimated"].sum()), "power_lines": int(power.sum()),
+    }
+    return lines
+
+
 def _read_budgets(source: Source, reading: Reading, table: str) -> Iterator[pd.DataFrame]:
     frame = read_table(source.files[0], "budgets")
     for column in ("amount",):
@@ -1042,7 +1126,7 @@ _READERS: dict[str, Callable[[Source, Reading, str], Iterator[pd.DataFrame]]] = 
     "kube_pod_labels": _read_pod_labels, "kube_pod_info": _read_pod_info, "kube_pod_labels_live": _fetch_pod_labels,
     "demo": _read_demo, "catalog": _read_nothing, "spot_interruptions": _read_nothing,
     "jobstats": _read_jobstats, "ceems_map": _read_nothing,
-    "node_events": _read_node_events, "invoice": _read_invoice,
+    "node_events": _read_node_events, "invoice": _read_invoice, "owned": _read_nothing,
 }
 
 
@@ -1074,14 +1158,12 @@ def read_plan(plan: SourcePlan, *, progress: bool = False) -> Tables:
     bill = None
     parts = []
     for costs_source in plan.feeding("costs"):  # a bill or gpucost's costs table, and an invoice
+        if costs_source.kind == "owned":
+            continue  # after the telemetry: its measured power
         frame = costs_source.frame(reading)
         if costs_source.key == "bill":
             bill = frame = instance_ids(frame)
         parts.append(frame)
-    costs = sources.concat_frames(parts)
-    if len(parts) > 1:  # each reader's report kept
-        costs.attrs = {k: v for part in parts for k, v in part.attrs.items()}
-
     # usage: the lookups as the readers need them (hosts, then nodes), then each telemetry source
     hosts = plan.find("hosts")
     _hosts_table(hosts, reading)
@@ -1109,6 +1191,13 @@ def read_plan(plan: SourcePlan, *, progress: bool = False) -> Tables:
             # The engine's own inference (docs/semantics.md 1.3), so the analyses use the same interval.
             from gpucost.allocation import infer_interval, series_spacings
             step = infer_interval(series_spacings(usage))
+
+    owned = plan.find("owned")
+    if owned is not None:
+        parts.append(_owned_lines(owned, reading, usage, step, parts))
+    costs = sources.concat_frames(parts)
+    if len(parts) > 1:  # each reader's report kept
+        costs.attrs = {k: v for part in parts for k, v in part.attrs.items()}
 
     workloads = _workloads(plan, reading, usage)
     inventory_source = plan.feeding("inventory")[0]

@@ -8,6 +8,7 @@
 #include "gpucost/allocate.h"
 #include "gpucost/catalog.h"
 #include "gpucost/columns.h"
+#include "gpucost/owned.h"
 #include "gtest/gtest.h"
 #include "testing/status_matchers.h"
 #include "testing/tables.h"
@@ -50,7 +51,8 @@ TEST(Model, EverySpellingReadsBack) {
   ExpectRoundTrip<Basis>("Basis", 3, ParseBasis);
   ExpectRoundTrip<IdleMode>("IdleMode", 2, ParseIdleMode);
   ExpectRoundTrip<CostDriver>("CostDriver", 2, ParseCostDriver);
-  EXPECT_EQ(ModelEnumSpellings().size(), 9u);
+  ExpectRoundTrip<OwnedComponent>("OwnedComponent", 5, ParseOwnedComponent);
+  EXPECT_EQ(ModelEnumSpellings().size(), 10u);
   EXPECT_EQ(ModelEnumSpellings().back().values,
             (std::vector<std::string_view>{kIdle, kUnattributed, kUnobserved, kUnlabelled, kDown}));
 }

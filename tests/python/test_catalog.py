@@ -18,6 +18,7 @@ def test_instance_types_frame_has_the_issue_figures():
     assert list(types.columns) == [
         "provider", "instance_type", "gpu_model", "gpus", "gpu_fraction", "gpu_memory_gib", "vcpus",
         "memory_gib", "mig_capable", "on_demand_hourly", "price_region", "price_date", "price_source",
+        "gpu_tdp_w", "node_max_power_w", "spec_source",
     ]
     row = types.set_index("instance_type").loc["p4d.24xlarge"]
     assert (row.provider, row.gpu_model, row.gpus, row.gpu_memory_gib) == ("aws", "A100 40GB", 8, 40)
@@ -33,6 +34,13 @@ def test_instance_types_frame_has_the_issue_figures():
     assert (priced.price_source != "").all() and (priced.price_region != "").all()
     assert (types.on_demand_hourly.dropna() > 0).all()
     assert types.gpus.dtype == np.int64 and types.mig_capable.dtype == bool
+    # Owned nodes (issue 31): nameplate power from a datasheet, named in spec_source; no price.
+    owned = indexed.loc[["dgx-h100", "hgx-h100-8", "dgx-h200", "dgx-b200", "dgx-a100-80gb", "amd-mi300x-oam-8"]]
+    assert owned.gpus.tolist() == [8] * 6 and owned.on_demand_hourly.isna().all()
+    assert owned.gpu_tdp_w.tolist() == [700, 700, 700, 1000, 400, 750]
+    assert owned.loc["dgx-b200", "gpu_memory_gib"] * 8 == 1440 and owned.loc["dgx-b200", "node_max_power_w"] == 14300
+    nameplate = types[(types.gpu_tdp_w > 0) | (types.node_max_power_w > 0)]
+    assert (nameplate.spec_source != "").all()
 
 
 def test_mig_profiles_and_shares():

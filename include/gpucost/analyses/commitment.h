@@ -66,6 +66,8 @@ struct AmortizedMonth {
   int64_t total_cents = 0;     // upfront_cents + recurring_cents
 };
 
+// For commitment terms only (8,760-hour years); owned hardware's
+// depreciation is OwnedCostLines (owned.h), over calendar years by the hour.
 // Spreads `units` units of `price`, bought at `start_ns`, over the calendar
 // months of the term (the first and last months partial unless the term
 // starts at a month start). Each part (upfront share, recurring fees) is in

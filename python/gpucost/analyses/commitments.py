@@ -51,6 +51,12 @@ def amortize(upfront: float, hourly: float, term_years: int = 1, start: Any = "2
              units: float = 1.0) -> pd.DataFrame:
     """A reserved term spread over calendar months (UTC), to the cent.
 
+    For commitment terms (reserved instances, savings plans, CUDs) as the
+    clouds define them: a year is 365 days (8,760 hours), so a term's months
+    are its hours x the hourly amount. Hardware you own is not a term:
+    :func:`gpucost.owned_costs` writes its price off over the calendar years
+    of its service life, by the hour, leap days included.
+
     Args:
         upfront: paid once per unit for the whole term (0 for no upfront).
         hourly: paid every hour of the term per unit (0 for all upfront).
