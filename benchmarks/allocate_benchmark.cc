@@ -161,7 +161,41 @@ void BM_AllocateFleet(benchmark::State& state, gpucost_bench::FleetOrder order, 
   state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(fleet.size()));
 }
 
+// BM_AllocateFleetEnergy/<order>: the same fleet with each sample's power_w
+// (a draw from 80 to 700 W following its utilisation), a pue and a carbon
+// intensity: what the energy columns (SEMANTICS 9) cost beside
+// BM_AllocateFleet.
+void BM_AllocateFleetEnergy(benchmark::State& state, gpucost_bench::FleetOrder order) {
+  const auto& fleet = FleetFor(static_cast<int>(state.range(0)), order, 0);
+  gpucost::SampleColumns samples = fleet.samples();
+  std::vector<double> power(samples.size());
+  for (size_t i = 0; i < power.size(); ++i) power[i] = 80.0 + 620.0 * samples.util[i];
+  samples.power_w = power;
+  gpucost::AllocationPolicy policy;
+  policy.threads = static_cast<int>(state.range(1));
+  policy.pue = 1.3;
+  policy.carbon_intensity = 380;
+  for (auto _ : state) {
+    auto result = gpucost::Allocate(fleet.costs(), samples, fleet.inventory(), nullptr, policy);
+    if (!result.ok() || !result->energy_kwh) {
+      state.SkipWithError(result.ok() ? "no energy column" : std::string(result.status().message()).c_str());
+      break;
+    }
+    benchmark::DoNotOptimize(result);
+  }
+  state.counters["samples"] = static_cast<double>(fleet.size());
+  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(fleet.size()));
+}
+
 const bool kFleetRegistered = [] {
+  for (const auto& [order, name] : gpucost_bench::kFleetOrders) {
+    benchmark::RegisterBenchmark(("BM_AllocateFleetEnergy/" + std::string(name)).c_str(), BM_AllocateFleetEnergy,
+                                 order)
+        ->ArgNames({"gpus", "threads"})
+        ->Args({1000, 1})
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+  }
   for (const auto& [prefix, churn] : {std::pair("BM_AllocateFleet/", 0), std::pair("BM_AllocateFleetHighCard/", 5)}) {
     for (const auto& [order, name] : gpucost_bench::kFleetOrders) {
       benchmark::RegisterBenchmark((prefix + std::string(name)).c_str(), BM_AllocateFleet, order, churn)

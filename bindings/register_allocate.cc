@@ -37,6 +37,31 @@ struct WorkloadHolder {
   }
 };
 
+// SEMANTICS 9's inputs beside the policy: pue, and a carbon intensity that
+// is a number or a table (a dict of columns).
+struct EnergyArgs {
+  std::optional<double> pue;
+  std::optional<double> carbon_intensity;
+  std::optional<CarbonHolder> carbon_table;
+
+  EnergyArgs(std::optional<double> pue_, const py::object& carbon) : pue(pue_) {
+    if (carbon.is_none()) return;
+    if (py::isinstance<py::dict>(carbon)) {
+      carbon_table.emplace(carbon.cast<py::dict>());
+    } else {
+      carbon_intensity = carbon.cast<double>();
+    }
+  }
+  void Apply(AllocationPolicy& policy) const {
+    policy.pue = pue;
+    policy.carbon_intensity = carbon_intensity;
+  }
+  [[nodiscard]] std::optional<CarbonIntensityColumns> view() const {
+    if (!carbon_table) return std::nullopt;
+    return carbon_table->view();
+  }
+};
+
 AllocationPolicy MakePolicy(const std::string& basis, double alpha, const std::string& idle,
                             std::optional<double> interval, std::vector<std::string> by,
                             const std::optional<std::string>& freq, int threads) {
@@ -56,7 +81,9 @@ AllocationPolicy MakePolicy(const std::string& basis, double alpha, const std::s
 class PyAllocator {
  public:
   PyAllocator(const py::dict& costs, const py::dict& inventory, const std::optional<py::dict>& workloads,
-              const AllocationPolicy& policy, const std::optional<py::dict>& downtime) {
+              AllocationPolicy policy, const std::optional<py::dict>& downtime, const EnergyArgs& energy) {
+    energy.Apply(policy);
+    const std::optional<CarbonIntensityColumns> cv = energy.view();
     CostHolder c(costs);
     InventoryHolder i(inventory);
     std::optional<WorkloadHolder> w;
@@ -70,7 +97,8 @@ class PyAllocator {
     absl::StatusOr<std::unique_ptr<Allocator>> created;
     {
       py::gil_scoped_release release;
-      created = Allocator::Create(c.view(), i.view(), wv ? &*wv : nullptr, policy, dv ? &*dv : nullptr);
+      created = Allocator::Create(c.view(), i.view(), wv ? &*wv : nullptr, policy, dv ? &*dv : nullptr,
+                                  cv ? &*cv : nullptr);
     }
     allocator_ = ValueOrThrow(std::move(created));
   }
@@ -147,7 +175,10 @@ void RegisterAllocationResult(py::module_& m) {
       .def_readonly("samples_outside_lines", &Diagnostics::samples_outside_lines)
       .def_readonly("samples_used", &Diagnostics::samples_used)
       .def_readonly("lines_down", &Diagnostics::lines_down)
-      .def_readonly("samples_in_downtime", &Diagnostics::samples_in_downtime);
+      .def_readonly("samples_in_downtime", &Diagnostics::samples_in_downtime)
+      .def_readonly("samples_without_power", &Diagnostics::samples_without_power)
+      .def_readonly("lines_energy_fallback", &Diagnostics::lines_energy_fallback)
+      .def_readonly("samples_without_intensity", &Diagnostics::samples_without_intensity);
 
   py::class_<JoinTable> join(m, "JoinTable",
                              "How the bill and the telemetry joined: one row per (resource_id, currency).");
@@ -191,6 +222,15 @@ void RegisterAllocationResult(py::module_& m) {
   ArrayProperty(result, "effective_gpu_hours", &Allocation::effective_gpu_hours);
   ArrayProperty(result, "mem_gib_hours", &Allocation::mem_gib_hours);
   ArrayProperty(result, "cost_per_effective_gpu_hour", &Allocation::cost_per_effective_gpu_hour);
+  // SEMANTICS 9: None when the engine gave no such column.
+  for (auto [name, member] : {std::pair{"energy_kwh", &Allocation::energy_kwh},
+                              std::pair{"facility_energy_kwh", &Allocation::facility_energy_kwh},
+                              std::pair{"co2e_kg", &Allocation::co2e_kg}}) {
+    result.def_property_readonly(name, [member](const py::object& self) -> py::object {
+      const auto& column = self.cast<const Allocation&>().*member;
+      return column ? py::object(ViewAsNumpy(*column, self)) : py::none();
+    });
+  }
   result
       .def_property_readonly(
           "diagnostics",
@@ -208,8 +248,12 @@ void RegisterAllocate(py::module_& m) {
       [](const py::dict& costs, const py::dict& usage, const py::dict& inventory,
          const std::optional<py::dict>& workloads, const std::string& basis, double alpha,
          const std::string& idle, std::optional<double> interval, std::vector<std::string> by,
-         const std::optional<std::string>& freq, int threads, const std::optional<py::dict>& downtime) {
-        const AllocationPolicy policy = MakePolicy(basis, alpha, idle, interval, std::move(by), freq, threads);
+         const std::optional<std::string>& freq, int threads, const std::optional<py::dict>& downtime,
+         std::optional<double> pue, const py::object& carbon_intensity) {
+        AllocationPolicy policy = MakePolicy(basis, alpha, idle, interval, std::move(by), freq, threads);
+        const EnergyArgs energy(pue, carbon_intensity);
+        energy.Apply(policy);
+        const std::optional<CarbonIntensityColumns> cv = energy.view();
         CostHolder c(costs);
         SampleHolder s(usage);
         InventoryHolder i(inventory);
@@ -225,13 +269,15 @@ void RegisterAllocate(py::module_& m) {
         {
           // Arrays are held above; nothing below touches a Python object.
           py::gil_scoped_release release;
-          result = Allocate(c.view(), s.view(), i.view(), wv ? &*wv : nullptr, policy, dv ? &*dv : nullptr);
+          result = Allocate(c.view(), s.view(), i.view(), wv ? &*wv : nullptr, policy, dv ? &*dv : nullptr,
+                            cv ? &*cv : nullptr);
         }
         return ValueOrThrow(std::move(result));
       },
       py::arg("costs"), py::arg("usage"), py::arg("inventory"), py::arg("workloads"), py::arg("basis"),
       py::arg("alpha"), py::arg("idle"), py::arg("interval"), py::arg("by"), py::arg("freq"),
-      py::arg("threads") = 0, py::arg("downtime") = py::none(),
+      py::arg("threads") = 0, py::arg("downtime") = py::none(), py::arg("pue") = py::none(),
+      py::arg("carbon_intensity") = py::none(),
       R"pbdoc(Allocate cost lines over usage samples (SEMANTICS.md).
 
 Tables are dicts of numpy arrays as built by gpucost.frames; arrays of the
@@ -243,14 +289,15 @@ read in place, others are converted once. Returns an AllocationResult.)pbdoc");
                        const std::string& basis, double alpha, const std::string& idle,
                        std::optional<double> interval,
                        std::vector<std::string> by, const std::optional<std::string>& freq, int threads,
-                       const std::optional<py::dict>& downtime) {
+                       const std::optional<py::dict>& downtime, std::optional<double> pue,
+                       const py::object& carbon_intensity) {
              return std::make_unique<PyAllocator>(
                  costs, inventory, workloads, MakePolicy(basis, alpha, idle, interval, std::move(by), freq, threads),
-                 downtime);
+                 downtime, EnergyArgs(pue, carbon_intensity));
            }),
            py::arg("costs"), py::arg("inventory"), py::arg("workloads"), py::arg("basis"), py::arg("alpha"),
            py::arg("idle"), py::arg("interval"), py::arg("by"), py::arg("freq"), py::arg("threads") = 0,
-           py::arg("downtime") = py::none())
+           py::arg("downtime") = py::none(), py::arg("pue") = py::none(), py::arg("carbon_intensity") = py::none())
       .def("add_samples", &PyAllocator::AddSamples, py::arg("usage"))
       .def("finish", &PyAllocator::Finish);
 

@@ -36,6 +36,7 @@ py::dict SamplesToPython(UsageSamples&& u) {
   out["util"] = MoveToNumpy(std::move(u.util));
   out["mem_used"] = MoveToNumpy(std::move(u.mem_used));
   out["duration"] = MoveToNumpy(std::move(u.duration));
+  if (!u.power_w.empty()) out["power_w"] = MoveToNumpy(std::move(u.power_w));
   return out;
 }
 

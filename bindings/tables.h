@@ -28,6 +28,7 @@ struct CostHolder {
   std::optional<StringColumnHolder> currency;
   std::optional<CArray<uint8_t>> primary;
   std::optional<CArray<double>> quantity_hours;
+  std::optional<CArray<uint8_t>> driver;  // CostDriver values
 
   explicit CostHolder(const py::dict& t)
       : resource_id(ToStringColumn(t["resource_id"])),
@@ -37,7 +38,8 @@ struct CostHolder {
         list_cost(OptionalArray<double>(t, "list_cost")),
         unit(UnitOf(t)),
         primary(OptionalArray<uint8_t>(t, "primary")),
-        quantity_hours(OptionalArray<double>(t, "quantity_hours")) {
+        quantity_hours(OptionalArray<double>(t, "quantity_hours")),
+        driver(OptionalArray<uint8_t>(t, "driver")) {
     if (t.contains("currency") && !t["currency"].is_none()) currency = ToStringColumn(t["currency"]);
   }
   [[nodiscard]] CostColumns view() const {
@@ -45,6 +47,7 @@ struct CostHolder {
     if (currency) out.currency = currency->view();
     out.primary = OptionalSpan(primary);
     out.quantity_hours = OptionalSpan(quantity_hours);
+    out.driver = OptionalSpan(driver);
     return out;
   }
 };
@@ -77,6 +80,19 @@ struct DowntimeHolder {
   [[nodiscard]] DowntimeColumns view() const { return {resource_id.view(), Span(start), Span(end), unit}; }
 };
 
+struct CarbonHolder {
+  CArray<int64_t> start, end;
+  CArray<double> g_per_kwh;
+  TimeUnit unit;
+
+  explicit CarbonHolder(const py::dict& t)
+      : start(RequiredArray<int64_t>(t, "start")),
+        end(RequiredArray<int64_t>(t, "end")),
+        g_per_kwh(RequiredArray<double>(t, "g_per_kwh")),
+        unit(UnitOf(t)) {}
+  [[nodiscard]] CarbonIntensityColumns view() const { return {Span(start), Span(end), Span(g_per_kwh), unit}; }
+};
+
 struct SampleHolder {
   CArray<int64_t> timestamp;
   StringColumnHolder resource_id;
@@ -85,6 +101,7 @@ struct SampleHolder {
   CArray<double> share, util, mem_used;
   std::optional<CArray<int64_t>> duration;
   TimeUnit unit;
+  std::optional<CArray<double>> power_w;
 
   explicit SampleHolder(const py::dict& t)
       : timestamp(RequiredArray<int64_t>(t, "timestamp")),
@@ -95,10 +112,11 @@ struct SampleHolder {
         util(RequiredArray<double>(t, "util")),
         mem_used(RequiredArray<double>(t, "mem_used")),
         duration(OptionalArray<int64_t>(t, "duration")),
-        unit(UnitOf(t)) {}
+        unit(UnitOf(t)),
+        power_w(OptionalArray<double>(t, "power_w")) {}
   [[nodiscard]] SampleColumns view() const {
     return {Span(timestamp), resource_id.view(), Span(device), consumer.view(), Span(share),
-            Span(util),      Span(mem_used),     OptionalSpan(duration), unit};
+            Span(util),      Span(mem_used),     OptionalSpan(duration), unit, OptionalSpan(power_w)};
   }
 };
 

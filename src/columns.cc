@@ -1,5 +1,7 @@
 #include "gpucost/columns.h"
 
+#include <algorithm>
+#include <cmath>
 #include <string>
 #include <utility>
 
@@ -50,6 +52,8 @@ CostColumns CostTable::columns() const {
   CostColumns out{.resource_id = resource_id.view(), .start = start, .end = end, .cost = cost,
                   .list_cost = list_cost, .primary = primary, .quantity_hours = quantity_hours};
   out.currency = ViewIfAny(currency);
+  const auto energy = static_cast<uint8_t>(CostDriver::kEnergy);
+  if (std::find(driver.begin(), driver.end(), energy) != driver.end()) out.driver = std::span<const uint8_t>(driver);
   return out;
 }
 
@@ -57,6 +61,7 @@ SampleColumns SampleTable::columns() const {
   SampleColumns out{.timestamp = timestamp, .resource_id = resource_id.view(), .device = device,
                     .consumer = consumer.view(), .share = share, .util = util, .mem_used = mem_used};
   if (!duration.empty()) out.duration = std::span<const int64_t>(duration);
+  if (!power_w.empty()) out.power_w = std::span<const double>(power_w);
   return out;
 }
 
@@ -74,6 +79,7 @@ CostTable ToColumns(std::span<const CostLine> lines) {
     out.primary.push_back(line.primary ? 1 : 0);
     out.purchase.push_back(line.purchase);
     out.category.push_back(line.category);
+    out.driver.push_back(static_cast<uint8_t>(line.driver));
   }
   out.resource_id = resource.Finish();
   out.currency = currency.Finish();
@@ -84,6 +90,8 @@ absl::StatusOr<SampleTable> ToColumns(std::span<const UsageSample> samples) {
   SampleTable out;
   StringEncoder resource, consumer;
   const bool durations = !samples.empty() && samples.front().duration.has_value();
+  // A power column when any sample measured power (NaN on the others).
+  const bool power = std::any_of(samples.begin(), samples.end(), [](const UsageSample& s) { return !std::isnan(s.power_w); });
   for (size_t i = 0; i < samples.size(); ++i) {
     const UsageSample& s = samples[i];
     if (s.duration.has_value() != durations) {
@@ -98,6 +106,7 @@ absl::StatusOr<SampleTable> ToColumns(std::span<const UsageSample> samples) {
     out.util.push_back(s.util);
     out.mem_used.push_back(s.mem_used);
     if (durations) out.duration.push_back(*s.duration);
+    if (power) out.power_w.push_back(s.power_w);
   }
   out.resource_id = resource.Finish();
   out.consumer = consumer.Finish();

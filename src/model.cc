@@ -22,6 +22,7 @@ constexpr std::string_view kPaymentNames[] = {"no_upfront", "partial_upfront", "
 constexpr std::string_view kChargeCategoryNames[] = {"Usage", "Purchase", "Tax", "Credit", "Adjustment"};
 constexpr std::string_view kBasisNames[] = {"allocated", "used", "blended"};
 constexpr std::string_view kIdleModeNames[] = {"keep", "share"};
+constexpr std::string_view kCostDriverNames[] = {"gpu_time", "energy"};
 
 struct Alias {
   std::string_view text;  // normalised: lower case, '_' for '-' and ' '
@@ -96,6 +97,7 @@ std::string_view ToString(Payment value) { return kPaymentNames[static_cast<size
 std::string_view ToString(ChargeCategory value) { return kChargeCategoryNames[static_cast<size_t>(value)]; }
 std::string_view ToString(Basis value) { return kBasisNames[static_cast<size_t>(value)]; }
 std::string_view ToString(IdleMode value) { return kIdleModeNames[static_cast<size_t>(value)]; }
+std::string_view ToString(CostDriver value) { return kCostDriverNames[static_cast<size_t>(value)]; }
 
 absl::StatusOr<Provider> ParseProvider(std::string_view text) {
   return ParseName<Provider>(kProviderNames, kProviderAliases, text, true, "provider", "provider");
@@ -118,12 +120,15 @@ absl::StatusOr<Basis> ParseBasis(std::string_view text) {
 absl::StatusOr<IdleMode> ParseIdleMode(std::string_view text) {
   return ParseName<IdleMode>(kIdleModeNames, {}, text, false, "idle", "idle mode");
 }
+absl::StatusOr<CostDriver> ParseCostDriver(std::string_view text) {
+  return ParseName<CostDriver>(kCostDriverNames, {}, text, false, "driver", "cost driver");
+}
 
 std::vector<EnumSpellings> ModelEnumSpellings() {
   return {{"Provider", AllOf(kProviderNames)}, {"MigBasis", AllOf(kMigBasisNames)},
           {"Purchase", AllOf(kPurchaseNames)}, {"Payment", AllOf(kPaymentNames)},
           {"ChargeCategory", AllOf(kChargeCategoryNames)}, {"Basis", AllOf(kBasisNames)},
-          {"IdleMode", AllOf(kIdleModeNames)},
+          {"IdleMode", AllOf(kIdleModeNames)}, {"CostDriver", AllOf(kCostDriverNames)},
           {"Reserved", {kIdle, kUnattributed, kUnobserved, kUnlabelled, kDown}}};
 }
 

@@ -53,6 +53,13 @@ struct Diagnostics {
   // resource, dropped whole (the sixth part of samples_total).
   int64_t lines_down = 0;
   int64_t samples_in_downtime = 0;
+  // SEMANTICS 9 (samples with a power_w column): samples whose power was NaN
+  // (or whose chunk had no power column), energy-driven lines that had no
+  // energy and fell back to the basis, and samples whose instant no carbon
+  // intensity window covered (they add energy but no CO2e).
+  int64_t samples_without_power = 0;
+  int64_t lines_energy_fallback = 0;
+  int64_t samples_without_intensity = 0;
 };
 
 // One key column of the result. String keys are codes into `dictionary`,
@@ -107,6 +114,12 @@ struct Allocation {
   std::vector<double> effective_gpu_hours;
   std::vector<double> mem_gib_hours;
   std::vector<double> cost_per_effective_gpu_hour;  // NaN where no effective hours
+  // SEMANTICS 9, each absent unless the samples had a power_w column (and the
+  // policy a pue, or a carbon intensity): kWh over primary lines, kWh x pue,
+  // kg CO2e (of the facility energy when there is a pue).
+  std::optional<std::vector<double>> energy_kwh;
+  std::optional<std::vector<double>> facility_energy_kwh;
+  std::optional<std::vector<double>> co2e_kg;
   Diagnostics diagnostics;
   JoinTable join;
 
@@ -126,10 +139,12 @@ class Allocator {
  public:
   // Validates and indexes the tables (copied in; they need not outlive this).
   // `downtime` (SEMANTICS 10) may be nullptr: no resource was ever down.
+  // `carbon` (SEMANTICS 9) may be nullptr: policy.carbon_intensity, if any,
+  // holds at every instant.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<Allocator>> Create(
       const CostColumns& costs, const InventoryColumns& inventory,
       const WorkloadColumns* workloads, const AllocationPolicy& policy,
-      const DowntimeColumns* downtime = nullptr);
+      const DowntimeColumns* downtime = nullptr, const CarbonIntensityColumns* carbon = nullptr);
 
   ~Allocator();
   Allocator(const Allocator&) = delete;
@@ -147,7 +162,7 @@ class Allocator {
  private:
   friend absl::StatusOr<Allocation> Allocate(const CostColumns&, const SampleColumns&, const InventoryColumns&,
                                              const WorkloadColumns*, const AllocationPolicy&,
-                                             const DowntimeColumns*);
+                                             const DowntimeColumns*, const CarbonIntensityColumns*);
   struct State;
   explicit Allocator(std::unique_ptr<State> state);
   std::unique_ptr<State> state_;
@@ -166,7 +181,8 @@ class Allocator {
 [[nodiscard]] absl::StatusOr<Allocation> Allocate(
     const CostColumns& costs, const SampleColumns& samples,
     const InventoryColumns& inventory, const WorkloadColumns* workloads,
-    const AllocationPolicy& policy, const DowntimeColumns* downtime = nullptr);
+    const AllocationPolicy& policy, const DowntimeColumns* downtime = nullptr,
+    const CarbonIntensityColumns* carbon = nullptr);
 
 }  // namespace gpucost
 

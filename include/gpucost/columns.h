@@ -98,6 +98,9 @@ struct CostColumns {
   std::optional<std::span<const uint8_t>> primary;
   // Instance-hours billed within the period; NaN or absent: all of it.
   std::optional<std::span<const double>> quantity_hours;
+  // SEMANTICS 9: a CostDriver per line, as its uint8_t value; absent: every
+  // line is kGpuTime.
+  std::optional<std::span<const uint8_t>> driver;
 };
 
 // SEMANTICS 1.2: one row per GPU device.
@@ -119,6 +122,9 @@ struct SampleColumns {
   std::span<const double> mem_used;  // bytes
   std::optional<std::span<const int64_t>> duration;  // in `time_unit`
   TimeUnit time_unit = TimeUnit::kNanosecond;
+  // SEMANTICS 9: the whole device's draw (W, >= 0; NaN: not measured).
+  // Absent: no energy columns in the result.
+  std::optional<std::span<const double>> power_w;
 
   [[nodiscard]] size_t size() const { return timestamp.size(); }
 
@@ -139,6 +145,7 @@ struct SampleColumns {
     out.util = cut(util);
     out.mem_used = cut(mem_used);
     if (duration) out.duration = cut(*duration);
+    if (power_w) out.power_w = cut(*power_w);
     return out;
   }
 };
@@ -152,9 +159,11 @@ struct CostTable {
   std::vector<uint8_t> primary;
   std::vector<Purchase> purchase;
   std::vector<ChargeCategory> category;
+  std::vector<uint8_t> driver;  // CostDriver values
 
   [[nodiscard]] size_t size() const { return start.size(); }
-  // The engine's view; `currency` is set only when some line names one.
+  // The engine's view; `currency` is set only when some line names one,
+  // `driver` only when some line is driven by energy.
   [[nodiscard]] CostColumns columns() const;
 };
 
@@ -163,6 +172,7 @@ struct SampleTable {
   std::vector<int64_t> timestamp, duration;  // duration: empty when no sample has one
   std::vector<int32_t> device;
   std::vector<double> share, util, mem_used;
+  std::vector<double> power_w;  // empty when no sample has power
 
   [[nodiscard]] size_t size() const { return timestamp.size(); }
   [[nodiscard]] SampleColumns columns() const;
@@ -180,6 +190,18 @@ struct DowntimeColumns {
   StringColumn resource_id;
   std::span<const int64_t> start;  // instant, in `time_unit`
   std::span<const int64_t> end;    // exclusive
+  TimeUnit time_unit = TimeUnit::kNanosecond;
+
+  [[nodiscard]] size_t size() const { return start.size(); }
+};
+
+// SEMANTICS 9: grid carbon intensity (gCO2e/kWh) over windows [start, end);
+// a sample is matched by its instant. Windows must not overlap; an instant
+// no window covers has no intensity (the sample's CO2e is counted missing).
+struct CarbonIntensityColumns {
+  std::span<const int64_t> start;  // instant, in `time_unit`
+  std::span<const int64_t> end;    // exclusive
+  std::span<const double> g_per_kwh;
   TimeUnit time_unit = TimeUnit::kNanosecond;
 
   [[nodiscard]] size_t size() const { return start.size(); }

@@ -196,6 +196,11 @@ enum class ChargeCategory { kUsage, kPurchase, kTax, kCredit, kAdjustment };
 
 // One bill line, SEMANTICS 1.1: `cost` for the resource's time in [start,
 // end). The documentation-grade form; CostTable is its columnar form.
+// SEMANTICS 9: what a cost line is prorated by. kGpuTime: the policy's basis
+// (GPU time held or used); kEnergy: each holder's measured energy (a power or
+// electricity line).
+enum class CostDriver : uint8_t { kGpuTime, kEnergy };
+
 struct CostLine {
   std::string resource_id;  // "" = a charge with no resource (a fee, a tax)
   int64_t start = 0;        // ns since the epoch, UTC
@@ -208,6 +213,8 @@ struct CostLine {
   bool primary = true;      // bills the resource's time (its GPU-hours count)
   // Instance-hours billed within [start, end); NaN: all of it.
   double quantity_hours = std::numeric_limits<double>::quiet_NaN();
+  // SEMANTICS 9: what the line is prorated by (a power line: energy).
+  CostDriver driver = CostDriver::kGpuTime;
 };
 
 // One telemetry sample, SEMANTICS 1.3: `consumer` held `share` of GPU
@@ -222,6 +229,9 @@ struct UsageSample {
   double util = 0;          // in [0, 1]
   double mem_used = 0;      // bytes
   std::optional<int64_t> duration;  // ns
+  // SEMANTICS 9: the whole device's draw in watts, on every row of the device
+  // and instant; NaN: not measured.
+  double power_w = std::numeric_limits<double>::quiet_NaN();
 };
 
 // ---- how money is prorated --------------------------------------------------
@@ -257,6 +267,12 @@ struct AllocationPolicy {
   std::vector<std::string> by = {"consumer"};
   // Required when `by` contains "period".
   std::optional<PeriodFreq> freq;
+  // SEMANTICS 9, with a power_w column: facility energy = energy * pue (the
+  // data centre's power usage effectiveness, >= 1), and CO2e at a grid
+  // intensity in gCO2e/kWh (a CarbonIntensityColumns table, when given to
+  // Create, overrides it).
+  std::optional<double> pue;
+  std::optional<double> carbon_intensity;
   // Threads for adding samples (0 = AvailableCores()). Chunks under 256k
   // samples per thread use fewer. Rows are split between threads by
   // resource, so results are the same for every thread count, to the bit.
@@ -272,6 +288,7 @@ struct AllocationPolicy {
 [[nodiscard]] std::string_view ToString(ChargeCategory value);
 [[nodiscard]] std::string_view ToString(Basis value);
 [[nodiscard]] std::string_view ToString(IdleMode value);
+[[nodiscard]] std::string_view ToString(CostDriver value);
 
 // Each reads ToString's spelling (and the aliases noted above); anything else
 // is kInvalidArgument naming the parameter and the expected values.
@@ -282,6 +299,7 @@ struct AllocationPolicy {
 [[nodiscard]] absl::StatusOr<ChargeCategory> ParseChargeCategory(std::string_view text);
 [[nodiscard]] absl::StatusOr<Basis> ParseBasis(std::string_view text);
 [[nodiscard]] absl::StatusOr<IdleMode> ParseIdleMode(std::string_view text);
+[[nodiscard]] absl::StatusOr<CostDriver> ParseCostDriver(std::string_view text);
 
 // Every enum's spellings in value order, by the enum's name ("Purchase",
 // "Basis", ...), and "Reserved", the reserved names kIdle ... kDown: what the

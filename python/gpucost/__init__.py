@@ -8,7 +8,7 @@ used the GPUs. See docs/guide.md.
 from __future__ import annotations
 
 from gpucost.errors import Error, InvalidInputError
-from gpucost.model import Basis, ChargeCategory, IdleMode, MigBasis, Payment, Provider, Purchase, Reserved
+from gpucost.model import Basis, ChargeCategory, CostDriver, IdleMode, MigBasis, Payment, Provider, Purchase, Reserved
 from gpucost.allocation import Allocator, allocate, available_cores, get_num_threads, set_num_threads
 from gpucost.frames import result_attrs
 from gpucost.join import JoinError, JoinReport, JoinWarning, check_join, join_report
@@ -78,7 +78,7 @@ def __getattr__(name: str):
 
 
 __all__ = ["Allocator", "Error", "InvalidInputError", "allocate", "__version__"]
-__all__ += ["Basis", "ChargeCategory", "IdleMode", "MigBasis", "Payment", "Provider", "Purchase", "Reserved"]
+__all__ += ["Basis", "ChargeCategory", "CostDriver", "IdleMode", "MigBasis", "Payment", "Provider", "Purchase", "Reserved"]
 __all__ += ["catalog", "inventory"]
 __all__ += ["kubernetes", "prometheus", "read_nvidia_smi", "read_nvidia_smi_mon", "read_slurm_sacct",
             "read_slurm_events", "read_scontrol_jobs"]

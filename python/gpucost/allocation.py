@@ -12,6 +12,7 @@ import pandas as pd
 from gpucost import _core
 from gpucost.errors import InvalidInputError, shift_rows
 from gpucost.frames import JoinTable, Table, allocation_result, check_output
+from gpucost.model import CostDriver
 from gpucost.join import check_public_call
 
 __all__ = ["allocate", "Allocator", "available_cores", "get_num_threads", "set_num_threads", "series_spacings",
@@ -101,6 +102,9 @@ RESULT_METRICS = (
     "effective_gpu_hours",
     "mem_gib_hours",
     "cost_per_effective_gpu_hour",
+    "energy_kwh",
+    "facility_energy_kwh",
+    "co2e_kg",
 )
 
 
@@ -124,7 +128,26 @@ def cost_columns(costs: Any) -> dict:
         "currency": t.strings("currency") if t.has("currency") else None,
         "primary": t.bools("primary") if t.has("primary") else None,
         "quantity_hours": t.floats("quantity_hours") if t.has("quantity_hours") else None,
+        "driver": _driver_codes(t) if t.has("driver") else None,
     }
+
+
+_DRIVERS = list(CostDriver)
+
+
+def _driver_codes(t: Table) -> np.ndarray:
+    """The ``driver`` column (docs/semantics.md, 9) as the engine's uint8
+    CostDriver values; a missing value is ``gpu_time``."""
+    codes, values = t.strings("driver")
+    lookup = np.zeros(len(values) + 1, dtype=np.uint8)  # the last entry: null (code -1)
+    for k, value in enumerate(values):
+        if value == "":
+            continue
+        if value not in _DRIVERS:
+            expected = " or ".join(repr(d.value) for d in _DRIVERS)
+            raise t._first_bad_row("driver", codes == k, f"{value!r} is not a cost driver (expected {expected})")
+        lookup[k] = _DRIVERS.index(CostDriver(value))
+    return lookup[codes]
 
 
 def inventory_columns(inventory: Any) -> dict:
@@ -154,6 +177,7 @@ def usage_columns(usage: Any, threads: int | None = None) -> dict:
         "util": t.floats("util"),
         "mem_used": t.floats("mem_used"),
         "duration": t.durations("duration", unit) if t.has("duration") else None,
+        "power_w": t.floats("power_w") if t.has("power_w") else None,
     }
 
 
@@ -179,6 +203,23 @@ def downtime_columns(downtime: Any) -> dict | None:
     if end_unit != unit:
         end = _in_unit(end, end_unit, unit)
     return {"resource_id": t.strings("resource_id"), "start": start, "end": end, "time_unit": unit}
+
+
+def carbon_intensity_arg(carbon_intensity: Any) -> float | dict | None:
+    """``carbon_intensity=`` as the engine takes it: a number of gCO2e/kWh,
+    or a table ``start, end, g_per_kwh`` (docs/semantics.md, 9) as columns."""
+    if carbon_intensity is None or isinstance(carbon_intensity, int | float | np.number):
+        return None if carbon_intensity is None else float(carbon_intensity)
+    t = Table(carbon_intensity, "carbon_intensity")
+    start, unit = t.instants("start")
+    end, end_unit = t.instants("end")
+    if end_unit != unit:
+        end = _in_unit(end, end_unit, unit)
+    return {"start": start, "end": end, "time_unit": unit, "g_per_kwh": t.floats("g_per_kwh")}
+
+
+def _energy(pue: float | None, carbon_intensity: Any) -> dict:
+    return {"pue": None if pue is None else float(pue), "carbon_intensity": carbon_intensity_arg(carbon_intensity)}
 
 
 def workload_columns(workloads: Any) -> dict | None:
@@ -289,14 +330,21 @@ def allocate(
     threads: int | None = None,
     output: str = "pandas",
     downtime: Any = None,
+    pue: float | None = None,
+    carbon_intensity: Any = None,
 ) -> Any:
     """Prorate every cost line over the workloads that held or used its GPUs.
 
     Args:
         costs: cost lines: ``resource_id, start, end, cost`` [, ``list_cost``,
-            ``currency``, ``primary``, ``quantity_hours``].
+            ``currency``, ``primary``, ``quantity_hours``, ``driver``]. A line
+            whose ``driver`` is ``"energy"`` (:class:`gpucost.CostDriver`: a
+            power or electricity line) is prorated by each holder's measured
+            energy instead of the basis (docs/semantics.md, 9).
         usage: samples: ``timestamp, resource_id, device, consumer, share, util,
-            mem_used`` [, ``duration`` in seconds].
+            mem_used`` [, ``duration`` in seconds, ``power_w``: the whole
+            device's draw in watts, NaN where not measured; with it the
+            result has ``energy_kwh``].
         inventory: one row per GPU: ``resource_id, device, mem_capacity`` (bytes).
         workloads: optional ``consumer`` plus label columns (team, project, ...).
             Each table may be a pandas DataFrame, a pyarrow Table, RecordBatch
@@ -327,12 +375,19 @@ def allocate(
             ``__down__`` row, neither a workload's nor idle; busy samples
             inside a window are dropped and counted (docs/semantics.md, 10;
             :func:`gpucost.read_slurm_events` reads Slurm's node events).
+        pue: the data centre's power usage effectiveness (>= 1): with
+            ``power_w``, adds ``facility_energy_kwh = energy_kwh * pue``.
+        carbon_intensity: grid intensity in gCO2e/kWh, a number or a table
+            ``start, end, g_per_kwh`` matched to each sample's instant: with
+            ``power_w``, adds ``co2e_kg`` (of the facility energy when ``pue``
+            is given). Location-based; docs/energy.md.
 
     Returns:
         One row per group, sorted by ``by``: the ``by`` columns (then
         ``currency`` when costs have one), then ``cost, idle_cost,
         [list_cost], gpu_hours, effective_gpu_hours, mem_gib_hours,
-        cost_per_effective_gpu_hour``; ``.attrs["diagnostics"]`` holds counts
+        cost_per_effective_gpu_hour`` [, ``energy_kwh``,
+        ``facility_energy_kwh``, ``co2e_kg``]; ``.attrs["diagnostics"]`` holds counts
         and ``.attrs["join"]`` how bill and telemetry joined, per resource
         (:func:`gpucost.result_attrs` gives both for every ``output``).
 
@@ -374,6 +429,17 @@ def allocate(
         1    train   6.8
         >>> gpucost.allocate(costs, usage, inventory, output="arrow").column_names[:3]
         ['consumer', 'cost', 'idle_cost']
+
+        With the GPU's draw (``power_w``), energy and CO2e per workload; the
+        free half hour's 60 W is idle energy:
+
+        >>> usage["power_w"] = [700.0, 650.0, 300.0, 60.0]
+        >>> gpucost.allocate(costs, usage, inventory, pue=1.3, carbon_intensity=400)[
+        ...     ["consumer", "energy_kwh", "facility_energy_kwh", "co2e_kg"]]
+           consumer  energy_kwh  facility_energy_kwh  co2e_kg
+        0  __idle__       0.030               0.0390   0.0156
+        1     infer       0.150               0.1950   0.0780
+        2     train       0.675               0.8775   0.3510
     """
     output = check_output(output)
     policy = _policy(basis, alpha, idle, interval, by, freq, threads)
@@ -382,6 +448,7 @@ def allocate(
     raw = _core.allocate(
         cost_columns(costs_table), usage_columns(usage_table, threads), inventory_columns(inventory),
         workload_columns(workloads), **policy, downtime=downtime_columns(downtime),
+        **_energy(pue, carbon_intensity),
     )
     result = allocation_result(raw, output)
     # pandas costs keep their attrs (the bill reader's report); Arrow ones are read once.
@@ -419,10 +486,11 @@ class Allocator:
     def __init__(self, costs: Any, inventory: Any, workloads: Any = None, *, basis: str = "allocated",
                  alpha: float = 0.5, idle: str = "keep", interval: float | None = None,
                  by: Sequence[str] | str = ("consumer",), freq: str | None = None, threads: int | None = None,
-                 downtime: Any = None):
+                 downtime: Any = None, pue: float | None = None, carbon_intensity: Any = None):
         policy = _policy(basis, alpha, idle, interval, by, freq, threads)
         self._core = _core.Allocator(cost_columns(costs), inventory_columns(inventory),
-                                     workload_columns(workloads), **policy, downtime=downtime_columns(downtime))
+                                     workload_columns(workloads), **policy, downtime=downtime_columns(downtime),
+                                     **_energy(pue, carbon_intensity))
         self._rows = 0  # samples added so far
         self._basis = basis
         self._threads = policy["threads"]

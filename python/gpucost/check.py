@@ -166,6 +166,19 @@ def _label_lines(per_consumer: pd.DataFrame, workloads: pd.DataFrame | None) -> 
     return lines
 
 
+def _energy_lines(per_consumer: pd.DataFrame) -> list[str]:
+    """docs/semantics.md, 9: the energy measured over billed GPU time, when
+    the telemetry has power."""
+    if "energy_kwh" not in per_consumer.columns:
+        return []
+    d = per_consumer.attrs.get("diagnostics", {})
+    idle = per_consumer.loc[per_consumer["consumer"] == "__idle__", "energy_kwh"].sum()
+    return ["energy",
+            f"  {per_consumer['energy_kwh'].sum():,.1f} kWh measured over billed GPU time ({idle:,.1f} kWh on "
+            f"__idle__), {d.get('samples_without_power', 0):,} samples without a power reading, "
+            f"{d.get('lines_energy_fallback', 0):,} energy-driven lines split by GPU time for want of energy"]
+
+
 def check_tables(tables: Any, *, names: dict | None = None, interval: Any = None, stated: bool = True,
                  caller: str = "cli") -> CheckResult:
     """Everything ``gpucost check`` prints, from tables already read. `stated`:
@@ -185,6 +198,7 @@ def check_tables(tables: Any, *, names: dict | None = None, interval: Any = None
     out.lines += report_lines(tables.usage)
     out.lines += _sacct_lines(tables.usage)
     out.lines += _label_lines(per_consumer, tables.workloads)
+    out.lines += _energy_lines(per_consumer)
     out.lines.append("problems" if out.report.problems else "problems: none")
     for p in out.report.problems:
         out.lines.append(f"  {'error' if p.error else 'warning'}: {p.message}")

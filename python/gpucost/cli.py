@@ -36,7 +36,7 @@ from gpucost.model import Purchase
 from gpucost import money, sheets
 from gpucost.config import Config, Tables, attribute, load_config
 from gpucost.join import join_report
-from gpucost.plan import PlanError, load_tables, plan_sources
+from gpucost.plan import PlanError, load_tables, plan_sources, read_table
 from gpucost.frames import for_export
 
 __all__ = ["main", "build_parser", "format_money_table", "EXIT_OK", "EXIT_ERROR", "EXIT_BAD_INPUT"]
@@ -266,6 +266,10 @@ def _add_policy(p: argparse.ArgumentParser, by: str | None = "team") -> None:
     g.add_argument("--interval", type=float, help="seconds a sample stands for when it has no duration")
     g.add_argument("--threads", type=int, metavar="N", help="engine threads (default 0: one per core this process may "
                                                             "use, CPU affinity and cgroup limit honoured)")
+    e = p.add_argument_group("energy, with power in the telemetry (also [energy] in the config file)")
+    e.add_argument("--pue", type=float, help="power usage effectiveness: adds facility_energy_kwh")
+    e.add_argument("--carbon-intensity", metavar="G_PER_KWH|CSV",
+                   help="grid gCO2e/kWh, or a CSV of start, end, g_per_kwh: adds co2e_kg")
     if by is not None:
         g.add_argument("--by", metavar="COLUMNS", help=f"comma-separated groups: consumer, resource_id, period, labels "
                                                        f"(default {by})")
@@ -462,6 +466,13 @@ def configure(args: argparse.Namespace) -> Config:
         config.budgets["file"] = str(Path(args.budgets).resolve())
     if getattr(args, "today", None):
         config.budgets["today"] = args.today
+    config.set("energy", "pue", getattr(args, "pue", None))
+    intensity = getattr(args, "carbon_intensity", None)
+    if intensity is not None:
+        try:
+            config.energy["carbon_intensity"] = float(intensity)
+        except ValueError:
+            config.energy["carbon_intensity"] = _absolute(intensity)
     config.set("attribution", "tag", getattr(args, "tag", None))
     config.set("attribution", "split", getattr(args, "share_split", None))
     config.set("attribution", "by", getattr(args, "attribute_by", None))
@@ -486,12 +497,24 @@ def _by(config: Config, default: Sequence[str]) -> list[str]:
 
 
 def _policy(config: Config, tables: Tables | None = None) -> dict:
-    """The allocation's keyword arguments from ``[policy]``, and the down
-    windows (``node_events``: docs/semantics.md, 10) when the tables have them."""
+    """The allocation's keyword arguments from ``[policy]`` and ``[energy]``
+    (docs/semantics.md, 9), and the down windows (``node_events``:
+    docs/semantics.md, 10) when the tables have them."""
     out = {k: config.policy[k] for k in ("basis", "idle", "alpha", "interval") if k in config.policy}
+    if "pue" in config.energy:
+        out["pue"] = float(config.energy["pue"])
+    if "carbon_intensity" in config.energy:
+        out["carbon_intensity"] = carbon_intensity_table(config)
     if tables is not None and tables.downtime is not None:
         out["downtime"] = tables.downtime
     return out
+
+
+def carbon_intensity_table(config: Config) -> float | pd.DataFrame:
+    """``carbon_intensity`` of ``[energy]``: a number, or a CSV/Parquet
+    table of ``start, end, g_per_kwh`` (read as gpucost's own tables are)."""
+    value = config.energy["carbon_intensity"]
+    return float(value) if not isinstance(value, str) else read_table(config.path(value), "carbon_intensity")
 
 
 class _Reported(Exception):

@@ -47,6 +47,10 @@ idle = "keep"                    # keep | share
 by = ["team", "project"]
 threads = 0                      # engine threads; 0: one per core this process may use
 
+[energy]                         # with power in the telemetry (DCGM power, nvidia-smi power.draw)
+pue = 1.3                        # facility energy = GPU energy x pue
+carbon_intensity = 380           # gCO2e/kWh, or a CSV start, end, g_per_kwh: co2e_kg per row
+
 [attribution]                    # gpucost.attribute_tagged, then gpucost.share_costs
 tag = "project"                  # tag key(s) naming the group of lines outside the GPUs
 by = "project"                   # the group column (default: the first of by)
@@ -106,6 +110,7 @@ SECTIONS: dict[str, dict[str, type | tuple]] = {
     "metrics": {"listen": str, "textfile": str, "prefix": str},
     "attribution": {"tag": (str, list), "by": str, "tag_map": dict, "shared": (str, dict), "split": str},
     "slurm": {"shards_per_gpu": (int, dict), "mps_per_gpu": (int, dict)},
+    "energy": {"pue": (int, float), "carbon_intensity": (int, float, str)},
 }
 DEFAULT_LABELS = {"team": "team-id", "project": "project-id", "user": "user-id", "job": "job-id"}
 
@@ -113,8 +118,9 @@ DEFAULT_LABELS = {"team": "team-id", "project": "project-id", "user": "user-id",
 @dataclass
 class Config:
     """The settings of a run: ``sources``, ``labels``, ``policy``,
-    ``budgets``, ``report``, ``metrics``, ``attribution``, ``slurm`` (plain
-    dicts), and ``base``, the directory relative paths start from."""
+    ``budgets``, ``report``, ``metrics``, ``attribution``, ``slurm``,
+    ``energy`` (plain dicts), and ``base``, the directory relative paths
+    start from."""
 
     sources: dict = field(default_factory=dict)
     labels: dict = field(default_factory=dict)
@@ -124,6 +130,7 @@ class Config:
     metrics: dict = field(default_factory=dict)
     attribution: dict = field(default_factory=dict)
     slurm: dict = field(default_factory=dict)
+    energy: dict = field(default_factory=dict)
     base: Path = field(default_factory=lambda: Path("."))
     name: str = "config"
 

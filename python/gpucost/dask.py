@@ -34,7 +34,8 @@ __all__ = ["allocate", "allocate_graph", "combine_results", "read_csv"]
 BUCKET = "_gpucost_bucket"
 SOURCE = "_gpucost_source"
 LINE = "_gpucost_line"
-SUMMED = ("cost", "idle_cost", "list_cost", "gpu_hours", "effective_gpu_hours", "mem_gib_hours")
+SUMMED = ("cost", "idle_cost", "list_cost", "gpu_hours", "effective_gpu_hours", "mem_gib_hours", "energy_kwh",
+          "facility_energy_kwh", "co2e_kg")
 FAN_IN = 16  # partial results combined per reduction task
 
 

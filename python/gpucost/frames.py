@@ -298,7 +298,7 @@ def _arrow_instants(col: pa.ChunkedArray, table: Table, column: str) -> tuple[np
 
 
 _METRICS = ("cost", "idle_cost", "list_cost", "gpu_hours", "effective_gpu_hours", "mem_gib_hours",
-            "cost_per_effective_gpu_hour")
+            "cost_per_effective_gpu_hour", "energy_kwh", "facility_energy_kwh", "co2e_kg")
 
 
 def _key_values(key: _core.KeyColumn) -> tuple[str, np.ndarray, list[str] | None]:
@@ -316,14 +316,20 @@ DIAGNOSTICS = ("lines_total", "lines_unattributed", "lines_unobserved", "lines_o
 #: Counts of down time (docs/semantics.md, 10), present when a downtime table changed something.
 DOWNTIME_DIAGNOSTICS = ("lines_down", "samples_in_downtime")
 
+#: Counts of energy (docs/semantics.md, 9), present when usage had ``power_w`` or a line is driven by energy.
+ENERGY_DIAGNOSTICS = ("samples_without_power", "lines_energy_fallback", "samples_without_intensity")
 
-def diagnostics_dict(diagnostics: _core.Diagnostics) -> dict:
+
+def diagnostics_dict(diagnostics: _core.Diagnostics, energy: bool = False) -> dict:
     """The engine's counts (``_core.Diagnostics``) as ``attrs["diagnostics"]``
     holds them: ``interval`` is the seconds a sample stood for, or None; the
-    down-time counts only when a resource was down."""
+    down-time counts only when a resource was down; the energy counts when
+    the result has energy (``energy``) or an energy-driven line fell back."""
     out = {name: getattr(diagnostics, "interval_seconds" if name == "interval" else name) for name in DIAGNOSTICS}
     if diagnostics.lines_down or diagnostics.samples_in_downtime:
         out.update({name: getattr(diagnostics, name) for name in DOWNTIME_DIAGNOSTICS})
+    if energy or diagnostics.lines_energy_fallback:
+        out.update({name: getattr(diagnostics, name) for name in ENERGY_DIAGNOSTICS})
     return out
 
 
@@ -346,7 +352,7 @@ def allocation_frame(raw: _core.AllocationResult) -> pd.DataFrame:
     for name, _, dictionary in keys:
         if dictionary is not None:
             frame[name] = frame[name].astype("str")
-    frame.attrs["diagnostics"] = diagnostics_dict(raw.diagnostics)
+    frame.attrs["diagnostics"] = diagnostics_dict(raw.diagnostics, raw.energy_kwh is not None)
     frame.attrs["join"] = join_frame(raw.join)
     return frame
 
@@ -407,7 +413,7 @@ def allocation_arrow(raw: _core.AllocationResult) -> pa.Table:
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, join.schema) as writer:
         writer.write_table(join)
-    metadata = {ARROW_DIAGNOSTICS: json.dumps(diagnostics_dict(raw.diagnostics)).encode(),
+    metadata = {ARROW_DIAGNOSTICS: json.dumps(diagnostics_dict(raw.diagnostics, raw.energy_kwh is not None)).encode(),
                 ARROW_JOIN: sink.getvalue().to_pybytes()}
     return pa.Table.from_arrays(list(columns.values()), names=list(columns), metadata=metadata)
 
@@ -429,7 +435,7 @@ def allocation_polars(raw: _core.AllocationResult) -> Any:
     columns = _result_columns(raw, dictionaries=False)
     frame = pl.from_arrow(pa.Table.from_arrays(list(columns.values()), names=list(columns)))
     key = id(frame)
-    _POLARS_ATTRS[key] = {"diagnostics": diagnostics_dict(raw.diagnostics), "join": join_frame(raw.join)}
+    _POLARS_ATTRS[key] = {"diagnostics": diagnostics_dict(raw.diagnostics, raw.energy_kwh is not None), "join": join_frame(raw.join)}
     weakref.finalize(frame, _POLARS_ATTRS.pop, key, None)
     return frame
 
@@ -577,6 +583,8 @@ def usage_frame(raw: dict) -> pd.DataFrame:
             columns[name] = _codes_to_strings(value, categorical=True)
         elif name == "duration":
             columns[name] = value / 1e9
+        elif name == "power_w" and np.isnan(value).all():
+            continue  # the source logged no power: no column, so no energy columns (docs/semantics.md, 9)
         else:
             columns[name] = value
     frame = pd.DataFrame(columns, copy=False)

@@ -145,6 +145,10 @@ class JoinReport:
         if d.get("lines_down") or d.get("samples_in_downtime"):
             lines.append(f"down time: {d.get('lines_down', 0):,} lines partly or wholly down (on __down__), "
                          f"{d.get('samples_in_downtime', 0):,} busy samples inside down windows dropped")
+        if "samples_without_power" in d:
+            lines.append(f"energy: {d.get('samples_without_power', 0):,} samples without a power reading, "
+                         f"{d.get('lines_energy_fallback', 0):,} energy-driven lines prorated by GPU time "
+                         "for want of energy")
         for _, row in self.summary().iterrows():
             cur = row["currency"]
             lines.append(f"money {cur or '(no currency)'}: billed {format_money(row['cost'], cur)}, "
@@ -354,6 +358,7 @@ def join_report(result: pd.DataFrame, costs: Any = None, usage: Any = None, *, c
         found += [labels] if labels is not None else []
     down = _downtime_problem(downtime, join)
     found += [down] if down is not None else []
+    found += _energy_problems(diagnostics, _energy_driven(costs))
     found += [Problem(kind, message, amount) for kind, message, amount in slurm_join_problems(usage, caller)]
     from gpucost.hosts import sacct_problems  # sacct jobs whose GPUs cannot be known, priced with the bill
     found += [Problem(kind, message, amount) for kind, message, amount in sacct_problems(usage, costs, caller)]
@@ -422,6 +427,36 @@ def _label_problem(frame: pd.DataFrame, history: dict, join: pd.DataFrame, fix: 
            f"more than {UNLABELLED_SHARE:.0%} of the GPU cost has no label")
     return Problem("unlabelled", f"labels cover too little ({why}): {'; '.join(parts)}. {dates}. "
                    f"Fix: {fix['labels']}", worst[0], worst[1], money=True)
+
+
+def _energy_driven(costs: Any) -> bool:
+    """Whether some cost line is split by energy (``driver`` "energy")."""
+    columns = getattr(costs, "columns", None)
+    if columns is None or "driver" not in columns:
+        return False
+    return bool((pd.Series(np.asarray(costs["driver"], dtype=object)).astype(str) == "energy").any())
+
+
+def _energy_problems(d: dict, energy_driven: bool) -> list[Problem]:
+    """docs/semantics.md, 9: energy-driven lines without energy (their money
+    split by GPU time instead), and energy or CO2e the result lacks: money
+    only when a line is split by energy, else a note."""
+    out = []
+    if d.get("lines_energy_fallback"):
+        out.append(Problem("energy_fallback", f"{d['lines_energy_fallback']:,} energy-driven cost line(s) (driver "
+                           "'energy': power, electricity) had no measured energy on their GPUs and were prorated by "
+                           "GPU time instead. Fix: give the telemetry's power (power_w: DCGM_FI_DEV_POWER_USAGE, "
+                           "nvidia-smi power.draw)"))
+    if d.get("samples_without_power"):
+        split = ", and from the split of the energy-driven lines" if energy_driven else ""
+        out.append(Problem("samples_without_power", f"{d['samples_without_power']:,} usage samples have no power "
+                           f"reading (power_w NaN): their energy is missing from energy_kwh and co2e_kg{split}. "
+                           "Fix: scrape the power field on every GPU", money=not energy_driven))
+    if d.get("samples_without_intensity"):
+        out.append(Problem("samples_without_intensity", f"{d['samples_without_intensity']:,} usage samples fall in "
+                           "no window of the carbon intensity table: their energy has no CO2e. Fix: cover the "
+                           "whole period in the table", money=True))
+    return out
 
 
 def _downtime_problem(downtime: Any, join: pd.DataFrame) -> Problem | None:

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import enum
 
-__all__ = ["Provider", "MigBasis", "Purchase", "Payment", "ChargeCategory", "Basis", "IdleMode", "Reserved",
-           "COMMITMENTS", "NOT_WORKLOADS"]
+__all__ = ["Provider", "MigBasis", "Purchase", "Payment", "ChargeCategory", "Basis", "IdleMode", "CostDriver",
+           "Reserved", "COMMITMENTS", "NOT_WORKLOADS"]
 
 
 class Provider(enum.StrEnum):
@@ -136,6 +136,18 @@ class IdleMode(enum.StrEnum):
 
     KEEP = "keep"
     SHARE = "share"
+
+
+class CostDriver(enum.StrEnum):
+    """What a cost line is prorated by (docs/semantics.md, 9): the basis's GPU time, or each
+    holder's measured energy (a power or electricity line, the costs table's ``driver`` column).
+
+    >>> [driver.value for driver in CostDriver]
+    ['gpu_time', 'energy']
+    """
+
+    GPU_TIME = "gpu_time"
+    ENERGY = "energy"
 
 
 class Reserved(enum.StrEnum):

@@ -28,7 +28,8 @@ __all__ = ["allocate"]
 
 BUCKET = "_gpucost_bucket"
 KIND = "_gpucost_kind"  # "row": a result row; "diag": one group's diagnostics; "join": a join row
-SUMMED = ("cost", "idle_cost", "list_cost", "gpu_hours", "effective_gpu_hours", "mem_gib_hours")
+SUMMED = ("cost", "idle_cost", "list_cost", "gpu_hours", "effective_gpu_hours", "mem_gib_hours", "energy_kwh",
+          "facility_energy_kwh", "co2e_kg")
 DIAGNOSTICS = ("lines_total", "lines_unattributed", "lines_unobserved", "lines_oversubscribed",
                "lines_primary_overlap", "samples_total", "samples_duplicate", "samples_no_consumer",
                "samples_unknown_resource", "samples_outside_lines", "samples_used")
@@ -50,9 +51,19 @@ def _instants_as_nanos(df: DataFrame, table: str) -> DataFrame:
     return df
 
 
-def _schema(by: Sequence[str], has_list_cost: bool) -> T.StructType:
+def _metrics(has_list_cost: bool, usage_columns: Sequence[str], policy: dict) -> list[str]:
+    """The summed result columns: list_cost when costs have it, the energy
+    columns (docs/semantics.md, 9) when usage has power_w and the policy
+    asks for facility energy or CO2e."""
+    wanted = {"list_cost": has_list_cost, "energy_kwh": "power_w" in usage_columns,
+              "facility_energy_kwh": "power_w" in usage_columns and policy.get("pue") is not None,
+              "co2e_kg": "power_w" in usage_columns and policy.get("carbon_intensity") is not None}
+    return [name for name in SUMMED if wanted.get(name, True)]
+
+
+def _schema(by: Sequence[str], metrics: Sequence[str]) -> T.StructType:
     fields = [T.StructField(name, T.TimestampType() if name == "period" else T.StringType()) for name in by]
-    fields += [T.StructField(name, T.DoubleType()) for name in SUMMED if has_list_cost or name != "list_cost"]
+    fields += [T.StructField(name, T.DoubleType()) for name in metrics]
     fields += [T.StructField(name, T.LongType()) for name in DIAGNOSTICS]
     fields.append(T.StructField(INTERVAL, T.DoubleType()))
     fields += [T.StructField(JOIN + name, T.StringType()) for name in JOIN_STRINGS]
@@ -65,8 +76,7 @@ def _schema(by: Sequence[str], has_list_cost: bool) -> T.StructType:
 
 
 def _partition_function(inventory: pd.DataFrame, workloads: pd.DataFrame | None, policy: dict, by: list[str],
-                        has_list_cost: bool):
-    metrics = [name for name in SUMMED if has_list_cost or name != "list_cost"]
+                        metrics: list[str]):
 
     def run(usage: pd.DataFrame, costs: pd.DataFrame) -> pd.DataFrame:  # cogroup order
         costs = costs.drop(columns=[BUCKET], errors="ignore")
@@ -100,7 +110,7 @@ def _partition_function(inventory: pd.DataFrame, workloads: pd.DataFrame | None,
         for name in [KIND] + [b for b in by if b != "period"] + [JOIN + n for n in JOIN_STRINGS]:
             if name in out.columns:
                 out[name] = out[name].astype(object)
-        return out.reindex(columns=_schema(by, has_list_cost).fieldNames())
+        return out.reindex(columns=_schema(by, metrics).fieldNames())
 
     return run
 
@@ -196,7 +206,8 @@ def allocate(costs: DataFrame, usage: DataFrame, inventory: Any, workloads: Any 
     def bucketed(df: DataFrame) -> DataFrame:
         return df.withColumn(BUCKET, F.pmod(F.xxhash64(F.col("resource_id").cast("string")), F.lit(n)))
 
-    schema = _schema(by, has_list_cost)
+    metrics = _metrics(has_list_cost, usage.columns, policy)
+    schema = _schema(by, metrics)
     usage = bucketed(_instants_as_nanos(usage, "usage"))
     costs = bucketed(_instants_as_nanos(costs, "costs"))
     if policy.get("interval") is None and "duration" not in usage.columns:
@@ -208,11 +219,10 @@ def allocate(costs: DataFrame, usage: DataFrame, inventory: Any, workloads: Any 
         found = usage.groupBy(BUCKET).applyInPandas(spacings, schema="spacing double")
         policy = dict(policy, interval=infer_interval(_to_pandas(found)["spacing"].to_numpy()))
     partial = (usage.groupBy(BUCKET).cogroup(costs.groupBy(BUCKET))
-               .applyInPandas(_partition_function(inventory_pd, workloads_pd, policy, by, has_list_cost),
+               .applyInPandas(_partition_function(inventory_pd, workloads_pd, policy, by, metrics),
                               schema=schema))
     # One group may have costs without samples or samples without costs;
     # cogroup gives the missing side as an empty frame, which is valid input.
-    metrics = [name for name in SUMMED if has_list_cost or name != "list_cost"]
     rows = partial.filter(F.col(KIND) == "row").groupBy(*by).agg(*[F.sum(m).alias(m) for m in metrics])
     if "period" in by:
         rows = rows.withColumn("period", F.unix_micros(F.col("period")))

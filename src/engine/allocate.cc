@@ -88,6 +88,9 @@ absl::Status CheckLength(std::string_view table, std::string_view column,
                                         "' has ", actual, " values for ", rows, " rows"));
 }
 
+// SEMANTICS 9: a draw in watts, or NaN (not measured); never negative or inf.
+inline bool PowerOk(double w) { return !(w < 0.0) & (w != std::numeric_limits<double>::infinity()); }
+
 // Codes must index the dictionary (or be kNullCode).
 absl::Status CheckCodes(std::string_view table, std::string_view column,
                         const StringColumn& col, int64_t row_offset) {
@@ -123,10 +126,16 @@ struct Accumulator {
   double held = 0;  // GPU-ns held: share * overlap
   double used = 0;  // effective GPU-ns: share * util * overlap
   double mem = 0;   // byte-ns: mem_used * overlap
+  // SEMANTICS 9: W-ns, share * power * overlap; and W-ns x gCO2e/kWh, with a
+  // carbon intensity table (the intensity at each sample's instant).
+  double energy = 0;
+  double carbon = 0;
   void Add(const Accumulator& o) {
     held += o.held;
     used += o.used;
     mem += o.mem;
+    energy += o.energy;
+    carbon += o.carbon;
   }
 };
 
@@ -181,6 +190,7 @@ class SlotTable {
 struct Partial {
   SlotTable* slots;  // the worker's table
   int64_t no_consumer = 0, unknown_resource = 0, outside_lines = 0, used = 0, in_downtime = 0;
+  int64_t without_power = 0, without_intensity = 0;
   absl::Status status = absl::OkStatus();
   int64_t error_row = std::numeric_limits<int64_t>::max();  // chunk row of `status`
 };
@@ -203,6 +213,7 @@ struct Line {
   double billed;  // B = min(D, quantity): ns the line bills
   int32_t currency = 0;
   bool primary = true;
+  bool energy_driven = false;  // SEMANTICS 9: prorated by energy
   int64_t seg_begin = 0;
   int64_t seg_end = 0;
 };
@@ -280,7 +291,7 @@ struct GroupKey {
 
 struct GroupTotals {
   double cost = 0, idle_cost = 0, list_cost = 0, gpu_ns = 0, used_ns = 0,
-         mem_byte_ns = 0;
+         mem_byte_ns = 0, energy = 0, carbon = 0;
 };
 
 int WorkersFor(int threads, size_t rows) {
@@ -321,6 +332,11 @@ struct alignas(64) SeriesSum {
   uint32_t slot = kNoSlot;
   int64_t rows = 0, used = 0, outside = 0, down = 0;
   double outside_held = 0;
+  // SEMANTICS 9: the cached span's energy (W-ns) and the carbon intensity
+  // of its instants (NaN: no window covers them); rows without power or
+  // intensity.
+  double e = 0, ci = 0;
+  int64_t no_power = 0, no_intensity = 0;
 };
 
 }  // namespace
@@ -345,6 +361,15 @@ struct Allocator::State {
   // observes it. Empty without a downtime table.
   std::vector<uint8_t> seg_down;
   bool has_downtime = false;
+
+  // SEMANTICS 9: whether any chunk had a power column; rows of chunks that
+  // had none; the carbon intensity windows (sorted, disjoint), if given.
+  bool has_power = false;
+  int64_t rows_without_power_column = 0;
+  bool has_energy_driver = false;
+  bool has_carbon_table = false;
+  std::vector<int64_t> ci_start, ci_end;
+  std::vector<double> ci_value;
 
   // Consumers: from the workloads table first, then as samples name them.
   // Names in a deque, which never moves them, so the index can key on views
@@ -402,6 +427,10 @@ struct Allocator::State {
   absl::Status IndexInventory(const InventoryColumns& inventory);
   absl::Status IndexWorkloads(const WorkloadColumns& workloads);
   absl::Status IndexDowntime(const DowntimeColumns& downtime);
+  absl::Status IndexCarbon(const CarbonIntensityColumns& carbon);
+  // The carbon intensity at instant t and the span [*lo, *hi) around t it
+  // holds over (NaN in a gap between windows).
+  double CarbonAt(int64_t t, int64_t* lo, int64_t* hi) const;
   absl::Status ResolveKeys();
   void BuildSegments();
   void CountPrimaryOverlaps();
@@ -416,17 +445,19 @@ struct Allocator::State {
                       const std::vector<double>& line_down) const;
 
   // Adds the rows worker w owns into `out`; reads the state only.
-  template <bool kHasDuration>
+  template <bool kHasDuration, bool kHasPower>
   absl::Status AccumulateWorker(const SampleColumns& s, const internal::ChunkSeries& chunk, int w,
                                 const std::vector<int32_t>& res_map, const std::vector<int32_t>& con_map,
                                 Partial& out) const;
   void Flush(SeriesSum& a, SlotTable& table) const;
   void AddAcross(SeriesSum& a, SlotTable& table, int64_t t, int64_t t_end, double share, double util,
-                 double mem) const;
+                 double mem, double power, bool chunk_has_power) const;
   absl::Status BadRowError(const SampleColumns& s, int64_t i, const std::vector<int32_t>& res_map) const;
   absl::Status SampleValueError(const SampleColumns& s, int64_t i) const;
 
   absl::StatusOr<Allocation> Prorate();
+  void EnergyColumns(const std::vector<GroupTotals>& totals, const std::vector<uint32_t>& order,
+                     Allocation& out) const;
 };
 
 absl::Status Allocator::State::IndexCosts(const CostColumns& costs) {
@@ -441,6 +472,7 @@ absl::Status Allocator::State::IndexCosts(const CostColumns& costs) {
   if (costs.quantity_hours) {
     GPUCOST_RETURN_IF_ERROR(CheckLength(kTable, "quantity_hours", costs.quantity_hours->size(), n));
   }
+  if (costs.driver) GPUCOST_RETURN_IF_ERROR(CheckLength(kTable, "driver", costs.driver->size(), n));
   GPUCOST_RETURN_IF_ERROR(CheckCodes(kTable, "resource_id", costs.resource_id, 0));
   has_currency = costs.currency.has_value();
   std::vector<int32_t> currency_ids;  // dictionary entry -> currency id
@@ -480,6 +512,15 @@ absl::Status Allocator::State::IndexCosts(const CostColumns& costs) {
       }
     }
     if (costs.primary) line.primary = (*costs.primary)[i] != 0;
+    if (costs.driver) {
+      const uint8_t driver = (*costs.driver)[i];
+      if (driver > static_cast<uint8_t>(CostDriver::kEnergy)) {
+        return RowError(kTable, row, "driver",
+                        absl::StrCat(driver, " is not a cost driver (expected \"gpu_time\" or \"energy\")"));
+      }
+      line.energy_driven = driver == static_cast<uint8_t>(CostDriver::kEnergy);
+      has_energy_driver |= line.energy_driven;
+    }
     if (has_currency) {
       const int32_t c = costs.currency->codes[i];
       if (c == kNullCode || costs.currency->dictionary[c].empty()) {
@@ -572,6 +613,57 @@ absl::Status Allocator::State::IndexDowntime(const DowntimeColumns& dt) {
     res.down.resize(out + 1);
   }
   return absl::OkStatus();
+}
+
+absl::Status Allocator::State::IndexCarbon(const CarbonIntensityColumns& ci) {
+  constexpr std::string_view kTable = "carbon_intensity";
+  const size_t n = ci.start.size();
+  GPUCOST_RETURN_IF_ERROR(CheckLength(kTable, "end", ci.end.size(), n));
+  GPUCOST_RETURN_IF_ERROR(CheckLength(kTable, "g_per_kwh", ci.g_per_kwh.size(), n));
+  struct Window {
+    int64_t start, end;
+    double g;
+    int64_t row;
+  };
+  std::vector<Window> windows(n);
+  for (size_t i = 0; i < n; ++i) {
+    const auto row = static_cast<int64_t>(i);
+    GPUCOST_RETURN_IF_ERROR(ReadPeriod(kTable, row, ci.start[i], ci.end[i], ci.time_unit, &windows[i].start,
+                                       &windows[i].end));
+    windows[i].g = ci.g_per_kwh[i];
+    windows[i].row = row;
+    if (!(windows[i].g >= 0.0) || !std::isfinite(windows[i].g)) {
+      return RowError(kTable, row, "g_per_kwh", absl::StrCat(Num(windows[i].g), " is not a non-negative intensity"));
+    }
+  }
+  std::sort(windows.begin(), windows.end(), [](const Window& a, const Window& b) { return a.start < b.start; });
+  for (size_t k = 1; k < n; ++k) {
+    if (windows[k].start < windows[k - 1].end) {
+      return RowError(kTable, std::max(windows[k].row, windows[k - 1].row), "start",
+                      absl::StrCat("its window overlaps the window of row ", std::min(windows[k].row, windows[k - 1].row),
+                                   ": an instant has one intensity"));
+    }
+  }
+  has_carbon_table = true;
+  for (const Window& w : windows) {
+    ci_start.push_back(w.start);
+    ci_end.push_back(w.end);
+    ci_value.push_back(w.g);
+  }
+  return absl::OkStatus();
+}
+
+double Allocator::State::CarbonAt(int64_t t, int64_t* lo, int64_t* hi) const {
+  // The last window starting at or before t.
+  const auto k = std::upper_bound(ci_start.begin(), ci_start.end(), t) - ci_start.begin() - 1;
+  if (k >= 0 && t < ci_end[k]) {
+    *lo = ci_start[k];
+    *hi = ci_end[k];
+    return ci_value[k];
+  }
+  *lo = k >= 0 ? ci_end[k] : std::numeric_limits<int64_t>::min();
+  *hi = k + 1 < static_cast<int64_t>(ci_start.size()) ? ci_start[k + 1] : std::numeric_limits<int64_t>::max();
+  return std::numeric_limits<double>::quiet_NaN();
 }
 
 absl::Status Allocator::State::IndexWorkloads(const WorkloadColumns& wl) {
@@ -767,9 +859,16 @@ void Allocator::State::CountPrimaryOverlaps() {
 absl::StatusOr<std::unique_ptr<Allocator>> Allocator::Create(
     const CostColumns& costs, const InventoryColumns& inventory,
     const WorkloadColumns* workloads, const AllocationPolicy& policy,
-    const DowntimeColumns* downtime) {
+    const DowntimeColumns* downtime, const CarbonIntensityColumns* carbon) {
   if (!(policy.alpha >= 0.0 && policy.alpha <= 1.0)) {
     return ParameterError("alpha", absl::StrCat(Num(policy.alpha), " is outside [0, 1]"));
+  }
+  if (policy.pue && !(*policy.pue >= 1.0 && std::isfinite(*policy.pue))) {
+    return ParameterError("pue", absl::StrCat(Num(*policy.pue), " is not a power usage effectiveness (a number >= 1)"));
+  }
+  if (policy.carbon_intensity && !(*policy.carbon_intensity >= 0.0 && std::isfinite(*policy.carbon_intensity))) {
+    return ParameterError("carbon_intensity",
+                          absl::StrCat(Num(*policy.carbon_intensity), " is not a non-negative gCO2e/kWh"));
   }
   auto state = std::make_unique<State>();
   if (policy.interval_seconds.has_value()) {
@@ -786,6 +885,7 @@ absl::StatusOr<std::unique_ptr<Allocator>> Allocator::Create(
   GPUCOST_RETURN_IF_ERROR(state->IndexInventory(inventory));
   if (workloads != nullptr) GPUCOST_RETURN_IF_ERROR(state->IndexWorkloads(*workloads));
   if (downtime != nullptr) GPUCOST_RETURN_IF_ERROR(state->IndexDowntime(*downtime));
+  if (carbon != nullptr) GPUCOST_RETURN_IF_ERROR(state->IndexCarbon(*carbon));
   GPUCOST_RETURN_IF_ERROR(state->ResolveKeys());
   state->BuildSegments();
   state->CountPrimaryOverlaps();
@@ -816,6 +916,9 @@ absl::Status Allocator::State::SampleValueError(const SampleColumns& s, int64_t 
   if (s.duration.has_value() && !DurationInRange((*s.duration)[i], s.time_unit)) {
     return RowError(kTable, row, "duration", absl::StrCat((*s.duration)[i], " is longer than ten years"));
   }
+  if (s.power_w.has_value() && !PowerOk((*s.power_w)[i])) {
+    return RowError(kTable, row, "power_w", absl::StrCat(Num((*s.power_w)[i]), " is not a draw in watts (>= 0, finite; NaN: not measured)"));
+  }
   return absl::InternalError("sample value check disagreed with its explanation");
 }
 
@@ -840,12 +943,13 @@ absl::Status Allocator::State::BadRowError(const SampleColumns& s, int64_t i,
 }
 
 // One sample's values are valid; a single branch on the hot path.
-template <bool kHasDuration>
+template <bool kHasDuration, bool kHasPower>
 inline bool SampleValuesOk(const internal::RawBounds& b, int64_t raw_ts, double share, double util, double mem,
-                           int64_t dur) {
+                           int64_t dur, double power) {
   bool ok = (raw_ts >= b.ts_lo) & (raw_ts < b.ts_hi) & (share > 0.0) & (share <= 1.0) & (util >= 0.0) &
             (util <= 1.0) & (mem >= 0.0) & (mem <= kMaxDeviceBytes);
   if constexpr (kHasDuration) ok &= (dur > 0) & (dur <= b.dur_hi);
+  if constexpr (kHasPower) ok &= PowerOk(power);
   return ok;
 }
 
@@ -862,9 +966,17 @@ void Allocator::State::Flush(SeriesSum& a, SlotTable& table) const {
     acc.held += a.h;
     acc.used += a.u;
     acc.mem += a.m;
+    acc.energy += a.e;
+    if (has_carbon_table) {
+      if (std::isnan(a.ci)) {
+        a.no_intensity += a.cache_rows;
+      } else {
+        acc.carbon += a.e * a.ci;
+      }
+    }
     a.used += a.cache_rows;
   }
-  a.h = a.u = a.m = 0;
+  a.h = a.u = a.m = a.e = 0;
   a.cache_rows = 0;
 }
 
@@ -872,7 +984,7 @@ void Allocator::State::Flush(SeriesSum& a, SlotTable& table) const {
 // segments it overlaps, and the span that holds it whole (a segment, or a
 // span no line covers) becomes the cache.
 void Allocator::State::AddAcross(SeriesSum& a, SlotTable& table, int64_t t, int64_t t_end, double share,
-                                 double util, double mem) const {
+                                 double util, double mem, double power, bool chunk_has_power) const {
   Flush(a, table);
   a.slot = kNoSlot;
   a.cache_start = std::numeric_limits<int64_t>::max();
@@ -881,14 +993,23 @@ void Allocator::State::AddAcross(SeriesSum& a, SlotTable& table, int64_t t, int6
   const int64_t* sstart = seg_start.data();
   const int64_t* send = seg_end.data();
   const bool free = a.kind == SeriesSum::Kind::kFree;
+  // A free device's energy is the idle row's (SEMANTICS 9): with power, its
+  // samples add to a slot of no consumer.
+  const bool free_no_energy = free && !chunk_has_power;
   const auto d = static_cast<double>(t_end - t);
+  // The whole sample's instant decides its carbon intensity; the cache
+  // holds only rows of that one intensity.
+  int64_t ci_lo = std::numeric_limits<int64_t>::min(), ci_hi = std::numeric_limits<int64_t>::max();
+  const double ci = has_carbon_table ? CarbonAt(t, &ci_lo, &ci_hi) : 0.0;
   auto cache = [&](int64_t lo, int64_t hi, uint32_t slot) {
-    a.cache_start = lo;
-    a.cache_end = hi;
+    a.cache_start = std::max(lo, ci_lo);
+    a.cache_end = std::min(hi, ci_hi);
     a.slot = slot;
     a.h = share * d;
     a.u = a.h * util;
     a.m = mem * d;
+    a.e = a.h * power;
+    a.ci = ci;
     a.cache_rows = 1;
   };
   // First segment ending after t.
@@ -909,7 +1030,7 @@ void Allocator::State::AddAcross(SeriesSum& a, SlotTable& table, int64_t t, int6
     const int64_t hi = std::min(t_end, send[seg]);
     if (hi <= lo) continue;
     overlaps = true;
-    if (free) {  // free devices allocate nothing but make lines observed (SEMANTICS 2)
+    if (free_no_energy) {  // free devices allocate nothing but make lines observed (SEMANTICS 2)
       table.observed[seg] = 1;
       if (lo == t && hi == t_end) return cache(sstart[seg], send[seg], kNotAllocatedSlot);
       continue;
@@ -921,10 +1042,13 @@ void Allocator::State::AddAcross(SeriesSum& a, SlotTable& table, int64_t t, int6
     acc.held += share * o;
     acc.used += share * util * o;
     acc.mem += mem * o;
+    acc.energy += share * power * o;
+    if (has_carbon_table && !std::isnan(ci)) acc.carbon += share * power * o * ci;
   }
   if (overlaps) {  // split over segments, not cached: counted here
     ++a.rows;
     if (!free) ++a.used;
+    if (has_carbon_table && std::isnan(ci)) ++a.no_intensity;
     return;
   }
   // Outside every line: the span around it that no active segment covers.
@@ -950,7 +1074,7 @@ void Allocator::State::AddAcross(SeriesSum& a, SlotTable& table, int64_t t, int6
 // Adds the rows worker w owns, in row order, then its gathered series in
 // time order. Stops at the worker's first bad row, whose error it returns
 // with the row (the first in row order of all workers wins).
-template <bool kHasDuration>
+template <bool kHasDuration, bool kHasPower>
 absl::Status Allocator::State::AccumulateWorker(const SampleColumns& s, const internal::ChunkSeries& chunk,
                                                 int w, const std::vector<int32_t>& res_map,
                                                 const std::vector<int32_t>& con_map, Partial& out) const {
@@ -977,26 +1101,33 @@ absl::Status Allocator::State::AccumulateWorker(const SampleColumns& s, const in
   const double* util = s.util.data();
   const double* mem = s.mem_used.data();
   const int64_t* dur = kHasDuration ? s.duration->data() : nullptr;
+  const double* power = kHasPower ? s.power_w->data() : nullptr;
   const int32_t* series_of_row = chunk.series_of_row.get();
   const TimeUnit unit = s.time_unit;
   const internal::RawBounds bounds = internal::BoundsOf(unit);
   const int64_t interval = interval_ns;
-  auto add = [&](SeriesSum& a, int64_t raw_t, int64_t raw_d, double sh, double ut, double me) {
+  auto add = [&](SeriesSum& a, int64_t raw_t, int64_t raw_d, double sh, double ut, double me, double pw) {
     const int64_t t = ScaleInstant(raw_t, unit);
     const int64_t d = kHasDuration ? ScaleInstant(raw_d, unit) : interval;
     const int64_t t_end = t + d;
     a.first = std::min(a.first, t);
     a.last = std::max(a.last, t_end);
+    if constexpr (kHasPower) {  // NaN: not measured, no energy (counted)
+      const bool measured = pw == pw;
+      a.no_power += measured ? 0 : 1;
+      pw = measured ? pw : 0.0;
+    }
     if (t >= a.cache_start && t_end <= a.cache_end) [[likely]] {
       const auto o = static_cast<double>(d);
       const double held = sh * o;
       a.h += held;
       a.u += held * ut;
       a.m += me * o;
+      if constexpr (kHasPower) a.e += held * pw;
       ++a.cache_rows;
       return;
     }
-    AddAcross(a, table, t, t_end, sh, ut, me);
+    AddAcross(a, table, t, t_end, sh, ut, me, pw, kHasPower);
   };
   absl::Status status = absl::OkStatus();
   internal::ForOwnedRows(chunk, s, w, [&](int64_t i) {
@@ -1006,7 +1137,8 @@ absl::Status Allocator::State::AccumulateWorker(const SampleColumns& s, const in
       out.error_row = i;
       return false;
     }
-    if (!SampleValuesOk<kHasDuration>(bounds, ts[i], share[i], util[i], mem[i], kHasDuration ? dur[i] : 1))
+    if (!SampleValuesOk<kHasDuration, kHasPower>(bounds, ts[i], share[i], util[i], mem[i],
+                                                 kHasDuration ? dur[i] : 1, kHasPower ? power[i] : 0.0))
         [[unlikely]] {
       status = SampleValueError(s, i);
       out.error_row = i;
@@ -1014,7 +1146,7 @@ absl::Status Allocator::State::AccumulateWorker(const SampleColumns& s, const in
     }
     // Copies are dropped; gathered series are added below, in time order.
     if ((id & (internal::kDroppedBit | internal::kGatheredBit)) != 0) return true;
-    add(sums[id], ts[i], kHasDuration ? dur[i] : 0, share[i], util[i], mem[i]);
+    add(sums[id], ts[i], kHasDuration ? dur[i] : 0, share[i], util[i], mem[i], kHasPower ? power[i] : 0.0);
     return true;
   });
   if (!status.ok()) return status;
@@ -1023,12 +1155,20 @@ absl::Status Allocator::State::AccumulateWorker(const SampleColumns& s, const in
     if (!series.gathered) continue;
     for (int64_t p = series.sorted_begin; p < series.sorted_end; ++p) {
       const internal::GatheredRow& r = mine.gathered_rows[p];
-      if (!r.dropped()) add(sums[k], r.t, r.duration, r.share, r.util, r.mem);
+      if constexpr (kHasPower) {
+        // Gathered rows read their power at random rows of the chunk: the
+        // one read ahead hides the cache miss (rows stay 48 bytes).
+        constexpr int64_t kAhead = 16;
+        if (p + kAhead < series.sorted_end) __builtin_prefetch(power + mine.gathered_rows[p + kAhead].chunk_row());
+      }
+      if (!r.dropped()) add(sums[k], r.t, r.duration, r.share, r.util, r.mem, kHasPower ? power[r.chunk_row()] : 0.0);
     }
   }
   for (SeriesSum& a : sums) {
     const double unknown_held = a.h;  // an unknown resource's one span is never left
     Flush(a, table);
+    out.without_power += a.no_power;
+    out.without_intensity += a.no_intensity;
     SampleStats& stats = table.stats[a.resource];
     stats.samples += a.rows;
     stats.first = std::min(stats.first, a.first);
@@ -1266,6 +1406,11 @@ absl::Status Allocator::AddSamples(const SampleColumns& s) {
       return fail(status);
     }
   }
+  if (s.power_w.has_value()) {
+    if (absl::Status status = CheckLength(kTable, "power_w", s.power_w->size(), n); !status.ok()) {
+      return fail(status);
+    }
+  }
   if (n > kMaxChunkRows) {
     return fail(TableError(kTable, absl::StrCat(n, " rows in one chunk; at most ", kMaxChunkRows,
                                                 " (feed the Allocator in chunks)")));
@@ -1306,10 +1451,16 @@ absl::Status Allocator::AddSamples(const SampleColumns& s) {
   }
   std::vector<Partial> parts(workers);
   for (int w = 0; w < workers; ++w) parts[w].slots = &st.tables[w];
+  const bool power = s.power_w.has_value();
   auto work = [&](int w) {
     Partial& part = parts[w];
-    part.status = s.duration.has_value() ? st.AccumulateWorker<true>(s, chunk, w, res_map, con_map, part)
-                                         : st.AccumulateWorker<false>(s, chunk, w, res_map, con_map, part);
+    if (s.duration.has_value()) {
+      part.status = power ? st.AccumulateWorker<true, true>(s, chunk, w, res_map, con_map, part)
+                          : st.AccumulateWorker<true, false>(s, chunk, w, res_map, con_map, part);
+    } else {
+      part.status = power ? st.AccumulateWorker<false, true>(s, chunk, w, res_map, con_map, part)
+                          : st.AccumulateWorker<false, false>(s, chunk, w, res_map, con_map, part);
+    }
   };
   if (workers == 1) {
     work(0);
@@ -1331,6 +1482,13 @@ absl::Status Allocator::AddSamples(const SampleColumns& s) {
     st.diagnostics.samples_outside_lines += part.outside_lines;
     st.diagnostics.samples_used += part.used;
     st.diagnostics.samples_in_downtime += part.in_downtime;
+    st.diagnostics.samples_without_power += part.without_power;
+    st.diagnostics.samples_without_intensity += part.without_intensity;
+  }
+  if (power) {
+    st.has_power = true;
+  } else {
+    st.rows_without_power_column += static_cast<int64_t>(n) - duplicates;
   }
   st.rows_seen += static_cast<int64_t>(n);
   st.diagnostics.samples_total += static_cast<int64_t>(n);
@@ -1592,10 +1750,17 @@ absl::StatusOr<Allocation> Allocator::State::Prorate() {
     }
     line_observed[line_index] = 1;
     sums.clear();
+    // SEMANTICS 9: free devices' energy (slots of no consumer) is the idle part.
+    Accumulator free_part;
     for (int64_t seg = line.seg_begin; seg < line.seg_end; ++seg) {
       for (int64_t k = seg_slot_begin[seg]; k < seg_slot_begin[seg + 1]; ++k) {
         const Slot& slot = all_slots[by_segment[k]];
-        sums.push_back({slot.consumer, slot.acc});
+        if (slot.consumer == kNoConsumer) {
+          free_part.energy += slot.acc.energy;
+          free_part.carbon += slot.acc.carbon;
+        } else {
+          sums.push_back({slot.consumer, slot.acc});
+        }
       }
     }
     // In consumer order, whatever the tables and segments the sums came
@@ -1614,12 +1779,25 @@ absl::StatusOr<Allocation> Allocator::State::Prorate() {
     }
     phi.resize(sums.size());
     double phi_sum = 0, held_sum = 0;
+    // SEMANTICS 9: an energy-driven line is prorated by energy, phi = E_k /
+    // E_line (free devices' energy included); with no energy, by the basis.
+    double line_energy = 0;
+    if (line.energy_driven) {
+      line_energy = free_part.energy;
+      for (const ConsumerSum& c : sums) line_energy += c.acc.energy;
+      if (!(line_energy > 0.0)) ++diagnostics.lines_energy_fallback;
+    }
+    const bool by_energy = line_energy > 0.0;
     for (size_t k = 0; k < sums.size(); ++k) {
       const Accumulator& a = sums[k].acc;
-      switch (policy.basis) {
-        case Basis::kAllocated: phi[k] = a.held / capacity; break;
-        case Basis::kUsed: phi[k] = a.used / capacity; break;
-        case Basis::kBlended: phi[k] = alpha * a.held / capacity + (1 - alpha) * a.mem / mem_capacity; break;
+      if (by_energy) {
+        phi[k] = a.energy / line_energy;
+      } else {
+        switch (policy.basis) {
+          case Basis::kAllocated: phi[k] = a.held / capacity; break;
+          case Basis::kUsed: phi[k] = a.used / capacity; break;
+          case Basis::kBlended: phi[k] = alpha * a.held / capacity + (1 - alpha) * a.mem / mem_capacity; break;
+        }
       }
       phi_sum += phi[k];
       held_sum += a.held;
@@ -1641,17 +1819,22 @@ absl::StatusOr<Allocation> Allocator::State::Prorate() {
       GroupTotals& g = group(sums[k].consumer, line);
       double cost = line_cost * phi[k];
       double list = line_list * phi[k];
+      double energy = sums[k].acc.energy, carbon = sums[k].acc.carbon;
       if (share_idle) {
         const double part = phi[k] / taken;
         cost += idle * part;
         list += idle_list * part;
         g.idle_cost += idle * part;
+        energy += free_part.energy * part;
+        carbon += free_part.carbon * part;
       }
       g.cost += cost;
       g.list_cost += list;
       g.gpu_ns += hours * sums[k].acc.held;
       g.used_ns += hours * sums[k].acc.used;
       g.mem_byte_ns += hours * sums[k].acc.mem;
+      g.energy += hours * energy;
+      g.carbon += hours * carbon;
     }
     if (!share_idle) {
       GroupTotals& g = group(idle_id, line);
@@ -1659,12 +1842,15 @@ absl::StatusOr<Allocation> Allocator::State::Prorate() {
       g.idle_cost += idle;
       g.list_cost += idle_list;
       g.gpu_ns += hours * std::max(0.0, capacity - held_sum);
+      g.energy += hours * free_part.energy;
+      g.carbon += hours * free_part.carbon;
     }
   }
 
   // Key columns with sorted dictionaries, then rows sorted by key.
   Allocation out;
   if (saw_no_duration) diagnostics.interval_seconds = static_cast<double>(interval_ns) / 1e9;
+  if (has_power) diagnostics.samples_without_power += rows_without_power_column;
   out.diagnostics = diagnostics;
   out.has_list_cost = has_list_cost;
   out.join = BuildJoin(line_observed, line_oversubscribed, line_down);
@@ -1776,15 +1962,39 @@ absl::StatusOr<Allocation> Allocator::State::Prorate() {
                                              ? std::numeric_limits<double>::quiet_NaN()
                                              : out.cost[k] / out.effective_gpu_hours[k];
   }
+  if (has_power) EnergyColumns(totals, order, out);
   return out;
+}
+
+// SEMANTICS 9: kWh, kWh x pue and kg CO2e per result row (in `order`).
+void Allocator::State::EnergyColumns(const std::vector<GroupTotals>& totals, const std::vector<uint32_t>& order,
+                                     Allocation& out) const {
+  constexpr double kWattNanosPerKwh = 3.6e15;
+  const size_t rows = order.size();
+  const double pue = policy.pue.value_or(1.0);
+  const bool co2e = has_carbon_table || policy.carbon_intensity.has_value();
+  std::vector<double>& energy = out.energy_kwh.emplace(rows);
+  if (policy.pue) out.facility_energy_kwh.emplace(rows);
+  if (co2e) out.co2e_kg.emplace(rows);
+  for (size_t k = 0; k < rows; ++k) {
+    const GroupTotals& t = totals[order[k]];
+    energy[k] = t.energy / kWattNanosPerKwh;
+    if (policy.pue) (*out.facility_energy_kwh)[k] = energy[k] * pue;
+    if (co2e) {
+      // g/kWh x kWh / 1000 = kg; the table's intensities were summed per sample.
+      const double g = has_carbon_table ? t.carbon / kWattNanosPerKwh : energy[k] * *policy.carbon_intensity;
+      (*out.co2e_kg)[k] = g * pue / 1000.0;
+    }
+  }
 }
 
 absl::StatusOr<Allocation> Allocate(const CostColumns& costs, const SampleColumns& samples,
                                     const InventoryColumns& inventory,
                                     const WorkloadColumns* workloads,
-                                    const AllocationPolicy& policy, const DowntimeColumns* downtime) {
+                                    const AllocationPolicy& policy, const DowntimeColumns* downtime,
+                                    const CarbonIntensityColumns* carbon) {
   GPUCOST_ASSIGN_OR_RETURN(std::unique_ptr<Allocator> allocator,
-                           Allocator::Create(costs, inventory, workloads, policy, downtime));
+                           Allocator::Create(costs, inventory, workloads, policy, downtime, carbon));
   if (samples.size() <= kMaxChunkRows) {
     allocator->state_->single_chunk = true;  // no later chunk: no duplicate history
     GPUCOST_RETURN_IF_ERROR(allocator->AddSamples(samples));

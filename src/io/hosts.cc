@@ -207,7 +207,7 @@ absl::StatusOr<NvidiaSmiGpus> ParseNvidiaSmiGpus(std::string_view text, std::str
   out.source = std::string(source);
   StringEncoder uuid, name;
   CsvLayout layout;
-  int c_ts = -1, c_index = -1, c_uuid = -1, c_name = -1, c_util = -1, c_used = -1, c_total = -1;
+  int c_ts = -1, c_index = -1, c_uuid = -1, c_name = -1, c_util = -1, c_used = -1, c_total = -1, c_power = -1;
   double used_scale = 0, total_scale = 0;
   int64_t last = INT64_MIN;
   GPUCOST_RETURN_IF_ERROR(ForEachLine(text, [&](int64_t line_no, std::string_view line) -> absl::Status {
@@ -222,6 +222,11 @@ absl::StatusOr<NvidiaSmiGpus> ParseNvidiaSmiGpus(std::string_view text, std::str
       c_util = layout.Find("utilization.gpu");
       c_used = layout.Find("memory.used");
       c_total = layout.Find("memory.total");
+      // Drivers 535+ also know power.draw.instant / .average; power.draw is
+      // the average over the last second on recent drivers.
+      c_power = layout.Find("power.draw");
+      if (c_power < 0) c_power = layout.Find("power.draw.instant");
+      if (c_power < 0) c_power = layout.Find("power.draw.average");
       for (auto [col, what] : {std::pair{c_ts, "timestamp"}, {c_index, "index"}, {c_util, "utilization.gpu"},
                                {c_used, "memory.used"}}) {
         if (col < 0) return LineError(source, line_no, what, "missing from the header (see --query-gpu)");
@@ -254,6 +259,12 @@ absl::StatusOr<NvidiaSmiGpus> ParseNvidiaSmiGpus(std::string_view text, std::str
       GPUCOST_ASSIGN_OR_RETURN(total, ParseQuantity(cells[c_total], layout.fields[c_total].second, source, line_no,
                                                     "memory.total", total_scale));
     }
+    double power = std::numeric_limits<double>::quiet_NaN();
+    if (c_power >= 0 && Trim(cells[c_power]).front() != '[') {  // [N/A], [Not Supported]: not reported
+      GPUCOST_ASSIGN_OR_RETURN(power, ParseQuantity(cells[c_power], "W", source, line_no, "power.draw", 1.0));
+      if (power < 0) return LineError(source, line_no, "power.draw", "negative");
+    }
+    out.power_w.push_back(power);
     out.timestamp.push_back(last);
     out.index.push_back(index);
     uuid.Add(c_uuid >= 0 ? Trim(cells[c_uuid]) : std::string_view());
@@ -320,7 +331,7 @@ absl::StatusOr<NvidiaSmiMon> ParseNvidiaSmiMon(std::string_view text, std::strin
   NvidiaSmiMon out;
   out.gpus.source = out.apps.source = std::string(source);
   StringEncoder gpu_uuid, gpu_name, app_uuid;
-  int c_date = -1, c_time = -1, c_gpu = -1, c_pid = -1, c_sm = -1, c_fb = -1;
+  int c_date = -1, c_time = -1, c_gpu = -1, c_pid = -1, c_sm = -1, c_fb = -1, c_pwr = -1;
   size_t columns = 0;
   size_t used_columns = 0;  // 1 + the last column read: a row must reach it
   int64_t last = INT64_MIN;
@@ -359,6 +370,7 @@ absl::StatusOr<NvidiaSmiMon> ParseNvidiaSmiMon(std::string_view text, std::strin
       c_pid = find("pid");
       c_sm = find("sm");
       c_fb = find("fb");
+      c_pwr = find("pwr");  // dmon -s p: the board's draw in W
       columns = head.size();
       used_columns = static_cast<size_t>(std::max({c_date, c_time, c_gpu, c_pid, c_sm, c_fb}) + 1);
       out.pmon = c_pid >= 0;
@@ -403,6 +415,10 @@ absl::StatusOr<NvidiaSmiMon> ParseNvidiaSmiMon(std::string_view text, std::strin
     }
     if (!out.pmon && sm > 100) return LineError(source, line_no, "sm", absl::StrCat(sm, " % is outside [0, 100]"));
     fb *= 1024.0 * 1024.0;
+    double power = std::numeric_limits<double>::quiet_NaN();
+    if (c_pwr >= 0 && static_cast<size_t>(c_pwr) < cells.size() && cells[c_pwr] != "-") {
+      GPUCOST_ASSIGN_OR_RETURN(power, number(cells[c_pwr], line_no, "pwr"));
+    }
     const std::string uuid = absl::StrCat("index:", gpu);
     if (!out.pmon || open_t != last || open_gpu != gpu) {
       out.gpus.timestamp.push_back(last);
@@ -412,6 +428,7 @@ absl::StatusOr<NvidiaSmiMon> ParseNvidiaSmiMon(std::string_view text, std::strin
       out.gpus.util.push_back(0);
       out.gpus.mem_used.push_back(0);
       out.gpus.mem_total.push_back(std::numeric_limits<double>::quiet_NaN());
+      out.gpus.power_w.push_back(power);
       out.gpus.line.push_back(line_no);
       open_t = last;
       open_gpu = gpu;
@@ -529,6 +546,9 @@ absl::StatusOr<NvidiaSmiUsage> NvidiaSmiToUsage(const NvidiaSmiGpus& gpus, const
   std::set<std::pair<std::string, int64_t>> matched;
   StringEncoder consumers;
   UsageSamples& u = out.samples;
+  // The board's draw goes on every sample of its reading (SEMANTICS 9:
+  // the whole device's draw), when the log has any.
+  const bool has_power = std::any_of(gpus.power_w.begin(), gpus.power_w.end(), [](double w) { return !std::isnan(w); });
   for (size_t i = 0; i < gpus.size(); ++i) {
     std::string uuid(gpus.uuid.value_views[gpus.uuid.codes[i]]);
     // The apps log's nearest instant within half an interval: the two logs
@@ -563,6 +583,7 @@ absl::StatusOr<NvidiaSmiUsage> NvidiaSmiToUsage(const NvidiaSmiGpus& gpus, const
       u.util.push_back(gpus.util[i]);
       u.mem_used.push_back(mem);
       u.duration.push_back(reading_duration[i]);
+      if (has_power) u.power_w.push_back(gpus.power_w[i]);
     };
     if (jobs == nullptr) {
       emit("", 1.0, gpus.mem_used[i]);

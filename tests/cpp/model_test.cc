@@ -49,7 +49,8 @@ TEST(Model, EverySpellingReadsBack) {
   ExpectRoundTrip<ChargeCategory>("ChargeCategory", 5, ParseChargeCategory);
   ExpectRoundTrip<Basis>("Basis", 3, ParseBasis);
   ExpectRoundTrip<IdleMode>("IdleMode", 2, ParseIdleMode);
-  EXPECT_EQ(ModelEnumSpellings().size(), 8u);
+  ExpectRoundTrip<CostDriver>("CostDriver", 2, ParseCostDriver);
+  EXPECT_EQ(ModelEnumSpellings().size(), 9u);
   EXPECT_EQ(ModelEnumSpellings().back().values,
             (std::vector<std::string_view>{kIdle, kUnattributed, kUnobserved, kUnlabelled, kDown}));
 }

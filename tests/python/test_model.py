@@ -13,7 +13,7 @@ from gpucost import _core
 from gpucost.model import COMMITMENTS
 
 ENUMS = [gpucost.Provider, gpucost.MigBasis, gpucost.Purchase, gpucost.Payment, gpucost.ChargeCategory,
-         gpucost.Basis, gpucost.IdleMode, gpucost.Reserved]
+         gpucost.Basis, gpucost.IdleMode, gpucost.CostDriver, gpucost.Reserved]
 
 
 def test_every_enum_is_the_cpp_spelling_table():

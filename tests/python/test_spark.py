@@ -7,6 +7,7 @@ import os
 import shutil
 import sys
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -113,3 +114,18 @@ def test_warns_once_as_allocate_does(spark, fleet):
     expected = [str(w.message) for w in local if w.category is gpucost.JoinWarning]
     assert [str(w.message) for w in distributed if w.category is gpucost.JoinWarning] == expected
     assert any(m.startswith("labels cover too little") for m in expected)
+
+
+def test_energy_columns_equal_single_machine(spark, fleet):
+    """docs/semantics.md, 9: with power_w, pue and a carbon intensity the
+    runner gives the energy columns, summed over partitions as allocate does."""
+    rng = np.random.default_rng(3)
+    with_power = fleet.usage.assign(power_w=rng.uniform(60.0, 700.0, len(fleet.usage)))
+    usage = spark.createDataFrame(with_power.astype({"resource_id": object, "consumer": object}))
+    costs = spark.createDataFrame(fleet.costs.astype({"resource_id": object}))
+    policy = dict(by=["team"], pue=1.25, carbon_intensity=300.0)
+    result = gpucost.spark.allocate(costs, usage, fleet.inventory, fleet.workloads, **policy)
+    with gpucost.join.checks(False):
+        expected = gpucost.allocate(fleet.costs, with_power, fleet.inventory, fleet.workloads, **policy)
+    assert {"energy_kwh", "facility_energy_kwh", "co2e_kg"} <= set(result.columns)
+    assert_frames_close(result, expected[result.columns], rel=1e-9, abs_=1e-9)

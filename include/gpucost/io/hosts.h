@@ -48,6 +48,9 @@ struct NvidiaSmiGpus {
   std::vector<double> util;       // 0-1
   std::vector<double> mem_used;   // bytes
   std::vector<double> mem_total;  // bytes (NaN when not logged)
+  // The board's draw in W (power.draw, dmon's pwr); NaN when not logged or
+  // not reported ([N/A]). Copied to every sample of the reading.
+  std::vector<double> power_w;
   std::vector<int64_t> line;      // 1-based line in the log
   std::string source;
   [[nodiscard]] size_t size() const { return timestamp.size(); }

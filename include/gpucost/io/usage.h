@@ -25,12 +25,17 @@ struct UsageSamples {
   EncodedStrings consumer;
   std::vector<double> share, util, mem_used;
   std::vector<int64_t> duration;  // ns
+  // SEMANTICS 9: the whole device's draw in W (NaN: not reported); empty
+  // when the source logged no power.
+  std::vector<double> power_w;
 
   [[nodiscard]] size_t size() const { return timestamp.size(); }
   [[nodiscard]] SampleColumns columns() const {
-    return {.timestamp = timestamp, .resource_id = resource_id.view(), .device = device,
-            .consumer = consumer.view(), .share = share, .util = util, .mem_used = mem_used,
-            .duration = duration};
+    SampleColumns out{.timestamp = timestamp, .resource_id = resource_id.view(), .device = device,
+                      .consumer = consumer.view(), .share = share, .util = util, .mem_used = mem_used,
+                      .duration = duration};
+    if (!power_w.empty()) out.power_w = std::span<const double>(power_w);
+    return out;
   }
 };
 

@@ -24,6 +24,7 @@ struct CostTable {
   std::optional<std::vector<std::string>> currency;
   std::optional<std::vector<uint8_t>> primary;
   std::optional<std::vector<double>> quantity_hours;
+  std::optional<std::vector<uint8_t>> driver;  // CostDriver values
   EncodedStrings ids, currencies;
 
   void Add(std::string r, int64_t s, int64_t e, double c) {
@@ -42,6 +43,7 @@ struct CostTable {
     }
     if (primary) out.primary = *primary;
     if (quantity_hours) out.quantity_hours = *quantity_hours;
+    if (driver) out.driver = *driver;
     return out;
   }
 };
@@ -71,6 +73,7 @@ struct SampleTable {
   std::vector<int32_t> device;
   std::vector<double> share, util, mem_used;
   std::optional<std::vector<int64_t>> duration;
+  std::optional<std::vector<double>> power_w;  // set to one value per sample
   EncodedStrings ids, consumers;
 
   void Add(int64_t t, const std::string& r, int d, const std::string& c, double s, double u, double m) {
@@ -92,7 +95,8 @@ struct SampleTable {
     consumers = EncodeStrings(consumer);
     return {.timestamp = timestamp, .resource_id = ids.view(), .device = device,
             .consumer = consumers.view(), .share = share, .util = util, .mem_used = mem_used,
-            .duration = duration ? std::optional<std::span<const int64_t>>(*duration) : std::nullopt};
+            .duration = duration ? std::optional<std::span<const int64_t>>(*duration) : std::nullopt,
+            .power_w = power_w ? std::optional<std::span<const double>>(*power_w) : std::nullopt};
   }
 };
 

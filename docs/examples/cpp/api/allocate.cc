@@ -81,5 +81,28 @@ int main() {
   CHECK_NEAR(total, 8.0);  // money in equals money out
   CHECK(streamed->diagnostics.lines_down == 1);
   // [Allocator]
+
+  // [Energy]
+  // SEMANTICS 9: with the GPU's draw in watts (power_w), energy per
+  // workload; with a pue and a carbon intensity (a number, or a
+  // CarbonIntensityColumns table by instant), facility energy and CO2e.
+  // "a" drew 600 W for 30 minutes, "b" 400 W for 15; free at 100 W.
+  const std::vector<double> watts = {600, 600, 400};
+  gpucost::SampleColumns with_power = samples;
+  with_power.power_w = watts;
+  gpucost::AllocationPolicy energy_policy;
+  energy_policy.interval_seconds = 900;
+  energy_policy.pue = 1.25;
+  const std::vector<int64_t> ci_start = {h10}, ci_end = {h10 + 4 * q};
+  const std::vector<double> g_per_kwh = {400};
+  const gpucost::CarbonIntensityColumns carbon{.start = ci_start, .end = ci_end, .g_per_kwh = g_per_kwh};
+  absl::StatusOr<gpucost::Allocation> energy =
+      gpucost::Allocate(costs, with_power, inventory, nullptr, energy_policy, nullptr, &carbon);
+  CHECK_OK(energy);
+  CHECK(energy->energy_kwh && energy->facility_energy_kwh && energy->co2e_kg);
+  CHECK_NEAR((*energy->energy_kwh)[1], 0.3);          // a: 600 W x 0.5 h
+  CHECK_NEAR((*energy->facility_energy_kwh)[1], 0.375);  // x 1.25
+  CHECK_NEAR((*energy->co2e_kg)[1], 0.15);             // 0.375 kWh x 400 g/kWh
+  // [Energy]
   return 0;
 }

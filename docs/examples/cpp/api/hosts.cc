@@ -113,6 +113,14 @@ int main() {
   CHECK(unknown.jobs_unknown_gpus.size() == 1);
   const gpucost::SacctJobRef& job = unknown.jobs_unknown_gpus[0];
   CHECK(job.job == "2002" && job.line == 2 && job.nodes == std::vector<std::string>{"gpu01"});
+  // GPU indices from outside sacct (scontrol show job -d's IDX): job 2001
+  // held GPUs 4-7 of gpu01, not the first four free ones.
+  gpucost::SacctOptions placed = sacct_options;
+  placed.job_devices.push_back(gpucost::SacctOptions::JobDevices{
+      .job = "2001", .node = "gpu01", .start = "", .where = "scontrol.txt line 1", .indices = {4, 5, 6, 7}});
+  absl::StatusOr<gpucost::SacctResult> indexed = gpucost::ParseSacct(sacct, "sacct.txt", placed);
+  CHECK_OK(indexed);
+  CHECK(indexed->gpus_from_job_devices == 4 && indexed->jobs_idx_given == std::vector<std::string>{"2001"});
   // [ParseSacct]
 
   // [ParseSlurmEvents]

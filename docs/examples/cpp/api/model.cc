@@ -88,6 +88,7 @@ int main() {
   CHECK(gpucost::ToString(gpucost::ChargeCategory::kTax) == "Tax");
   CHECK(gpucost::ToString(gpucost::Basis::kUsed) == "used");
   CHECK(gpucost::ToString(gpucost::IdleMode::kKeep) == "keep");
+  CHECK(gpucost::ToString(gpucost::CostDriver::kEnergy) == "energy");
   // [ToString]
 
   // [ParsePurchase]
@@ -98,6 +99,7 @@ int main() {
   CHECK(*gpucost::ParseChargeCategory("credit") == gpucost::ChargeCategory::kCredit);
   CHECK(*gpucost::ParseBasis("blended") == gpucost::Basis::kBlended);
   CHECK(*gpucost::ParseIdleMode("share") == gpucost::IdleMode::kShare);
+  CHECK(*gpucost::ParseCostDriver("gpu_time") == gpucost::CostDriver::kGpuTime);
   absl::StatusOr<gpucost::Basis> bad = gpucost::ParseBasis("busy");
   CHECK(bad.status().code() == absl::StatusCode::kInvalidArgument);
   std::printf("%s\n", std::string(bad.status().message()).c_str());  // names "allocated", "used" or "blended"
