@@ -174,6 +174,18 @@ absl::StatusOr<PromSamples> ParseAll(const std::vector<std::tuple<std::string, s
   return all;
 }
 
+// gpucost.prometheus' `read` dict -> the reader's options.
+QueryRangeFilesOptions FilesOptions(const py::dict& read) {
+  QueryRangeFilesOptions files;
+  if (read.contains("metrics")) files.metrics = read["metrics"].cast<std::vector<std::string>>();
+  if (read.contains("keep_label")) files.keep_label = read["keep_label"].cast<std::string>();
+  if (read.contains("metric_name")) files.metric_name = read["metric_name"].cast<std::string>();
+  if (read.contains("step") && !read["step"].is_none()) files.step_seconds = read["step"].cast<double>();
+  files.allow_partial = read.contains("allow_partial") && read["allow_partial"].cast<bool>();
+  if (read.contains("threads") && !read["threads"].is_none()) files.threads = read["threads"].cast<int>();
+  return files;
+}
+
 std::vector<LabelKey> Keys(const std::vector<std::pair<std::string, std::string>>& keys) {
   std::vector<LabelKey> out;
   for (const auto& [c, k] : keys) out.push_back({c, k});
@@ -200,6 +212,48 @@ void RegisterTelemetry(py::module_& m) {
           }
           return DcgmResult(ValueOrThrow(std::move(result)));
         });
+  // Saved query_range / query answers read from their files by C++, in parallel (ReadQueryRangeFiles), then
+  // mapped as dcgm_usage does; the answers' warnings come back as "file: warning".
+  m.def("dcgm_usage_files",
+        [](const std::vector<std::string>& paths, const py::dict& options, const py::dict& read) {
+          DcgmArgs args(options);
+          QueryRangeFilesOptions files = FilesOptions(read);
+          files.step_name = args.options.interval_name;
+          absl::StatusOr<DcgmUsage> result;
+          std::vector<std::string> warnings;
+          {
+            py::gil_scoped_release release;
+            absl::StatusOr<PromSamples> series = ReadQueryRangeFiles(paths, files);
+            if (series.ok()) {
+              for (const auto& [source, text] : series->warnings) {
+                warnings.push_back(absl::StrCat(series->sources[source], ": ", text));
+              }
+            }
+            result = series.ok() ? DcgmToUsage(*series, args.options) : absl::StatusOr<DcgmUsage>(series.status());
+          }
+          py::dict out = DcgmResult(ValueOrThrow(std::move(result)));
+          out["warnings"] = warnings;
+          return out;
+        },
+        py::arg("paths"), py::arg("options"), py::arg("read"));
+  // The reader alone (benchmarks/bench_prometheus_month.py): saved answers -> point columns and series count.
+  m.def("query_range_files",
+        [](const std::vector<std::string>& paths, const py::dict& read) {
+          QueryRangeFilesOptions files = FilesOptions(read);
+          absl::StatusOr<PromSamples> result;
+          {
+            py::gil_scoped_release release;
+            result = ReadQueryRangeFiles(paths, files);
+          }
+          PromSamples s = ValueOrThrow(std::move(result));
+          py::dict out;
+          out["series"] = s.series.size();
+          out["series_id"] = MoveToNumpy(std::move(s.series_id));
+          out["timestamp_ns"] = MoveToNumpy(std::move(s.timestamp_ns));
+          out["value"] = MoveToNumpy(std::move(s.value));
+          return out;
+        },
+        py::arg("paths"), py::arg("read"));
   // Series as read, for readers of other exporters' metrics (gpucost.prometheus.read_jobstats): per point its
   // series, time, value and line; per series its name, source and labels. `metrics` keeps those names only
   // (exposition text; all when empty).

@@ -15,10 +15,14 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "gpucost/status.h"
+#include "prom_number.h"
 #include "simdjson.h"
 
 namespace gpucost {
 namespace {
+
+using prom_text::ParseDouble;
+using prom_text::Shorten;
 
 absl::string_view A(std::string_view s) { return {s.data(), s.size()}; }
 
@@ -27,41 +31,6 @@ bool IsNameChar(char c) { return IsNameStart(c) || (c >= '0' && c <= '9'); }
 bool IsLabelStart(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 bool IsLabelChar(char c) { return IsLabelStart(c) || (c >= '0' && c <= '9'); }
 bool IsBlank(char c) { return c == ' ' || c == '\t'; }
-
-std::string Shorten(std::string_view s) {
-  if (s.size() <= 40) return std::string(s);
-  return absl::StrCat(A(s.substr(0, 37)), "...");
-}
-
-// Go's ParseFloat forms Prometheus accepts: decimals, exponents, NaN, Inf
-// with an optional sign (any case).
-bool ParseDouble(std::string_view s, double* out) {
-  if (s.empty()) return false;
-  bool negative = false;
-  std::string_view body = s;
-  if (body[0] == '+' || body[0] == '-') {
-    negative = body[0] == '-';
-    body.remove_prefix(1);
-  }
-  if (body.empty() || body[0] == '+' || body[0] == '-') return false;
-  double v = 0;
-  auto [ptr, ec] = std::from_chars(body.data(), body.data() + body.size(), v);
-  if (ptr != body.data() + body.size()) return false;
-  if (ec == std::errc::result_out_of_range) {
-    // Underflow to 0 or overflow to Inf, as Go would.
-    v = std::numeric_limits<double>::infinity();
-    for (char c : body) {
-      if (c == 'e' || c == 'E') {
-        if (body.find("e-") != std::string_view::npos || body.find("E-") != std::string_view::npos) v = 0;
-        break;
-      }
-    }
-  } else if (ec != std::errc()) {
-    return false;
-  }
-  *out = negative ? -v : v;
-  return true;
-}
 
 bool ParseInt64(std::string_view s, int64_t* out) {
   if (s.empty()) return false;
@@ -182,6 +151,7 @@ void PromSamples::Append(PromSamples&& other) {
     }
     if (!found) skipped.emplace_back(std::move(name), count);
   }
+  for (auto& [source, text] : other.warnings) warnings.emplace_back(source + source_shift, std::move(text));
   for (auto& s : other.series) {
     s.source += source_shift;
     series.push_back(std::move(s));
@@ -348,137 +318,11 @@ absl::StatusOr<PromSamples> ParseExposition(std::string_view text, std::string_v
 
 namespace {
 
-absl::Status JsonError(std::string_view source, std::string_view what) {
-  return TableError(source, what);
-}
+absl::Status JsonError(std::string_view source, std::string_view what) { return TableError(source, what); }
 
 std::string SimdjsonMessage(simdjson::error_code e) { return simdjson::error_message(e); }
 
-absl::Status AddPoint(simdjson::dom::element point, int32_t id, size_t series_index, size_t point_index,
-                      std::string_view source, PromSamples* out) {
-  simdjson::dom::array pair;
-  if (point.get_array().get(pair) != simdjson::SUCCESS || pair.size() != 2) {
-    return JsonError(source, absl::StrCat("series ", series_index, ", point ", point_index,
-                                          ": expected [<unix seconds>, \"<value>\"]"));
-  }
-  double seconds;
-  simdjson::dom::element t = pair.at(0).value_unsafe();
-  if (t.get_double().get(seconds) != simdjson::SUCCESS) {
-    int64_t si;
-    if (t.get_int64().get(si) != simdjson::SUCCESS) {
-      return JsonError(source, absl::StrCat("series ", series_index, ", point ", point_index,
-                                            ": timestamp is not a number"));
-    }
-    seconds = static_cast<double>(si);
-  }
-  std::string_view text;
-  if (pair.at(1).value_unsafe().get_string().get(text) != simdjson::SUCCESS) {
-    return JsonError(source, absl::StrCat("series ", series_index, ", point ", point_index,
-                                          ": value is not a string"));
-  }
-  double v;
-  if (!ParseDouble(text, &v)) {
-    return JsonError(source, absl::StrCat("series ", series_index, ", point ", point_index, ": '",
-                                          Shorten(text), "' is not a number"));
-  }
-  if (!std::isfinite(seconds)) {
-    return JsonError(source, absl::StrCat("series ", series_index, ", point ", point_index,
-                                          ": timestamp is not finite"));
-  }
-  // Prometheus timestamps are milliseconds; round the float seconds to them.
-  // Milliseconds whose rounding times 1e6 still fits int64 nanoseconds.
-  constexpr double kMaxMs = 9'223'372'036'853.0;
-  const double ms = seconds * 1000.0;
-  if (!(std::fabs(ms) < kMaxMs)) {
-    return JsonError(source, absl::StrCat("series ", series_index, ", point ", point_index, ": timestamp ",
-                                          seconds, " s is out of range"));
-  }
-  out->series_id.push_back(id);
-  out->timestamp_ns.push_back(std::llround(ms) * 1'000'000);
-  out->value.push_back(v);
-  out->line.push_back(0);
-  return absl::OkStatus();
-}
-
 }  // namespace
-
-absl::StatusOr<PromSamples> ParseQueryRange(std::string_view body, std::string_view source,
-                                            std::string_view metric_name) {
-  PromSamples out;
-  out.sources.emplace_back(source);
-  out.source_is_instant.push_back(0);
-  simdjson::dom::parser parser;
-  simdjson::dom::element doc;
-  if (auto e = parser.parse(body.data(), body.size(), /*realloc_if_needed=*/true).get(doc); e) {
-    return JsonError(source, absl::StrCat("not valid JSON (", SimdjsonMessage(e), ")"));
-  }
-  std::string_view status;
-  if (doc["status"].get_string().get(status) != simdjson::SUCCESS) {
-    return JsonError(source, "not a Prometheus API answer (no \"status\")");
-  }
-  if (status != "success") {
-    std::string_view type = "unknown", message = "";
-    if (doc["errorType"].get_string().get(type) != simdjson::SUCCESS) type = "unknown";
-    if (doc["error"].get_string().get(message) != simdjson::SUCCESS) message = "";
-    return JsonError(source, absl::StrCat("Prometheus answered status '", A(status), "' (", A(type), "): ",
-                                          A(message)));
-  }
-  std::string_view result_type;
-  if (doc["data"]["resultType"].get_string().get(result_type) != simdjson::SUCCESS) {
-    return JsonError(source, "no data.resultType");
-  }
-  if (result_type != "matrix" && result_type != "vector") {
-    return JsonError(source, absl::StrCat("resultType '", A(result_type), "' is not a matrix or a vector"));
-  }
-  simdjson::dom::array result;
-  if (doc["data"]["result"].get_array().get(result) != simdjson::SUCCESS) {
-    return JsonError(source, "no data.result array");
-  }
-  out.source_is_instant[0] = result_type == "vector" ? 1 : 0;
-  size_t series_index = 0;
-  for (simdjson::dom::element item : result) {
-    PromSeries series;
-    simdjson::dom::object metric;
-    if (item["metric"].get_object().get(metric) != simdjson::SUCCESS) {
-      return JsonError(source, absl::StrCat("series ", series_index, ": no \"metric\" object"));
-    }
-    for (auto field : metric) {
-      std::string_view v;
-      if (field.value.get_string().get(v) != simdjson::SUCCESS) {
-        return JsonError(source, absl::StrCat("series ", series_index, ": label '", A(field.key),
-                                              "' is not a string"));
-      }
-      if (field.key == "__name__") {
-        series.name = std::string(v);
-      } else {
-        series.labels.emplace_back(std::string(field.key), std::string(v));
-      }
-    }
-    if (series.name.empty()) series.name = std::string(metric_name);
-    const auto id = static_cast<int32_t>(out.series.size());
-    out.series.push_back(std::move(series));
-    if (result_type == "matrix") {
-      simdjson::dom::array values;
-      if (item["values"].get_array().get(values) != simdjson::SUCCESS) {
-        // Native histograms come as "histograms"; gpucost reads float series only.
-        return JsonError(source, absl::StrCat("series ", series_index, ": no \"values\" array"));
-      }
-      size_t point_index = 0;
-      for (simdjson::dom::element point : values) {
-        GPUCOST_RETURN_IF_ERROR(AddPoint(point, id, series_index, point_index, source, &out));
-        ++point_index;
-      }
-    } else {
-      simdjson::dom::element point;
-      if (item["value"].get(point) != simdjson::SUCCESS) {
-        return JsonError(source, absl::StrCat("series ", series_index, ": no \"value\""));
-      }
-      GPUCOST_RETURN_IF_ERROR(AddPoint(point, id, series_index, 0, source, &out));
-    }
-    ++series_index;
-  }
-  return out;
-}
 
 namespace {
 

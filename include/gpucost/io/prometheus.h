@@ -13,6 +13,9 @@
 //       gpucost::ParseExposition(text, "node1.prom", /*default_timestamp_ns=*/t);
 //   absl::StatusOr<gpucost::PromSamples> r =
 //       gpucost::ParseQueryRange(json_body, "query_range 1");
+//   gpucost::QueryRangeFilesOptions o;   // a month of saved answers, in parallel
+//   o.step_seconds = 60;
+//   absl::StatusOr<gpucost::PromSamples> m = gpucost::ReadQueryRangeFiles(paths, o);
 #ifndef GPUCOST_IO_PROMETHEUS_H_
 #define GPUCOST_IO_PROMETHEUS_H_
 
@@ -52,6 +55,9 @@ struct PromSamples {
   // whatever their value (dcgm-exporter prints `ERROR - FAILED TO CONVERT
   // TO STRING` for some blob fields).
   std::vector<std::pair<std::string, int64_t>> skipped;
+  // The `warnings` of JSON answers (a partial answer: a store or replica
+  // was unreachable), with the index of the source that carried each.
+  std::vector<std::pair<int32_t, std::string>> warnings;
   std::vector<PromSeries> series;
   std::vector<int32_t> series_id;
   std::vector<int64_t> timestamp_ns;
@@ -76,12 +82,44 @@ struct PromSamples {
     std::span<const std::string_view> metrics = {});
 
 // Parses a /api/v1/query_range (matrix) or /api/v1/query (vector or matrix)
-// answer. A `"status":"error"` answer is returned as an error carrying
-// Prometheus' errorType and message. `metric_name`, when given, names series
-// whose `__name__` the query dropped.
+// answer straight into columns (simdjson On Demand: labels once per series,
+// timestamps and values into the point columns). A `"status":"error"`
+// answer is returned as an error carrying Prometheus' errorType and message;
+// malformed JSON is an error naming the byte, line and column where it
+// breaks. `metric_name`, when given, names series whose `__name__` the query
+// dropped. The answer's `warnings` are kept in PromSamples::warnings.
 [[nodiscard]] absl::StatusOr<PromSamples> ParseQueryRange(
     std::string_view body, std::string_view source,
     std::string_view metric_name = {});
+
+// How ReadQueryRangeFiles reads a set of saved answers.
+struct QueryRangeFilesOptions {
+  // Metrics to read (every series when empty). A series of another metric
+  // is skipped with its points unparsed and counted (one per series) in
+  // PromSamples::skipped, unless it carries a non-empty `keep_label`.
+  std::vector<std::string> metrics;
+  std::string keep_label;
+  // Names series whose `__name__` the query dropped, in every file.
+  std::string metric_name;
+  // The step the caller states (seconds): checked against the first file's
+  // spacing before any other file is read (more than 2x apart is an error
+  // naming the file and the series, as DurationsFromSeries words it).
+  std::optional<double> step_seconds;
+  std::string step_name = "step";
+  // An answer with `warnings` (a partial answer) is an error naming the file
+  // unless this is set; then its warnings are kept.
+  bool allow_partial = false;
+  // Files parsed at once (0: AvailableCores()).
+  int threads = 0;
+};
+
+// Reads and parses saved query_range / query answers (one file each), in
+// parallel, as ParseQueryRange does; the result is in file order, so it is
+// the same whatever the thread count. The first problem in file order is
+// returned (an unreadable file, bad JSON, a refused partial answer, a step
+// the first file contradicts).
+[[nodiscard]] absl::StatusOr<PromSamples> ReadQueryRangeFiles(std::span<const std::string> paths,
+                                                              const QueryRangeFilesOptions& options);
 
 // `amd-smi metric --json` (one snapshot: a list of GPUs, or {"gpu_data":
 // [...]}) -> series named as the ROCm device-metrics-exporter names them

@@ -1,6 +1,7 @@
 // gpucost/io/prometheus.h by example: exposition text, query answers and
 // amd-smi snapshots as series and points (run by ctest as
 // cpp_example_prometheus).
+#include <cstdio>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -48,6 +49,36 @@ int main() {
       gpucost::ParseQueryRange(R"({"status":"error","errorType":"bad_data","error":"parse error"})", "q");
   CHECK(!failed.ok());
   // [ParseQueryRange]
+
+  // [ReadQueryRangeFiles]
+  // Saved answers read from their files in parallel, in file order; the
+  // stated step is checked on the first file before the others are read;
+  // metrics not asked for are skipped unparsed.
+  const std::string path = "example_fb_used.json";
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  CHECK(f != nullptr);
+  const std::string_view saved =
+      R"({"status":"success","data":{"resultType":"matrix","result":[)"
+      R"({"metric":{"__name__":"DCGM_FI_DEV_FB_USED","gpu":"1","Hostname":"node-1"},)"
+      R"("values":[[1740823200,"20480"],[1740823260,"20480"]]}]},"warnings":["store eu-1 down"]})";
+  std::fwrite(saved.data(), 1, saved.size(), f);
+  std::fclose(f);
+  gpucost::QueryRangeFilesOptions files;
+  files.step_seconds = 60;
+  files.threads = 2;
+  files.allow_partial = true;  // else its warnings make it an error
+  absl::StatusOr<gpucost::PromSamples> month = gpucost::ReadQueryRangeFiles(std::vector<std::string>{path}, files);
+  CHECK_OK(month);
+  CHECK(month->size() == 2 && month->warnings.size() == 1 && month->warnings[0].second == "store eu-1 down");
+  files.metrics = {"DCGM_FI_DEV_GPU_UTIL"};  // the allocated basis needs no memory
+  month = gpucost::ReadQueryRangeFiles(std::vector<std::string>{path}, files);
+  CHECK_OK(month);
+  CHECK(month->size() == 0 && month->skipped.size() == 1);
+  files.metrics.clear();
+  files.step_seconds = 300;
+  CHECK(!gpucost::ReadQueryRangeFiles(std::vector<std::string>{path}, files).ok());  // 60 s apart, not 300
+  std::remove(path.c_str());
+  // [ReadQueryRangeFiles]
 
   // [ParseAmdSmiMetric]
   // `amd-smi metric --json`, one snapshot, as the ROCm exporter's series.
