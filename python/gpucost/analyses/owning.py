@@ -63,7 +63,9 @@ def buy_vs_rent(costs: Any, usage: Any, inventory: Any, *, rates: Any = None, ba
     Args:
         costs, usage, inventory: the tables of :func:`gpucost.allocate`.
         rates: ``gpu_model, hourly`` (dollars per GPU-hour) [, ``kind``:
-            rows of ``rate_kind`` are used].
+            rows of ``rate_kind`` are used]; or ``instance_type, kind,
+            hourly`` (the purchase options of :func:`gpucost.advise_commitments`,
+            dollars per instance-hour: per GPU of the catalog's model).
         basis: ``"allocated"`` (GPU-hours held count as used) or ``"used"``.
         rate_kind: the ``kind`` of rates rows to compare with.
         interval, downtime: as for :func:`gpucost.allocate`.
@@ -186,10 +188,21 @@ def _rates(models: pd.Index, lines: pd.DataFrame, pricing: np.ndarray, rates: An
         source[take] = (words.reindex(models) if isinstance(words, pd.Series) else pd.Series(words, index=models))[take]
 
     if rates is not None:
-        table = frame(rates, "rates", required=("gpu_model", "hourly"), optional=("kind",))
+        by_type = "gpu_model" not in frame(rates, "rates").columns and "instance_type" in frame(rates, "rates").columns
+        key = "instance_type" if by_type else "gpu_model"
+        table = frame(rates, "rates", required=(key, "hourly"), optional=("kind",))
         hourly = pd.to_numeric(table["hourly"], errors="coerce").to_numpy(dtype=np.float64)
         raise_first("rates", "hourly", ~np.isfinite(hourly) | (hourly < 0),
                     lambda r: f"{table['hourly'].iloc[r]!r} is not a rate (dollars per GPU-hour, >= 0)")
+        if by_type:  # purchase options per instance (gpucost advise's rates): per GPU of the catalog's model
+            types = instance_types(catalog).drop_duplicates("instance_type").set_index("instance_type")
+            named = table["instance_type"].astype(str)
+            raise_first("rates", "instance_type", ~named.isin(types.index).to_numpy(),
+                        lambda r: f"unknown instance type {named.iloc[r]!r} (not in the catalog; add your own "
+                                  "catalog rows for it, or give rates by gpu_model)")
+            found = types.loc[named]
+            hourly = hourly / (found["gpus"] * found["gpu_fraction"]).to_numpy(dtype=np.float64)
+            table = table.assign(gpu_model=found["gpu_model"].to_numpy())
         chosen = table.assign(hourly=hourly)
         if "kind" in chosen.columns:
             chosen = chosen[chosen["kind"].astype(str).to_numpy() == kind]
