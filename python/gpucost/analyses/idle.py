@@ -243,8 +243,10 @@ def _power_saved(costs: Any, usage: Any, inventory: Any, spans: pd.DataFrame, in
     the power lines. 0 for every other span."""
     out = np.zeros(len(spans))
     down = np.flatnonzero((spans["kind"] == "power-down").to_numpy())
+    if len(down) == 0:
+        return out
     lines = frame(costs, "costs", required=("resource_id", "start", "end", "cost"), optional=("driver",))
-    if len(down) == 0 or "driver" not in lines.columns:
+    if "driver" not in lines.columns:
         return out
     resources = set(spans["resource_id"].to_numpy()[down].astype(str))
     power = ((lines["driver"].astype(object) == CostDriver.ENERGY)
