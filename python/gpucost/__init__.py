@@ -38,6 +38,7 @@ from gpucost.analyses import (
     amortize,
     autoscaling_estimate,
     budget_status,
+    buy_vs_rent,
     commitment_coverage,
     commitment_utilization,
     forecast_spend,
@@ -86,6 +87,7 @@ __all__ += ["kubernetes", "prometheus", "read_nvidia_smi", "read_nvidia_smi_mon"
 __all__ += ["IdleReport", "SpotRuns", "diagnose", "find_idle", "idle_policy", "kpis", "queue_waits", "rightsize",
             "spot_interruptions", "spot_runs", "token_costs", "unit_costs", "usage_profile", "vllm_tokens"]
 # Purchasing advice, what was bought, budgets and forecasts (docs/advisor.md).
+__all__ += ["buy_vs_rent"]
 __all__ += ["advise_commitments", "amortize", "autoscaling_estimate", "budget_status", "commitment_coverage",
             "commitment_utilization", "forecast_spend", "hourly_demand", "read_spot_prices", "spend_anomalies",
             "spot_move_savings", "spot_placement", "spot_savings", "spread_over_days", "workload_classes"]

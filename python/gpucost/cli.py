@@ -5,7 +5,7 @@
     gpucost check    --config gpucost.toml --plan   the plan of sources, nothing read
     gpucost allocate --bill B --telemetry T --pods P [--format csv|json|xlsx|table] [--decimals N|raw] [--sql URL]
     gpucost report   --config gpucost.toml --output showback.html [--xlsx showback.xlsx]
-    gpucost idle | spot | advise | budget   the analyses
+    gpucost idle | spot | advise | budget | buy-vs-rent   the analyses
     gpucost catalog  [--provider aws] [--gpu A100]
     gpucost export-metrics --listen 127.0.0.1:9108 | --textfile /var/lib/node_exporter/gpucost.prom
 
@@ -361,7 +361,9 @@ def build_parser() -> argparse.ArgumentParser:
             ("idle", "find_idle", "idle GPUs and the dollars they cost"),
             (Purchase.SPOT, "spot_runs", "spot training runs: every attempt, the true cost per completed run"),
             ("advise", "advise_commitments", "what reserved capacity / savings plans / spot to buy"),
-            ("budget", "budget_status", "budgets: month to date, forecast, alerts")):
+            ("budget", "budget_status", "budgets: month to date, forecast, alerts"),
+            ("buy-vs-rent", "buy_vs_rent", "hardware you own: its cost per GPU-hour used beside the rate of renting "
+                                           "the same GPU, and the utilisation at which owning breaks even")):
         p = sub.add_parser(name, parents=[common], help=help_text, description=help_text.capitalize() + ".")
         _add_sources(p)
         _add_policy(p, by=None)
@@ -371,6 +373,9 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--today", help="the day to report on (default: the end of the data)")
         if name == Purchase.SPOT:
             p.add_argument("--interruptions", metavar="PATH", help="EventBridge spot interruption events (JSON lines)")
+        if name == "buy-vs-rent":
+            p.add_argument("--rates", metavar="PATH", help="rates of renting a GPU: gpu_model, hourly (per GPU-hour), "
+                           "or instance_type, kind, hourly (default: the bill's rate-card lines, then the catalog)")
         if name == "advise":
             p.add_argument("--rates", metavar="PATH", help="purchase options: instance_type, kind, hourly, term_years")
             p.add_argument("--existing", metavar="PATH", help="commitments already bought (instance_type, kind, "
@@ -743,8 +748,8 @@ def cmd_analysis(args: argparse.Namespace) -> int:
         raise gpucost.Error(f"this build of gpucost has no gpucost.{args.analysis} (an analysis not merged yet)")
     config = configure(args)
     tables = _tables(config, args)
-    key = {"find_idle": "idle", "spot_runs": Purchase.SPOT, "advise_commitments": "advice", "budget_status": "budgets"}[
-        args.analysis]
+    key = {"find_idle": "idle", "spot_runs": Purchase.SPOT, "advise_commitments": "advice", "budget_status": "budgets",
+           "buy_vs_rent": "buy_vs_rent"}[args.analysis]
     if key == "budgets" and tables.budgets is None:
         raise UsageError("gpucost budget needs budgets: --budgets FILE or [budgets] file in the config")
     if key == "advice" and tables.rates is None:

@@ -38,6 +38,10 @@ METRICS = {
     "efficiency_ratio": (None, "Effective GPU-hours over GPU-hours held (0-1)."),
     "cost_per_effective_gpu_hour_dollars": ("cost_per_effective_gpu_hour",
                                             "Cost per effective GPU-hour (label currency; USD without it); absent when no GPU time was used."),
+    # With power readings (docs/energy.md): absent without them.
+    "energy_kilowatt_hours": ("energy_kwh", "GPU energy the group drew over the window (idle GPUs' on group __idle__)."),
+    "facility_energy_kilowatt_hours": ("facility_energy_kwh", "The group's GPU energy times the PUE over the window."),
+    "co2e_kilograms": ("co2e_kg", "CO2e of the group's energy over the window at the grid's intensity (location-based)."),
 }
 
 

@@ -33,7 +33,7 @@ from gpucost.currency import convert_currency, currencies
 from gpucost.errors import InvalidInputError
 from gpucost.frames import Table
 from gpucost.join import JoinReport, apply_rule, called_from_gpucost, join_report
-from gpucost.model import Purchase, Reserved
+from gpucost.model import Basis, CostDriver, Purchase, Reserved
 from gpucost.money import minor_unit, round_half_away, round_parts
 
 __all__ = ["report", "Report", "Section", "html_table", "analysis"]
@@ -219,6 +219,12 @@ _ANALYSES = {  # section -> the function of the library it needs (other parts of
     "commitments": "commitment_utilization",
     "advice": "advise_commitments",
     "budgets": "budget_status",
+    # Energy and hardware you own (docs/energy.md, docs/advisor.md): each from the allocation, when its
+    # inputs are there (a component column, power readings, owned lines).
+    "components": "allocate",
+    "energy": "allocate",
+    "idle_energy": "allocate",
+    "buy_vs_rent": "buy_vs_rent",
 }
 
 
@@ -252,11 +258,12 @@ def report(costs: Any, usage: Any, inventory: Any, workloads: Any = None, *, pat
         existing: the commitments already bought, for the advice (see
             :func:`gpucost.advise_commitments`; default: the bill's own).
         today: "now" for budgets (default: the end of the data).
+        pue, carbon_intensity: with ``power_w`` in the usage, facility
+            energy and CO2e in the energy section (as for
+            :func:`gpucost.allocate`).
         downtime: windows nodes were down (``resource_id, start, end``, as
             for :func:`gpucost.allocate`): their cost on ``__down__`` in
             every table, never idle.
-        pue, carbon_intensity: with ``power_w`` in the usage, facility
-            energy and CO2e in the allocations, as for :func:`gpucost.allocate`.
         currency: the currency of every figure (default: the bill's own, from
             its ``currency`` column; USD when it has none).
         exchange_rates: ``currency, date, rate`` to convert a bill in several
@@ -264,7 +271,8 @@ def report(costs: Any, usage: Any, inventory: Any, workloads: Any = None, *, pat
             without it such a bill is refused, never added up.
         strict: turn every join warning into an error.
         analyses: which optional sections to try (default: all of
-            ``invoice, idle, spot, commitments, advice, budgets``).
+            ``invoice, idle, spot, commitments, advice, budgets, components,
+            energy, idle_energy, buy_vs_rent``).
         tag, shared, share_split: the invoice section: the tag key(s) whose
             values attribute non-GPU lines (storage, networking of a job) to
             a team (:func:`gpucost.attribute_tagged`), and the lines shared
@@ -298,7 +306,7 @@ def report(costs: Any, usage: Any, inventory: Any, workloads: Any = None, *, pat
         0  __idle__  4.024      4.024        4.0
         1  research  2.012      0.000        2.0
         >>> sorted(str(key) for key in report.omitted)   # sections without their inputs, and why
-        ['advice', 'budgets', 'commitments', 'spot', 'tagging']
+        ['advice', 'budgets', 'buy_vs_rent', 'commitments', 'components', 'energy', 'idle_energy', 'spot', 'tagging']
         >>> report.omitted["budgets"]
         'no budgets given'
     """
@@ -680,12 +688,15 @@ def _section_idle(find_idle, ctx) -> tuple[Section, dict] | str:
     findings = _table_of(result, "findings")
     if isinstance(findings, pd.DataFrame) and "dollars_wasted" in findings.columns:
         findings = findings.sort_values("dollars_wasted", ascending=False, ignore_index=True)
+    saved = isinstance(findings, pd.DataFrame) and "dollars_power_saved" in findings.columns and bool(
+        findings["dollars_power_saved"].to_numpy().any())  # hardware you own, powered down
     shown = _pick(findings, ["resource_id", "devices", "start", "end", "hours", "consumer", ctx["by"][0], "action",
-                             "mean_util", "dollars_wasted"])
+                             "mean_util", "dollars_wasted", *(["dollars_power_saved"] if saved else [])])
     return _generic_section("idle", "Idle GPUs", "Spans where billed GPUs stayed below 5% utilisation for at least "
-                            "2 hours, with what they cost and what to do (gpucost.find_idle). The total is over "
-                            "every span found.", shown, "idle_findings", full=findings,
-                            total=["hours", "gpu_hours", "dollars_wasted"])
+                            "2 hours, with what they cost and what to do (gpucost.find_idle; hardware you own is "
+                            "powered down, consolidated or lent, never terminated). The total is over every span "
+                            "found.", shown, "idle_findings", full=findings,
+                            total=["hours", "gpu_hours", "dollars_wasted", "dollars_power_saved"])
 
 
 def _section_spot(spot_runs, ctx) -> tuple[Section, dict] | str:
@@ -742,6 +753,8 @@ def _section_commitments(commitment_utilization, ctx) -> tuple[Section, dict] | 
 def _section_advice(advise_commitments, ctx) -> tuple[Section, dict] | str:
     if ctx["rates"] is None:
         return "no rates table (purchase options) given"
+    if "instance_type" not in getattr(ctx["rates"], "columns", ("instance_type",)):
+        return "the rates table has no instance_type column (purchase options per instance type)"
     advice = advise_commitments(ctx["costs"], ctx["usage"], ctx["inventory"], ctx["workloads"], rates=ctx["rates"],
                                 interval=ctx["policy"].get("interval", 60), existing=ctx.get("existing"))
     advice = _table_of(advice, "advice")
@@ -794,7 +807,8 @@ _HEADERS = {"resource_id": "Resource", "dollars_wasted": "Wasted $", "list_dolla
             "monthly_today": "Monthly today", "monthly_recommended": "Monthly if bought",
             "savings_vs_today": "Saving / month", "break_even_utilization": "Break-even use",
             "expected_utilization": "Expected use", "instance_type": "Instance type", "option": "Buy",
-            "monthly_if_unchanged": "Monthly if unchanged", "action": "Action", "existing_coverage": "Already covered"}
+            "monthly_if_unchanged": "Monthly if unchanged", "action": "Action", "existing_coverage": "Already covered",
+            "dollars_power_saved": "Power $ saved"}
 
 
 def _header(column: str) -> str:
@@ -823,7 +837,8 @@ def analysis(key: str, costs: Any, usage: Any, inventory: Any, workloads: Any = 
              budgets: Any = None, interruptions: Any = None, rates: Any = None, today: Any = None,
              by: Sequence[str] = ("team", "project"), existing: Any = None, **policy: Any) -> pd.DataFrame:
     """The full table behind one of the report's analysis sections (``idle``,
-    ``spot``, ``commitments``, ``advice``, ``budgets``), as the ``gpucost``
+    ``spot``, ``commitments``, ``advice``, ``budgets``, ``components``,
+    ``energy``, ``idle_energy``, ``buy_vs_rent``), as the ``gpucost``
     command prints it. Raises :class:`gpucost.Error` when this build lacks the
     analysis, :class:`gpucost.InvalidInputError` when an input it needs is
     missing.
@@ -862,7 +877,8 @@ def analysis(key: str, costs: Any, usage: Any, inventory: Any, workloads: Any = 
     policy = {k: v for k, v in policy.items() if v is not None}
     by_day = gpucost.allocate(costs, usage, inventory, workloads, by=[by[0], "period"], freq="D", **policy) \
         if key == "budgets" else None
-    by_team = gpucost.allocate(costs, usage, inventory, workloads, by=[by[0]], **policy) if key == "invoice" else None
+    by_team = gpucost.allocate(costs, usage, inventory, workloads, by=[by[0]], **policy) \
+        if key in ("invoice", "energy", "idle_energy") else None
     ctx = dict(costs=costs, usage=usage, inventory=inventory, workloads=workloads, bill=bill, budgets=budgets,
                interruptions=interruptions, rates=rates, today=today, by=by, policy=policy, by_day=by_day,
                existing=existing, by_team=by_team)
@@ -938,8 +954,145 @@ def _section_invoice(attribute_tagged, ctx) -> tuple[Section, dict] | str:
     return s, {"invoice": top, "invoice_by_team": teams}
 
 
+def _section_components(allocate, ctx) -> tuple[Section, dict] | str:
+    costs, team = ctx["costs"], ctx["by"][0]
+    if "component" not in getattr(costs, "columns", ()):
+        return ("the cost lines have no 'component' column (capex, power, facility, support, operations: "
+                "gpucost.owned_costs writes it)")
+    component = costs["component"].astype(object).where(costs["component"].notna(), "").astype(str)
+    component = component.where(component != "", "other").to_numpy()
+    totals = pd.Series(np.asarray(costs["cost"], dtype=np.float64), index=component).groupby(level=0).sum()
+    names = list(totals.sort_values(ascending=False, kind="stable").index)
+    # Each component's lines prorated on their own (a handful of calls, one per component).
+    parts = [allocate(costs[component == name], ctx["usage"], ctx["inventory"], ctx["workloads"], by=[team],
+                      **ctx["policy"]).set_index(team)["cost"].rename(name) for name in names]
+    table = pd.concat(parts, axis=1).fillna(0.0)
+    table["cost"] = table.sum(axis=1)
+    table = table.sort_values("cost", ascending=False, kind="stable").rename_axis(team).reset_index()
+    s = Section("components", "Cost by component",
+                f"What each {team} paid for, by the cost lines' component (capex, power, facility, support, "
+                "operations of hardware you own; 'other' for lines without one). Each component's lines are "
+                "prorated on their own: power by the energy drawn, the others by GPU time.")
+    s.body.append(html_table(table, key="components", money=[*names, "cost"], total=[*names, "cost"],
+                             names={team: team.capitalize(), "cost": "Total", **{n: n.capitalize() for n in names}}))
+    return s, {"components": table}
+
+
+def _power_cost(ctx, team: str) -> pd.Series | None:
+    """The energy-driven (power) lines prorated by team, or None without them."""
+    costs = ctx["costs"]
+    if "driver" not in getattr(costs, "columns", ()):
+        return None
+    power = (costs["driver"].astype(object) == CostDriver.ENERGY).to_numpy()
+    if not power.any():
+        return None
+    split = gpucost.allocate(costs[power], ctx["usage"], ctx["inventory"], ctx["workloads"], by=[team],
+                             **ctx["policy"])
+    return split.set_index(team)["cost"]
+
+
+def _energy_table(ctx) -> pd.DataFrame | str:
+    by_team, team = ctx["by_team"], ctx["by"][0]
+    if "energy_kwh" not in by_team.columns:
+        return "no power readings (the usage has no power_w column)"
+    kwh = by_team["energy_kwh"].to_numpy(dtype=np.float64)
+    if not np.nansum(kwh):
+        return "the power readings add up to no energy"
+    out = by_team[[team, *[c for c in ("energy_kwh", "facility_energy_kwh", "co2e_kg") if c in by_team.columns]]]
+    out = out.assign(share_of_energy=kwh / np.nansum(kwh), cost=by_team["cost"].to_numpy())
+    power = _power_cost(ctx, team)
+    if power is not None:
+        out["power_cost"] = power.reindex(out[team]).fillna(0.0).to_numpy()
+    effective = by_team["effective_gpu_hours"].to_numpy(dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out["kwh_per_effective_gpu_hour"] = np.where(effective > 0, kwh / np.where(effective > 0, effective, 1), np.nan)
+    out["cost_per_effective_gpu_hour"] = by_team["cost_per_effective_gpu_hour"].to_numpy()
+    return out.sort_values("energy_kwh", ascending=False, kind="stable", ignore_index=True)
+
+
+_ENERGY_NAMES = {"energy_kwh": "Energy (kWh)", "facility_energy_kwh": "Facility energy (kWh)",
+                 "co2e_kg": "CO2e (kg)", "share_of_energy": "Share of energy", "cost": "Cost",
+                 "power_cost": "Power $", "kwh_per_effective_gpu_hour": "kWh per effective GPU-hour",
+                 "cost_per_effective_gpu_hour": "$ per effective GPU-hour", "idle_cost": "Idle cost"}
+_ENERGY_TOTALS = ["energy_kwh", "facility_energy_kwh", "co2e_kg", "share_of_energy", "cost", "power_cost"]
+
+
+def _section_energy(allocate, ctx) -> tuple[Section, dict] | str:
+    table = _energy_table(ctx)
+    if isinstance(table, str):
+        return table
+    team = ctx["by"][0]
+    s = Section("energy", f"Energy and CO2e by {team}",
+                f"The GPUs' measured energy split over the {team}s that held them (docs/energy.md): idle GPUs' "
+                "energy on its own row, facility energy with the PUE, CO2e at the grid's intensity; what one "
+                "fully busy GPU-hour cost in kWh and in dollars.")
+    s.body.append(html_table(table, key="energy", money=["cost", "power_cost", "cost_per_effective_gpu_hour"],
+                             hours=["energy_kwh", "facility_energy_kwh", "co2e_kg"], pct=["share_of_energy"],
+                             total=[c for c in _ENERGY_TOTALS if c in table.columns],
+                             names={team: team.capitalize(), **_ENERGY_NAMES}))
+    return s, {"energy": table}
+
+
+def _section_idle_energy(allocate, ctx) -> tuple[Section, dict] | str:
+    table = _energy_table(ctx)
+    if isinstance(table, str):
+        return table
+    team = ctx["by"][0]
+    idle = table[table[team].astype(str) == Reserved.IDLE]
+    if idle.empty or not float(idle["energy_kwh"].sum()):
+        return ("no idle energy" if ctx["policy"].get("idle", "keep") == "keep" else
+                "idle energy is shared over the workloads (idle='share')")
+    row = ctx["by_team"].set_index(team).loc[Reserved.IDLE]
+    idle = idle.drop(columns=["kwh_per_effective_gpu_hour", "cost_per_effective_gpu_hour", "cost"]).assign(
+        idle_cost=float(row["idle_cost"]))
+    kwh, share = float(idle["energy_kwh"].iloc[0]), float(idle["share_of_energy"].iloc[0])
+    words = (f"GPUs nobody held drew {kwh:,.1f} kWh, {_fmt_pct(share)} of the energy measured"
+             + (f", and cost {_fmt_money(float(idle['power_cost'].iloc[0]))} of power" if "power_cost" in idle else "")
+             + f" ({_fmt_money(float(row['idle_cost']))} of idle capacity in all).")
+    if ctx["policy"].get("idle", "keep") == "share":
+        words += (" With idle capacity shared, the idle energy of lines someone used is in their holders' rows: "
+                  "this is the lines nobody used.")
+    s = Section("idle_energy", "Idle energy", words + " The Idle GPUs section says which nodes to power down.")
+    s.body.append(html_table(idle.drop(columns=[team]), key="idle_energy",
+                             money=["idle_cost", "power_cost"], hours=["energy_kwh", "facility_energy_kwh", "co2e_kg"],
+                             pct=["share_of_energy"], names=_ENERGY_NAMES))
+    return s, {"idle_energy": idle.reset_index(drop=True)}
+
+
+def _section_buy_vs_rent(buy_vs_rent, ctx) -> tuple[Section, dict] | str:
+    costs = ctx["costs"]
+    if "pricing" not in getattr(costs, "columns", ()) or not (
+            costs["pricing"].astype(object) == Purchase.OWNED).to_numpy().any():
+        return f"no cost lines of hardware you own (pricing {str(Purchase.OWNED)!r})"
+    columns = getattr(ctx["rates"], "columns", ())
+    rates = ctx["rates"] if "gpu_model" in columns or "instance_type" in columns else None
+    policy = ctx["policy"]
+    view = buy_vs_rent(costs, ctx["usage"], ctx["inventory"], rates=rates,
+                       basis=Basis.USED if policy.get("basis") == Basis.USED else Basis.ALLOCATED,
+                       interval=policy.get("interval"), downtime=policy.get("downtime"))
+    s = Section("buy_vs_rent", "Buy versus rent",
+                "What a GPU-hour of the hardware you own cost, and per GPU-hour used at the utilisation measured, "
+                "beside the rate of renting the same GPU: owning pays above the break-even utilisation "
+                "(owned cost per GPU-hour / rental rate; gpucost.buy_vs_rent).")
+    s.body.append(html_table(view, key="buy_vs_rent",
+                             money=["owned_cost", "shared_cost", "owned_cost_per_gpu_hour",
+                                    "owned_cost_per_used_gpu_hour", "cloud_rate", "rent_cost", "owning_saves"],
+                             hours=["owned_gpu_hours", "used_gpu_hours"], pct=["utilisation", "break_even_utilisation"],
+                             total=["owned_cost", "shared_cost", "owned_gpu_hours", "used_gpu_hours"],
+                             names={"gpu_model": "GPU", "nodes": "Nodes", "gpus": "GPUs",
+                                    "owned_gpu_hours": "GPU-hours owned", "owned_cost": "Owned cost",
+                                    "shared_cost": "of which shared", "owned_cost_per_gpu_hour": "$ per GPU-hour",
+                                    "used_gpu_hours": "GPU-hours used", "utilisation": "Utilisation",
+                                    "owned_cost_per_used_gpu_hour": "$ per used GPU-hour",
+                                    "cloud_rate": "Rent $ per GPU-hour", "rate_source": "Rate from",
+                                    "break_even_utilisation": "Break-even utilisation",
+                                    "rent_cost": "Renting what was used", "owning_saves": "Owning saves"}))
+    return s, {"buy_vs_rent": view}
+
+
 _OPTIONAL = {"invoice": _section_invoice, "idle": _section_idle, Purchase.SPOT: _section_spot, "commitments": _section_commitments,
-             "advice": _section_advice, "budgets": _section_budgets}
+             "advice": _section_advice, "budgets": _section_budgets, "components": _section_components,
+             "energy": _section_energy, "idle_energy": _section_idle_energy, "buy_vs_rent": _section_buy_vs_rent}
 
 
 # ---- the page -----------------------------------------------------------------------

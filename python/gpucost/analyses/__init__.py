@@ -21,6 +21,7 @@ Purchasing (docs/advisor.md):
 - spot placement: :func:`read_spot_prices`, :func:`spot_placement`,
   :func:`spot_move_savings` (spot_placement.py)
 - inference autoscaling: :func:`autoscaling_estimate` (autoscaling.py)
+- hardware you own, bought or rented: :func:`buy_vs_rent` (owning.py)
 - budgets and forecasts: :func:`budget_status`, :func:`forecast_spend`,
   :func:`spend_anomalies` (budget.py)
 """
@@ -39,11 +40,13 @@ from gpucost.analyses.budget import budget_status, forecast_spend, spend_anomali
 from gpucost.analyses.classes import workload_classes
 from gpucost.analyses.commitments import advise_commitments, amortize
 from gpucost.analyses.demand import hourly_demand
+from gpucost.analyses.owning import buy_vs_rent
 from gpucost.analyses.spot_placement import read_spot_prices, spot_move_savings, spot_placement
 from gpucost.analyses.utilization import commitment_coverage, commitment_utilization, spot_savings
 
 __all__ = ["IdleReport", "SpotRuns", "diagnose", "find_idle", "idle_policy", "kpis", "queue_waits", "rightsize",
            "spot_interruptions", "spot_runs", "token_costs", "unit_costs", "usage_profile", "vllm_tokens"]
-__all__ += ["advise_commitments", "amortize", "autoscaling_estimate", "budget_status", "commitment_coverage",
+__all__ += ["advise_commitments", "amortize", "autoscaling_estimate", "budget_status", "buy_vs_rent",
+            "commitment_coverage",
             "commitment_utilization", "forecast_spend", "hourly_demand", "read_spot_prices", "spend_anomalies",
             "spot_move_savings", "spot_placement", "spot_savings", "spread_over_days", "workload_classes"]

@@ -17,8 +17,10 @@ import pandas as pd
 
 from gpucost import _core
 from gpucost.allocation import cost_columns, inventory_columns, usage_columns
+from gpucost.allocation import allocate
 from gpucost.analyses._common import (
     NS_PER_H,
+    as_frame,
     attach_labels,
     device_time_usage,
     labels_frame,
@@ -27,6 +29,7 @@ from gpucost.analyses._common import (
     to_datetime,
 )
 from gpucost.analyses._tables import frame, instants_ns, strings
+from gpucost.model import CostDriver, Purchase
 from gpucost.prometheus import to_ns
 
 __all__ = ["IdleReport", "find_idle", "idle_policy", "EXEMPT_VALUES"]
@@ -34,7 +37,11 @@ __all__ = ["IdleReport", "find_idle", "idle_policy", "EXEMPT_VALUES"]
 #: Label values that mark a workload exempt (case-insensitive).
 EXEMPT_VALUES = ("true", "yes", "1")
 _ACTIONS = {"terminate": "terminate", "release": "release", "right-size": "right-size", "exempt": "none",
-            "no-telemetry": "no telemetry", "down": "down"}
+            "no-telemetry": "no telemetry", "down": "down", "power-down": "power down", "consolidate": "consolidate",
+            "lend": "lend"}
+# Hardware you own is never terminated: its idle spans get the owner's actions
+# (docs/advisor.md, "Hardware you own").
+_OWNER_KINDS = {"terminate": "power-down", "right-size": "consolidate", "release": "lend"}
 # Kinds reported but never flagged: exempt workloads, billed time no sample covers
 # (unobserved is not idle: nothing says the GPUs were free), and time the resource was
 # down (maintenance, drained: docs/semantics.md, 10), which nobody could have used.
@@ -50,13 +57,15 @@ class IdleReport(NamedTuple):
             gpus, start, end, hours, gpu_hours, mean_util, observed_share,
             unobserved, consumer, holders``, the workloads' labels, ``action,
             exempt, flagged, dollars_wasted`` [, ``list_dollars_wasted``],
-            ``dollars_unobserved``, sorted by dollars wasted. Billed time that
+            ``dollars_unobserved, dollars_power_saved``, sorted by dollars
+            wasted. Billed time that
             no sample covers is a finding of its own with action ``"no
             telemetry"``: never flagged, its dollars in ``dollars_unobserved``
             (not wasted: nothing measured it).
         spans: the same spans one device at a time: ``span, resource_id,
             device, kind, busy_ns, observed_ns, dollars_wasted``
-            [, ``list_dollars_wasted``], ``dollars_unobserved, consumer``
+            [, ``list_dollars_wasted``], ``dollars_unobserved,
+            dollars_power_saved, consumer``
             (main holder, "" for nobody), ``holders, start, end``, for your
             own grouping.
         daily: fleet KPIs per UTC day: ``period, idle_gpu_hours, idle_cost,
@@ -205,6 +214,81 @@ def _down_device_spans(down: pd.DataFrame, raw: dict, first_span: int) -> pd.Dat
     })
 
 
+def _owned(costs: Any, spans: pd.DataFrame) -> np.ndarray:
+    """Per device span: whether it meets a cost line of hardware you own
+    (``pricing`` :attr:`gpucost.Purchase.OWNED`). A span that meets both an
+    owned and a rented line counts as owned: owned hardware is never
+    terminated."""
+    lines = frame(costs, "costs", required=("resource_id", "start", "end"), optional=("pricing",))
+    if "pricing" not in lines.columns or len(spans) == 0:
+        return np.zeros(len(spans), dtype=bool)
+    mine = (lines["pricing"].astype(object) == Purchase.OWNED).to_numpy()
+    if not mine.any():
+        return np.zeros(len(spans), dtype=bool)
+    windows = _windows_union(lines["resource_id"].astype(str).to_numpy()[mine],
+                             instants_ns(costs, "costs", "start")[mine], instants_ns(costs, "costs", "end")[mine])
+    pairs = pd.DataFrame({"row": np.arange(len(spans)), "resource_id": spans["resource_id"].astype(str).to_numpy(),
+                          "s": spans["start_ns"].to_numpy(), "e": spans["end_ns"].to_numpy()}).merge(
+        windows, on="resource_id")
+    meets = pairs["row"].to_numpy()[((pairs["start_ns"] < pairs["e"]) & (pairs["end_ns"] > pairs["s"])).to_numpy()]
+    return np.isin(np.arange(len(spans)), meets)
+
+
+def _power_saved(costs: Any, usage: Any, inventory: Any, spans: pd.DataFrame, interval: float) -> np.ndarray:
+    """Per device span of kind ``power-down``: what its resource's
+    energy-driven (power) cost lines would not have cost had the node been
+    off over the span. With ``power_w`` in the usage, each power line's
+    share of the free devices' energy within the span (the line split by
+    energy, docs/semantics.md 9); without, the span's device-time share of
+    the power lines. 0 for every other span."""
+    out = np.zeros(len(spans))
+    down = np.flatnonzero((spans["kind"] == "power-down").to_numpy())
+    if len(down) == 0:
+        return out
+    lines = frame(costs, "costs", required=("resource_id", "start", "end", "cost"), optional=("driver",))
+    if "driver" not in lines.columns:
+        return out
+    resources = set(spans["resource_id"].to_numpy()[down].astype(str))
+    power = ((lines["driver"].astype(object) == CostDriver.ENERGY)
+             & lines["resource_id"].astype(str).isin(resources)).to_numpy()
+    if not power.any():
+        return out
+    power_lines = as_frame(costs, "costs").iloc[np.flatnonzero(power)].reset_index(drop=True)
+    keys = np.char.add("span-", down.astype(str)).astype(object)
+    u = as_frame(usage, "usage")
+    if "power_w" in u.columns:
+        samples = _free_samples_as_spans(u, spans.iloc[down], keys, resources)
+        with_duration = "duration" in samples.columns
+        priced = allocate(power_lines, samples, inventory, interval=None if with_duration else interval)
+    else:
+        priced = price_device_time(power_lines, inventory, device_time_usage(
+            spans["resource_id"].to_numpy()[down], spans["device"].to_numpy()[down],
+            spans["start_ns"].to_numpy()[down], spans["end_ns"].to_numpy()[down], keys))
+    mine = priced[priced["consumer"].astype(str).str.startswith("span-")]
+    idx = mine["consumer"].astype(str).str.slice(5).astype(np.int64).to_numpy()
+    return out + _per_span(idx, mine["cost"], len(spans))
+
+
+def _free_samples_as_spans(usage: pd.DataFrame, down: pd.DataFrame, keys: np.ndarray, resources: set) -> pd.DataFrame:
+    """The samples of the powered-down resources, each free sample (no
+    consumer) whose instant falls in a power-down span of its device held by
+    that span's key: allocate then gives each span its share of the power
+    lines by energy."""
+    samples = usage[usage["resource_id"].astype(str).isin(resources).to_numpy()].reset_index(drop=True)
+    consumer = samples["consumer"].astype("string").fillna("").to_numpy(dtype=object)
+    at = pd.DataFrame({"row": np.arange(len(samples)), "t": instants_ns(samples, "usage", "timestamp"),
+                       "resource_id": samples["resource_id"].astype(str).to_numpy(),
+                       "device": samples["device"].to_numpy(dtype=np.int64)})
+    at = at[consumer == ""].sort_values("t", kind="stable")
+    spans = pd.DataFrame({"t": down["start_ns"].to_numpy(), "end": down["end_ns"].to_numpy(), "key": keys,
+                          "resource_id": down["resource_id"].astype(str).to_numpy(),
+                          "device": down["device"].to_numpy(dtype=np.int64)}).sort_values("t", kind="stable")
+    found = pd.merge_asof(at, spans, on="t", by=["resource_id", "device"])
+    inside = (found["key"].notna() & (found["t"] < found["end"])).to_numpy()
+    consumer[found["row"].to_numpy()[inside]] = found["key"].to_numpy()[inside]
+    return samples.assign(consumer=consumer)
+
+
 def find_idle(usage: Any, costs: Any, inventory: Any, workloads: Any = None, threshold: float = 0.05,
               window: Any = "2h", *, resolution: Any = "1min", interval: float = 60,
               exempt_label: str | None = "idle_exempt", exempt_values: Sequence[str] = EXEMPT_VALUES,
@@ -225,9 +309,26 @@ def find_idle(usage: Any, costs: Any, inventory: Any, workloads: Any = None, thr
     - ``none``: held by an exempt workload (label ``exempt_label`` in
       ``exempt_values``): reported, not flagged.
 
+    Hardware you own (a span meeting a cost line whose ``pricing`` is
+    :attr:`gpucost.Purchase.OWNED`) is never terminated; its spans get the
+    owner's actions instead (docs/advisor.md, "Hardware you own"):
+
+    - ``power down`` (for ``terminate``): the whole node idle and unheld;
+      ``dollars_power_saved`` is what its energy-driven cost lines
+      (``driver`` ``"energy"``) would not have cost over the span: with
+      ``power_w`` in the usage, their share of the free GPUs' energy within
+      the span, as :func:`gpucost.allocate` splits them; without, their
+      device-time share of the span;
+    - ``consolidate`` (for ``right-size``): the GPU is free while others on
+      the node work: move work onto fewer nodes;
+    - ``lend`` (for ``release``): a workload holds the idle GPU: lend it to
+      another account or team.
+
     ``dollars_wasted`` is the cost lines' share of the span's device-time,
     computed by :func:`gpucost.allocate` (a device over [a, b) gets
-    ``cost * overlap / (devices * line length)`` of each line).
+    ``cost * overlap / (devices * line length)`` of each line): for owned
+    hardware, its cost per GPU-hour, every component included.
+    ``dollars_power_saved`` is 0 on every other span.
 
     Args:
         usage, costs, inventory, workloads: the tables of gpucost.allocate.
@@ -263,6 +364,18 @@ def find_idle(usage: Any, costs: Any, inventory: Any, workloads: Any = None, thr
         >>> report.findings[["resource_id", "start", "end", "hours", "action", "flagged", "dollars_wasted"]]
           resource_id                     start                       end  hours     action  flagged  dollars_wasted
         0      i-0aaa 2026-03-02 02:00:00+00:00 2026-03-02 06:00:00+00:00    4.0  terminate     True           4.024
+
+        The same GPU owned, not rented: $0.906 an hour of capex and $0.10 an
+        hour of power (a line split by energy). Idle, it is powered down,
+        saving the 4 hours' power:
+
+        >>> owned = pd.concat([costs.assign(cost=0.906, driver=gpucost.CostDriver.GPU_TIME, primary=True),
+        ...                    costs.assign(cost=0.10, driver=gpucost.CostDriver.ENERGY, primary=False)],
+        ...                   ignore_index=True).assign(pricing=gpucost.Purchase.OWNED)
+        >>> report = gpucost.find_idle(usage, owned, inventory, workloads)
+        >>> report.findings[["resource_id", "hours", "action", "dollars_wasted", "dollars_power_saved"]]
+          resource_id  hours      action  dollars_wasted  dollars_power_saved
+        0      i-0aaa    4.0  power down           4.024                  0.4
     """
     idle_costs, down = (costs, None) if downtime is None else _cut_down_time(costs, downtime)
     raw, labels = _run(usage, idle_costs, inventory, workloads, threshold, window, resolution, interval, 0,
@@ -270,6 +383,8 @@ def find_idle(usage: Any, costs: Any, inventory: Any, workloads: Any = None, thr
     spans = _device_spans(raw)
     if down is not None:
         spans = pd.concat([spans, _down_device_spans(down, raw, len(raw["spans"]["start"]))], ignore_index=True)
+    owned = _owned(costs, spans)
+    spans["kind"] = np.where(owned, spans["kind"].map(_OWNER_KINDS).fillna(spans["kind"]), spans["kind"])
     key = np.char.add("span-", np.arange(len(spans)).astype(str)).astype(object)
     priced = price_device_time(costs, inventory, device_time_usage(
         spans["resource_id"].to_numpy(), spans["device"].to_numpy(), spans["start_ns"].to_numpy(),
@@ -286,6 +401,7 @@ def find_idle(usage: Any, costs: Any, inventory: Any, workloads: Any = None, thr
     if has_list:
         spans["list_dollars_wasted"] = np.where(dark | is_down, 0.0, _per_span(idx, mine["list_cost"], len(spans)))
     spans["dollars_unobserved"] = np.where(dark, dollars, 0.0)
+    spans["dollars_power_saved"] = _power_saved(costs, usage, inventory, spans, interval)
     if down is not None:
         spans["dollars_down"] = np.where(is_down, dollars, 0.0)
 
@@ -349,7 +465,8 @@ def _findings(per: pd.DataFrame, labels: pd.DataFrame, has_list: bool) -> pd.Dat
     keys = ["resource_id", "kind", "start_ns", "end_ns", "holders", "consumer"]
     agg = {"gpus": ("device", "size"), "first": ("device", "min"), "last": ("device", "max"),
            "busy_ns": ("busy_ns", "sum"), "observed_ns": ("observed_ns", "sum"),
-           "dollars_wasted": ("dollars_wasted", "sum"), "dollars_unobserved": ("dollars_unobserved", "sum")}
+           "dollars_wasted": ("dollars_wasted", "sum"), "dollars_unobserved": ("dollars_unobserved", "sum"),
+           "dollars_power_saved": ("dollars_power_saved", "sum")}
     if has_list:
         agg["list_dollars_wasted"] = ("list_dollars_wasted", "sum")
     if "dollars_down" in per.columns:
@@ -392,6 +509,7 @@ def _findings(per: pd.DataFrame, labels: pd.DataFrame, has_list: bool) -> pd.Dat
     if has_list:
         out["list_dollars_wasted"] = grouped["list_dollars_wasted"].to_numpy()
     out["dollars_unobserved"] = grouped["dollars_unobserved"].to_numpy()
+    out["dollars_power_saved"] = grouped["dollars_power_saved"].to_numpy()
     if "dollars_down" in grouped.columns:
         out["dollars_down"] = grouped["dollars_down"].to_numpy()
     out = out.sort_values(["dollars_wasted", "resource_id", "start"], ascending=[False, True, True],
@@ -453,7 +571,9 @@ def idle_policy(usage: Any, costs: Any, inventory: Any, workloads: Any = None, *
     2. ``cancel`` when, during the ``grace`` period, any step of the grid has
        the instance at or above ``threshold`` or an exempt workload appears
        (activity resumed); ``ended`` when billing stops during the grace;
-    3. ``terminate`` when the grace period passes without either.
+    3. ``terminate`` when the grace period passes without either
+       (``power down`` on hardware you own: a cost line ``pricing``
+       :attr:`gpucost.Purchase.OWNED`).
        ``until`` is when the idle stretch ended (activity or end of billing)
        and ``dollars_at_stake`` what the instance cost from the decision to
        then: the saving had the recommendation been followed.
@@ -519,6 +639,10 @@ def idle_policy(usage: Any, costs: Any, inventory: Any, workloads: Any = None, *
         stake += _per_span(mine["consumer"].str.slice(6).astype(np.int64).to_numpy(), mine["cost"], len(timeline))
     timeline["dollars_at_stake"] = stake
     timeline["reason"] = _reasons(timeline, threshold, seconds(window, "window"), seconds(grace, "grace"))
+    # Hardware you own is powered down, never terminated.
+    at = np.asarray(d["time"], dtype=np.int64)
+    owned = _owned(costs, pd.DataFrame({"resource_id": timeline["resource_id"], "start_ns": at, "end_ns": at + 1}))
+    timeline["decision"] = np.where(owned & (decision == "terminate"), "power down", decision)
     timeline = timeline.sort_values(["time", "resource_id"], kind="stable").reset_index(drop=True)
     if on_decision is not None:
         selected = timeline if since is None else \
