@@ -290,7 +290,7 @@ def share_costs(allocation: pd.DataFrame, costs: pd.DataFrame, selector: Any, by
                                     f"(use split=\"even\")")
     out = base.copy()
     out.insert(1, "own_cost", out.pop("cost"))
-    out.insert(2, "shared_cost", shared * weights / weights.sum())
+    out.insert(2, "shared_cost", weights / weights.sum() * shared)  # fractions first: tiny weights cannot round away
     out.loc[out[group] == UNATTRIBUTED, "shared_cost"] = -shared
     if "unattributed_cost" in out.columns:
         out.loc[out[group] == UNATTRIBUTED, "unattributed_cost"] -= shared
