@@ -81,9 +81,12 @@ def test_groups_by_model_and_node_class():
     assert list(view.index) == ["H100 80GB", "H200 141GB"]
     assert view["owned_cost"].sum() == pytest.approx(TOTAL, abs=1e-9)
     assert view["shared_cost"].tolist() == pytest.approx([12.0, 12.0])             # operations by GPU-hours
-    # Without gpu_model, the instance type's model in the catalog, else the type (a node class) itself.
-    classes = gpucost.buy_vs_rent(costs.drop(columns="gpu_model"), usage, inventory)
-    assert classes["gpu_model"].tolist() == ["dgx-h100"]
+    # Without gpu_model, the instance type's model in the catalog (dgx-h100 is in it), else the type (a node
+    # class) itself.
+    by_type = gpucost.buy_vs_rent(costs.drop(columns="gpu_model"), usage, inventory)
+    assert by_type["gpu_model"].tolist() == ["H100 80GB"]
+    classes = gpucost.buy_vs_rent(costs.drop(columns="gpu_model").assign(instance_type="lab-node"), usage, inventory)
+    assert classes["gpu_model"].tolist() == ["lab-node"]
 
 
 def test_bad_input():
