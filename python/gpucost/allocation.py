@@ -103,6 +103,7 @@ RESULT_METRICS = (
     "mem_gib_hours",
     "cost_per_effective_gpu_hour",
     "energy_kwh",
+    "energy_estimated_kwh",
     "facility_energy_kwh",
     "co2e_kg",
 )
@@ -230,6 +231,32 @@ def _with_regions(columns: dict, costs: Table, energy: dict) -> dict:
     if isinstance(table, dict) and table.get("region") is not None and costs.has("region"):
         columns["region"] = costs.strings("region")
     return columns
+
+
+class _WithEstimate:
+    """The engine's result with ``energy_estimated_kwh`` beside it."""
+
+    def __init__(self, raw: Any, estimated: np.ndarray):
+        self._raw = raw
+        self.energy_estimated_kwh = estimated
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._raw, name)
+
+
+def _with_estimated_energy(raw: Any, tables: tuple, usage: Table, policy: dict) -> Any:
+    """With samples whose power is estimated (``power_estimated``, from
+    :func:`gpucost.estimate_power`), the part of each row's energy that is
+    estimated: the same allocation with only those samples' draw."""
+    power = tables[1]["power_w"]
+    if power is None or raw.energy_kwh is None or not usage.has("power_estimated"):
+        return raw
+    estimated = usage.bools("power_estimated").astype(bool)
+    if not estimated.any():
+        return _WithEstimate(raw, np.zeros(len(raw.energy_kwh)))
+    only = dict(tables[1], power_w=np.where(estimated, power, 0.0))
+    part = _core.allocate(tables[0], only, tables[2], tables[3], **policy)
+    return _WithEstimate(raw, np.asarray(part.energy_kwh))
 
 
 def workload_columns(workloads: Any) -> dict | None:
@@ -456,11 +483,10 @@ def allocate(
     _memory_for_blended(usage, basis)
     costs_table, usage_table = Table(costs, "costs"), Table(usage, "usage")
     energy = _energy(pue, carbon_intensity)
-    raw = _core.allocate(
-        _with_regions(cost_columns(costs_table), costs_table, energy), usage_columns(usage_table, threads),
-        inventory_columns(inventory), workload_columns(workloads), **policy, downtime=downtime_columns(downtime),
-        **energy,
-    )
+    tables = (_with_regions(cost_columns(costs_table), costs_table, energy), usage_columns(usage_table, threads),
+              inventory_columns(inventory), workload_columns(workloads))
+    raw = _core.allocate(*tables, **policy, downtime=downtime_columns(downtime), **energy)
+    raw = _with_estimated_energy(raw, tables, usage_table, dict(policy, downtime=downtime_columns(downtime), **energy))
     result = allocation_result(raw, output)
     # pandas costs keep their attrs (the bill reader's report); Arrow ones are read once.
     check_public_call(result, costs_table.data, usage, strict=strict, workloads=workloads, downtime=downtime)

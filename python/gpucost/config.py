@@ -49,7 +49,9 @@ threads = 0                      # engine threads; 0: one per core this process 
 
 [energy]                         # with power in the telemetry (DCGM power, nvidia-smi power.draw)
 pue = 1.3                        # facility energy = GPU energy x pue
-carbon_intensity = 380           # gCO2e/kWh, or a CSV start, end, g_per_kwh: co2e_kg per row
+carbon_intensity = 380           # gCO2e/kWh, or a CSV [region,] start, end, g_per_kwh: co2e_kg per row
+estimate_power = false           # samples without a reading: TDP x utilisation curve, energy_estimated_kwh
+tdp_w = 700                      # their TDP (or a table gpu_model = watts; default: the catalog's)
 
 [attribution]                    # gpucost.attribute_tagged, then gpucost.share_costs
 tag = "project"                  # tag key(s) naming the group of lines outside the GPUs
@@ -133,7 +135,8 @@ SECTIONS: dict[str, dict[str, type | tuple]] = {
     "owned": {"start": str, "end": str, "pue": (int, float), "tariff": (int, float, list, str),
               "operations_per_month": (int, float), "freq": str, "currency": str, "interval": (int, float),
               "classes": dict, "nodes": dict},
-    "energy": {"pue": (int, float), "carbon_intensity": (int, float, str)},
+    "energy": {"pue": (int, float), "carbon_intensity": (int, float, str), "estimate_power": bool,
+               "tdp_w": (int, float, dict)},
 }
 DEFAULT_LABELS = {"team": "team-id", "project": "project-id", "user": "user-id", "job": "job-id"}
 

@@ -298,7 +298,7 @@ def _arrow_instants(col: pa.ChunkedArray, table: Table, column: str) -> tuple[np
 
 
 _METRICS = ("cost", "idle_cost", "list_cost", "gpu_hours", "effective_gpu_hours", "mem_gib_hours",
-            "cost_per_effective_gpu_hour", "energy_kwh", "facility_energy_kwh", "co2e_kg")
+            "cost_per_effective_gpu_hour", "energy_kwh", "energy_estimated_kwh", "facility_energy_kwh", "co2e_kg")
 
 
 def _key_values(key: _core.KeyColumn) -> tuple[str, np.ndarray, list[str] | None]:
@@ -345,7 +345,7 @@ def allocation_frame(raw: _core.AllocationResult) -> pd.DataFrame:
             columns[name] = np.asarray(dictionary, dtype=object)[values] if len(dictionary) else \
                 np.empty(0, dtype=object)
     for name in _METRICS:
-        values = getattr(raw, name)
+        values = getattr(raw, name, None)  # energy_estimated_kwh: only beside estimated power
         if values is not None:
             columns[name] = values
     frame = pd.DataFrame(columns, copy=False)
@@ -396,7 +396,7 @@ def _result_columns(raw: _core.AllocationResult, dictionaries: bool) -> dict[str
             codes = pa.array(np.asarray(values, dtype=np.int32))
             columns[name] = pa.DictionaryArray.from_arrays(codes, strings) if dictionaries else strings.take(codes)
     for name in _METRICS:
-        values = getattr(raw, name)
+        values = getattr(raw, name, None)  # energy_estimated_kwh: only beside estimated power
         if values is not None:
             columns[name] = pa.array(values)
     return columns

@@ -1305,7 +1305,13 @@ def load_tables(config: Config, *, progress: bool = False) -> Tables:
     """
     if config.sources.get("demo"):
         config.budgets.setdefault("today", "2026-03-20")  # the demo's budgets, looked at mid-month
-    return read_plan(plan_sources(config), progress=progress)
+    tables = read_plan(plan_sources(config), progress=progress)
+    if config.energy.get("estimate_power"):  # [energy]: samples without a reading get TDP x a curve, marked
+        from gpucost.energy import estimate_power
+        attrs = dict(tables.usage.attrs)
+        tables.usage = estimate_power(tables.usage, config.energy.get("tdp_w"))
+        tables.usage.attrs = attrs
+    return tables
 
 
 def read_bill(config: Config, progress: bool = False) -> pd.DataFrame:

@@ -237,3 +237,61 @@ def test_carbon_table_by_region_uses_each_resources_bill_region(node):
     costs.loc[3, "region"] = "eu-west-1"  # n2's second line in another region
     with pytest.raises(gpucost.InvalidInputError, match=r"costs: row 3, column 'region'.*'us-east-1' on an earlier"):
         gpucost.allocate(costs, usage, inventory, carbon_intensity=carbon)
+
+
+def test_estimated_power_is_marked_and_reported_apart(node):
+    """Samples without a reading get TDP x the curve of their device's utilisation (docs/energy.md,
+    "Estimates"); the result says how much of each row's energy is estimated."""
+    costs, usage, inventory = node
+    usage.loc[usage["consumer"] == "A", "power_w"] = np.nan  # A's hour not logged; util 0.5
+    filled = gpucost.estimate_power(usage, tdp_w=700)
+    assert filled["power_estimated"].sum() == 60
+    # 700 W x (0.25 + 0.75 x 0.5) = 437.5 W for A's hour; the idle hour keeps its measured 100 W.
+    assert filled.loc[filled["consumer"] == "A", "power_w"].unique().tolist() == [437.5]
+    result = gpucost.allocate(costs, filled, inventory)
+    assert rows(result, "energy_kwh") == {"A": 0.4375, "__idle__": 0.1}
+    assert rows(result, "energy_estimated_kwh") == {"A": 0.4375, "__idle__": 0.0}
+    assert result.attrs["diagnostics"]["samples_without_power"] == 0
+    # Money: the power line is split by the estimated energy as by a measured one.
+    assert result["cost"].sum() == pytest.approx(9.4)
+    # Measured only: no estimate column.
+    measured = _node_frames()[1]
+    assert "energy_estimated_kwh" not in gpucost.allocate(costs, measured, inventory).columns
+
+
+def test_estimates_take_the_catalogs_tdp_and_refuse_unknown_models(node):
+    _, usage, _ = node
+    usage = usage.assign(power_w=np.nan, gpu_model="NVIDIA H100 80GB HBM3")
+    filled = gpucost.estimate_power(usage)  # the catalog: H100 80GB at 700 W
+    assert filled["power_w"].max() == pytest.approx(700 * (0.25 + 0.75 * 0.5))
+    with pytest.raises(gpucost.InvalidInputError, match=r"usage: row 0, column 'gpu_model': no nameplate TDP known "
+                                                         r"for 'NVIDIA A10G'"):
+        gpucost.estimate_power(usage.assign(gpu_model="NVIDIA A10G"))
+    assert gpucost.estimate_power(usage.assign(gpu_model="NVIDIA A10G"), {"NVIDIA A10G": 150})["power_w"].max() == \
+        pytest.approx(150 * 0.625)
+    with pytest.raises(gpucost.InvalidInputError, match="curve"):
+        gpucost.estimate_power(usage, 700, curve=[[0.5, 1.0]])
+
+
+def test_the_config_estimates_power(tmp_path):
+    from gpucost import cli
+    costs, usage, inventory = _node_frames()
+    usage.loc[usage["consumer"] == "A", "power_w"] = np.nan
+    costs.to_csv(tmp_path / "costs.csv", index=False)
+    usage.assign(consumer=usage["consumer"].fillna("")).to_csv(tmp_path / "usage.csv", index=False)
+    inventory.to_csv(tmp_path / "inventory.csv", index=False)
+    config = tmp_path / "gpucost.toml"
+    config.write_text('[sources]\ncosts = "costs.csv"\nusage = "usage.csv"\ninventory = "inventory.csv"\n'
+                      '[energy]\nestimate_power = true\ntdp_w = 700\n')
+    out = tmp_path / "out.csv"
+    assert cli.main(["allocate", "--config", str(config), "--by", "consumer", "--output", str(out)]) == 0
+    result = pd.read_csv(out, keep_default_na=False).set_index("consumer")
+    assert result["energy_estimated_kwh"].to_dict() == pytest.approx({"A": 0.4375, "__idle__": 0.0})
+
+
+def _node_frames():
+    costs = pd.DataFrame({"resource_id": "n1", "start": [at(0), at(0)], "end": [at(2), at(2)], "cost": [8.0, 1.4],
+                          "primary": [True, False], "driver": ["gpu_time", "energy"]})
+    usage = pd.concat([minutes("A", 0, 1, 600), minutes(None, 1, 2, 100)], ignore_index=True)
+    inventory = pd.DataFrame({"resource_id": ["n1"], "device": [0], "mem_capacity": [80 * 2.0**30]})
+    return costs, usage, inventory
