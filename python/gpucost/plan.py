@@ -1196,6 +1196,9 @@ def read_plan(plan: SourcePlan, *, progress: bool = False) -> Tables:
     if owned is not None:
         parts.append(_owned_lines(owned, reading, usage, step, parts))
     costs = sources.concat_frames(parts)
+    if len(parts) > 1 and "list_cost" in costs.columns:
+        # A part without list prices (owned lines, an invoice, gpucost's costs table) lists at its cost.
+        costs["list_cost"] = costs["list_cost"].fillna(costs["cost"])
     if len(parts) > 1:  # each reader's report kept
         costs.attrs = {k: v for part in parts for k, v in part.attrs.items()}
 

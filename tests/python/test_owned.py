@@ -303,3 +303,38 @@ def test_the_month_in_dollars_kwh_and_co2e_per_user_from_one_config(tmp_path, ca
     assert rows["energy_kwh"].sum() == pytest.approx(32 * HOURS * 0.4, abs=1e-6)
     assert rows["cost"].sum() == pytest.approx(TOTAL, abs=0.05)
     assert rows.loc["ana", "cost"] == pytest.approx(2 * DGX_MONTH + 18000 * 4 / 7, abs=0.005)
+
+
+def test_the_month_with_a_burst_invoice_read_as_it_comes(tmp_path):
+    """Beside the owned cluster, a burst day on a GPU cloud billed by a rate-card invoice at $2.49 per GPU-hour:
+    bio's job b held the 8 GPUs of burst-02 (cw-9c1d) for 24 hours on 10 March at 650 W. The operations are then
+    shared over 11,904 / 6,144 / 2,976 GPU-hours. The burst node's GPUs are listed in the inventory with the
+    owned nodes' (an inventory table replaces the catalog's)."""
+    write_month(tmp_path)
+    usage = pd.read_csv(tmp_path / "usage.csv")
+    day = pd.date_range("2026-03-10", periods=24, freq="h", tz="UTC")
+    burst = pd.DataFrame({"timestamp": np.repeat(day, 8).strftime("%Y-%m-%dT%H:%M:%SZ"), "resource_id": "cw-9c1d",
+                          "device": np.tile(np.arange(8), 24), "consumer": "b", "share": 1.0, "util": 0.9,
+                          "mem_used": 0.0, "duration": 3600.0, "power_w": 650.0})
+    pd.concat([usage, burst], ignore_index=True).to_csv(tmp_path / "usage.csv", index=False)
+    (tmp_path / "invoice.csv").write_text("Instance,GPU Type,Date,Quantity,Unit,Unit Price,Amount,Currency\n"
+                                          "burst-02,H100 SXM,2026-03-10,192,GPU-hour,2.49,478.08,USD\n")
+    (tmp_path / "hosts.csv").write_text("host,resource_id,gpus\nburst-02,cw-9c1d,8\n")
+    types = pd.DataFrame({"resource_id": list(NODES) + ["cw-9c1d"],
+                          "instance_type": ["dgx-h100"] * 4 + ["dgx-a100-80gb"] * 2 + ["hgx-h100-8"]})
+    gpucost.inventory(types).to_csv(tmp_path / "inventory.csv", index=False)
+    config = tmp_path / "gpucost.toml"
+    config.write_text(config.read_text().replace(
+        "[sources]\n", '[sources]\ninvoice = "invoice.csv"\nhosts = "hosts.csv"\ninventory = "inventory.csv"\n', 1))
+    out_file = tmp_path / "out.csv"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert cli.main(["allocate", "--config", str(config), "--by", "team", "--format", "csv", "--output",
+                         str(out_file)]) == 0
+    cost = pd.read_csv(out_file, keep_default_na=False).set_index("team")["cost"]
+    hours = {"physics": 11904, "bio": 6144, "chem": 2976}
+    ops = {team: 18000 * h / sum(hours.values()) for team, h in hours.items()}
+    assert cost["bio"] == pytest.approx(DGX_MONTH + 478.08 + ops["bio"], abs=0.01)  # booked to the cent
+    assert cost["physics"] == pytest.approx(2 * DGX_MONTH + ops["physics"], abs=0.01)  # booked to the cent
+    assert cost["chem"] == pytest.approx(A100_MONTH / 2 + ops["chem"], abs=0.01)  # booked to the cent
+    assert cost.sum() == pytest.approx(TOTAL + 478.08, abs=0.05)
