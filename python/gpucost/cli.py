@@ -48,7 +48,11 @@ _NAMES = {"cost": "cost $", "own_cost": "own $", "shared_cost": "shared $", "gpu
           "tagged_cost": "tagged $", "unattributed_cost": "unattributed $", "idle_cost": "idle $",
           "list_cost": "list $", "gpu_hours": "GPU-h",
           "effective_gpu_hours": "effective GPU-h", "mem_gib_hours": "GiB-h",
-          "cost_per_effective_gpu_hour": "$ / effective GPU-h"}
+          "cost_per_effective_gpu_hour": "$ / effective GPU-h", "energy_kwh": "kWh",
+          "energy_estimated_kwh": "estimated kWh", "facility_energy_kwh": "facility kWh", "co2e_kg": "kg CO2e"}
+# Quantities shown with one decimal and totalled, like hours (docs/semantics.md, 9).
+_QUANTITIES = ("gpu_hours", "effective_gpu_hours", "mem_gib_hours", "energy_kwh", "energy_estimated_kwh",
+               "facility_energy_kwh", "co2e_kg")
 
 
 _BUDGETS_HELP = "budgets CSV: key, value, amount[, thresholds] (key: a label column, e.g. team)"
@@ -90,10 +94,9 @@ def allocation_table(result: pd.DataFrame, total: bool = True, decimals: int = 2
     renamed = result[keys + metrics].rename(columns=_NAMES)
     money = [_NAMES[c] for c in ("cost", "own_cost", "shared_cost", "gpu_cost", "tagged_cost", "unattributed_cost",
                                  "idle_cost", "list_cost", "cost_per_effective_gpu_hour") if c in metrics]
-    hours = [_NAMES[c] for c in ("gpu_hours", "effective_gpu_hours", "mem_gib_hours") if c in metrics]
+    hours = [_NAMES[c] for c in _QUANTITIES if c in metrics]
     totals = [_NAMES[c] for c in ("cost", "own_cost", "shared_cost", "gpu_cost", "tagged_cost", "unattributed_cost",
-                                  "idle_cost", "list_cost", "gpu_hours", "effective_gpu_hours",
-                                  "mem_gib_hours") if c in metrics] if total else ()
+                                  "idle_cost", "list_cost", *_QUANTITIES) if c in metrics] if total else ()
     for k in keys:
         if pd.api.types.is_datetime64_any_dtype(renamed[k]):
             renamed[k] = renamed[k].dt.strftime("%Y-%m-%d %H:%M").str.replace(" 00:00", "", regex=False)
@@ -618,6 +621,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     print(allocation_table(table[["team", "cost", "gpu_hours", "effective_gpu_hours",
                                   "cost_per_effective_gpu_hour"]]))
     print(f"\nAllocated ${showback['cost'].sum():,.2f} of ${bill:,.2f} billed.")
+    _demo_onprem(fleet)
     if not args.no_report:
         path = out / "report.html"
         gpucost.report(tables.costs, tables.usage, tables.inventory, tables.workloads, path=path,
@@ -629,6 +633,22 @@ def cmd_demo(args: argparse.Namespace) -> int:
         print(f"Bill and telemetry: {out}/ (FOCUS, CUR 2.0, Prometheus DCGM JSON, kubectl JSON); try\n"
               f"  gpucost allocate --config {out}/gpucost.toml --by team,project")
     return EXIT_OK
+
+
+def _demo_onprem(fleet) -> None:
+    """The demo's owned Slurm cluster beside the cloud fleet: its cost model's
+    lines (docs/onprem.md) split by account, with energy and CO2e."""
+    from gpucost.demo import ONPREM_ENERGY, demo_onprem
+    onprem = demo_onprem(fleet.start, fleet.end)
+    result = gpucost.allocate(onprem["costs"], onprem["usage"], onprem["inventory"], onprem["workloads"],
+                              by=["account"], pue=ONPREM_ENERGY["pue"],
+                              carbon_intensity=ONPREM_ENERGY["carbon_intensity"])
+    total = float(onprem["costs"]["cost"].sum())
+    print(f"\nOn-prem Slurm cluster beside it: 2 owned DGX H100 nodes (16 GPUs), capex, power, facility and "
+          f"support by the hour, ${total:,.2f} (PUE {ONPREM_ENERGY['pue']:g}, ${ONPREM_ENERGY['tariff']:g}/kWh, "
+          f"{ONPREM_ENERGY['carbon_intensity']:g} gCO2e/kWh; docs/onprem.md):\n")
+    table = money.book(result).sort_values("cost", ascending=False)
+    print(allocation_table(table[["account", "cost", "gpu_hours", "energy_kwh", "co2e_kg"]]))
 
 
 def cmd_check(args: argparse.Namespace) -> int:

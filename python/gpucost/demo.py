@@ -456,3 +456,54 @@ def _progress(total: int, desc: str, enabled: bool):
         return _NoBar()
     from tqdm.auto import tqdm
     return tqdm(total=total, desc=desc, unit="file", leave=False)
+
+
+#: The demo's on-prem cluster: two DGX H100 nodes bought at $320,000 each in
+#: January 2026 (4-year straight line), $20,000 a year of support, facility at
+#: $150 per kW-month, 1.5 kW of base draw beside the GPUs; PUE 1.3 at
+#: $0.12/kWh on a 380 gCO2e/kWh grid (docs/onprem.md, docs/energy.md).
+ONPREM_CLASSES = {"dgx-h100": {"instance_type": "dgx-h100", "price": 320000, "in_service": "2026-01-01",
+                               "life_years": 4, "support_per_year": 20000, "facility_per_kw_month": 150,
+                               "base_power_w": 1500}}
+ONPREM_NODES = {"dgx01": "dgx-h100", "dgx02": "dgx-h100"}
+ONPREM_ACCOUNTS = ("lab-chen", "lab-ruiz", "lab-svensson")
+ONPREM_ENERGY = {"pue": 1.3, "tariff": 0.12, "carbon_intensity": 380.0}
+
+
+def demo_onprem(start: pd.Timestamp, end: pd.Timestamp, seed: int = 0) -> dict[str, pd.DataFrame]:
+    """An owned Slurm cluster beside the demo's cloud fleet: hourly samples of
+    its 16 GPUs (jobs of three accounts in blocks of 4 to 48 hours, free time
+    between them, each GPU's measured draw), its cost lines from
+    :func:`gpucost.owned_costs`, inventory and workloads (job -> account,
+    user)."""
+    from gpucost.catalog import inventory as catalog_inventory
+    from gpucost.owned import owned_costs
+    rng = np.random.default_rng(seed + 31)
+    hours = pd.date_range(start, end, freq="h", inclusive="left")
+    rows, jobs = [], []
+    for node in ONPREM_NODES:
+        for gpu in range(8):
+            at = 0
+            while at < len(hours):
+                length = int(rng.integers(4, 49))
+                if rng.random() < 0.7:  # a job holds the GPU; else it sits free
+                    job = f"{len(jobs) + 1:05d}"
+                    account = ONPREM_ACCOUNTS[int(rng.integers(len(ONPREM_ACCOUNTS)))]
+                    jobs.append((job, account, f"{account[4:]}-{int(rng.integers(1, 4))}"))
+                    util = float(rng.uniform(0.35, 0.95))
+                    rows.append((node, gpu, at, min(at + length, len(hours)), job, util, 90.0 + 610.0 * util))
+                else:
+                    rows.append((node, gpu, at, min(at + length, len(hours)), "", 0.0, 70.0))
+                at += length
+    spans = pd.DataFrame(rows, columns=["resource_id", "device", "first", "last", "consumer", "util", "power_w"])
+    lengths = (spans["last"] - spans["first"]).to_numpy()
+    which = np.repeat(np.arange(len(spans)), lengths)
+    offset = np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    usage = spans.iloc[which].reset_index(drop=True)
+    usage.insert(0, "timestamp", hours[usage["first"].to_numpy() + offset])
+    usage = usage.drop(columns=["first", "last"]).assign(share=1.0, mem_used=0.0, duration=3600.0)
+    workloads = pd.DataFrame(jobs, columns=["consumer", "account", "user"])
+    costs = owned_costs(ONPREM_CLASSES, ONPREM_NODES, start, end, usage=usage, pue=ONPREM_ENERGY["pue"],
+                        tariff=ONPREM_ENERGY["tariff"])
+    inventory = catalog_inventory(pd.DataFrame({"resource_id": list(ONPREM_NODES), "instance_type": "dgx-h100"}))
+    return {"costs": costs, "usage": usage, "inventory": inventory, "workloads": workloads}

@@ -211,3 +211,21 @@ def test_demo_config_file_drives_the_command(files, capsys):
     # Cents that add up to the bill to the cent (docs/semantics.md, "Numbers you can book").
     bill = gpucost.money.round_half_away(demo_fleet().costs["cost"].sum(), 2)
     assert round(got["cost"].sum(), 2) == bill
+
+
+def test_the_onprem_cluster_beside_the_fleet(fleet, capsys):
+    """The demo's owned Slurm cluster: its cost model's lines split by account to the cent, its energy the
+    measured draw of its GPUs, and the command prints it after the cloud showback."""
+    from gpucost import cli
+    from gpucost.demo import ONPREM_ENERGY, demo_onprem
+    onprem = demo_onprem(fleet.start, fleet.end)
+    result = gpucost.allocate(onprem["costs"], onprem["usage"], onprem["inventory"], onprem["workloads"],
+                              by="account", pue=ONPREM_ENERGY["pue"], carbon_intensity=ONPREM_ENERGY["carbon_intensity"])
+    assert result["cost"].sum() == pytest.approx(onprem["costs"]["cost"].sum(), abs=1e-6)
+    usage = onprem["usage"]
+    assert result["energy_kwh"].sum() == pytest.approx((usage["power_w"] * usage["duration"]).sum() / 3.6e6)
+    assert result["co2e_kg"].sum() == pytest.approx(result["energy_kwh"].sum() * 1.3 * 0.38)
+    assert set(result["account"]) == {"__idle__", "lab-chen", "lab-ruiz", "lab-svensson"}
+    assert cli.main(["demo", "--no-files", "--no-report"]) == 0
+    out = capsys.readouterr().out
+    assert "On-prem Slurm cluster beside it: 2 owned DGX H100 nodes" in out and "kg CO2e" in out
