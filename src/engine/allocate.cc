@@ -366,7 +366,6 @@ struct Allocator::State {
   // had none; the carbon intensity windows (sorted, disjoint), if given.
   bool has_power = false;
   int64_t rows_without_power_column = 0;
-  bool has_energy_driver = false;
   bool has_carbon_table = false;
   // A region's windows, sorted and disjoint.
   struct CarbonWindows {
@@ -546,7 +545,6 @@ absl::Status Allocator::State::IndexCosts(const CostColumns& costs) {
                         absl::StrCat(driver, " is not a cost driver (expected \"gpu_time\" or \"energy\")"));
       }
       line.energy_driven = driver == static_cast<uint8_t>(CostDriver::kEnergy);
-      has_energy_driver |= line.energy_driven;
     }
     if (has_currency) {
       const int32_t c = costs.currency->codes[i];

@@ -30,11 +30,7 @@ def node():
     """An owned node's 2 hours: capex $8 (primary) and power $1.40 (driven by
     energy); job A holds the GPU the first hour at 600 W, it idles at 100 W
     the second."""
-    costs = pd.DataFrame({"resource_id": "n1", "start": [at(0), at(0)], "end": [at(2), at(2)], "cost": [8.0, 1.4],
-                          "primary": [True, False], "driver": [CostDriver.GPU_TIME, CostDriver.ENERGY]})
-    usage = pd.concat([minutes("A", 0, 1, 600), minutes(None, 1, 2, 100)], ignore_index=True)
-    inventory = pd.DataFrame({"resource_id": ["n1"], "device": [0], "mem_capacity": [80 * 2.0**30]})
-    return costs, usage, inventory
+    return _node_frames()
 
 
 def rows(result: pd.DataFrame, column: str) -> dict:
@@ -156,17 +152,12 @@ def test_energy_adds_up_to_the_meter(parts, idle):
 def test_the_cli_and_config_give_energy(tmp_path, capsys):
     from gpucost import cli
     hours = pd.date_range(T0, periods=2, freq="h")
-    pd.DataFrame({"resource_id": "n1", "start": hours, "end": hours + pd.Timedelta(hours=1), "cost": 4.0}).to_csv(
-        tmp_path / "costs.csv", index=False)
+    costs = pd.DataFrame({"resource_id": "n1", "start": hours, "end": hours + pd.Timedelta(hours=1), "cost": 4.0})
     usage = pd.concat([minutes("A", 0, 1, 600), minutes(None, 1, 2, 100)], ignore_index=True)
-    usage.assign(consumer=usage["consumer"].fillna("")).to_csv(tmp_path / "usage.csv", index=False)
-    pd.DataFrame({"resource_id": ["n1"], "device": [0], "mem_capacity": [80e9]}).to_csv(
-        tmp_path / "inventory.csv", index=False)
+    inventory = pd.DataFrame({"resource_id": ["n1"], "device": [0], "mem_capacity": [80e9]})
     pd.DataFrame({"start": [at(0), at(1)], "end": [at(1), at(2)], "g_per_kwh": [100.0, 500.0]}).to_csv(
         tmp_path / "carbon.csv", index=False)
-    config = tmp_path / "gpucost.toml"
-    config.write_text('[sources]\ncosts = "costs.csv"\nusage = "usage.csv"\ninventory = "inventory.csv"\n'
-                      '[energy]\npue = 1.5\ncarbon_intensity = "carbon.csv"\n')
+    config = write_node_config(tmp_path, costs, usage, inventory, 'pue = 1.5\ncarbon_intensity = "carbon.csv"\n')
     out = tmp_path / "out.csv"
     assert cli.main(["allocate", "--config", str(config), "--by", "consumer", "--output", str(out)]) == 0
     result = pd.read_csv(out, keep_default_na=False).set_index("consumer")
@@ -208,13 +199,7 @@ def test_nvidia_smi_dmon_pwr_is_read_and_logs_without_it_have_no_column():
 def test_every_command_takes_the_energy_section(tmp_path, node, capsys):
     """[energy] reaches report, the analyses and export-metrics: none of them refuses pue or carbon_intensity."""
     from gpucost import cli
-    costs, usage, inventory = node
-    costs.to_csv(tmp_path / "costs.csv", index=False)
-    usage.assign(consumer=usage["consumer"].fillna("")).to_csv(tmp_path / "usage.csv", index=False)
-    inventory.to_csv(tmp_path / "inventory.csv", index=False)
-    config = tmp_path / "gpucost.toml"
-    config.write_text('[sources]\ncosts = "costs.csv"\nusage = "usage.csv"\ninventory = "inventory.csv"\n'
-                      '[energy]\npue = 1.2\ncarbon_intensity = 300\n')
+    config = write_node_config(tmp_path, *node, "pue = 1.2\ncarbon_intensity = 300\n")
     assert cli.main(["report", "--config", str(config), "--by", "consumer", "--output",
                      str(tmp_path / "r.html")]) == 0
     # The analysis runs with the policy (an hour idle is under its 2-hour window: nothing found, exit 2).
@@ -277,21 +262,27 @@ def test_the_config_estimates_power(tmp_path):
     from gpucost import cli
     costs, usage, inventory = _node_frames()
     usage.loc[usage["consumer"] == "A", "power_w"] = np.nan
-    costs.to_csv(tmp_path / "costs.csv", index=False)
-    usage.assign(consumer=usage["consumer"].fillna("")).to_csv(tmp_path / "usage.csv", index=False)
-    inventory.to_csv(tmp_path / "inventory.csv", index=False)
-    config = tmp_path / "gpucost.toml"
-    config.write_text('[sources]\ncosts = "costs.csv"\nusage = "usage.csv"\ninventory = "inventory.csv"\n'
-                      '[energy]\nestimate_power = true\ntdp_w = 700\n')
+    config = write_node_config(tmp_path, costs, usage, inventory, "estimate_power = true\ntdp_w = 700\n")
     out = tmp_path / "out.csv"
     assert cli.main(["allocate", "--config", str(config), "--by", "consumer", "--output", str(out)]) == 0
     result = pd.read_csv(out, keep_default_na=False).set_index("consumer")
     assert result["energy_estimated_kwh"].to_dict() == pytest.approx({"A": 0.4375, "__idle__": 0.0})
 
 
+def write_node_config(tmp_path, costs, usage, inventory, energy: str):
+    """The node's tables as CSV files and a config naming them, with an [energy] section."""
+    costs.to_csv(tmp_path / "costs.csv", index=False)
+    usage.assign(consumer=usage["consumer"].fillna("")).to_csv(tmp_path / "usage.csv", index=False)
+    inventory.to_csv(tmp_path / "inventory.csv", index=False)
+    config = tmp_path / "gpucost.toml"
+    config.write_text('[sources]\ncosts = "costs.csv"\nusage = "usage.csv"\ninventory = "inventory.csv"\n'
+                      f'[energy]\n{energy}')
+    return config
+
+
 def _node_frames():
     costs = pd.DataFrame({"resource_id": "n1", "start": [at(0), at(0)], "end": [at(2), at(2)], "cost": [8.0, 1.4],
-                          "primary": [True, False], "driver": ["gpu_time", "energy"]})
+                          "primary": [True, False], "driver": [CostDriver.GPU_TIME, CostDriver.ENERGY]})
     usage = pd.concat([minutes("A", 0, 1, 600), minutes(None, 1, 2, 100)], ignore_index=True)
     inventory = pd.DataFrame({"resource_id": ["n1"], "device": [0], "mem_capacity": [80 * 2.0**30]})
     return costs, usage, inventory
