@@ -196,9 +196,10 @@ def _energy_lines(per_consumer: pd.DataFrame) -> list[str]:
 
 
 def check_tables(tables: Any, *, names: dict | None = None, interval: Any = None, stated: bool = True,
-                 caller: str = "cli") -> CheckResult:
+                 caller: str = "cli", energy: dict | None = None) -> CheckResult:
     """Everything ``gpucost check`` prints, from tables already read. `stated`:
-    whether the interval was given by the user (else it came from the data)."""
+    whether the interval was given by the user (else it came from the data);
+    `energy`: pue and carbon_intensity as for allocate (their problems too)."""
     out = CheckResult()
     costs = Table(tables.costs, "costs")
     for column in ("resource_id", "start", "end", "cost"):  # before anything reads them: an error, not a KeyError
@@ -206,7 +207,7 @@ def check_tables(tables: Any, *, names: dict | None = None, interval: Any = None
     out.lines += _source_lines(tables, names or {}, interval, stated)
     per_consumer = gpucost.allocate(tables.costs, tables.usage, tables.inventory, by=["consumer"],
                                     **({"interval": interval} if interval is not None else {}),
-                                    downtime=getattr(tables, "downtime", None))
+                                    downtime=getattr(tables, "downtime", None), **(energy or {}))
     out.report = join_report(per_consumer, tables.costs, tables.usage, caller=caller,
                              downtime=getattr(tables, "downtime", None))
     out.lines += _join_lines(out.report)

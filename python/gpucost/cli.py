@@ -520,6 +520,11 @@ def _policy(config: Config, tables: Tables | None = None) -> dict:
     return out
 
 
+def _energy_policy(config: Config) -> dict:
+    """``[energy]``'s pue and carbon intensity, as allocate takes them."""
+    return {k: v for k, v in _policy(config).items() if k in ("pue", "carbon_intensity")}
+
+
 def carbon_intensity_table(config: Config) -> float | pd.DataFrame:
     """``carbon_intensity`` of ``[energy]``: a number, or a CSV/Parquet
     table of ``start, end, g_per_kwh`` (read as gpucost's own tables are)."""
@@ -661,7 +666,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     stated = "interval" in config.policy or "step" in config.sources
     tables = _tables(config, args)
     result = check_tables(tables, names=_source_names(config), interval=config.policy.get("interval"),
-                          stated=stated)
+                          stated=stated, energy=_energy_policy(config))
     print("\n".join(result.lines))
     return result.exit_code
 
@@ -684,7 +689,7 @@ def cmd_allocate(args: argparse.Namespace) -> int:
     if args.check:
         from gpucost.check import check_tables
         checked = check_tables(tables, names=_source_names(config), interval=config.policy.get("interval"),
-                               stated=stated)
+                               stated=stated, energy=_energy_policy(config))
         print("\n".join(checked.lines), file=sys.stderr)
     by = _by(config, ["team"] if tables.workloads is not None else ["consumer"])
     policy = _policy(config, tables)

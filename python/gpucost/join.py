@@ -454,8 +454,8 @@ def _energy_problems(d: dict, energy_driven: bool) -> list[Problem]:
                            "Fix: scrape the power field on every GPU", money=not energy_driven))
     if d.get("samples_without_intensity"):
         out.append(Problem("samples_without_intensity", f"{d['samples_without_intensity']:,} usage samples fall in "
-                           "no window of the carbon intensity table: their energy has no CO2e. Fix: cover the "
-                           "whole period in the table", money=True))
+                           "no window of the carbon intensity table: their energy has no CO2e, so co2e_kg is "
+                           "short. Fix: cover the whole period in the table"))
     return out
 
 

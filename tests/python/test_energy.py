@@ -286,3 +286,15 @@ def _node_frames():
     usage = pd.concat([minutes("A", 0, 1, 600), minutes(None, 1, 2, 100)], ignore_index=True)
     inventory = pd.DataFrame({"resource_id": ["n1"], "device": [0], "mem_capacity": [80 * 2.0**30]})
     return costs, usage, inventory
+
+
+def test_a_carbon_table_that_misses_an_hour_is_said_by_allocate_and_check(tmp_path, node, capsys):
+    """The table covers 00:00-01:00 only: the idle hour's 60 samples have no CO2e, a warning with the count
+    from allocate and check alike (the co2e column is short, a wrong number)."""
+    from gpucost import cli
+    pd.DataFrame({"start": [at(0)], "end": [at(1)], "g_per_kwh": [100.0]}).to_csv(tmp_path / "carbon.csv", index=False)
+    config = write_node_config(tmp_path, *node, 'pue = 1.2\ncarbon_intensity = "carbon.csv"\n')
+    assert cli.main(["allocate", "--config", str(config), "--by", "consumer", "--format", "csv"]) == 0
+    assert "warning: 60 usage samples fall in no window of the carbon intensity table" in capsys.readouterr().err
+    assert cli.main(["check", "--config", str(config)]) == 1
+    assert "warning: 60 usage samples fall in no window of the carbon intensity table" in capsys.readouterr().out
