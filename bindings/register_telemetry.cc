@@ -147,6 +147,8 @@ py::dict DcgmResult(DcgmUsage&& u) {
   diag["samples_without_util"] = d.samples_without_util;
   diag["samples_util_from_gr_engine"] = d.samples_util_from_gr_engine;
   diag["samples_merged"] = d.samples_merged;
+  diag["samples_power_from_energy"] = d.samples_power_from_energy;
+  diag["energy_counter_resets"] = d.energy_counter_resets;
   diag["instants_joined"] = d.instants_joined;
   diag["duplicate_labels"] = d.duplicate_labels;
   diag["duplicate_series"] = d.duplicate_series;

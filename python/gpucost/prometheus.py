@@ -265,6 +265,8 @@ def telemetry_report(frame: pd.DataFrame, source: str) -> pd.DataFrame:
         "samples_without_util": int(d.get("samples_without_util", 0)),
         "samples_util_from_gr_engine": int(d.get("samples_util_from_gr_engine", 0)),
         "samples_merged": int(d.get("samples_merged", 0)),
+        "samples_power_from_energy": int(d.get("samples_power_from_energy", 0)),
+        "energy_counter_resets": int(d.get("energy_counter_resets", 0)),
         "instants_joined": int(d.get("instants_joined", 0)),
         "replica_labels": replica,
         "duplicate_labels": duplicate_labels,

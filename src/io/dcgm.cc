@@ -53,6 +53,8 @@ constexpr DcgmMetric kMetrics[] = {
     {"gpu_free_vram", DcgmField::kFbFree, DcgmUnits::kNone, kMiB},
     {"gpu_umc_activity", DcgmField::kMemCopyUtil, DcgmUnits::kNone, 0.01},
     {"gpu_power_usage", DcgmField::kPowerUsage, DcgmUnits::kNone, 1.0},
+    // A counter in mJ since the driver loaded, kept in mJ (differences exact).
+    {"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", DcgmField::kTotalEnergy, DcgmUnits::kNone, 1.0},
 };
 
 // The first of `keys` the series has (dcgm-exporter's name, then AMD's).
@@ -156,6 +158,59 @@ void NumberAmdPhysicalGpus(std::vector<Identity>& identities) {
   }
   for (Identity& id : identities) {
     if (partitioned_nodes.contains(id.node)) id.gpu = number[absl::StrCat(id.node, "\x1f", physical(id))];
+  }
+}
+
+// A device's energy counter -> its average draw from each reading to the
+// next (the last reading: since the previous one), so that power x duration
+// adds up to the counter's own increase. The counter is the device's: every
+// holder of a GPU at one instant reads the same value, so it is read once per
+// (resource, GPU, instant). A reading below the previous one is a reset (the
+// driver reloaded): no average spans it, and the sample keeps its gauge
+// (else NaN power, counted by the engine).
+void PowerFromEnergyCounter(const std::vector<Identity>& identities, const std::vector<int32_t>& sample_identity,
+                            const std::vector<int64_t>& timestamp, const std::vector<double>& energy_mj,
+                            std::vector<double>& power_w, DcgmDiagnostics& diag) {
+  struct Reading {
+    int64_t device, t;
+    double millijoules;
+  };
+  const auto device_of = [&](size_t i) {
+    const Identity& id = identities[sample_identity[i]];
+    return static_cast<int64_t>((uint64_t{static_cast<uint32_t>(id.resource)} << 32) | static_cast<uint32_t>(id.gpu));
+  };
+  std::vector<Reading> readings;
+  for (size_t i = 0; i < energy_mj.size(); ++i) {
+    if (!std::isnan(energy_mj[i])) readings.push_back({device_of(i), timestamp[i], energy_mj[i]});
+  }
+  const auto before = [](const Reading& a, const Reading& b) { return a.device != b.device ? a.device < b.device : a.t < b.t; };
+  std::sort(readings.begin(), readings.end(), before);
+  readings.erase(std::unique(readings.begin(), readings.end(),
+                             [](const Reading& a, const Reading& b) { return a.device == b.device && a.t == b.t; }),
+                 readings.end());
+  const auto average = [&](size_t a, size_t b) {  // mJ per ns x 1e6 = W
+    const double millijoules = readings[b].millijoules - readings[a].millijoules;
+    return millijoules >= 0 ? millijoules * 1e6 / static_cast<double>(readings[b].t - readings[a].t)
+                            : std::numeric_limits<double>::quiet_NaN();
+  };
+  std::vector<double> watts(readings.size(), std::numeric_limits<double>::quiet_NaN());
+  for (size_t r = 0; r < readings.size(); ++r) {
+    const bool has_next = r + 1 < readings.size() && readings[r + 1].device == readings[r].device;
+    const bool has_prev = r > 0 && readings[r - 1].device == readings[r].device;
+    if (has_next) {
+      watts[r] = average(r, r + 1);
+      if (std::isnan(watts[r])) ++diag.energy_counter_resets;
+    } else if (has_prev) {
+      watts[r] = average(r - 1, r);
+    }
+  }
+  for (size_t i = 0; i < energy_mj.size(); ++i) {
+    if (std::isnan(energy_mj[i])) continue;
+    const Reading key{device_of(i), timestamp[i], 0.0};
+    const size_t r = static_cast<size_t>(std::lower_bound(readings.begin(), readings.end(), key, before) - readings.begin());
+    if (std::isnan(watts[r])) continue;
+    power_w[i] = watts[r];
+    ++diag.samples_power_from_energy;
   }
 }
 
@@ -298,6 +353,7 @@ absl::StatusOr<DcgmUsage> DcgmToUsage(const PromSamples& s, const DcgmOptions& o
   // DCGM_FI_DEV_GPU_UTIL (DCP-only) reads whole GPUs from GR_ENGINE_ACTIVE;
   // one with neither is holder-only (util 0, counted).
   bool gpu_util_seen = false, gr_engine_seen = false;
+  bool energy_seen = false;  // DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION
   std::vector<const DcgmMetric*> metric_of(s.series.size(), nullptr);
   std::vector<int32_t> identity_of(s.series.size(), -1);
   std::vector<Identity> identities;
@@ -328,6 +384,7 @@ absl::StatusOr<DcgmUsage> DcgmToUsage(const PromSamples& s, const DcgmOptions& o
     ratio_seen |= metric->units == DcgmUnits::kRatioBytes;
     gpu_util_seen |= metric->field == DcgmField::kGpuUtil;
     gr_engine_seen |= metric->field == DcgmField::kGrEngineActive;
+    energy_seen |= metric->field == DcgmField::kTotalEnergy;
     metric_of[si] = metric;
 
     std::string_view node, exporter_pod_label, exporter_pod;
@@ -543,6 +600,8 @@ absl::StatusOr<DcgmUsage> DcgmToUsage(const PromSamples& s, const DcgmOptions& o
         }
       }
       v *= metric->scale;
+    } else if (f == DcgmField::kTotalEnergy) {
+      if (v < 0 || std::isinf(v)) return PointError(s, p, absl::StrCat(v, " is not an energy counter (mJ >= 0)"));
     }
     auto [it, inserted] = obs_index.try_emplace({identity_of[sid], t}, static_cast<int32_t>(obs.size()));
     if (inserted) {
@@ -599,6 +658,7 @@ absl::StatusOr<DcgmUsage> DcgmToUsage(const PromSamples& s, const DcgmOptions& o
   StringEncoder consumers, nodes, uuids, models, profiles;
   std::vector<int32_t> emitted_identity;
   emitted_identity.reserve(obs.size());
+  std::vector<double> energy_mj;  // the counter at each emitted sample, when the input has one
   u.timestamp.reserve(obs.size());
   // One holder (or the free part) on several MIG instances or AMD
   // partitions of one GPU is one sample per instant: shares and memory add,
@@ -688,10 +748,12 @@ absl::StatusOr<DcgmUsage> DcgmToUsage(const PromSamples& s, const DcgmOptions& o
     out.tensor_active.push_back(o.fields[static_cast<int>(DcgmField::kTensorActive)]);
     out.mem_copy_util.push_back(o.fields[static_cast<int>(DcgmField::kMemCopyUtil)]);
     out.power_w.push_back(o.fields[static_cast<int>(DcgmField::kPowerUsage)]);
+    if (energy_seen) energy_mj.push_back(o.fields[static_cast<int>(DcgmField::kTotalEnergy)]);
     out.mem_free.push_back(o.fields[static_cast<int>(DcgmField::kFbFree)]);
     if (id.mig) ++diag.samples_mig;
     if (k > 1) ++diag.samples_time_sliced;
   }
+  if (energy_seen) PowerFromEnergyCounter(identities, emitted_identity, u.timestamp, energy_mj, out.power_w, diag);
   u.resource_id.values = std::move(resource_values);
   u.resource_id.value_views.assign(u.resource_id.values.begin(), u.resource_id.values.end());
   u.consumer = consumers.Finish();

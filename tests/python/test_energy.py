@@ -196,6 +196,47 @@ def test_nvidia_smi_dmon_pwr_is_read_and_logs_without_it_have_no_column():
 
 
 
+def _dcgm_scrapes(counter_mj: list[float], gauge_w: float = 100.0) -> list[str]:
+    """One H100 time-sliced by pods a and b, scraped each minute with both the
+    power gauge and the energy counter."""
+    texts = []
+    for i, mj in enumerate(counter_mj):
+        t = int(T0.timestamp() * 1000) + i * 60_000
+        lines = []
+        for pod in ("a", "b"):
+            labels = f'gpu="0",UUID="GPU-1",Hostname="n1",modelName="NVIDIA H100",namespace="ml",pod="{pod}"'
+            lines += [f"DCGM_FI_DEV_GPU_UTIL{{{labels}}} 50 {t}", f"DCGM_FI_DEV_POWER_USAGE{{{labels}}} {gauge_w} {t}",
+                      f"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{{{labels}}} {mj} {t}"]
+        texts.append("\n".join(lines) + "\n")
+    return texts
+
+
+def test_dcgm_energy_counter_gives_each_sample_the_average_draw_to_the_next_reading():
+    # 300 W for the first minute, 200 W for the second; the last reading holds its minute's average.
+    usage = gpucost.prometheus.parse_dcgm_text(_dcgm_scrapes([1e6, 1e6 + 18e6, 1e6 + 30e6]))
+    assert usage.groupby("timestamp")["power_w"].first().tolist() == [300.0, 200.0, 200.0]
+    assert usage.attrs["telemetry"]["samples_power_from_energy"] == 6
+    costs = pd.DataFrame({"resource_id": ["n1"], "start": [T0], "end": [T0 + pd.Timedelta(minutes=3)], "cost": [3.0]})
+    inventory = pd.DataFrame({"resource_id": ["n1"], "device": [0], "mem_capacity": [80e9]})
+    result = gpucost.allocate(costs, usage, inventory)
+    # Each pod holds half the GPU: (300 + 200 + 200) W x 60 s / 2, in kWh; the counter's own increase is
+    # 30 kJ over the first two minutes, so the two pods' first two minutes add up to it.
+    assert rows(result, "energy_kwh") == {"ml/a": 700 * 60 / 2 / 3.6e6, "ml/b": 700 * 60 / 2 / 3.6e6, "__idle__": 0}
+
+
+def test_a_reset_counter_keeps_the_gauge_and_is_counted():
+    # The driver reloaded between the second and third scrapes: no average spans the reset.
+    usage = gpucost.prometheus.parse_dcgm_text(_dcgm_scrapes([1e6, 1e6 + 18e6, 5e3, 5e3 + 6e6], gauge_w=150.0))
+    assert usage.groupby("timestamp")["power_w"].first().tolist() == [300.0, 150.0, 100.0, 100.0]
+    report = usage.attrs["telemetry"]
+    assert report["energy_counter_resets"] == 1 and report["samples_power_from_energy"] == 6
+
+
+def test_a_negative_energy_counter_is_refused_with_its_series():
+    with pytest.raises(gpucost.InvalidInputError, match=r"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION.*not an energy counter"):
+        gpucost.prometheus.parse_dcgm_text(_dcgm_scrapes([1e6, -5.0]))
+
+
 def test_every_command_takes_the_energy_section(tmp_path, node, capsys):
     """[energy] reaches report, the analyses and export-metrics: none of them refuses pue or carbon_intensity."""
     from gpucost import cli

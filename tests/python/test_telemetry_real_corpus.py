@@ -32,7 +32,7 @@ def test_dcgm_2x_free_gpu_without_pod_labels_is_free():
     # Fields gpucost does not read are counted, never fatal (counters, DCP ratios it has no use for).
     assert report["skipped_fields"] == {
         "DCGM_FI_DEV_SM_CLOCK": 2, "DCGM_FI_DEV_MEM_CLOCK": 2, "DCGM_FI_DEV_GPU_TEMP": 2,
-        "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": 2, "DCGM_FI_DEV_PCIE_REPLAY_COUNTER": 2,
+        "DCGM_FI_DEV_PCIE_REPLAY_COUNTER": 2,
         "DCGM_FI_DEV_XID_ERRORS": 2, "DCGM_FI_PROF_DRAM_ACTIVE": 2, "DCGM_FI_PROF_PCIE_TX_BYTES": 2}
     assert report["samples_without_memory"] == 0 and report["samples_without_util"] == 0
 

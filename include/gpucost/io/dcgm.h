@@ -65,8 +65,9 @@ enum class DcgmField : int8_t {
   kFbFree,          // DCGM_FI_DEV_FB_FREE (MiB)     | DCGM_FI_DEV_FB_FREE_BYTES
   kMemCopyUtil,     // DCGM_FI_DEV_MEM_COPY_UTIL (%) | DCGM_FI_DEV_MEMORY_UTIL_RATIO
   kPowerUsage,      // DCGM_FI_DEV_POWER_USAGE (W)   | DCGM_FI_DEV_BOARD_POWER_WATTS
+  kTotalEnergy,     // DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION (mJ since the driver loaded, a counter)
 };
-inline constexpr int kDcgmFieldCount = 7;
+inline constexpr int kDcgmFieldCount = 8;
 
 // Which naming/unit convention the series used.
 enum class DcgmUnits : int8_t {
@@ -184,6 +185,13 @@ struct DcgmDiagnostics {
   // or AMD partition of the same GPU at the same instant, merged into the
   // first: shares and memory added, utilisation share-weighted.
   int64_t samples_merged = 0;
+  // Samples whose power_w is the energy counter's average draw up to the
+  // device's next reading (the last reading of a device: since its previous
+  // one), instead of the power gauge.
+  int64_t samples_power_from_energy = 0;
+  // Energy counter readings lower than the device's previous one (the
+  // driver reloaded): the sample before gets the gauge, else NaN power.
+  int64_t energy_counter_resets = 0;
   // Instants of instant-query answers moved to their group's first instant.
   int64_t instants_joined = 0;
   // One GPU series seen in several series differing only in these labels
