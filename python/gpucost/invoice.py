@@ -100,7 +100,9 @@ def read_invoice(source: Any, *, columns: Mapping[str, str] | None = None, unit:
     period (GPU-hours / the node's GPUs; more than the period is an error);
     lines whose unit is no time (GiB-months, fees) keep their money with
     ``primary`` false, as do lines of quantity 0 or less; a line without a
-    quantity bills its whole period. A line with an amount, a rate and a
+    quantity bills its whole period. ``gpus`` is each line's node GPU count
+    where known (NaN otherwise): with ``gpu_model`` it lists the node's
+    devices when no inventory does (the CLI's plan). A line with an amount, a rate and a
     quantity whose amount differs from rate x quantity by more than one
     minor unit of its currency (a cent) is an error naming the file, the
     line and the columns. ``attrs["invoice"]`` reports the files, lines,
@@ -382,8 +384,8 @@ def _one(item: Any, given: dict, unit: str | None, currency: str | None, tz: str
 
     mapping, known = _hosts_map(hosts)
     ids = names.map(mapping).fillna(names).astype(str) if len(mapping) else names
-    quantity_hours, primary, unit_read = _hours(frame, found, unit, quantity, cost.to_numpy(float), start, end,
-                                                names, ids, gpus, where)
+    quantity_hours, primary, unit_read, counts = _hours(frame, found, unit, quantity, cost.to_numpy(float), start,
+                                                        end, names, ids, gpus, where)
 
     out = pd.DataFrame({
         "resource_id": ids.to_numpy(dtype=object), "start": start.to_numpy(), "end": end.to_numpy(),
@@ -391,6 +393,7 @@ def _one(item: Any, given: dict, unit: str | None, currency: str | None, tz: str
         "quantity_hours": quantity_hours, "resource_name": names.to_numpy(dtype=object),
         "sku": frame[found["description"]].to_numpy(dtype=object) if "description" in found else None,
         "gpu_model": frame[found["gpu_type"]].to_numpy(dtype=object) if "gpu_type" in found else None,
+        "gpus": counts,
         "quantity": quantity.to_numpy(float), "unit": unit_read, "rate": rate.to_numpy(float),
         "invoice": where.name, "invoice_line": (frame.index.to_numpy() + (2 if where.is_file else 0)),
     })
@@ -438,9 +441,9 @@ def _decimals(unit: float) -> int:
 
 def _hours(frame: pd.DataFrame, found: Mapping[str, str], unit: str | None, quantity: pd.Series, cost: np.ndarray,
            start: pd.Series, end: pd.Series, names: pd.Series, ids: pd.Series, gpus: Any,
-           where: _Where) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+           where: _Where) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Each line's instance-hours within its period, whether it bills time
-    (primary), and its unit as read."""
+    (primary), its unit as read, and its node's GPU count (NaN: unknown)."""
     unit_read, per_gpu, per_unit = _units(frame, found, unit)
     timed = ~np.isnan(per_unit)
     hours = quantity.to_numpy(float) * np.where(timed, per_unit, np.nan)
@@ -464,7 +467,7 @@ def _hours(frame: pd.DataFrame, found: Mapping[str, str], unit: str | None, quan
         raise where.error(int(names.index[row]), found["quantity"], what + hint)
     # A quantity of 0, a negative one or a negative amount (a refund, a credit) bills money, not time.
     primary = timed & ~(hours <= 0) & ~(cost < 0)
-    return np.where(hours > 0, hours, np.nan), primary, unit_read
+    return np.where(hours > 0, hours, np.nan), primary, unit_read, np.where(counts > 0, counts, np.nan)
 
 
 def _report(out: pd.DataFrame, frames: Sequence[pd.DataFrame], hosts: Any) -> dict:

@@ -45,6 +45,7 @@ from gpucost.config import DEFAULT_LABELS, Config, Tables, instance_ids
 from gpucost.errors import InvalidInputError
 from gpucost.owned import owned_costs
 from gpucost.invoice import GPU_HOUR, INSTANCE_HOUR, INVOICE_COLUMNS
+from gpucost.model import Purchase
 
 __all__ = ["TABLES", "Problem", "PlanError", "Source", "SourcePlan", "Reading", "plan_sources", "read_plan",
            "plan_bill", "read_table", "detect_bill", "load_tables", "read_bill"]
@@ -642,12 +643,10 @@ def plan_sources(config: Config) -> SourcePlan:
     if "inventory" in s:
         inventory = p.table("inventory", ("inventory",))
         out.append(inventory)
-    elif "bill" in s or "costs" in s or config.owned:
+    elif "bill" in s or "costs" in s or config.owned or "invoice" in s:
         out.append(Source("inventory", "catalog", ("inventory",), (),
-                          {"from": "bill" if "bill" in s else "costs" if "costs" in s else "owned"}))
-    elif "invoice" in s:
-        p.problem("inventory", "no inventory: an invoice names no instance types the catalog knows: give --inventory "
-                               "(resource_id, device, mem_capacity; inventory in [sources])")
+                          {"from": "bill" if "bill" in s else "costs" if "costs" in s else
+                           "owned" if config.owned else "invoice"}))
     if "invoice" in s:
         out.insert(invoice_at, p.invoice(tuple(x for x in (hosts, inventory) if x is not None)))
     if "interruptions" in s:
@@ -869,6 +868,59 @@ def _read_invoice(source: Source, reading: Reading, table: str) -> Iterator[pd.D
     o = source.options
     yield read_invoice(list(source.files), columns=o.get("columns"), unit=o.get("unit"), currency=o.get("currency"),
                        tz=o.get("tz"), hosts=hosts, gpus=gpus or None, date_format=o.get("date_format"))
+
+
+def _inventory(source: Source, reading: Reading, costs: pd.DataFrame) -> pd.DataFrame:
+    """The devices: an inventory table's; for the resources it does not list,
+    owned nodes' from their class's catalog row and invoice nodes' from the
+    invoice (GPU count, GPU type); with no table, every line's instance type
+    in the catalog too. A table of the burst nodes alone leaves the owned
+    cluster to its [owned] classes."""
+    given = source.frame(reading) if source.kind == "table" else None
+    listed = set() if given is None else set(given["resource_id"].astype(str))
+    ids = costs["resource_id"].astype(str)
+    rest = costs[~ids.isin(listed)] if listed else costs
+    pricing = rest["pricing"].astype(str) if "pricing" in rest.columns else pd.Series("", index=rest.index)
+    parts = [] if given is None else [given]
+    typed = rest if given is None else rest[pricing == str(Purchase.OWNED)]
+    if "instance_type" in typed.columns and (given is None or typed["instance_type"].notna().any()):
+        parts.append(gpucost.inventory(typed))
+    invoiced = rest.iloc[:0]
+    if "gpus" in rest.columns:  # an invoice's GPU nodes: a GPU type or count (a filesystem line has neither)
+        typed_gpu = rest["gpu_model"].notna() & (rest["gpu_model"].astype(str) != "")
+        invoiced = rest[(pricing == str(Purchase.RATE_CARD)) & (rest["gpus"].notna() | typed_gpu)]
+    covered = set().union(*(set(p["resource_id"].astype(str)) for p in parts))
+    invoiced = invoiced[~invoiced["resource_id"].astype(str).isin(covered)]
+    if len(invoiced):
+        parts.append(_invoice_devices(invoiced))
+    if not parts:
+        raise InvalidInputError("no inventory: give --inventory (resource_id, device, mem_capacity), or a bill "
+                                "whose lines carry instance types")
+    return parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)
+
+
+def _invoice_devices(lines: pd.DataFrame) -> pd.DataFrame:
+    """Each invoice node's devices: its GPU count (the invoice's gpus column,
+    the hosts table's) and its GPU type's memory, where the catalog knows
+    exactly one model by that name."""
+    memory = gpucost.catalog.instance_types().groupby("gpu_model")["gpu_memory_gib"].first()
+    nodes = lines.drop_duplicates("resource_id")
+    rows: list[tuple[str, int, float]] = []
+    for resource, gpus, model, name, line in zip(nodes["resource_id"].astype(str), nodes["gpus"], nodes["gpu_model"],
+                                                 nodes["invoice"], nodes["invoice_line"]):  # one per node
+        where = f"{name}: line {int(line)}"
+        if not gpus > 0:
+            raise InvalidInputError(f"{where}: node '{resource}' has no GPU count: give its gpus in the hosts table "
+                                    "(or a gpus column), or list its devices in an inventory")
+        canonical = "" if pd.isna(model) else gpucost.catalog.canonical_gpu_model(str(model))
+        known = [m for m in memory.index if canonical and (m == canonical or m.startswith(canonical + " "))]
+        if len(known) != 1:
+            found = f" (it could be {' or '.join(known)})" if known else ""
+            raise InvalidInputError(f"{where}: GPU type {model!r} of node '{resource}' names no one catalog model"
+                                    f"{found}: give a GPU type such as 'H100 80GB', or list its devices in an "
+                                    "inventory")
+        rows += [(resource, device, memory[known[0]] * 2**30) for device in range(int(gpus))]
+    return pd.DataFrame(rows, columns=["resource_id", "device", "mem_capacity"])
 
 
 def _owned_lines(source: Source, reading: Reading, usage: pd.DataFrame, step: float,
@@ -1203,14 +1255,7 @@ def read_plan(plan: SourcePlan, *, progress: bool = False) -> Tables:
         costs.attrs = {k: v for part in parts for k, v in part.attrs.items()}
 
     workloads = _workloads(plan, reading, usage)
-    inventory_source = plan.feeding("inventory")[0]
-    if inventory_source.kind == "table":
-        inventory = inventory_source.frame(reading)
-    elif "instance_type" in costs.columns:
-        inventory = gpucost.inventory(costs)
-    else:
-        raise InvalidInputError("no inventory: give --inventory (resource_id, device, mem_capacity), or a bill "
-                                "whose lines carry instance types")
+    inventory = _inventory(plan.feeding("inventory")[0], reading, costs)
     if jobs:
         usage, workloads = _join_jobs(jobs[0], telemetry, usage, workloads, reading, costs, inventory, step)
     # Bare metal (hosts, Slurm, nvidia-smi and no Kubernetes nodes): the fixes name the hosts table.

@@ -305,11 +305,12 @@ def test_the_month_in_dollars_kwh_and_co2e_per_user_from_one_config(tmp_path, ca
     assert rows.loc["ana", "cost"] == pytest.approx(2 * DGX_MONTH + 18000 * 4 / 7, abs=0.005)
 
 
-def test_the_month_with_a_burst_invoice_read_as_it_comes(tmp_path):
+@pytest.mark.parametrize("inventory", ["none", "burst node only"])
+def test_the_month_with_a_burst_invoice_read_as_it_comes(tmp_path, inventory):
     """Beside the owned cluster, a burst day on a GPU cloud billed by a rate-card invoice at $2.49 per GPU-hour:
     bio's job b held the 8 GPUs of burst-02 (cw-9c1d) for 24 hours on 10 March at 650 W. The operations are then
-    shared over 11,904 / 6,144 / 2,976 GPU-hours. The burst node's GPUs are listed in the inventory with the
-    owned nodes' (an inventory table replaces the catalog's)."""
+    shared over 11,904 / 6,144 / 2,976 GPU-hours. The burst node's devices come from the invoice (8 GPUs in the
+    hosts table, H100 SXM); an inventory table of the burst node alone leaves the owned nodes to their classes."""
     write_month(tmp_path)
     usage = pd.read_csv(tmp_path / "usage.csv")
     day = pd.date_range("2026-03-10", periods=24, freq="h", tz="UTC")
@@ -320,12 +321,13 @@ def test_the_month_with_a_burst_invoice_read_as_it_comes(tmp_path):
     (tmp_path / "invoice.csv").write_text("Instance,GPU Type,Date,Quantity,Unit,Unit Price,Amount,Currency\n"
                                           "burst-02,H100 SXM,2026-03-10,192,GPU-hour,2.49,478.08,USD\n")
     (tmp_path / "hosts.csv").write_text("host,resource_id,gpus\nburst-02,cw-9c1d,8\n")
-    types = pd.DataFrame({"resource_id": list(NODES) + ["cw-9c1d"],
-                          "instance_type": ["dgx-h100"] * 4 + ["dgx-a100-80gb"] * 2 + ["hgx-h100-8"]})
-    gpucost.inventory(types).to_csv(tmp_path / "inventory.csv", index=False)
+    sources = '[sources]\ninvoice = "invoice.csv"\nhosts = "hosts.csv"\n'
+    if inventory == "burst node only":
+        pd.DataFrame({"resource_id": "cw-9c1d", "device": range(8), "mem_capacity": 80 * 2**30}).to_csv(
+            tmp_path / "inventory.csv", index=False)
+        sources += 'inventory = "inventory.csv"\n'
     config = tmp_path / "gpucost.toml"
-    config.write_text(config.read_text().replace(
-        "[sources]\n", '[sources]\ninvoice = "invoice.csv"\nhosts = "hosts.csv"\ninventory = "inventory.csv"\n', 1))
+    config.write_text(config.read_text().replace("[sources]\n", sources, 1))
     out_file = tmp_path / "out.csv"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -338,3 +340,19 @@ def test_the_month_with_a_burst_invoice_read_as_it_comes(tmp_path):
     assert cost["physics"] == pytest.approx(2 * DGX_MONTH + ops["physics"], abs=0.01)  # booked to the cent
     assert cost["chem"] == pytest.approx(A100_MONTH / 2 + ops["chem"], abs=0.01)  # booked to the cent
     assert cost.sum() == pytest.approx(TOTAL + 478.08, abs=0.05)
+    assert cost.get("__unattributed__", 0.0) == 0.0  # every node's devices are known
+
+
+def test_an_invoice_node_without_a_gpu_count_or_a_known_type_is_named(tmp_path, capsys):
+    write_month(tmp_path)
+    config = tmp_path / "gpucost.toml"
+    config.write_text(config.read_text().replace("[sources]\n", '[sources]\ninvoice = "invoice.csv"\n', 1))
+    (tmp_path / "invoice.csv").write_text("Instance,GPU Type,Date,Quantity,Unit,Unit Price,Amount,Currency\n"
+                                          "burst-02,H100 SXM,2026-03-10,24,node-hour,19.92,478.08,USD\n")
+    assert cli.main(["allocate", "--config", str(config), "--by", "team"]) != 0
+    assert "invoice.csv: line 2: node 'burst-02' has no GPU count" in capsys.readouterr().err
+    (tmp_path / "invoice.csv").write_text("Instance,GPU Type,GPUs,Date,Quantity,Unit,Unit Price,Amount,Currency\n"
+                                          "burst-02,A100,8,2026-03-10,24,node-hour,19.92,478.08,USD\n")
+    assert cli.main(["allocate", "--config", str(config), "--by", "team"]) != 0
+    assert ("GPU type 'A100' of node 'burst-02' names no one catalog model (it could be A100 40GB or A100 80GB)"
+            in capsys.readouterr().err)
