@@ -225,7 +225,8 @@ void RegisterAllocationResult(py::module_& m) {
   // SEMANTICS 9: None when the engine gave no such column.
   for (auto [name, member] : {std::pair{"energy_kwh", &Allocation::energy_kwh},
                               std::pair{"facility_energy_kwh", &Allocation::facility_energy_kwh},
-                              std::pair{"co2e_kg", &Allocation::co2e_kg}}) {
+                              std::pair{"co2e_kg", &Allocation::co2e_kg},
+                              std::pair{"embodied_co2e_kg", &Allocation::embodied_co2e_kg}}) {
     result.def_property_readonly(name, [member](const py::object& self) -> py::object {
       const auto& column = self.cast<const Allocation&>().*member;
       return column ? py::object(ViewAsNumpy(*column, self)) : py::none();

@@ -59,13 +59,17 @@ struct InventoryHolder {
   StringColumnHolder resource_id;
   CArray<int32_t> device;
   CArray<double> mem_capacity;
+  std::optional<CArray<double>> embodied_kg_per_gpu_hour;
 
   explicit InventoryHolder(const py::dict& t)
       : resource_id(ToStringColumn(t["resource_id"])),
         device(RequiredArray<int32_t>(t, "device")),
-        mem_capacity(RequiredArray<double>(t, "mem_capacity")) {}
+        mem_capacity(RequiredArray<double>(t, "mem_capacity")),
+        embodied_kg_per_gpu_hour(OptionalArray<double>(t, "embodied_kg_per_gpu_hour")) {}
   [[nodiscard]] InventoryColumns view() const {
-    return {resource_id.view(), Span(device), Span(mem_capacity)};
+    InventoryColumns out{resource_id.view(), Span(device), Span(mem_capacity)};
+    out.embodied_kg_per_gpu_hour = OptionalSpan(embodied_kg_per_gpu_hour);
+    return out;
   }
 };
 

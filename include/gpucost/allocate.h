@@ -120,6 +120,11 @@ struct Allocation {
   std::optional<std::vector<double>> energy_kwh;
   std::optional<std::vector<double>> facility_energy_kwh;
   std::optional<std::vector<double>> co2e_kg;
+  // Embodied (scope 3) kg CO2e: gpu_hours x the inventory's
+  // embodied_kg_per_gpu_hour of each line's node (idle capacity's on
+  // __idle__, spread with the idle cost under idle "share"). Absent unless the
+  // inventory has the column.
+  std::optional<std::vector<double>> embodied_co2e_kg;
   Diagnostics diagnostics;
   JoinTable join;
 

@@ -111,6 +111,9 @@ struct InventoryColumns {
   StringColumn resource_id;
   std::span<const int32_t> device;
   std::span<const double> mem_capacity;  // bytes
+  // Embodied (scope 3) kg CO2e per GPU-hour of the device's node (>= 0; one
+  // value per resource). Absent: no embodied_co2e_kg in the result.
+  std::optional<std::span<const double>> embodied_kg_per_gpu_hour;
 };
 
 // SEMANTICS 1.3: usage samples. `duration` is optional (absent: every sample

@@ -106,6 +106,7 @@ RESULT_METRICS = (
     "energy_estimated_kwh",
     "facility_energy_kwh",
     "co2e_kg",
+    "embodied_co2e_kg",
 )
 
 
@@ -157,6 +158,7 @@ def inventory_columns(inventory: Any) -> dict:
         "resource_id": t.strings("resource_id"),
         "device": t.int32s("device"),
         "mem_capacity": t.floats("mem_capacity"),
+        "embodied_kg_per_gpu_hour": t.floats("embodied_kg_per_gpu_hour") if t.has("embodied_kg_per_gpu_hour") else None,
     }
 
 

@@ -212,7 +212,14 @@ def inventory(table: Any, *, catalog: Any = None) -> pd.DataFrame:
     )
     codes, values = raw["resource_id"]
     ids = np.asarray(values, dtype=object)[codes] if len(values) else np.empty(0, dtype=object)
-    return pd.DataFrame(
+    out = pd.DataFrame(
         {"resource_id": pd.Series(ids, dtype="str"), "device": raw["device"], "mem_capacity": raw["mem_capacity"]},
         copy=False,
     )
+    if t.has("embodied_kg_per_gpu_hour"):  # owned lines carry their class's (0 where a class has none)
+        codes, values = t.strings("resource_id")
+        named = codes >= 0
+        kg = pd.Series(t.floats("embodied_kg_per_gpu_hour")[named]).groupby(codes[named]).max()
+        per_node = pd.Series(kg.to_numpy(), index=np.asarray(values, dtype=object)[kg.index.to_numpy()])
+        out["embodied_kg_per_gpu_hour"] = out["resource_id"].map(per_node).fillna(0.0).to_numpy(float)
+    return out

@@ -49,10 +49,11 @@ _NAMES = {"cost": "cost $", "own_cost": "own $", "shared_cost": "shared $", "gpu
           "list_cost": "list $", "gpu_hours": "GPU-h",
           "effective_gpu_hours": "effective GPU-h", "mem_gib_hours": "GiB-h",
           "cost_per_effective_gpu_hour": "$ / effective GPU-h", "energy_kwh": "kWh",
-          "energy_estimated_kwh": "estimated kWh", "facility_energy_kwh": "facility kWh", "co2e_kg": "kg CO2e"}
+          "energy_estimated_kwh": "estimated kWh", "facility_energy_kwh": "facility kWh", "co2e_kg": "kg CO2e",
+          "embodied_co2e_kg": "embodied kg CO2e"}
 # Quantities shown with one decimal and totalled, like hours (docs/semantics.md, 9).
 _QUANTITIES = ("gpu_hours", "effective_gpu_hours", "mem_gib_hours", "energy_kwh", "energy_estimated_kwh",
-               "facility_energy_kwh", "co2e_kg")
+               "facility_energy_kwh", "co2e_kg", "embodied_co2e_kg")
 
 
 _BUDGETS_HELP = "budgets CSV: key, value, amount[, thresholds] (key: a label column, e.g. team)"

@@ -35,7 +35,7 @@ BUCKET = "_gpucost_bucket"
 SOURCE = "_gpucost_source"
 LINE = "_gpucost_line"
 SUMMED = ("cost", "idle_cost", "list_cost", "gpu_hours", "effective_gpu_hours", "mem_gib_hours", "energy_kwh",
-          "facility_energy_kwh", "co2e_kg")
+          "facility_energy_kwh", "co2e_kg", "embodied_co2e_kg")
 FAN_IN = 16  # partial results combined per reduction task
 
 

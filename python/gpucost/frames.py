@@ -298,7 +298,8 @@ def _arrow_instants(col: pa.ChunkedArray, table: Table, column: str) -> tuple[np
 
 
 _METRICS = ("cost", "idle_cost", "list_cost", "gpu_hours", "effective_gpu_hours", "mem_gib_hours",
-            "cost_per_effective_gpu_hour", "energy_kwh", "energy_estimated_kwh", "facility_energy_kwh", "co2e_kg")
+            "cost_per_effective_gpu_hour", "energy_kwh", "energy_estimated_kwh", "facility_energy_kwh", "co2e_kg",
+            "embodied_co2e_kg")
 
 
 def _key_values(key: _core.KeyColumn) -> tuple[str, np.ndarray, list[str] | None]:

@@ -42,6 +42,9 @@ METRICS = {
     "energy_kilowatt_hours": ("energy_kwh", "GPU energy the group drew over the window (idle GPUs' on group __idle__)."),
     "facility_energy_kilowatt_hours": ("facility_energy_kwh", "The group's GPU energy times the PUE over the window."),
     "co2e_kilograms": ("co2e_kg", "CO2e of the group's energy over the window at the grid's intensity (location-based)."),
+    # With the inventory's embodied_kg_per_gpu_hour: absent without it.
+    "embodied_co2e_kilograms": ("embodied_co2e_kg", "Embodied (scope 3) CO2e of the GPU-hours the group held over the "
+                                                    "window (idle capacity's on group __idle__)."),
 }
 
 

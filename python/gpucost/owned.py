@@ -44,9 +44,11 @@ CLASS_FIELDS: dict[str, str] = {
     "gpu_tdp_w": "nameplate GPU TDP in W (for the utilisation curve)",
     "base_power_w": "the rest of the node's draw in W (CPUs, fans, network), added to the GPUs'",
     "power_curve": "[[util, fraction of TDP], ...] (default: TDP at any load)",
+    "embodied_kg_per_gpu_hour": "embodied (scope 3) kg CO2e per GPU-hour: the lines carry it for the inventory, "
+                                "and allocate adds embodied_co2e_kg",
 }
 _NUMBERS = ("price", "residual", "support_per_year", "facility_per_kw_month", "facility_kw", "facility_per_rack_month",
-            "rack_share", "max_power_w", "fixed_power_w", "gpu_tdp_w", "base_power_w")
+            "rack_share", "max_power_w", "fixed_power_w", "gpu_tdp_w", "base_power_w", "embodied_kg_per_gpu_hour")
 
 
 def owned_costs(classes: Mapping[str, Mapping[str, Any]], nodes: Any, start: Any, end: Any, *, usage: Any = None,
@@ -113,6 +115,9 @@ def owned_costs(classes: Mapping[str, Mapping[str, Any]], nodes: Any, start: Any
     if freq not in ("h", "D"):
         raise InvalidInputError(f"parameter 'freq': {freq!r} is not \"h\" (hourly lines) or \"D\" (daily)")
     class_rows = [_class_fields(name, fields, catalog) for name, fields in _mapping(classes, "classes").items()]
+    # Not a cost: carried on the lines for the inventory (gpucost.inventory), never priced.
+    embodied = {row["name"]: row.pop("embodied_kg_per_gpu_hour") for row in class_rows
+                if "embodied_kg_per_gpu_hour" in row}
     ids, node_classes, node_in_service = _nodes(nodes)
     flat, by_hour, series = _tariff(tariff)
     raw = _core.owned_cost_lines(
@@ -121,7 +126,10 @@ def owned_costs(classes: Mapping[str, Mapping[str, Any]], nodes: Any, start: Any
         None if interval is None else float(interval), None if usage is None else usage_columns(usage))
     type_of_class = {row["name"]: row.get("instance_type") or row["name"] for row in class_rows}
     class_of = dict(zip(ids, node_classes))
-    return _frame(raw, class_of, {node: type_of_class.get(c, c) for node, c in class_of.items()}, currency)
+    lines = _frame(raw, class_of, {node: type_of_class.get(c, c) for node, c in class_of.items()}, currency)
+    if embodied:
+        lines["embodied_kg_per_gpu_hour"] = lines["node_class"].map(embodied).astype(float)
+    return lines
 
 
 # ---- inputs ---------------------------------------------------------------------

@@ -896,7 +896,10 @@ def _inventory(source: Source, reading: Reading, costs: pd.DataFrame) -> pd.Data
     if not parts:
         raise InvalidInputError("no inventory: give --inventory (resource_id, device, mem_capacity), or a bill "
                                 "whose lines carry instance types")
-    return parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)
+    inventory = parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)
+    if "embodied_kg_per_gpu_hour" in inventory.columns:  # [owned] classes': 0 for the nodes that have none
+        inventory["embodied_kg_per_gpu_hour"] = inventory["embodied_kg_per_gpu_hour"].fillna(0.0)
+    return inventory
 
 
 def _invoice_devices(lines: pd.DataFrame) -> pd.DataFrame:

@@ -29,7 +29,7 @@ __all__ = ["allocate"]
 BUCKET = "_gpucost_bucket"
 KIND = "_gpucost_kind"  # "row": a result row; "diag": one group's diagnostics; "join": a join row
 SUMMED = ("cost", "idle_cost", "list_cost", "gpu_hours", "effective_gpu_hours", "mem_gib_hours", "energy_kwh",
-          "facility_energy_kwh", "co2e_kg")
+          "facility_energy_kwh", "co2e_kg", "embodied_co2e_kg")
 DIAGNOSTICS = ("lines_total", "lines_unattributed", "lines_unobserved", "lines_oversubscribed",
                "lines_primary_overlap", "samples_total", "samples_duplicate", "samples_no_consumer",
                "samples_unknown_resource", "samples_outside_lines", "samples_used")
@@ -51,13 +51,15 @@ def _instants_as_nanos(df: DataFrame, table: str) -> DataFrame:
     return df
 
 
-def _metrics(has_list_cost: bool, usage_columns: Sequence[str], policy: dict) -> list[str]:
+def _metrics(has_list_cost: bool, usage_columns: Sequence[str], policy: dict, embodied: bool = False) -> list[str]:
     """The summed result columns: list_cost when costs have it, the energy
     columns (docs/semantics.md, 9) when usage has power_w and the policy
-    asks for facility energy or CO2e."""
+    asks for facility energy or CO2e, embodied CO2e when the inventory has
+    embodied_kg_per_gpu_hour."""
     wanted = {"list_cost": has_list_cost, "energy_kwh": "power_w" in usage_columns,
               "facility_energy_kwh": "power_w" in usage_columns and policy.get("pue") is not None,
-              "co2e_kg": "power_w" in usage_columns and policy.get("carbon_intensity") is not None}
+              "co2e_kg": "power_w" in usage_columns and policy.get("carbon_intensity") is not None,
+              "embodied_co2e_kg": embodied}
     return [name for name in SUMMED if wanted.get(name, True)]
 
 
@@ -206,7 +208,7 @@ def allocate(costs: DataFrame, usage: DataFrame, inventory: Any, workloads: Any 
     def bucketed(df: DataFrame) -> DataFrame:
         return df.withColumn(BUCKET, F.pmod(F.xxhash64(F.col("resource_id").cast("string")), F.lit(n)))
 
-    metrics = _metrics(has_list_cost, usage.columns, policy)
+    metrics = _metrics(has_list_cost, usage.columns, policy, "embodied_kg_per_gpu_hour" in inventory_pd.columns)
     schema = _schema(by, metrics)
     usage = bucketed(_instants_as_nanos(usage, "usage"))
     costs = bucketed(_instants_as_nanos(costs, "costs"))

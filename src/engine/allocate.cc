@@ -198,6 +198,7 @@ struct Partial {
 struct Resource {
   int32_t devices = 0;  // N_r; 0 = not in the inventory (or no name)
   double mem_capacity = 0;  // bytes over all devices
+  double embodied = 0;      // kg CO2e per GPU-ns (the inventory's per GPU-hour)
   int64_t seg_begin = 0;  // segments of this resource: [seg_begin, seg_end)
   int64_t seg_end = 0;
   // SEMANTICS 10: its down windows, merged and sorted (ns).
@@ -291,7 +292,7 @@ struct GroupKey {
 
 struct GroupTotals {
   double cost = 0, idle_cost = 0, list_cost = 0, gpu_ns = 0, used_ns = 0,
-         mem_byte_ns = 0, energy = 0, carbon = 0;
+         mem_byte_ns = 0, energy = 0, carbon = 0, embodied = 0;
 };
 
 int WorkersFor(int threads, size_t rows) {
@@ -365,6 +366,7 @@ struct Allocator::State {
   // SEMANTICS 9: whether any chunk had a power column; rows of chunks that
   // had none; the carbon intensity windows (sorted, disjoint), if given.
   bool has_power = false;
+  bool has_embodied = false;  // the inventory had embodied_kg_per_gpu_hour
   int64_t rows_without_power_column = 0;
   bool has_carbon_table = false;
   // A region's windows, sorted and disjoint.
@@ -563,6 +565,11 @@ absl::Status Allocator::State::IndexInventory(const InventoryColumns& inv) {
   const size_t n = inv.resource_id.size();
   GPUCOST_RETURN_IF_ERROR(CheckLength(kTable, "device", inv.device.size(), n));
   GPUCOST_RETURN_IF_ERROR(CheckLength(kTable, "mem_capacity", inv.mem_capacity.size(), n));
+  has_embodied = inv.embodied_kg_per_gpu_hour.has_value();
+  if (has_embodied) {
+    GPUCOST_RETURN_IF_ERROR(
+        CheckLength(kTable, "embodied_kg_per_gpu_hour", inv.embodied_kg_per_gpu_hour->size(), n));
+  }
   GPUCOST_RETURN_IF_ERROR(CheckCodes(kTable, "resource_id", inv.resource_id, 0));
   std::vector<int32_t> ids(inv.resource_id.dictionary.size());
   for (size_t d = 0; d < ids.size(); ++d) ids[d] = InternResource(inv.resource_id.dictionary[d]);
@@ -588,6 +595,20 @@ absl::Status Allocator::State::IndexInventory(const InventoryColumns& inv) {
       return RowError(kTable, row, "device",
                       absl::StrCat("duplicate (resource_id, device) (", Quoted(resource_names[r]), ", ",
                                    inv.device[i], "); first at row ", it->second));
+    }
+    if (has_embodied) {
+      const double kg = (*inv.embodied_kg_per_gpu_hour)[i];
+      if (!(kg >= 0 && kg <= 1e6)) {
+        return RowError(kTable, row, "embodied_kg_per_gpu_hour",
+                        absl::StrCat(Num(kg), " is not kg CO2e per GPU-hour (a number >= 0)"));
+      }
+      const double per_ns = kg / kNanosPerHourD;
+      if (resources[r].devices > 0 && resources[r].embodied != per_ns) {
+        return RowError(kTable, row, "embodied_kg_per_gpu_hour",
+                        absl::StrCat(Num(kg), " differs from the other devices of ", Quoted(resource_names[r]),
+                                     ": one value per node"));
+      }
+      resources[r].embodied = per_ns;
     }
     resources[r].devices += 1;
     resources[r].mem_capacity += mem;
@@ -1780,6 +1801,7 @@ absl::StatusOr<Allocation> Allocator::State::Prorate() {
         line_down[line_index] = line.cost * down;
         g.list_cost += line.list_cost * down;
         g.gpu_ns += hours * capacity * down;
+        g.embodied += hours * capacity * down * res.embodied;
         ++diagnostics.lines_down;
         line_cost = line.cost - line.cost * down;
         line_list = line.list_cost - line.list_cost * down;
@@ -1795,6 +1817,7 @@ absl::StatusOr<Allocation> Allocator::State::Prorate() {
       g.cost += line_cost;
       g.list_cost += line_list;
       g.gpu_ns += hours * capacity;
+      g.embodied += hours * capacity * res.embodied;
       ++diagnostics.lines_unobserved;
       continue;
     }
@@ -1865,11 +1888,12 @@ absl::StatusOr<Allocation> Allocator::State::Prorate() {
     const double idle = phi_sum >= 1.0 ? 0.0 : line_cost * (1.0 - phi_sum);
     const double idle_list = phi_sum >= 1.0 ? 0.0 : line_list * (1.0 - phi_sum);
     const bool share_idle = policy.idle == IdleMode::kShare && phi_sum > 0.0;
+    const double idle_capacity = std::max(0.0, capacity - held_sum);
     for (size_t k = 0; k < sums.size(); ++k) {
       GroupTotals& g = group(sums[k].consumer, line);
       double cost = line_cost * phi[k];
       double list = line_list * phi[k];
-      double energy = sums[k].acc.energy, co2 = sums[k].acc.carbon;
+      double energy = sums[k].acc.energy, co2 = sums[k].acc.carbon, gpu_ns = sums[k].acc.held;
       if (share_idle) {
         const double part = phi[k] / taken;
         cost += idle * part;
@@ -1877,7 +1901,9 @@ absl::StatusOr<Allocation> Allocator::State::Prorate() {
         g.idle_cost += idle * part;
         energy += free_part.energy * part;
         co2 += free_part.carbon * part;
+        gpu_ns += idle_capacity * part;  // for the embodied carbon only: gpu_hours stay the held hours
       }
+      g.embodied += hours * gpu_ns * res.embodied;
       g.cost += cost;
       g.list_cost += list;
       g.gpu_ns += hours * sums[k].acc.held;
@@ -1891,7 +1917,8 @@ absl::StatusOr<Allocation> Allocator::State::Prorate() {
       g.cost += idle;
       g.idle_cost += idle;
       g.list_cost += idle_list;
-      g.gpu_ns += hours * std::max(0.0, capacity - held_sum);
+      g.gpu_ns += hours * idle_capacity;
+      g.embodied += hours * idle_capacity * res.embodied;
       g.energy += hours * free_part.energy;
       g.carbon += hours * free_part.carbon;
     }
@@ -2013,6 +2040,10 @@ absl::StatusOr<Allocation> Allocator::State::Prorate() {
                                              : out.cost[k] / out.effective_gpu_hours[k];
   }
   if (has_power) EnergyColumns(totals, order, out);
+  if (has_embodied) {
+    std::vector<double>& kg = out.embodied_co2e_kg.emplace(rows);
+    for (size_t k = 0; k < rows; ++k) kg[k] = totals[order[k]].embodied;
+  }
   return out;
 }
 

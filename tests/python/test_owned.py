@@ -356,3 +356,46 @@ def test_an_invoice_node_without_a_gpu_count_or_a_known_type_is_named(tmp_path, 
     assert cli.main(["allocate", "--config", str(config), "--by", "team"]) != 0
     assert ("GPU type 'A100' of node 'burst-02' names no one catalog model (it could be A100 40GB or A100 80GB)"
             in capsys.readouterr().err)
+
+
+def test_embodied_carbon_of_a_class_follows_gpu_hours_held(tmp_path):
+    """[owned.classes.*] embodied_kg_per_gpu_hour: each team's GPU-hours on the DGX nodes x 0.05 kg, the DGX
+    capacity nobody held on __idle__; the A100 class names none (0). The column adds up to the DGX fleet's
+    32 GPUs x 744 h x 0.05 kg."""
+    write_month(tmp_path)
+    config = tmp_path / "gpucost.toml"
+    config.write_text(config.read_text().replace("base_power_w = 1500\n", "base_power_w = 1500\n"
+                                                 "embodied_kg_per_gpu_hour = 0.05\n"))
+    out_file = tmp_path / "out.csv"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert cli.main(["allocate", "--config", str(config), "--by", "team", "--format", "csv", "--decimals", "raw",
+                         "--output", str(out_file)]) == 0
+    kg = pd.read_csv(out_file, keep_default_na=False).set_index("team")["embodied_co2e_kg"]
+    assert kg["physics"] == pytest.approx(11904 * 0.05) and kg["bio"] == pytest.approx(5952 * 0.05)
+    assert kg["chem"] == 0 and kg["__unobserved__"] == 0  # the A100 nodes
+    assert kg.sum() == pytest.approx(32 * HOURS * 0.05)
+
+
+def test_embodied_carbon_by_hand_and_its_bad_input():
+    start = pd.Timestamp(MARCH)
+    costs = pd.DataFrame({"resource_id": ["n1", "n2"], "start": [start] * 2,
+                          "end": [start + pd.Timedelta(hours=2)] * 2, "cost": [8.0, 4.0]})
+    usage = pd.DataFrame({"timestamp": pd.date_range(start, periods=60, freq="1min"), "resource_id": "n1",
+                          "device": 0, "consumer": "a", "share": 1.0, "util": 0.5, "mem_used": 0.0})
+    inventory = pd.DataFrame({"resource_id": ["n1", "n1", "n2"], "device": [0, 1, 0], "mem_capacity": [80e9] * 3,
+                              "embodied_kg_per_gpu_hour": [0.5, 0.5, 0.25]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # n2 is unobserved
+        keep = gpucost.allocate(costs, usage, inventory).set_index("consumer")["embodied_co2e_kg"]
+        share = gpucost.allocate(costs, usage, inventory, idle="share").set_index("consumer")["embodied_co2e_kg"]
+        bare = gpucost.allocate(costs, usage, inventory.drop(columns="embodied_kg_per_gpu_hour"))
+    # n1: a held 1 of its 4 GPU-hours; n2's 2 GPU-hours are unobserved.
+    assert keep.to_dict() == {"__idle__": 1.5, "__unobserved__": 0.5, "a": 0.5}
+    assert share.to_dict() == {"__unobserved__": 0.5, "a": 2.0}  # idle capacity's carbon goes with its cost
+    assert "embodied_co2e_kg" not in bare.columns
+    for values, message in (([0.5, -1.0, 0.25], r"row 1, column 'embodied_kg_per_gpu_hour': -1 is not kg CO2e"),
+                            ([0.5, 0.4, 0.25], r"row 1, column 'embodied_kg_per_gpu_hour': 0.4 differs from the "
+                                               r"other devices of 'n1': one value per node")):
+        with pytest.raises(gpucost.InvalidInputError, match=message):
+            gpucost.allocate(costs, usage, inventory.assign(embodied_kg_per_gpu_hour=values))
