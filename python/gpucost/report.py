@@ -162,7 +162,9 @@ def html_table(frame: pd.DataFrame, *, money: Sequence[str] = (), hours: Sequenc
     total row over ``total`` columns when given. Money shows ``decimals``;
     money columns with a total are rounded by largest remainder
     (:func:`gpucost.money.round_parts`), so the rows shown add up to the
-    total shown.
+    total shown. Rows with nothing in them (every numeric cell zero or
+    missing: an ``__unobserved__`` row of $0.00 and 0 GPU-hours) are left
+    out, with a note saying how many; the totals are unchanged.
 
     Examples:
         >>> from gpucost.report import html_table   # gpucost.report is the report function itself
@@ -175,6 +177,7 @@ def html_table(frame: pd.DataFrame, *, money: Sequence[str] = (), hours: Sequenc
         ['3.3333333333333335', '3.3333333333333335']
     """
     names = names or {}
+    frame, empty = _without_empty_rows(frame)
     booked = {c: round_parts(frame[c].to_numpy(dtype=np.float64), decimals) for c in money
               if c in total and c in frame.columns and _is_num(frame[c])}
     shown = frame if max_rows is None else frame.head(max_rows)
@@ -190,7 +193,18 @@ def html_table(frame: pd.DataFrame, *, money: Sequence[str] = (), hours: Sequenc
             else:
                 foot.append({"col": None, "value": None, "text": "Total" if i == 0 else ""})
     return _render("table.html", key=key, caption=caption, head=head, rows=rows, foot=foot, shown=len(shown),
-                   rows_in=len(frame), empty=0)
+                   rows_in=len(frame), empty=empty)
+
+
+def _without_empty_rows(frame: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """``frame`` less its rows whose every numeric cell is zero or missing
+    (placeholders: they add nothing to a total), and how many there were."""
+    numeric = [c for c in frame.columns if _is_num(frame[c])]
+    if not numeric or frame.empty:
+        return frame, 0
+    values = frame[numeric].to_numpy(dtype=np.float64, na_value=np.nan)
+    empty = np.all((values == 0) | np.isnan(values), axis=1)
+    return (frame[~empty].reset_index(drop=True), int(empty.sum())) if empty.any() else (frame, 0)
 
 
 def _is_num(col: pd.Series) -> bool:
@@ -364,8 +378,8 @@ def report(costs: Any, usage: Any, inventory: Any, workloads: Any = None, *, pat
             "cost_per_effective_gpu_hour", "assumed_gpu_hours", "utilization_source"]
     if idle == "share":
         cols.insert(2, "idle_cost")
-    table = table[cols].sort_values("cost", ascending=False, key=lambda c: c.where(
-        ~table[team].isin(list(plot.RESERVED_LABELS)), -1e18 + c))
+    table = _without_empty_rows(table[cols].sort_values("cost", ascending=False, key=lambda c: c.where(
+        ~table[team].isin(list(plot.RESERVED_LABELS)), -1e18 + c)))[0]
     data["showback_table"] = table
     s.body.append(html_table(table, key="showback", money=["cost", "idle_cost", "cost_per_effective_gpu_hour"],
                              decimals=minor_unit(currency),
@@ -394,7 +408,7 @@ def report(costs: Any, usage: Any, inventory: Any, workloads: Any = None, *, pat
         grouped = _measured_only(by_group, by, assumed_by_group)[
             [*by, "cost", "gpu_hours", "effective_gpu_hours", "cost_per_effective_gpu_hour", "assumed_gpu_hours",
              "utilization_source"]]
-        grouped = grouped.sort_values("cost", ascending=False, ignore_index=True)
+        grouped = _without_empty_rows(grouped.sort_values("cost", ascending=False, ignore_index=True))[0]
         data["projects_table"] = grouped
         s.body.append(_figure(plot.spend_by_group(grouped, by, colors=colors, title=f"Top {min(15, len(grouped))} "
                                                   f"{by[1]}s by spend"), f"Largest {by[1]}s.", "spend_by_group"))
