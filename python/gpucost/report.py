@@ -156,10 +156,11 @@ def _fmt_value(v: Any) -> str:
 
 def html_table(frame: pd.DataFrame, *, money: Sequence[str] = (), hours: Sequence[str] = (),
                pct: Sequence[str] = (), names: dict[str, str] | None = None, total: Sequence[str] = (),
-               key: str = "", caption: str = "", max_rows: int | None = None, decimals: int = 2) -> str:
+               key: str = "", caption: str = "", max_rows: int | None = None, decimals: int = 2,
+               total_label: str = "Total") -> str:
     """An HTML table of ``frame``: numbers right-aligned, each numeric cell
     carrying its exact value in ``data-value`` (what the tests compare), a
-    total row over ``total`` columns when given. Money shows ``decimals``;
+    total row over ``total`` columns when given (named ``total_label``). Money shows ``decimals``;
     money columns with a total are rounded by largest remainder
     (:func:`gpucost.money.round_parts`), so the rows shown add up to the
     total shown. Rows with nothing in them (every numeric cell zero or
@@ -191,7 +192,7 @@ def html_table(frame: pd.DataFrame, *, money: Sequence[str] = (), hours: Sequenc
                 foot.append(_cell(c, float(frame[c].sum()), money, hours, pct, decimals,
                                   float(booked[c][np.isfinite(booked[c])].sum()) if c in booked else None))
             else:
-                foot.append({"col": None, "value": None, "text": "Total" if i == 0 else ""})
+                foot.append({"col": None, "value": None, "text": total_label if i == 0 else ""})
     return _render("table.html", key=key, caption=caption, head=head, rows=rows, foot=foot, shown=len(shown),
                    rows_in=len(frame), empty=empty)
 
@@ -702,7 +703,7 @@ def _pick(frame: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
 
 def _section_idle(find_idle, ctx) -> tuple[Section, dict] | str:
     result = find_idle(ctx["usage"], ctx["costs"], ctx["inventory"], ctx["workloads"],
-                       downtime=ctx["policy"].get("downtime"))
+                       interval=ctx["policy"].get("interval", 60), downtime=ctx["policy"].get("downtime"))
     findings = _table_of(result, "findings")
     if isinstance(findings, pd.DataFrame) and "dollars_wasted" in findings.columns:
         findings = findings.sort_values("dollars_wasted", ascending=False, ignore_index=True)
@@ -710,11 +711,47 @@ def _section_idle(find_idle, ctx) -> tuple[Section, dict] | str:
         findings["dollars_power_saved"].to_numpy().any())  # hardware you own, powered down
     shown = _pick(findings, ["resource_id", "devices", "start", "end", "hours", "consumer", ctx["by"][0], "action",
                              "mean_util", "dollars_wasted", *(["dollars_power_saved"] if saved else [])])
-    return _generic_section("idle", "Idle GPUs", "Spans where billed GPUs stayed below 5% utilisation for at least "
-                            "2 hours, with what they cost and what to do (gpucost.find_idle; hardware you own is "
-                            "powered down, consolidated or lent, never terminated). The total is over every span "
-                            "found.", shown, "idle_findings", full=findings,
-                            total=["hours", "gpu_hours", "dollars_wasted", "dollars_power_saved"])
+    built = _generic_section("idle", "Idle GPUs", "Spans where billed GPUs stayed below 5% utilisation for at least "
+                             "2 hours, with what they cost and what to do (gpucost.find_idle; hardware you own is "
+                             "powered down, consolidated or lent, never terminated). The total is over every span "
+                             "found.", shown, "idle_findings", full=findings,
+                             total=["hours", "gpu_hours", "dollars_wasted", "dollars_power_saved"])
+    if isinstance(built, str) or ctx.get("by_team") is None:
+        return built
+    section, frames = built
+    section.intro += (" Its total is not the headline's idle GPU capacity (GPU time no workload held): it adds the "
+                      "GPUs workloads held but left idle and leaves out short free stretches")
+    if not {"consumer", "dollars_wasted"} <= set(findings.columns):  # who held each span is needed to bridge them
+        section.intro += "."
+        return built
+    section.intro += "; the table below reconciles the two."
+    reconciled = _idle_reconciliation(findings, ctx["by_team"], ctx["by"][0], ctx["policy"].get("idle", "keep"))
+    section.body.insert(0, html_table(reconciled, key="idle_reconciliation", money=["amount"], total=["amount"],
+                                      names={"part": "From the headline to the idle spans", "amount": "Amount"},
+                                      total_label="The idle spans below (their Wasted $ total)"))
+    return section, {**frames, "idle_reconciliation": reconciled}
+
+
+def _idle_reconciliation(findings: pd.DataFrame, by_team: pd.DataFrame, team: str, idle: str) -> pd.DataFrame:
+    """The headline's idle GPU capacity (the allocation's ``__idle__`` row)
+    and the idle spans' total (find_idle), bridged: the rows add up to the
+    spans' total. Spans nobody held are free time the headline counts too;
+    spans a workload held are in that workload's cost instead."""
+    headline = float(by_team.loc[by_team[team].astype(str) == Reserved.IDLE, "cost"].sum())
+    wasted = findings["dollars_wasted"].to_numpy(dtype=np.float64)
+    held = findings["consumer"].astype(object).fillna("").astype(str).to_numpy() != ""
+    unheld = float(wasted[~held].sum())
+    rest = unheld - headline
+    rest = 0.0 if abs(rest) < 1e-9 * max(1.0, abs(headline)) else rest  # the same money summed two ways
+    free = ("Free GPU time that is not in a span nobody held (free for under 2 hours at a time, or within a "
+            "span a workload held part of): in the headline, not in the spans")
+    if idle == "share":
+        free = ("Free GPU time in spans nobody held, less the lines nobody used: with idle='share' the headline is "
+                "only those lines, the rest of the free time is in its holders' cost")
+    return pd.DataFrame({"part": ["Idle GPU capacity (the headline: billed GPU time no workload held)", free,
+                                  "Spans a workload held at under 5% utilisation: in its holders' cost, not in the "
+                                  "headline"],
+                         "amount": [headline, rest, float(wasted[held].sum())]})
 
 
 def _section_spot(spot_runs, ctx) -> tuple[Section, dict] | str:
@@ -1122,7 +1159,7 @@ def _page(title: str, first: pd.Timestamp, last: pd.Timestamp, kpi: dict, sectio
         ("Allocated to workloads", _fmt_money(kpi["allocated"], cents=False),
          _fmt_pct(kpi["allocated"] / kpi["total"] if kpi["total"] else np.nan) + " of the bill"),
         ("Idle GPU capacity", _fmt_money(kpi["idle"], cents=False),
-         _fmt_pct(kpi["idle_share"]) + " of measured GPU spend"),
+         _fmt_pct(kpi["idle_share"]) + " of measured GPU spend: GPU time no workload held"),
         ("Not on a GPU", _fmt_money(kpi["unattributed"], cents=False), "storage, network, unused commitments"),
         ("GPU utilisation", _fmt_pct(kpi["utilisation"]), "effective / measured GPU-hours"),
         ("Per effective GPU-hour", _fmt_money(kpi["cost_per_effective_gpu_hour"]), "GPU spend / measured effective hours"),
