@@ -395,9 +395,13 @@ def report(costs: Any, usage: Any, inventory: Any, workloads: Any = None, *, pat
                                     "cost_per_effective_gpu_hour": "$ per effective GPU-hour (measured)",
                                     "assumed_gpu_hours": "GPU-hours assumed busy (no telemetry)",
                                     "utilization_source": "Utilisation from"}))
-    s.body.append(_figure(plot.spend_over_time(by_day, team, colors=colors, title=f"Spend by {team} and day"),
-                          f"Daily spend by {team}; idle capacity and non-GPU costs on top.", "spend_over_time"))
-    s.body.append(_figure(plot.allocated_vs_idle(by_day, team), "What each day's bill paid for.",
+    charted, spread = _spread_by_day(costs, usage, inventory, workloads, team, policy, by_team, by_day)
+    if charted is not by_day:
+        data["by_team_day_charted"] = charted
+    s.body.append(_figure(plot.spend_over_time(charted, team, colors=colors, title=f"Spend by {team} and day"),
+                          f"Daily spend by {team}; idle capacity and non-GPU costs on top.{spread}",
+                          "spend_over_time"))
+    s.body.append(_figure(plot.allocated_vs_idle(charted, team), f"What each day's bill paid for.{spread}",
                           "allocated_vs_idle"))
     sections.append(s)
 
@@ -507,6 +511,31 @@ def report(costs: Any, usage: Any, inventory: Any, workloads: Any = None, *, pat
     if path is not None:
         result.save(path)
     return result
+
+
+def _spread_by_day(costs, usage, inventory, workloads, team: str, policy: dict, by_team: pd.DataFrame,
+                   by_day: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """The daily allocation the charts draw, and what their caption says of
+    it. A line counts wholly on the day it starts (docs/semantics.md), so a
+    month's support, tax, credit or commitment-fee line would make its 1st a
+    spike: lines longer than a day are cut at UTC midnights, their money
+    spread in proportion to time, each day's part allocated on that day."""
+    from gpucost.analyses.budget import cut_at_days  # noqa: PLC0415 (as the budgets section imports it)
+    cut, long_lines = cut_at_days(costs)
+    if not long_lines.any():
+        return by_day, ""
+    charted = gpucost.allocate(cut, usage, inventory, workloads, by=[team, "period"], freq="D", **policy)
+    dollars = float(np.asarray(costs["cost"], dtype=np.float64)[long_lines].sum())
+    words = (f" {int(long_lines.sum()):,} lines longer than a day ({_fmt_money(dollars)}: such as monthly support, "
+             "tax, credits, commitment fees) are spread over their days in proportion to time, not put on the day "
+             "they start.")
+    # A GPU line longer than a day is prorated over each day's holders here, over its whole period in the tables.
+    charted_by_team = charted.groupby(team, sort=False)["cost"].sum()
+    gap = float(charted_by_team.sub(by_team.set_index(team)["cost"], fill_value=0.0).abs().max())
+    if gap >= 0.005:
+        words += (f" GPU lines among them are prorated over each day's use, so a {team}'s bars add up to within "
+                  f"{_fmt_money(gap)} of its showback row (which prorates each line over its whole period).")
+    return charted, words
 
 
 def _one_currency(costs: Any, currency: str | None, exchange_rates: Any) -> tuple[Any, str]:
