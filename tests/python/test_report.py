@@ -15,6 +15,7 @@ import pytest
 
 import gpucost
 from gpucost.demo import demo_fleet
+from gpucost.report import html_table
 import services
 
 matplotlib = pytest.importorskip("matplotlib")
@@ -201,6 +202,14 @@ CHECK = """<script>
                      texts: svg ? svg.querySelectorAll('text').length : 0});
   });
   out.sections = document.querySelectorAll('section').length;
+  out.cards = Array.prototype.map.call(document.querySelectorAll('section'), function (s) {
+    return {id: s.id, scroll: s.scrollWidth, client: s.clientWidth};
+  });
+  out.tables = Array.prototype.map.call(document.querySelectorAll('table.data'), function (t) {
+    var box = t.closest('.scroll'), card = t.closest('section');
+    return {key: t.dataset.key, width: t.getBoundingClientRect().width, box: box ? box.clientWidth : -1,
+            overflow: box ? getComputedStyle(box).overflowX : '', card: card.clientWidth};
+  });
   out.width = document.documentElement.scrollWidth;
   var pre = document.createElement('pre'); pre.id = 'gpucost-check';
   pre.textContent = JSON.stringify(out); document.body.appendChild(pre);
@@ -213,18 +222,7 @@ def test_renders_in_chromium(built, tmp_path):
     r, path = built
     page = r.html.replace("<head>", "<head><script>window.__errors=[];window.addEventListener('error',function(e)"
                           "{window.__errors.push(String(e.message||(e.target&&e.target.outerHTML)))},true);</script>", 1)
-    page = page.replace("</body>", CHECK + "</body>")
-    probe = tmp_path / "probe.html"
-    probe.write_text(page)
-    common = [services.chromium(), "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
-              "--disable-extensions", "--disable-background-networking", f"--user-data-dir={tmp_path / 'profile'}",
-              "--window-size=1280,1000"]
-    proc = subprocess.run([*common, "--virtual-time-budget=5000", "--dump-dom", probe.as_uri()],
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    match = re.search(r'<pre id="gpucost-check">(.*?)</pre>', proc.stdout, re.S)
-    assert match, proc.stdout[-2000:]
-    result = json.loads(html.unescape(match.group(1)))
+    result = in_chromium(page, CHECK, tmp_path, width=1280, screenshot_of=path)
     assert result["errors"] == []
     expected = {"spend_over_time", "allocated_vs_idle", "spend_by_group", "cost_per_effective_gpu_hour",
                 "utilisation_distribution"}
@@ -234,10 +232,27 @@ def test_renders_in_chromium(built, tmp_path):
         assert chart["drawn"] >= 5 and chart["texts"] >= 5, chart
     assert result["sections"] == len(r.sections)
     assert result["width"] <= 1280  # nothing wider than the window
+
+
+def in_chromium(page: str, script: str, tmp_path, *, width: int, screenshot_of=None) -> dict:
+    """What ``script`` measured of ``page`` in headless Chromium (the JSON it
+    leaves in <pre id="gpucost-check">), at ``width`` px; then a screenshot
+    of ``screenshot_of`` (default: the page), which must show something."""
+    probe = tmp_path / "probe.html"
+    probe.write_text(page.replace("</body>", script + "</body>"))
+    common = [services.chromium(), "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
+              "--disable-extensions", "--disable-background-networking", f"--user-data-dir={tmp_path / 'profile'}",
+              f"--window-size={width},1000"]
+    proc = subprocess.run([*common, "--virtual-time-budget=5000", "--dump-dom", probe.as_uri()],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    match = re.search(r'<pre id="gpucost-check">(.*?)</pre>', proc.stdout, re.S)
+    assert match, proc.stdout[-2000:]
     shot = tmp_path / "report.png"
-    proc = subprocess.run([*common, "--hide-scrollbars", f"--screenshot={shot}", path.as_uri()],
+    proc = subprocess.run([*common, "--hide-scrollbars", f"--screenshot={shot}", (screenshot_of or probe).as_uri()],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and shot.stat().st_size > 20_000, proc.stderr[-2000:]
+    return json.loads(html.unescape(match.group(1)))
 
 
 def test_idle_and_spot_sections_are_the_analyses_results(fleet, built):
@@ -465,7 +480,7 @@ def test_month_tables_have_no_empty_rows_and_add_up(month_report):
 def test_an_empty_row_is_left_out_with_a_note():
     frame = pd.DataFrame({"team": ["a", "__unobserved__", "b"], "cost": [5.0, 0.0, 2.5],
                           "gpu_hours": [1.0, 0.0, np.nan]})
-    table = gpucost.report.__globals__["html_table"](frame, money=["cost"], hours=["gpu_hours"], total=["cost"])
+    table = html_table(frame, money=["cost"], hours=["gpu_hours"], total=["cost"])
     assert "__unobserved__" not in table and "$7.50" in table
     assert "1 row with nothing in it (every amount and quantity zero) not shown." in table
 
@@ -492,39 +507,12 @@ def test_month_fee_lines_are_spread_in_the_daily_charts(month_report):
     assert "5 lines longer than a day ($75,118.40" in r.html and "spread over their days" in r.html
 
 
-FIT = """<script>
-(function () {
-  var out = {cards: [], tables: []};
-  document.querySelectorAll('section').forEach(function (s) {
-    out.cards.push({id: s.id, scroll: s.scrollWidth, client: s.clientWidth});
-  });
-  document.querySelectorAll('table.data').forEach(function (t) {
-    var box = t.closest('.scroll'), card = t.closest('section');
-    out.tables.push({key: t.dataset.key, width: t.getBoundingClientRect().width,
-                     box: box ? box.clientWidth : -1, overflow: box ? getComputedStyle(box).overflowX : '',
-                     card: card.clientWidth});
-  });
-  out.width = document.documentElement.scrollWidth;
-  var pre = document.createElement('pre'); pre.id = 'gpucost-fit';
-  pre.textContent = JSON.stringify(out); document.body.appendChild(pre);
-})();
-</script>"""
 
 
 @pytest.mark.skipif(services.chromium() is None, reason="Debian's chromium is not installed (make test installs it)")
 def test_month_tables_fit_their_cards_in_chromium_at_1400_px(month_report, tmp_path):
     r, _, _ = month_report
-    probe = tmp_path / "month.html"
-    probe.write_text(r.html.replace("</body>", FIT + "</body>"))
-    common = [services.chromium(), "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
-              "--disable-extensions", "--disable-background-networking", f"--user-data-dir={tmp_path / 'profile'}",
-              "--window-size=1400,1000"]
-    proc = subprocess.run([*common, "--virtual-time-budget=5000", "--dump-dom", probe.as_uri()],
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    match = re.search(r'<pre id="gpucost-fit">(.*?)</pre>', proc.stdout, re.S)
-    assert match, proc.stdout[-2000:]
-    fit = json.loads(html.unescape(match.group(1)))
+    fit = in_chromium(r.html, CHECK, tmp_path, width=1400)
     assert fit["width"] <= 1400
     assert {t["key"] for t in fit["tables"]} >= {"showback", "projects", "idle", "idle_reconciliation", "invoice"}
     for card in fit["cards"]:
@@ -532,7 +520,3 @@ def test_month_tables_fit_their_cards_in_chromium_at_1400_px(month_report, tmp_p
     for table in fit["tables"]:
         assert table["overflow"] == "auto" and table["box"] <= table["card"], table  # in a scroll box the card holds
         assert table["width"] <= table["box"] + 0.5, table  # and at 1,400 px it needs no scrolling: it fits
-    shot = tmp_path / "month.png"
-    proc = subprocess.run([*common, "--hide-scrollbars", f"--screenshot={shot}", probe.as_uri()],
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0 and shot.stat().st_size > 20_000, proc.stderr[-2000:]
