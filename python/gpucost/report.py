@@ -18,14 +18,16 @@ listed at the end; no number is ever made up.
 from __future__ import annotations
 
 import datetime as dt
-import html
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import jinja2
 import numpy as np
 import pandas as pd
+from markupsafe import Markup
 
 import gpucost
 from gpucost import plot
@@ -100,8 +102,26 @@ class Report:
         return self.path
 
     def _repr_html_(self) -> str:
-        return (f'<iframe srcdoc="{html.escape(self.html)}" style="width:100%;height:720px;border:1px solid #ddd">'
-                "</iframe>")
+        return str(_fragment("notebook", self.html))
+
+
+# ---- templates -------------------------------------------------------------------
+
+@functools.cache
+def _templates() -> jinja2.Environment:
+    """The report's Jinja2 templates (package data: gpucost/templates), every
+    value escaped unless it is Markup: gpucost's own HTML (tables, charts)."""
+    return jinja2.Environment(loader=jinja2.PackageLoader("gpucost", "templates"), autoescape=True,
+                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+
+
+def _render(template: str, **values: Any) -> Markup:
+    return Markup(_templates().get_template(template).render(**values))
+
+
+def _fragment(macro: str, *args: Any, **kwargs: Any) -> Markup:
+    """One macro of fragments.html (a figure, a list, a note), rendered."""
+    return Markup(getattr(_templates().get_template("fragments.html").module, macro)(*args, **kwargs))
 
 
 # ---- formatting ------------------------------------------------------------------
@@ -136,13 +156,16 @@ def _fmt_value(v: Any) -> str:
 
 def html_table(frame: pd.DataFrame, *, money: Sequence[str] = (), hours: Sequence[str] = (),
                pct: Sequence[str] = (), names: dict[str, str] | None = None, total: Sequence[str] = (),
-               key: str = "", caption: str = "", max_rows: int | None = None, decimals: int = 2) -> str:
+               key: str = "", caption: str = "", max_rows: int | None = None, decimals: int = 2,
+               total_label: str = "Total") -> str:
     """An HTML table of ``frame``: numbers right-aligned, each numeric cell
     carrying its exact value in ``data-value`` (what the tests compare), a
-    total row over ``total`` columns when given. Money shows ``decimals``;
+    total row over ``total`` columns when given (named ``total_label``). Money shows ``decimals``;
     money columns with a total are rounded by largest remainder
     (:func:`gpucost.money.round_parts`), so the rows shown add up to the
-    total shown.
+    total shown. Rows with nothing in them (every numeric cell zero or
+    missing: an ``__unobserved__`` row of $0.00 and 0 GPU-hours) are left
+    out, with a note saying how many; the totals are unchanged.
 
     Examples:
         >>> from gpucost.report import html_table   # gpucost.report is the report function itself
@@ -155,59 +178,58 @@ def html_table(frame: pd.DataFrame, *, money: Sequence[str] = (), hours: Sequenc
         ['3.3333333333333335', '3.3333333333333335']
     """
     names = names or {}
+    frame, empty = _without_empty_rows(frame)
     booked = {c: round_parts(frame[c].to_numpy(dtype=np.float64), decimals) for c in money
               if c in total and c in frame.columns and _is_num(frame[c])}
     shown = frame if max_rows is None else frame.head(max_rows)
-    head = "".join(f'<th class="{"num" if _is_num(frame[c]) else ""}">{html.escape(names.get(c, c))}</th>'
-                   for c in frame.columns)
-    rows = []
-    for i, values in enumerate(shown.itertuples(index=False)):
-        cells = []
-        for c, v in zip(frame.columns, values):
-            cells.append(_cell(c, v, money, hours, pct, decimals, booked[c][i] if c in booked else None))
-        rows.append("<tr>" + "".join(cells) + "</tr>")
-    foot = ""
+    head = [{"name": names.get(c, c), "num": _is_num(frame[c])} for c in frame.columns]
+    rows = [[_cell(c, v, money, hours, pct, decimals, booked[c][i] if c in booked else None)
+             for c, v in zip(frame.columns, values)] for i, values in enumerate(shown.itertuples(index=False))]
+    foot = []
     if total and len(frame):
-        cells = []
         for i, c in enumerate(frame.columns):
             if c in total:
-                cells.append(_cell(c, float(frame[c].sum()), money, hours, pct, decimals,
-                                   float(booked[c][np.isfinite(booked[c])].sum()) if c in booked else None))
+                foot.append(_cell(c, float(frame[c].sum()), money, hours, pct, decimals,
+                                  float(booked[c][np.isfinite(booked[c])].sum()) if c in booked else None))
             else:
-                cells.append("<td>Total</td>" if i == 0 else "<td></td>")
-        foot = '<tfoot><tr class="total">' + "".join(cells) + "</tr></tfoot>"
-    more = ""
-    if max_rows is not None and len(frame) > max_rows:
-        more = f'<p class="note">Showing the first {max_rows} of {len(frame)} rows.</p>'
-    cap = f"<caption>{html.escape(caption)}</caption>" if caption else ""
-    return (f'<div class="scroll"><table class="data" data-key="{html.escape(key)}">{cap}<thead><tr>{head}</tr>'
-            f'</thead><tbody>{"".join(rows)}</tbody>{foot}</table></div>{more}')
+                foot.append({"col": None, "value": None, "text": total_label if i == 0 else ""})
+    return _render("table.html", key=key, caption=caption, head=head, rows=rows, foot=foot, shown=len(shown),
+                   rows_in=len(frame), empty=empty)
+
+
+def _without_empty_rows(frame: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """``frame`` less its rows whose every numeric cell is zero or missing
+    (placeholders: they add nothing to a total), and how many there were."""
+    numeric = [c for c in frame.columns if _is_num(frame[c])]
+    if not numeric or frame.empty:
+        return frame, 0
+    values = frame[numeric].to_numpy(dtype=np.float64, na_value=np.nan)
+    empty = np.all((values == 0) | np.isnan(values), axis=1)
+    return (frame[~empty].reset_index(drop=True), int(empty.sum())) if empty.any() else (frame, 0)
 
 
 def _is_num(col: pd.Series) -> bool:
     return pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col)
 
 
-def _cell(column: str, v: Any, money, hours, pct, decimals: int = 2, shown: float | None = None) -> str:
+def _cell(column: str, v: Any, money, hours, pct, decimals: int = 2, shown: float | None = None) -> dict:
+    """One cell for table.html: its text, and its exact value when numeric."""
     if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_)):
         f = float(v)
         text = (_fmt_money(f if shown is None else shown, decimals=decimals) if column in money else _fmt_hours(f) if column in hours
                 else _fmt_pct(f) if column in pct else f"{f:.1f}%" if column.endswith("_pct") and np.isfinite(f) else (f"{int(v):,}" if isinstance(v, (int, np.integer))
                                                        else _fmt_value(f)))
-        return f'<td class="num" data-col="{html.escape(column)}" data-value="{f!r}">{text}</td>'
+        return {"col": column, "value": repr(f), "text": text}
     text = _fmt_value(v)
-    nowrap = ' class="nw"' if len(text) <= 24 else ""
-    return f'<td{nowrap} data-col="{html.escape(column)}">{html.escape(text)}</td>'
+    return {"col": column, "value": None, "text": text, "nowrap": len(text) <= 24}
 
 
-def _figure(fig, caption: str, key: str) -> str:
-    svg = plot.to_svg(fig)
-    return f'<figure class="chart" data-chart="{html.escape(key)}">{svg}<figcaption>{html.escape(caption)}' \
-           "</figcaption></figure>"
+def _figure(fig, caption: str, key: str) -> Markup:
+    return _fragment("figure", Markup(plot.to_svg(fig)), caption, key)
 
 
-def _p(text: str) -> str:
-    return f"<p>{text}</p>"
+def _p(text: str) -> Markup:
+    return _fragment("paragraph", text)
 
 
 # ---- the report -----------------------------------------------------------------
@@ -357,8 +379,8 @@ def report(costs: Any, usage: Any, inventory: Any, workloads: Any = None, *, pat
             "cost_per_effective_gpu_hour", "assumed_gpu_hours", "utilization_source"]
     if idle == "share":
         cols.insert(2, "idle_cost")
-    table = table[cols].sort_values("cost", ascending=False, key=lambda c: c.where(
-        ~table[team].isin(list(plot.RESERVED_LABELS)), -1e18 + c))
+    table = _without_empty_rows(table[cols].sort_values("cost", ascending=False, key=lambda c: c.where(
+        ~table[team].isin(list(plot.RESERVED_LABELS)), -1e18 + c)))[0]
     data["showback_table"] = table
     s.body.append(html_table(table, key="showback", money=["cost", "idle_cost", "cost_per_effective_gpu_hour"],
                              decimals=minor_unit(currency),
@@ -373,9 +395,13 @@ def report(costs: Any, usage: Any, inventory: Any, workloads: Any = None, *, pat
                                     "cost_per_effective_gpu_hour": "$ per effective GPU-hour (measured)",
                                     "assumed_gpu_hours": "GPU-hours assumed busy (no telemetry)",
                                     "utilization_source": "Utilisation from"}))
-    s.body.append(_figure(plot.spend_over_time(by_day, team, colors=colors, title=f"Spend by {team} and day"),
-                          f"Daily spend by {team}; idle capacity and non-GPU costs on top.", "spend_over_time"))
-    s.body.append(_figure(plot.allocated_vs_idle(by_day, team), "What each day's bill paid for.",
+    charted, spread = _spread_by_day(costs, usage, inventory, workloads, team, policy, by_team, by_day)
+    if charted is not by_day:
+        data["by_team_day_charted"] = charted
+    s.body.append(_figure(plot.spend_over_time(charted, team, colors=colors, title=f"Spend by {team} and day"),
+                          f"Daily spend by {team}; idle capacity and non-GPU costs on top.{spread}",
+                          "spend_over_time"))
+    s.body.append(_figure(plot.allocated_vs_idle(charted, team), f"What each day's bill paid for.{spread}",
                           "allocated_vs_idle"))
     sections.append(s)
 
@@ -387,7 +413,7 @@ def report(costs: Any, usage: Any, inventory: Any, workloads: Any = None, *, pat
         grouped = _measured_only(by_group, by, assumed_by_group)[
             [*by, "cost", "gpu_hours", "effective_gpu_hours", "cost_per_effective_gpu_hour", "assumed_gpu_hours",
              "utilization_source"]]
-        grouped = grouped.sort_values("cost", ascending=False, ignore_index=True)
+        grouped = _without_empty_rows(grouped.sort_values("cost", ascending=False, ignore_index=True))[0]
         data["projects_table"] = grouped
         s.body.append(_figure(plot.spend_by_group(grouped, by, colors=colors, title=f"Top {min(15, len(grouped))} "
                                                   f"{by[1]}s by spend"), f"Largest {by[1]}s.", "spend_by_group"))
@@ -477,8 +503,7 @@ def report(costs: Any, usage: Any, inventory: Any, workloads: Any = None, *, pat
     if not join.problems:
         s.body.extend(_join_section(join, key="join_ok").body)
     if omitted:
-        items = "".join(f"<li>{html.escape(k)}: {html.escape(v)}</li>" for k, v in omitted.items())
-        s.body.append(f'<p class="note">Sections not in this report:</p><ul class="note">{items}</ul>')
+        s.body.append(_fragment("omitted", {f"{k}": v for k, v in omitted.items()}))
     sections.append(s)
 
     page = _page(title, first, last, kpi, sections, currency)
@@ -486,6 +511,31 @@ def report(costs: Any, usage: Any, inventory: Any, workloads: Any = None, *, pat
     if path is not None:
         result.save(path)
     return result
+
+
+def _spread_by_day(costs, usage, inventory, workloads, team: str, policy: dict, by_team: pd.DataFrame,
+                   by_day: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """The daily allocation the charts draw, and what their caption says of
+    it. A line counts wholly on the day it starts (docs/semantics.md), so a
+    month's support, tax, credit or commitment-fee line would make its 1st a
+    spike: lines longer than a day are cut at UTC midnights, their money
+    spread in proportion to time, each day's part allocated on that day."""
+    from gpucost.analyses.budget import cut_at_days  # noqa: PLC0415 (as the budgets section imports it)
+    cut, long_lines = cut_at_days(costs)
+    if not long_lines.any():
+        return by_day, ""
+    charted = gpucost.allocate(cut, usage, inventory, workloads, by=[team, "period"], freq="D", **policy)
+    dollars = float(np.asarray(costs["cost"], dtype=np.float64)[long_lines].sum())
+    words = (f" {int(long_lines.sum()):,} lines longer than a day ({_fmt_money(dollars)}: such as monthly support, "
+             "tax, credits, commitment fees) are spread over their days in proportion to time, not put on the day "
+             "they start.")
+    # A GPU line longer than a day is prorated over each day's holders here, over its whole period in the tables.
+    charted_by_team = charted.groupby(team, sort=False)["cost"].sum()
+    gap = float(charted_by_team.sub(by_team.set_index(team)["cost"], fill_value=0.0).abs().max())
+    if gap >= 0.005:
+        words += (f" GPU lines among them are prorated over each day's use, so a {team}'s bars add up to within "
+                  f"{_fmt_money(gap)} of its showback row (which prorates each line over its whole period).")
+    return charted, words
 
 
 def _one_currency(costs: Any, currency: str | None, exchange_rates: Any) -> tuple[Any, str]:
@@ -511,9 +561,7 @@ def _join_section(join: JoinReport, key: str) -> Section:
                 "and how to fix it (docs/semantics.md)." if join.problems else
                 "Every billed GPU line met telemetry and every sample met a bill line.")
     if join.problems:
-        items = "".join(f"<li><strong>{'Error' if p.error else 'Warning'}</strong>: {html.escape(p.message)}</li>"
-                        for p in join.problems)
-        s.body.append(f'<ul class="problems" data-key="join_problems">{items}</ul>')
+        s.body.append(_fragment("problems", join.problems))
     summary = join.summary()
     if len(summary):
         s.body.append(html_table(summary, key="join_summary", money=["cost", "cost_observed", "cost_unobserved",
@@ -528,24 +576,24 @@ def _join_section(join: JoinReport, key: str) -> Section:
 
 def _highlights(kpi: dict, table: pd.DataFrame, team: str, total: float, gaps: pd.DataFrame | None,
                 by: Sequence[str], currency: str = "USD") -> Section:
-    """The few sentences a finance reader reads first, from the numbers below."""
-    items = []
+    """The few sentences a finance reader reads first, from the numbers below
+    (Markup.format escapes what it is given: only the <strong> is ours)."""
+    items: list[Any] = []
     if kpi["gpu_spend"]:
-        items.append(f"<strong>{_fmt_pct(kpi['idle_share'])}</strong> of GPU spend ({_fmt_money(kpi['idle'], False)}) "
-                     "paid for GPU capacity no workload held.")
+        items.append(Markup("<strong>{}</strong> of GPU spend ({}) paid for GPU capacity no workload held.").format(
+            _fmt_pct(kpi["idle_share"]), _fmt_money(kpi["idle"], False)))
     teams = table[~table[team].isin(list(plot.RESERVED_LABELS))]
     if len(teams):
         top = teams.iloc[0]
-        items.append(f"The largest {team}, <strong>{html.escape(str(top[team]))}</strong>, cost "
-                     f"{_fmt_money(top['cost'], False)} ({_fmt_pct(top['share_of_bill'])} of the bill); "
-                     + _busy_words(top))
+        items.append(Markup("The largest {}, <strong>{}</strong>, cost {} ({} of the bill); {}").format(
+            team, str(top[team]), _fmt_money(top["cost"], False), _fmt_pct(top["share_of_bill"]), _busy_words(top)))
         material = teams[(teams["cost"] >= 0.01 * total) & np.isfinite(teams["cost_per_effective_gpu_hour"])]
         if len(material) > 1:
             worst = material.loc[material["cost_per_effective_gpu_hour"].idxmax()]
             best = material.loc[material["cost_per_effective_gpu_hour"].idxmin()]
             items.append(f"Cost per effective GPU-hour ranges from {_fmt_money(best['cost_per_effective_gpu_hour'])} "
-                         f"({html.escape(str(best[team]))}) to {_fmt_money(worst['cost_per_effective_gpu_hour'])} "
-                         f"({html.escape(str(worst[team]))}) among {team}s with at least 1% of the bill.")
+                         f"({best[team]}) to {_fmt_money(worst['cost_per_effective_gpu_hour'])} "
+                         f"({worst[team]}) among {team}s with at least 1% of the bill.")
     if gaps is not None and len(gaps):
         gap = float(gaps["cost"].sum())
         items.append(f"{_fmt_money(gap, False)} ({_fmt_pct(gap / total if total else np.nan)} of the bill) went to "
@@ -554,16 +602,16 @@ def _highlights(kpi: dict, table: pd.DataFrame, team: str, total: float, gaps: p
         items.append(f"{_fmt_money(kpi['unattributed'], False)} of the bill is not on a GPU (storage, networking, "
                      "unused commitments).")
     if kpi["assumed_gpu_hours"]:
-        items.append(f"{kpi['assumed_gpu_hours']:,.1f} GPU-hours ({_fmt_money(kpi['assumed_cost'], False)}) were held "
-                     "by jobs without telemetry (Slurm accounting): their utilisation is <strong>assumed</strong>, "
-                     "not measured, so they are shown apart and left out of every utilisation and cost per "
-                     "effective GPU-hour figure.")
+        items.append(Markup("{} GPU-hours ({}) were held by jobs without telemetry (Slurm accounting): their "
+                            "utilisation is <strong>assumed</strong>, not measured, so they are shown apart and left "
+                            "out of every utilisation and cost per effective GPU-hour figure.").format(
+            f"{kpi['assumed_gpu_hours']:,.1f}", _fmt_money(kpi["assumed_cost"], False)))
     if kpi["unobserved"]:
         items.append(f"{_fmt_money(kpi['unobserved'], False)} of GPU spend had no telemetry: neither used nor idle, "
                      "it is left out of utilisation and idle figures.")
-    items.append(f"All amounts in {html.escape(currency)}.")
+    items.append(f"All amounts in {currency}.")
     s = Section("highlights", "Highlights")
-    s.body.append("<ul class=\"highlights\">" + "".join(f"<li>{i}</li>" for i in items) + "</ul>")
+    s.body.append(_fragment("items", items, "highlights"))
     return s
 
 
@@ -684,7 +732,7 @@ def _pick(frame: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
 
 def _section_idle(find_idle, ctx) -> tuple[Section, dict] | str:
     result = find_idle(ctx["usage"], ctx["costs"], ctx["inventory"], ctx["workloads"],
-                       downtime=ctx["policy"].get("downtime"))
+                       interval=ctx["policy"].get("interval", 60), downtime=ctx["policy"].get("downtime"))
     findings = _table_of(result, "findings")
     if isinstance(findings, pd.DataFrame) and "dollars_wasted" in findings.columns:
         findings = findings.sort_values("dollars_wasted", ascending=False, ignore_index=True)
@@ -692,11 +740,47 @@ def _section_idle(find_idle, ctx) -> tuple[Section, dict] | str:
         findings["dollars_power_saved"].to_numpy().any())  # hardware you own, powered down
     shown = _pick(findings, ["resource_id", "devices", "start", "end", "hours", "consumer", ctx["by"][0], "action",
                              "mean_util", "dollars_wasted", *(["dollars_power_saved"] if saved else [])])
-    return _generic_section("idle", "Idle GPUs", "Spans where billed GPUs stayed below 5% utilisation for at least "
-                            "2 hours, with what they cost and what to do (gpucost.find_idle; hardware you own is "
-                            "powered down, consolidated or lent, never terminated). The total is over every span "
-                            "found.", shown, "idle_findings", full=findings,
-                            total=["hours", "gpu_hours", "dollars_wasted", "dollars_power_saved"])
+    built = _generic_section("idle", "Idle GPUs", "Spans where billed GPUs stayed below 5% utilisation for at least "
+                             "2 hours, with what they cost and what to do (gpucost.find_idle; hardware you own is "
+                             "powered down, consolidated or lent, never terminated). The total is over every span "
+                             "found.", shown, "idle_findings", full=findings,
+                             total=["hours", "gpu_hours", "dollars_wasted", "dollars_power_saved"])
+    if isinstance(built, str) or ctx.get("by_team") is None:
+        return built
+    section, frames = built
+    section.intro += (" Its total is not the headline's idle GPU capacity (GPU time no workload held): it adds the "
+                      "GPUs workloads held but left idle and leaves out short free stretches")
+    if not {"consumer", "dollars_wasted"} <= set(findings.columns):  # who held each span is needed to bridge them
+        section.intro += "."
+        return built
+    section.intro += "; the table below reconciles the two."
+    reconciled = _idle_reconciliation(findings, ctx["by_team"], ctx["by"][0], ctx["policy"].get("idle", "keep"))
+    section.body.insert(0, html_table(reconciled, key="idle_reconciliation", money=["amount"], total=["amount"],
+                                      names={"part": "From the headline to the idle spans", "amount": "Amount"},
+                                      total_label="The idle spans below (their Wasted $ total)"))
+    return section, {**frames, "idle_reconciliation": reconciled}
+
+
+def _idle_reconciliation(findings: pd.DataFrame, by_team: pd.DataFrame, team: str, idle: str) -> pd.DataFrame:
+    """The headline's idle GPU capacity (the allocation's ``__idle__`` row)
+    and the idle spans' total (find_idle), bridged: the rows add up to the
+    spans' total. Spans nobody held are free time the headline counts too;
+    spans a workload held are in that workload's cost instead."""
+    headline = float(by_team.loc[by_team[team].astype(str) == Reserved.IDLE, "cost"].sum())
+    wasted = findings["dollars_wasted"].to_numpy(dtype=np.float64)
+    held = findings["consumer"].astype(object).fillna("").astype(str).to_numpy() != ""
+    unheld = float(wasted[~held].sum())
+    rest = unheld - headline
+    rest = 0.0 if abs(rest) < 1e-9 * max(1.0, abs(headline)) else rest  # the same money summed two ways
+    free = ("Free GPU time that is not in a span nobody held (free for under 2 hours at a time, or within a "
+            "span a workload held part of): in the headline, not in the spans")
+    if idle == "share":
+        free = ("Free GPU time in spans nobody held, less the lines nobody used: with idle='share' the headline is "
+                "only those lines, the rest of the free time is in its holders' cost")
+    return pd.DataFrame({"part": ["Idle GPU capacity (the headline: billed GPU time no workload held)", free,
+                                  "Spans a workload held at under 5% utilisation: in its holders' cost, not in the "
+                                  "headline"],
+                         "amount": [headline, rest, float(wasted[held].sum())]})
 
 
 def _section_spot(spot_runs, ctx) -> tuple[Section, dict] | str:
@@ -773,8 +857,7 @@ def _section_advice(advise_commitments, ctx) -> tuple[Section, dict] | str:
                             pct=["break_even_utilization", "expected_utilization", "existing_coverage"],
                             total=["monthly_if_unchanged", "monthly_recommended", "savings_vs_today"])
     if not isinstance(built, str) and isinstance(advice, pd.DataFrame) and "reason" in advice.columns:
-        built[0].body.append('<ul class="reasons">' + "".join(f"<li>{html.escape(str(r))}</li>"
-                                                               for r in advice["reason"]) + "</ul>")
+        built[0].body.append(_fragment("items", [str(r) for r in advice["reason"]], "reasons"))
     return built
 
 
@@ -1097,45 +1180,6 @@ _OPTIONAL = {"invoice": _section_invoice, "idle": _section_idle, Purchase.SPOT: 
 
 # ---- the page -----------------------------------------------------------------------
 
-_CSS = """
-:root{--ink:#1d2733;--muted:#5b6675;--line:#e3e7ec;--accent:#1f5fa8;--bg:#f6f8fa}
-*{box-sizing:border-box}
-body{margin:0;font:14px/1.5 -apple-system,"Segoe UI",Roboto,"DejaVu Sans",Helvetica,Arial,sans-serif;color:var(--ink);background:var(--bg)}
-header{background:#13263d;color:#fff;padding:28px 40px 22px}
-header h1{margin:0 0 4px;font-size:24px;font-weight:600}
-header p{margin:0;color:#c5d3e3}
-main{max-width:1240px;margin:0 auto;padding:24px 24px 48px}
-.kpis{display:grid;grid-template-columns:repeat(auto-fit,minmax(160px,1fr));gap:12px;margin:-44px 0 24px}
-.kpi{background:#fff;border:1px solid var(--line);border-radius:8px;padding:14px 16px;box-shadow:0 1px 2px rgba(0,0,0,.04)}
-.kpi .label{font-size:12px;color:var(--muted);text-transform:uppercase;letter-spacing:.04em}
-.kpi .value{font-size:22px;font-weight:600;font-variant-numeric:tabular-nums;margin-top:2px}
-.kpi .sub{font-size:12px;color:var(--muted)}
-section{background:#fff;border:1px solid var(--line);border-radius:8px;padding:20px 24px;margin:0 0 20px}
-section h2{margin:0 0 6px;font-size:18px}
-section > p{color:var(--muted);margin:0 0 12px;max-width:860px}
-nav{margin:0 0 18px;font-size:13px}
-nav a{color:var(--accent);text-decoration:none;margin-right:14px}
-.scroll{overflow-x:auto}
-table.data td.nw{white-space:nowrap}
-ul.reasons{font-size:13px;color:var(--ink);margin:0 0 8px;padding-left:20px}
-ul.reasons li{margin:3px 0}
-table.data{border-collapse:collapse;width:100%;margin:8px 0 16px;font-size:12.5px}
-table.data th{text-align:left;font-weight:600;color:var(--muted);border-bottom:2px solid var(--line);padding:6px 6px;white-space:nowrap}
-table.data td{border-bottom:1px solid var(--line);padding:5px 6px}
-table.data .num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
-table.data tfoot td{font-weight:600;border-top:2px solid var(--ink);border-bottom:none}
-table.data caption{text-align:left;font-weight:600;padding:4px 0}
-figure.chart{margin:8px 0 18px}
-figure.chart svg{width:100%;height:auto;max-width:980px}
-figcaption{font-size:12px;color:var(--muted)}
-ul.highlights{margin:4px 0 0;padding-left:20px;font-size:15px}
-ul.highlights li{margin:4px 0}
-.note{font-size:12px;color:var(--muted)}
-footer{text-align:center;color:var(--muted);font-size:12px;padding:0 0 30px}
-@media print{body{background:#fff}header{background:#fff;color:var(--ink)}header p{color:var(--muted)}.kpis{margin-top:0}section{break-inside:avoid}}
-"""
-
-
 def _page(title: str, first: pd.Timestamp, last: pd.Timestamp, kpi: dict, sections: list[Section],
           currency: str) -> str:
     period = f"{first:%b %d, %Y} – {(last - pd.Timedelta(seconds=1)):%b %d, %Y} (UTC)"
@@ -1144,7 +1188,7 @@ def _page(title: str, first: pd.Timestamp, last: pd.Timestamp, kpi: dict, sectio
         ("Allocated to workloads", _fmt_money(kpi["allocated"], cents=False),
          _fmt_pct(kpi["allocated"] / kpi["total"] if kpi["total"] else np.nan) + " of the bill"),
         ("Idle GPU capacity", _fmt_money(kpi["idle"], cents=False),
-         _fmt_pct(kpi["idle_share"]) + " of measured GPU spend"),
+         _fmt_pct(kpi["idle_share"]) + " of measured GPU spend: GPU time no workload held"),
         ("Not on a GPU", _fmt_money(kpi["unattributed"], cents=False), "storage, network, unused commitments"),
         ("GPU utilisation", _fmt_pct(kpi["utilisation"]), "effective / measured GPU-hours"),
         ("Per effective GPU-hour", _fmt_money(kpi["cost_per_effective_gpu_hour"]), "GPU spend / measured effective hours"),
@@ -1156,17 +1200,8 @@ def _page(title: str, first: pd.Timestamp, last: pd.Timestamp, kpi: dict, sectio
     if kpi.get("unobserved"):
         cards.insert(4, ("No telemetry", _fmt_money(kpi["unobserved"], cents=False),
                          "billed GPU time nothing measured (not idle)"))
-    cards_html = "".join(f'<div class="kpi" data-kpi="{html.escape(label)}"><div class="label">{html.escape(label)}'
-                         f'</div><div class="value">{html.escape(value)}</div><div class="sub">{html.escape(sub)}'
-                         "</div></div>" for label, value, sub in cards)
-    nav = "".join(f'<a href="#{s.key}">{html.escape(s.title)}</a>' for s in sections)
-    body = "".join(f'<section id="{s.key}"><h2>{html.escape(s.title)}</h2>'
-                   f'{_p(html.escape(s.intro)) if s.intro else ""}{"".join(s.body)}</section>' for s in sections)
     generated = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
-            f'<meta name="viewport" content="width=device-width,initial-scale=1">'
-            f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>"
-            f"<header><h1>{html.escape(title)}</h1><p>{html.escape(period)}</p></header>"
-            f'<main><div class="kpis">{cards_html}</div><nav>{nav}</nav>{body}</main>'
-            f"<footer>Made by gpucost {html.escape(gpucost.__version__)} on {generated}. "
-            "Self-contained: no network needed.</footer></body></html>\n")
+    return str(_render("report.html", title=title, period=period, version=gpucost.__version__, generated=generated,
+                       cards=[{"label": label, "value": value, "sub": sub} for label, value, sub in cards],
+                       sections=[{"key": f"{s.key}", "title": s.title, "intro": s.intro,
+                                  "body": [Markup(part) for part in s.body]} for s in sections]))

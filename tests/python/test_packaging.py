@@ -5,6 +5,7 @@ parameter), so that a type checker using py.typed sees the real API."""
 from __future__ import annotations
 
 import ast
+import subprocess
 import importlib.metadata
 import re
 import sys
@@ -150,3 +151,24 @@ def test_stub_check_can_fail(monkeypatch):
     assert "allocate() has no stub" in str(failure.value)
     assert "not_in_core is in the stub, not in the module" in str(failure.value)
     assert "student_t_quantile: the module takes ['p', 'dof'], the stub ['p']" in str(failure.value)
+
+
+def test_the_report_templates_are_package_data():
+    # The report renders gpucost/templates with Jinja2: both must reach a user's plain `pip install`.
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert any(re.match(r"jinja2\b", d, re.I) for d in project["project"]["dependencies"])
+    skbuild = project["tool"]["scikit-build"]
+    assert "python/gpucost" in skbuild["wheel"]["packages"]  # the whole directory, data files included
+    templates = Path(gpucost.__file__).with_name("templates")
+    names = sorted(p.name for p in templates.iterdir())
+    assert {"report.html", "table.html", "fragments.html", "report.css"} <= set(names)
+    excluded = [*skbuild.get("wheel", {}).get("exclude", []), *skbuild.get("sdist", {}).get("exclude", [])]
+    assert not [e for e in excluded if "templates" in e or e.endswith((".html", ".css"))], excluded
+    # scikit-build-core leaves out what git ignores.
+    ignored = subprocess.run(["git", "check-ignore", *[str(templates / n) for n in names]], cwd=ROOT,
+                             capture_output=True, text=True)
+    assert ignored.returncode == 1 and not ignored.stdout, ignored.stdout

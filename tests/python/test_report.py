@@ -15,6 +15,7 @@ import pytest
 
 import gpucost
 from gpucost.demo import demo_fleet
+from gpucost.report import html_table
 import services
 
 matplotlib = pytest.importorskip("matplotlib")
@@ -201,6 +202,14 @@ CHECK = """<script>
                      texts: svg ? svg.querySelectorAll('text').length : 0});
   });
   out.sections = document.querySelectorAll('section').length;
+  out.cards = Array.prototype.map.call(document.querySelectorAll('section'), function (s) {
+    return {id: s.id, scroll: s.scrollWidth, client: s.clientWidth};
+  });
+  out.tables = Array.prototype.map.call(document.querySelectorAll('table.data'), function (t) {
+    var box = t.closest('.scroll'), card = t.closest('section');
+    return {key: t.dataset.key, width: t.getBoundingClientRect().width, box: box ? box.clientWidth : -1,
+            overflow: box ? getComputedStyle(box).overflowX : '', card: card.clientWidth};
+  });
   out.width = document.documentElement.scrollWidth;
   var pre = document.createElement('pre'); pre.id = 'gpucost-check';
   pre.textContent = JSON.stringify(out); document.body.appendChild(pre);
@@ -213,18 +222,7 @@ def test_renders_in_chromium(built, tmp_path):
     r, path = built
     page = r.html.replace("<head>", "<head><script>window.__errors=[];window.addEventListener('error',function(e)"
                           "{window.__errors.push(String(e.message||(e.target&&e.target.outerHTML)))},true);</script>", 1)
-    page = page.replace("</body>", CHECK + "</body>")
-    probe = tmp_path / "probe.html"
-    probe.write_text(page)
-    common = [services.chromium(), "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
-              "--disable-extensions", "--disable-background-networking", f"--user-data-dir={tmp_path / 'profile'}",
-              "--window-size=1280,1000"]
-    proc = subprocess.run([*common, "--virtual-time-budget=5000", "--dump-dom", probe.as_uri()],
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    match = re.search(r'<pre id="gpucost-check">(.*?)</pre>', proc.stdout, re.S)
-    assert match, proc.stdout[-2000:]
-    result = json.loads(html.unescape(match.group(1)))
+    result = in_chromium(page, CHECK, tmp_path, width=1280, screenshot_of=path)
     assert result["errors"] == []
     expected = {"spend_over_time", "allocated_vs_idle", "spend_by_group", "cost_per_effective_gpu_hour",
                 "utilisation_distribution"}
@@ -234,10 +232,27 @@ def test_renders_in_chromium(built, tmp_path):
         assert chart["drawn"] >= 5 and chart["texts"] >= 5, chart
     assert result["sections"] == len(r.sections)
     assert result["width"] <= 1280  # nothing wider than the window
+
+
+def in_chromium(page: str, script: str, tmp_path, *, width: int, screenshot_of=None) -> dict:
+    """What ``script`` measured of ``page`` in headless Chromium (the JSON it
+    leaves in <pre id="gpucost-check">), at ``width`` px; then a screenshot
+    of ``screenshot_of`` (default: the page), which must show something."""
+    probe = tmp_path / "probe.html"
+    probe.write_text(page.replace("</body>", script + "</body>"))
+    common = [services.chromium(), "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
+              "--disable-extensions", "--disable-background-networking", f"--user-data-dir={tmp_path / 'profile'}",
+              f"--window-size={width},1000"]
+    proc = subprocess.run([*common, "--virtual-time-budget=5000", "--dump-dom", probe.as_uri()],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    match = re.search(r'<pre id="gpucost-check">(.*?)</pre>', proc.stdout, re.S)
+    assert match, proc.stdout[-2000:]
     shot = tmp_path / "report.png"
-    proc = subprocess.run([*common, "--hide-scrollbars", f"--screenshot={shot}", path.as_uri()],
+    proc = subprocess.run([*common, "--hide-scrollbars", f"--screenshot={shot}", (screenshot_of or probe).as_uri()],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and shot.stat().st_size > 20_000, proc.stderr[-2000:]
+    return json.loads(html.unescape(match.group(1)))
 
 
 def test_idle_and_spot_sections_are_the_analyses_results(fleet, built):
@@ -401,3 +416,107 @@ def test_a_spot_section_without_a_job_label_says_which_label_it_looked_for(fleet
                        interval=fleet.interval, analyses=["spot"])
     assert "no 'job' label in the workloads table" in r.omitted["spot"]
     assert "labels there: team" in r.omitted["spot"]
+
+
+# ---- a month at fleet scale (issue 29, item 4): 256 GPUs, ~600 pods, 24 projects, monthly fee lines ----
+
+PROJECTS = [f"{team}/{name}" for team, name in zip(
+    ["vision", "nlp", "recsys", "research", "platform"] * 5,
+    ["detector-retraining-nightly", "llm-pretraining-7b", "ranking-features-v2", "diffusion-ablations",
+     "inference-gateway", "segmentation-eval", "instruction-tuning", "embeddings-refresh", "rl-from-feedback",
+     "batch-scoring", "ocr-distillation", "speech-to-text-large", "two-tower-retrieval", "world-models",
+     "notebook-pool", "video-tracking", "multilingual-eval", "session-based-recs", "scaling-laws",
+     "gpu-burn-in", "satellite-imagery", "code-assistant", "ads-ctr-calibration", "protein-folding"])]
+
+
+def month_fleet():
+    """October at EKS-fleet scale from the simulator: 256 GPUs (32 p4d) billed hourly for 31 days,
+    hourly samples, 24 projects, pods renamed mid-month as deployments roll (about 600), and the
+    month's support, tax, credit and RI-fee lines (each spanning the whole month) plus a $0.00 tax line."""
+    from gpucost.simulate import simulate_fleet
+    fleet = simulate_fleet(gpus=256, hours=24 * 31, interval=3600, start="2026-10-01", strings="object")
+    usage, workloads = fleet.usage, fleet.workloads
+    # Two pods in three are replaced on the 16th: a new name, the same labels.
+    codes = pd.factorize(usage["consumer"])[0]
+    rolled = (codes % 3 != 0) & (usage["consumer"] != "").to_numpy() & (
+        usage["timestamp"] >= pd.Timestamp("2026-10-16", tz="UTC")).to_numpy()
+    usage = usage.assign(consumer=np.where(rolled, usage["consumer"] + "-r2", usage["consumer"]))
+    workloads = pd.concat([workloads, workloads.assign(consumer=workloads["consumer"] + "-r2")], ignore_index=True)
+    workloads = workloads[workloads["consumer"].isin(set(usage["consumer"]))]
+    project = PROJECTS * (len(workloads) // len(PROJECTS) + 1)
+    order = pd.factorize(workloads["project"])[0]
+    workloads = workloads.assign(project=[project[i % len(PROJECTS)] for i in order])
+    workloads = workloads.assign(team=workloads["project"].str.split("/").str[0]).reset_index(drop=True)
+    month = pd.Timestamp("2026-10-01", tz="UTC"), pd.Timestamp("2026-11-01", tz="UTC")
+    fees = pd.DataFrame({"resource_id": ["", "", "", "arn:aws:ec2:us-east-1:123456789012:reserved-instances/ri-1", ""],
+                         "start": month[0], "end": month[1],
+                         "cost": [15_000.0, 52_118.40, -12_000.0, 20_000.0, 0.0]})  # support, tax, credit, RI fee
+    costs = pd.concat([fleet.costs, fees.assign(list_cost=fees["cost"])], ignore_index=True)
+    return costs, usage, fleet.inventory, workloads
+
+
+@pytest.fixture(scope="module")
+def month_report():
+    costs, usage, inventory, workloads = month_fleet()
+    return gpucost.report(costs, usage, inventory, workloads, interval=3600, title="October"), costs, workloads
+
+
+def test_the_month_fixture_is_fleet_scale(month_report):
+    r, costs, workloads = month_report
+    assert r.data["kpis"].at[0, "gpu_hours"] == pytest.approx(256 * 24 * 31)
+    assert 550 <= workloads["consumer"].nunique() <= 700
+    assert len(r.data["projects_table"]) >= 24 and workloads["project"].nunique() == 24
+
+
+def test_month_tables_have_no_empty_rows_and_add_up(month_report):
+    r, costs, _ = month_report
+    for key, rows in parse(r.html).tables.items():
+        for row in rows:
+            assert not row or any(v != 0 and np.isfinite(v) for v in row.values()), (key, row)
+    shown = pd.DataFrame(parse(r.html).tables["showback"])
+    assert shown["cost"].sum() == pytest.approx(float(costs["cost"].sum()), rel=1e-12)  # money in = money out
+
+
+def test_an_empty_row_is_left_out_with_a_note():
+    frame = pd.DataFrame({"team": ["a", "__unobserved__", "b"], "cost": [5.0, 0.0, 2.5],
+                          "gpu_hours": [1.0, 0.0, np.nan]})
+    table = html_table(frame, money=["cost"], hours=["gpu_hours"], total=["cost"])
+    assert "__unobserved__" not in table and "$7.50" in table
+    assert "1 row with nothing in it (every amount and quantity zero) not shown." in table
+
+
+def test_month_idle_figures_are_reconciled(month_report):
+    r, _, _ = month_report
+    by_team = r.data["by_team"].set_index("team")
+    bridge = r.data["idle_reconciliation"]
+    # The bridge starts at the headline and its rows add up to the idle section's total.
+    assert bridge.at[0, "amount"] == by_team.at["__idle__", "cost"]
+    assert bridge["amount"].sum() == pytest.approx(r.data["idle_findings"]["dollars_wasted"].sum(), rel=1e-12)
+    assert bridge.at[0, "amount"] != pytest.approx(bridge["amount"].sum(), rel=1e-3)  # they differ at this scale
+    assert "the table below reconciles the two" in r.html
+    assert parse(r.html).kpis["Idle GPU capacity"] == f"${by_team.at['__idle__', 'cost']:,.0f}"
+
+
+def test_month_fee_lines_are_spread_in_the_daily_charts(month_report):
+    r, costs, _ = month_report
+    daily = r.data["by_team_day_charted"].groupby("period")["cost"].sum()
+    assert len(daily) == 31 and daily.sum() == pytest.approx(float(costs["cost"].sum()), rel=1e-12)
+    assert daily.max() / daily.median() < 1.05  # no spike on the 1st: the fleet bills the same every day
+    first = r.data["by_team_day"].groupby("period")["cost"].sum()
+    assert first.iloc[0] / first.median() > 2  # as the allocation counts them (a line on its first day)
+    assert "5 lines longer than a day ($75,118.40" in r.html and "spread over their days" in r.html
+
+
+
+
+@pytest.mark.skipif(services.chromium() is None, reason="Debian's chromium is not installed (make test installs it)")
+def test_month_tables_fit_their_cards_in_chromium_at_1400_px(month_report, tmp_path):
+    r, _, _ = month_report
+    fit = in_chromium(r.html, CHECK, tmp_path, width=1400)
+    assert fit["width"] <= 1400
+    assert {t["key"] for t in fit["tables"]} >= {"showback", "projects", "idle", "idle_reconciliation", "invoice"}
+    for card in fit["cards"]:
+        assert card["scroll"] <= card["client"], card  # nothing sticks out of a card
+    for table in fit["tables"]:
+        assert table["overflow"] == "auto" and table["box"] <= table["card"], table  # in a scroll box the card holds
+        assert table["width"] <= table["box"] + 0.5, table  # and at 1,400 px it needs no scrolling: it fits

@@ -35,6 +35,8 @@ pkg=$("$venv_py" -c 'import gpucost, os; print(os.path.dirname(gpucost.__file__)
 
 # Typed package: the marker and the extension's stubs are installed.
 [[ -f $pkg/py.typed && -f $pkg/_core.pyi ]] || fail "py.typed or _core.pyi missing from $pkg"
+# The report's templates are package data (gpucost/templates): the demo below renders them.
+[[ -f $pkg/templates/report.html && -f $pkg/templates/table.html ]] || fail "the report's templates are missing from $pkg/templates"
 compgen -G "$site/gpucost-*.dist-info/licenses/LICENSE" > /dev/null \
   || compgen -G "$site/gpucost-*.dist-info/LICENSE" > /dev/null || fail "LICENSE missing from the .dist-info"
 

@@ -134,6 +134,27 @@ def spread_over_days(costs: Any) -> Any:
         >>> print(caught[0].message)
         costs: 1 lines span more than one day (a bill coarser than daily): their cost is spread over their days in proportion to time for daily budgets and forecasts
     """
+    cut, long_lines = cut_at_days(costs)
+    if long_lines.any():
+        warnings.warn(f"costs: {int(long_lines.sum())} lines span more than one day (a bill coarser than daily): "
+                      "their cost is spread over their days in proportion to time for daily budgets and forecasts",
+                      UserWarning, stacklevel=2)
+    return cut
+
+
+def cut_at_days(costs: Any) -> tuple[Any, np.ndarray]:
+    """:func:`spread_over_days` without its warning, for callers that say it
+    themselves (the report's daily charts): the cut lines (``costs`` itself
+    when none crosses a day) and which input lines were longer than a day.
+
+    Examples:
+        >>> from gpucost.analyses.budget import cut_at_days
+        >>> support = pd.DataFrame({"resource_id": [""], "start": [pd.Timestamp("2026-03-01", tz="UTC")],
+        ...                         "end": [pd.Timestamp("2026-03-04", tz="UTC")], "cost": [300.0]})
+        >>> cut, long_lines = cut_at_days(support)
+        >>> cut["cost"].tolist(), long_lines.tolist()
+        ([100.0, 100.0, 100.0], [True])
+    """
     name = "costs"
     t = table(costs, name)
     start = instants_ns(t, name, "start")
@@ -142,12 +163,8 @@ def spread_over_days(costs: Any) -> Any:
     last = (np.maximum(end, start + 1) - 1) // NANOS_PER_DAY
     count = (last - first + 1).astype(np.int64)
     if len(start) == 0 or count.max() <= 1:
-        return costs
+        return costs, np.zeros(len(start), dtype=bool)
     frame_in = costs.to_pandas() if hasattr(costs, "to_pandas") else pd.DataFrame(costs)
-    long_lines = int((count > 1).sum())
-    warnings.warn(f"costs: {long_lines} lines span more than one day (a bill coarser than daily): their cost is "
-                  "spread over their days in proportion to time for daily budgets and forecasts", UserWarning,
-                  stacklevel=2)
     line = np.repeat(np.arange(len(start)), count)
     k = np.arange(line.size) - np.repeat(np.cumsum(count) - count, count)
     day_start = (first[line] + k) * NANOS_PER_DAY
@@ -161,7 +178,7 @@ def spread_over_days(costs: Any) -> Any:
     for column in out.columns:
         if "cost" in str(column) and pd.api.types.is_float_dtype(out[column]):
             out[column] = out[column].to_numpy(np.float64) * fraction
-    return out
+    return out, count > 1
 
 
 def _pct_list(values: list[float]) -> str:
