@@ -189,7 +189,8 @@ def focus_columns(costs: pd.DataFrame) -> pa.Table:
 def _fractions(costs: pd.DataFrame, usage: Any, inventory: Any, workloads: Any, **policy: Any) -> pd.DataFrame:
     """Each holder's fraction of each line: the engine's allocation of lines
     of amount 1 by (cost_line, consumer)."""
-    unit = costs.drop(columns=[c for c in ("list_cost",) if c in costs.columns]).assign(cost=1.0)
+    # Per line, so the currency key changes nothing (and may be missing).
+    unit = costs.drop(columns=[c for c in ("list_cost", "currency") if c in costs.columns]).assign(cost=1.0)
     unit.attrs = {}
     result = allocate(unit, usage, inventory, workloads, by=["cost_line", "consumer"], **policy)
     return result[["cost_line", "consumer", "cost", "gpu_hours", "effective_gpu_hours", "mem_gib_hours"]]
@@ -216,7 +217,7 @@ def _split(origin: pa.Table, costs: pd.DataFrame, parts: pd.DataFrame, workloads
     slot = np.concatenate([np.full(len(passing), -1), np.arange(len(line))])[order]
     out = origin.take(pa.array(rows))
     currency = _currency(origin, rows)
-    fraction = np.where(allocated, parts["cost"].to_numpy(float)[slot], 1.0)
+    fraction = _at(parts["cost"].to_numpy(float), slot, 1.0)
     for name in FOCUS_SUMMABLE:
         if name not in out.column_names:
             continue
@@ -230,7 +231,7 @@ def _split(origin: pa.Table, costs: pd.DataFrame, parts: pd.DataFrame, workloads
             column = pc.if_else(pa.array(allocated), pc.cast(column, pa.string()), out.column(name))
         out = out.set_column(out.schema.get_field_index(name), name, column)
     method = _method_ids(costs, basis, idle)[rows]
-    holder = np.where(allocated, consumer[np.maximum(slot, 0)], None)
+    holder = _at(consumer, slot, None)
     details = _details(parts, slot, allocated, basis, alpha, idle)
     tags = _tags(holder, workloads)
     for name, values in zip(FOCUS_ALLOCATED, (np.where(allocated, method, None), details, holder, holder, tags)):
@@ -239,6 +240,13 @@ def _split(origin: pa.Table, costs: pd.DataFrame, parts: pd.DataFrame, workloads
             out = out.set_column(out.schema.get_field_index(name), name, column)
         else:
             out = out.append_column(name, column)
+    return out
+
+
+def _at(values: np.ndarray, slot: np.ndarray, default: Any) -> np.ndarray:
+    """``values[slot]`` on allocated rows (``slot >= 0``), ``default`` on the others."""
+    out = np.full(len(slot), default, dtype=values.dtype if default is not None else object)
+    out[slot >= 0] = values[slot[slot >= 0]]
     return out
 
 
@@ -280,7 +288,7 @@ def _details(parts: pd.DataFrame, slot: np.ndarray, allocated: np.ndarray, basis
     pieces = [pa.array(np.full(len(slot), head, dtype=object), pa.string())]
     for key, column in (("AllocatedRatio", "cost"), ("GpuHours", "gpu_hours"),
                         ("EffectiveGpuHours", "effective_gpu_hours"), ("MemGibHours", "mem_gib_hours")):
-        values = parts[column].to_numpy(float)[np.maximum(slot, 0)]
+        values = _at(parts[column].to_numpy(float), slot, 0.0)
         pieces += [pa.array(np.full(len(slot), f', "{key}": ', dtype=object), pa.string()),
                    pc.cast(pa.array(np.round(values, 12)), pa.string())]
     pieces.append(pa.array(np.full(len(slot), "}", dtype=object), pa.string()))
@@ -305,10 +313,16 @@ def _tags(holder: np.ndarray, workloads: Any) -> np.ndarray:
     return np.where(pd.isna(holder), None, encoded[inverse])
 
 
-def write_focus(table: pa.Table, path: str | os.PathLike) -> None:
-    """Writes a FOCUS dataset: Parquet for ``.parquet``, else CSV."""
-    name = os.fspath(path)
+def write_focus(table: pa.Table, path: Any, suffix: str | None = None) -> None:
+    """Writes a FOCUS dataset to a path or binary file: Parquet when the
+    name (or ``suffix``) ends in ``.parquet``, else CSV."""
+    name = suffix or (os.fspath(path) if isinstance(path, str | os.PathLike) else "")
     if name.lower().endswith(".parquet"):
-        pq.write_table(table, name)
+        for column in FOCUS_SUMMABLE:  # metrics read as CSV text are numbers in Parquet
+            if column in table.column_names and pa.types.is_string(table.schema.field(column).type):
+                values = _numbers(table.column(column))
+                table = table.set_column(table.schema.get_field_index(column), column,
+                                         pa.array(values, mask=np.isnan(values)))
+        pq.write_table(table, path)
     else:
-        pacsv.write_csv(table, name)
+        pacsv.write_csv(table, path)
