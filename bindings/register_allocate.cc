@@ -144,21 +144,29 @@ py::object Member(const T& member, const py::object& owner) {
 // hands out numpy views of its arrays (no copy; each view keeps it alive).
 void RegisterAllocationResult(py::module_& m) {
   py::class_<KeyColumn> key(m, "KeyColumn",
-                            "One key column of a result: string codes into a sorted dictionary, or period instants.");
+                            "One key column of a result: string codes into a sorted dictionary, period instants "
+                            "or cost-line rows.");
   key.def_readonly("name", &KeyColumn::name)
       .def_property_readonly("is_period", &KeyColumn::is_period)
+      .def_property_readonly("is_cost_line", &KeyColumn::is_cost_line)
       .def_property_readonly("codes",
                              [](const py::object& self) -> py::object {
                                const auto& k = self.cast<const KeyColumn&>();
-                               return k.is_period() ? py::none() : py::object(ViewAsNumpy(k.codes, self));
+                               return k.is_period() || k.is_cost_line() ? py::none()
+                                                                         : py::object(ViewAsNumpy(k.codes, self));
                              })
       .def_property_readonly("dictionary",
                              [](const KeyColumn& k) -> py::object {
-                               return k.is_period() ? py::none() : py::cast(k.dictionary);
+                               return k.is_period() || k.is_cost_line() ? py::none() : py::cast(k.dictionary);
                              })
-      .def_property_readonly("period", [](const py::object& self) -> py::object {
+      .def_property_readonly("period",
+                             [](const py::object& self) -> py::object {
+                               const auto& k = self.cast<const KeyColumn&>();
+                               return k.is_period() ? py::object(ViewAsNumpy(k.period, self)) : py::none();
+                             })
+      .def_property_readonly("cost_line", [](const py::object& self) -> py::object {
         const auto& k = self.cast<const KeyColumn&>();
-        return k.is_period() ? py::object(ViewAsNumpy(k.period, self)) : py::none();
+        return k.is_cost_line() ? py::object(ViewAsNumpy(k.cost_line, self)) : py::none();
       });
 
   py::class_<Diagnostics>(m, "Diagnostics", "The engine's counts (SEMANTICS 5).")

@@ -74,6 +74,8 @@ py::dict ToPython(CostLines&& lines) {
   report["currencies"] = r.currencies;
   report["naive_timestamps"] = r.naive_timestamps;
   if (!r.gcp_export.empty()) report["gcp_export"] = r.gcp_export;
+  report["allocated_charges"] = r.allocated_charges;
+  if (!r.first_allocated_charge.empty()) report["first_allocated_charge"] = r.first_allocated_charge;
   out["report"] = report;
   py::list tags;
   for (size_t k = 0; k < lines.tag_keys.size(); ++k) {

@@ -64,14 +64,18 @@ struct Diagnostics {
 
 // One key column of the result. String keys are codes into `dictionary`,
 // which is sorted, so code order is value order. The "period" key holds
-// instants (ns, UTC) in `period` instead.
+// instants (ns, UTC) in `period` instead, and the "cost_line" key the row
+// of the cost line (0-based, in the cost table given) in `cost_line`: one
+// result row per line and holder, what a FOCUS split cost allocation writes.
 struct KeyColumn {
   std::string name;
   std::vector<int32_t> codes;
   std::vector<std::string> dictionary;
   std::vector<int64_t> period;
+  std::vector<int64_t> cost_line;
 
   [[nodiscard]] bool is_period() const { return name == "period"; }
+  [[nodiscard]] bool is_cost_line() const { return name == "cost_line"; }
 };
 
 // How the bill and the telemetry joined: one row per (resource_id, currency)

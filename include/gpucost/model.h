@@ -267,8 +267,9 @@ struct AllocationPolicy {
   // absent: inferred from the timestamps (SEMANTICS 1.3; streaming: from the
   // first chunk without durations). Every series is checked against it.
   std::optional<double> interval_seconds;
-  // Result groups: "consumer", "resource_id", "period" or label columns of
-  // the workloads table, in the order the result is sorted by.
+  // Result groups: "consumer", "resource_id", "period", "cost_line" (one
+  // group per cost line: its row in the cost table) or label columns of the
+  // workloads table, in the order the result is sorted by.
   std::vector<std::string> by = {"consumer"};
   // Required when `by` contains "period".
   std::optional<PeriodFreq> freq;

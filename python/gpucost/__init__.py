@@ -55,6 +55,7 @@ from gpucost.billing import read_azure_costs, read_cur, read_focus, read_gcp_bil
 from gpucost.invoice import read_invoice
 from gpucost.attribution import attribute_tagged, share_costs
 from gpucost.owned import owned_costs
+from gpucost.focus import to_focus
 from gpucost.energy import estimate_power
 from gpucost.stream import allocate_stream
 from gpucost import plot
@@ -92,7 +93,7 @@ __all__ += ["buy_vs_rent"]
 __all__ += ["advise_commitments", "amortize", "autoscaling_estimate", "budget_status", "commitment_coverage",
             "commitment_utilization", "forecast_spend", "hourly_demand", "read_spot_prices", "spend_anomalies",
             "spot_move_savings", "spot_placement", "spot_savings", "spread_over_days", "workload_classes"]
-__all__ += ["read_azure_costs", "read_cur", "read_focus", "read_gcp_billing", "read_invoice"]
+__all__ += ["read_azure_costs", "read_cur", "read_focus", "read_gcp_billing", "read_invoice", "to_focus"]
 __all__ += ["attribute_tagged", "share_costs", "owned_costs", "estimate_power"]
 __all__ += ["plot", "report"]
 __all__ += ["allocate_stream", "available_cores", "get_num_threads", "result_attrs", "set_num_threads"]

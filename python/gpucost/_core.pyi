@@ -15,11 +15,15 @@ class KeyColumn:
     @property
     def is_period(self) -> bool: ...
     @property
+    def is_cost_line(self) -> bool: ...
+    @property
     def codes(self) -> np.ndarray | None: ...  # int32; None for the period key
     @property
     def dictionary(self) -> list[str] | None: ...  # None for the period key
     @property
     def period(self) -> np.ndarray | None: ...  # int64 ns UTC; None for a string key
+    @property
+    def cost_line(self) -> np.ndarray | None: ...  # int64 rows of the cost table; None for other keys
 
 class Diagnostics:
     @property

@@ -15,6 +15,18 @@ from gpucost.frames import JoinTable, Table, allocation_result, check_output
 from gpucost.model import CostDriver
 from gpucost.join import check_public_call
 
+
+def check_not_allocated(costs: Any) -> None:
+    """Refuses cost lines read from a FOCUS export that holds allocated
+    charges already (FOCUS 1.3 AllocatedMethodId set; the reader counts them):
+    allocating them would split each charge twice. The error names the file,
+    the row and the column."""
+    report = getattr(costs, "attrs", {}).get("billing", {}) or {}
+    count = int(report.get("allocated_charges", 0) or 0)
+    if count:
+        raise InvalidInputError(f"{report.get('first_allocated_charge', report.get('source', 'costs'))} "
+                                f"({count} such row(s)); allocate the export before it was split, not a split one")
+
 __all__ = ["allocate", "Allocator", "available_cores", "get_num_threads", "set_num_threads", "series_spacings",
            "infer_interval"]
 
@@ -116,6 +128,7 @@ def _in_unit(instants: np.ndarray, unit: str, wanted: str) -> np.ndarray:
 
 def cost_columns(costs: Any) -> dict:
     t = Table(costs, "costs")
+    check_not_allocated(t.data)
     start, unit = t.instants("start")
     end, end_unit = t.instants("end")
     if end_unit != unit:  # rare: mixed units; bring end to start's unit

@@ -326,7 +326,7 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Allocates every cost line of the bill to the workloads that held its GPUs.")
     _add_sources(p)
     _add_policy(p)
-    _add_output(p)
+    _add_output(p, ("table", "csv", "json", "xlsx", "parquet", "focus"))
     p.add_argument("--sql", metavar="URL", help="write to a SQL table (SQLAlchemy URL): each day's rows replaced")
     p.add_argument("--table", default="gpucost_allocation", help="SQL table name (default gpucost_allocation)")
     p.add_argument("--check", action="store_true", help="print what gpucost check prints first (on stderr)")
@@ -711,12 +711,33 @@ def cmd_allocate(args: argparse.Namespace) -> int:
             rows += pipeline.write_day(result, args.sql, day, table=args.table)
         print(f"gpucost: wrote {rows} rows for {len(days)} days to table {args.table}", file=sys.stderr)
         return EXIT_OK
+    if _format(args) == "focus":
+        return _write_focus(args, config, tables, policy)
     freq = config.policy.get("freq", "D") if "period" in by else None
     result = gpucost.allocate(tables.costs, tables.usage, tables.inventory, tables.workloads, by=by, freq=freq,
                               **policy)
     _check_join(result, tables, config, args)
     result = attribute(config, tables, result, by)
     _write(args, result, tables)
+    return EXIT_OK
+
+
+def _write_focus(args: argparse.Namespace, config: Config, tables: Tables, policy: dict) -> int:
+    """``allocate --format focus``: the bill with each split charge as its
+    FOCUS 1.3 allocated charges (docs/focus.md), CSV or Parquet by the
+    output's name."""
+    if not args.output:
+        raise UsageError("--format focus needs --output FILE (.csv or .parquet)")
+    if config.attribution.get("tag") or config.attribution.get("shared"):
+        raise UsageError("--format focus writes the GPU split of each charge; [attribution] (--tag, --share) "
+                         "applies to a whole allocation: run allocate without --format focus for it")
+    from gpucost.demo import atomic_write
+    from gpucost.focus import write_focus
+    kept = {k: v for k, v in policy.items() if k in ("basis", "alpha", "idle", "interval", "downtime")}
+    table = gpucost.to_focus(tables.costs, tables.usage, tables.inventory, tables.workloads, **kept)
+    suffix = ".parquet" if str(args.output).lower().endswith(".parquet") else ".csv"
+    atomic_write(args.output, lambda f: write_focus(table, f, suffix))
+    print(f"gpucost: wrote {args.output} ({table.num_rows} FOCUS rows)", file=sys.stderr)
     return EXIT_OK
 
 

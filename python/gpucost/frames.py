@@ -304,8 +304,13 @@ _METRICS = ("cost", "idle_cost", "list_cost", "gpu_hours", "effective_gpu_hours"
 
 def _key_values(key: _core.KeyColumn) -> tuple[str, np.ndarray, list[str] | None]:
     """A result key column as (name, values, dictionary): codes and their
-    dictionary, or period instants (int64 ns UTC) and None."""
-    return (key.name, key.period, None) if key.is_period else (key.name, key.codes, key.dictionary)
+    dictionary, or period instants (int64 ns UTC) or cost-line rows (int64)
+    and None."""
+    if key.is_period:
+        return key.name, key.period, None
+    if key.is_cost_line:
+        return key.name, key.cost_line, None
+    return key.name, key.codes, key.dictionary
 
 
 #: The engine's counts, in the order of ``attrs["diagnostics"]``.
@@ -340,7 +345,9 @@ def allocation_frame(raw: _core.AllocationResult) -> pd.DataFrame:
     keys = [_key_values(key) for key in raw.keys]
     columns: dict[str, Any] = {}
     for name, values, dictionary in keys:
-        if dictionary is None:
+        if name == "cost_line":
+            columns[name] = values
+        elif dictionary is None:
             columns[name] = pd.DatetimeIndex(values.view("datetime64[ns]")).tz_localize("UTC")
         else:
             columns[name] = np.asarray(dictionary, dtype=object)[values] if len(dictionary) else \
@@ -390,7 +397,9 @@ def _result_columns(raw: _core.AllocationResult, dictionaries: bool) -> dict[str
     arrays over the engine's codes, or plain strings (one per result row)."""
     columns: dict[str, pa.Array] = {}
     for name, values, dictionary in map(_key_values, raw.keys):
-        if dictionary is None:
+        if name == "cost_line":
+            columns[name] = pa.array(np.asarray(values, dtype=np.int64))
+        elif dictionary is None:
             columns[name] = pa.array(np.asarray(values, dtype=np.int64)).view(pa.timestamp("ns", tz="UTC"))
         else:
             strings = pa.array(dictionary, type=pa.string())

@@ -25,7 +25,7 @@ import pandas as pd
 from gpucost.errors import InvalidInputError
 
 __all__ = ["MINOR_UNITS", "minor_unit", "round_half_away", "round_parts", "book", "frame_currency",
-           "parse_decimals", "money_decimals", "column_kinds", "MONEY_COLUMNS", "HOURS_COLUMNS", "RATE_COLUMNS"]
+           "parse_decimals", "money_decimals", "column_kinds", "exact_decimals", "split_exact", "MONEY_COLUMNS", "HOURS_COLUMNS", "RATE_COLUMNS"]
 
 #: ISO 4217 minor units (digits after the decimal point) of the active
 #: currencies. A currency missing here is an error, not a guess: pass decimals.
@@ -199,6 +199,65 @@ def round_parts(values: Any, decimals: Any = 2, *, by: Any = None, within: Any =
         line_target = _largest_remainder(line_scaled, line_group, group_target)
         units = _largest_remainder(scaled, pair, line_target)
     out[finite] = units / scale + 0.0
+    return out
+
+
+#: Most decimals :func:`exact_decimals` gives (FOCUS exports write up to ~10).
+MAX_EXACT_DECIMALS = 12
+
+
+def exact_decimals(values: Any, least: Any = 2) -> np.ndarray:
+    """The fewest decimals, at least ``least`` (scalar or per value), that
+    write each value exactly (0.125 -> 3), at most 12 and fewer where the
+    value times ``10**decimals`` would pass 2**53 (where a float stops
+    counting whole units). What :func:`split_exact` splits each total in.
+
+    Examples:
+        >>> gpucost.money.exact_decimals([32.77, 0.125, 1/3, 4.0], [2, 2, 2, 0])
+        array([ 2,  3, 12,  0])
+        >>> gpucost.money.exact_decimals([1e9 + 0.123456789], 2)   # 2**53 allows 6 decimals here
+        array([6])
+    """
+    v = np.abs(np.nan_to_num(np.asarray(values, dtype=np.float64), nan=0.0, posinf=0.0, neginf=0.0))
+    dec = np.broadcast_to(np.asarray(least, dtype=np.int64), v.shape).copy()
+    done = np.zeros(v.shape, dtype=bool)
+    for d in range(int(dec.min(initial=0)), MAX_EXACT_DECIMALS + 1):
+        scaled = v * 10.0 ** d
+        fits = scaled < 2.0 ** 53
+        exact = np.abs(scaled - np.round(scaled)) <= 1e-6  # float noise is not a digit
+        take = ~done & (d >= dec) & (exact | ~fits | (d == MAX_EXACT_DECIMALS))
+        dec[take] = np.where(fits[take], d, max(d - 1, 0))
+        done |= take
+    return dec
+
+
+def split_exact(totals: Any, fractions: Any, decimals: Any, *, by: Any) -> np.ndarray:
+    """Parts ``totals * fractions`` in whole units of ``10**-decimals`` by
+    largest remainder, so that the parts of each ``by`` group (one total,
+    repeated on each of its rows, split by fractions that add up to 1) add up
+    to that total exactly. NaN totals give NaN parts. How a FOCUS origin
+    charge is split into allocated charges (:func:`gpucost.to_focus`).
+
+    Examples:
+        $10.00 and 1 hour, each split in three:
+
+        >>> gpucost.money.split_exact([10, 10, 10, 1, 1, 1], [1/3] * 6, [2, 2, 2, 6, 6, 6], by=[0, 0, 0, 1, 1, 1])
+        array([3.34    , 3.33    , 3.33    , 0.333334, 0.333333, 0.333333])
+    """
+    total = np.asarray(totals, dtype=np.float64)
+    dec = np.broadcast_to(np.asarray(decimals, dtype=np.int64), total.shape)
+    out = np.full(total.shape, np.nan)
+    ok = np.isfinite(total)
+    if not ok.any():
+        return out
+    group, ngroups = _codes(np.asarray(by, dtype=object)[ok], int(ok.sum()))
+    f = np.asarray(fractions, dtype=np.float64)[ok]
+    f = f / np.bincount(group, weights=f, minlength=ngroups)[group]  # add up to 1 exactly enough
+    scale = 10.0 ** dec[ok]
+    units = np.round(total[ok] * scale)
+    target = np.zeros(ngroups)
+    target[group] = units
+    out[ok] = _largest_remainder(units * f, group, target) / scale + 0.0
     return out
 
 

@@ -268,25 +268,27 @@ std::vector<int32_t> SortedOrder(const std::vector<std::string>& names) {
 }
 
 // Key dimension of a result group, in `by` order.
-enum class KeyKind { kConsumer, kResource, kPeriod, kLabel, kCurrency };
+enum class KeyKind { kConsumer, kResource, kPeriod, kLabel, kCurrency, kCostLine };
 struct KeyDim {
   KeyKind kind;
   std::string name;
   int label = -1;  // index into labels_ for kLabel
 };
 
-// A result group: (consumer key, resource, period). The consumer key is a
-// consumer id when grouping by consumer, a label-tuple id when grouping by
-// labels only, and 0 otherwise.
+// A result group: (consumer key, resource, period, currency, cost line).
+// The consumer key is a consumer id when grouping by consumer, a label-tuple
+// id when grouping by labels only, and 0 otherwise; the cost line is the
+// line's row when grouping by "cost_line", else 0.
 struct GroupKey {
   int32_t consumer_key;
   int32_t resource;
   int64_t period;
   int32_t currency;
+  int64_t cost_line;
   bool operator==(const GroupKey&) const = default;
   template <typename H>
   friend H AbslHashValue(H h, const GroupKey& k) {
-    return H::combine(std::move(h), k.consumer_key, k.resource, k.period, k.currency);
+    return H::combine(std::move(h), k.consumer_key, k.resource, k.period, k.currency, k.cost_line);
   }
 };
 
@@ -747,7 +749,7 @@ absl::Status Allocator::State::IndexWorkloads(const WorkloadColumns& wl) {
     GPUCOST_RETURN_IF_ERROR(CheckCodes(kTable, label.name, label.values, 0));
     GPUCOST_RETURN_IF_ERROR(CheckNotReserved(kTable, label.name, label.values, 0));
     if (label.name == "consumer" || label.name == "resource_id" || label.name == "period" ||
-        label.name == "currency") {
+        label.name == "currency" || label.name == "cost_line") {
       return TableError(kTable, absl::StrCat("label column ", Quoted(label.name),
                                              " clashes with a built-in key of the same name"));
     }
@@ -805,6 +807,8 @@ absl::Status Allocator::State::ResolveKeys() {
     } else if (name == "period") {
       key_dims.push_back({KeyKind::kPeriod, name});
       has_period = true;
+    } else if (name == "cost_line") {
+      key_dims.push_back({KeyKind::kCostLine, name});
     } else {
       int found = -1;
       for (size_t l = 0; l < labels.size(); ++l) {
@@ -812,7 +816,7 @@ absl::Status Allocator::State::ResolveKeys() {
       }
       if (found < 0) {
         return ParameterError("by", absl::StrCat("unknown column ", Quoted(name),
-                                                 " (expected consumer, resource_id, period or a "
+                                                 " (expected consumer, resource_id, period, cost_line or a "
                                                  "label column of the workloads table)"));
       }
       key_dims.push_back({KeyKind::kLabel, name, found});
@@ -1693,12 +1697,13 @@ absl::StatusOr<Allocation> Allocator::State::Prorate() {
   }
 
   // Consumer keys: which id a consumer (or idle / unattributed) groups under.
-  bool by_consumer = false, by_resource = false, by_labels = false;
+  bool by_consumer = false, by_resource = false, by_labels = false, by_line = false;
   std::optional<PeriodFreq> period_freq;
   for (const KeyDim& dim : key_dims) {
     by_consumer |= dim.kind == KeyKind::kConsumer;
     by_resource |= dim.kind == KeyKind::kResource;
     by_labels |= dim.kind == KeyKind::kLabel;
+    by_line |= dim.kind == KeyKind::kCostLine;
     if (dim.kind == KeyKind::kPeriod) period_freq = policy.freq;
   }
   const auto num_consumers = static_cast<int32_t>(consumer_names.size());
@@ -1741,10 +1746,11 @@ absl::StatusOr<Allocation> Allocator::State::Prorate() {
   absl::flat_hash_map<GroupKey, uint32_t> group_ids;
   std::vector<GroupKey> group_keys;
   std::vector<GroupTotals> totals;
-  auto group = [&](int32_t consumer, const Line& line) -> GroupTotals& {
+  auto group = [&](int32_t consumer, size_t line_index) -> GroupTotals& {
+    const Line& line = lines[line_index];
     const GroupKey key{consumer_key[consumer], by_resource ? line.resource : 0,
                        period_freq ? FloorToPeriod(line.start, *period_freq) : 0,
-                       has_currency ? line.currency : 0};
+                       has_currency ? line.currency : 0, by_line ? static_cast<int64_t>(line_index) : 0};
     auto [it, inserted] = group_ids.try_emplace(key, static_cast<uint32_t>(totals.size()));
     if (inserted) {
       group_keys.push_back(key);
@@ -1776,7 +1782,7 @@ absl::StatusOr<Allocation> Allocator::State::Prorate() {
     const Line& line = lines[line_index];
     const Resource& res = resources[line.resource];
     if (res.devices == 0) {
-      GroupTotals& g = group(unattributed_id, line);
+      GroupTotals& g = group(unattributed_id, line_index);
       g.cost += line.cost;
       g.list_cost += line.list_cost;
       ++diagnostics.lines_unattributed;
@@ -1796,7 +1802,7 @@ absl::StatusOr<Allocation> Allocator::State::Prorate() {
       }
       if (down_ns > 0) {
         const double down = static_cast<double>(down_ns) / static_cast<double>(line.end - line.start);
-        GroupTotals& g = group(down_id, line);
+        GroupTotals& g = group(down_id, line_index);
         g.cost += line.cost * down;
         line_down[line_index] = line.cost * down;
         g.list_cost += line.list_cost * down;
@@ -1813,7 +1819,7 @@ absl::StatusOr<Allocation> Allocator::State::Prorate() {
     bool observed = false;
     for (int64_t seg = line.seg_begin; seg < line.seg_end && !observed; ++seg) observed = seg_observed[seg] != 0;
     if (!observed) {  // nothing measured it: neither used nor idle
-      GroupTotals& g = group(unobserved_id, line);
+      GroupTotals& g = group(unobserved_id, line_index);
       g.cost += line_cost;
       g.list_cost += line_list;
       g.gpu_ns += hours * capacity;
@@ -1890,7 +1896,7 @@ absl::StatusOr<Allocation> Allocator::State::Prorate() {
     const bool share_idle = policy.idle == IdleMode::kShare && phi_sum > 0.0;
     const double idle_capacity = std::max(0.0, capacity - held_sum);
     for (size_t k = 0; k < sums.size(); ++k) {
-      GroupTotals& g = group(sums[k].consumer, line);
+      GroupTotals& g = group(sums[k].consumer, line_index);
       double cost = line_cost * phi[k];
       double list = line_list * phi[k];
       double energy = sums[k].acc.energy, co2 = sums[k].acc.carbon, gpu_ns = sums[k].acc.held;
@@ -1913,7 +1919,7 @@ absl::StatusOr<Allocation> Allocator::State::Prorate() {
       g.carbon += hours * co2;
     }
     if (!share_idle) {
-      GroupTotals& g = group(idle_id, line);
+      GroupTotals& g = group(idle_id, line_index);
       g.cost += idle;
       g.idle_cost += idle;
       g.list_cost += idle_list;
@@ -1951,6 +1957,10 @@ absl::StatusOr<Allocation> Allocator::State::Prorate() {
       case KeyKind::kPeriod:
         col.period.resize(rows);
         for (size_t g = 0; g < rows; ++g) col.period[g] = group_keys[g].period;
+        break;
+      case KeyKind::kCostLine:
+        col.cost_line.resize(rows);
+        for (size_t g = 0; g < rows; ++g) col.cost_line[g] = group_keys[g].cost_line;
         break;
       case KeyKind::kResource: {
         col.dictionary = sorted_dictionary(resource_names, rank);  // "" (kNoName) included
@@ -2003,6 +2013,8 @@ absl::StatusOr<Allocation> Allocator::State::Prorate() {
     for (const KeyColumn& col : out.keys) {
       if (col.is_period()) {
         if (col.period[a] != col.period[b]) return col.period[a] < col.period[b];
+      } else if (col.is_cost_line()) {
+        if (col.cost_line[a] != col.cost_line[b]) return col.cost_line[a] < col.cost_line[b];
       } else if (col.codes[a] != col.codes[b]) {
         return col.codes[a] < col.codes[b];
       }
@@ -2010,10 +2022,11 @@ absl::StatusOr<Allocation> Allocator::State::Prorate() {
     return false;
   });
   for (KeyColumn& col : out.keys) {
-    if (col.is_period()) {
+    if (col.is_period() || col.is_cost_line()) {
+      std::vector<int64_t>& values = col.is_period() ? col.period : col.cost_line;
       std::vector<int64_t> v(rows);
-      for (size_t k = 0; k < rows; ++k) v[k] = col.period[order[k]];
-      col.period = std::move(v);
+      for (size_t k = 0; k < rows; ++k) v[k] = values[order[k]];
+      values = std::move(v);
     } else {
       std::vector<int32_t> v(rows);
       for (size_t k = 0; k < rows; ++k) v[k] = col.codes[order[k]];

@@ -14,7 +14,7 @@ enum Field {
   kStart, kEnd, kBilled, kEffective, kList, kResourceId, kResourceName, kProvider, kAccount, kRegion,
   kService, kSku, kChargeCategory, kPricingCategory, kCommitmentId, kCommitmentType, kCommitmentStatus, kCurrency, kTags,
   kSkuPriceDetails, kUsageType, kSkuDetails, kConsumedQuantity, kConsumedUnit, kPricingCurrency,
-  kChargeDescription, kSkuMeter, kSkuDescription, kSystemLabels, kMeterName, kMeterCategory, kCount,
+  kChargeDescription, kSkuMeter, kSkuDescription, kSystemLabels, kMeterName, kMeterCategory, kAllocatedMethod, kCount,
 };
 
 constexpr ColumnSpec kColumns[] = {
@@ -53,6 +53,8 @@ constexpr ColumnSpec kColumns[] = {
     {kSystemLabels, {"x_SystemLabels", "x_system_labels"}},
     {kMeterName, {"x_SkuMeterName"}},  // Azure; FOCUS's own SkuMeter is kSkuMeter
     {kMeterCategory, {"x_SkuMeterCategory"}},
+    // FOCUS 1.3 split cost allocation: set on allocated charges only.
+    {kAllocatedMethod, {"AllocatedMethodId"}},
 };
 
 // The commitment a FOCUS line uses or buys: CommitmentDiscountType as the
@@ -213,6 +215,19 @@ absl::Status FocusFormat::Normalise(const Row& row, LineBuilder& out) {
     }
   }
 
+  // An allocated charge (FOCUS 1.3) is read as a line like any other, so a
+  // split export reads back whole; the report says it is one, for allocate
+  // to refuse splitting it again.
+  if (!row.IsNull(layout.col(kAllocatedMethod))) {
+    BillingReport& report = out.report();
+    if (report.allocated_charges++ == 0) {
+      report.first_allocated_charge = std::string(
+          row.Error(layout.name(kAllocatedMethod),
+                    absl::StrCat("'", ToAbsl(row.Text(layout.col(kAllocatedMethod))),
+                                 "': already an allocated charge of a split cost allocation"))
+              .message());
+    }
+  }
   GPUCOST_RETURN_IF_ERROR(out.TagsFromCell(row, layout.col(kTags)));
   return out.Commit(line, [&](std::string_view what) { return row.Error(layout.name(AmountField(amount)), what); });
 }

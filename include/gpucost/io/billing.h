@@ -134,6 +134,12 @@ struct BillingReport {
   // Whether naive timestamps were read in BillingOptions::tz (true) or as
   // UTC; false when every timestamp carried its zone.
   bool naive_timestamps = false;
+  // FOCUS 1.3: rows that are already allocated charges of a split cost
+  // allocation (AllocatedMethodId set), and where the first one is ("file:
+  // line N: column AllocatedMethodId: ..."). Allocating them again would
+  // split each charge twice; gpucost.allocate refuses such lines.
+  int64_t allocated_charges = 0;
+  std::string first_allocated_charge;
 };
 
 // The reader's output: SEMANTICS 1.1 cost lines and the slicing columns. All

@@ -56,6 +56,13 @@ int main() {
   const gpucost::JoinTable& join = result->join;
   CHECK(join.size() == 1 && join.resource_id[0] == "i-1" && join.samples[0] == 3);
   CHECK_NEAR(join.billed_gpu_hours[0], 1.0);
+  // By cost line: one row per line (its row in `costs`) and holder, what a
+  // FOCUS split cost allocation writes for each origin charge.
+  gpucost::AllocationPolicy per_line = policy;
+  per_line.by = {"cost_line", "consumer"};
+  absl::StatusOr<gpucost::Allocation> lines = gpucost::Allocate(costs, samples, inventory, nullptr, per_line);
+  CHECK_OK(lines);
+  CHECK(lines->size() == 3 && lines->keys[0].is_cost_line() && lines->keys[0].cost_line[2] == 0);
   // [Allocate]
 
   // [Allocator]

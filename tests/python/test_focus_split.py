@@ -1,0 +1,234 @@
+"""FOCUS both ways (issue 32): a FOCUS 1.3 export read, allocated and written
+back as split cost allocations, read again; every summable column of each
+origin charge conserved exactly (docs/focus.md)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from decimal import Decimal
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+import pytest
+
+import gpucost
+from gpucost.focus import FOCUS_ALLOCATED, FOCUS_SUMMABLE
+
+SPEC = Path("/work/shared/data/focus-spec-examples")
+H = pd.Timestamp("2026-03-01T10:00:00Z")
+
+# A FOCUS 1.3 export built column by column from the specification: 1.3's
+# provider columns (ServiceProviderName, HostProviderName), its contract
+# column (ContractApplied), the allocation columns present and null, unit
+# prices, quantities and money with more decimals than a cent.
+FOCUS_13 = pd.DataFrame({
+    "BillingAccountId": "111122223333", "BillingCurrency": "USD",
+    "BillingPeriodStart": "2026-03-01T00:00:00Z", "BillingPeriodEnd": "2026-04-01T00:00:00Z",
+    "ChargePeriodStart": ["2026-03-01T10:00:00Z"] * 4, "ChargePeriodEnd": ["2026-03-01T11:00:00Z"] * 4,
+    "ChargeCategory": ["Usage", "Usage", "Usage", "Tax"], "ChargeClass": "",
+    "ChargeFrequency": ["Usage-Based", "Usage-Based", "Usage-Based", "Recurring"],
+    "ServiceProviderName": "AWS", "HostProviderName": "AWS", "InvoiceIssuerName": "AWS",
+    "ServiceName": ["Amazon EC2", "Amazon EC2", "Amazon EBS", "Amazon EC2"],
+    "ServiceCategory": ["Compute", "Compute", "Storage", "Compute"],
+    "RegionId": "us-west-2", "SubAccountId": "111122223333",
+    "ResourceId": ["arn:aws:ec2:us-west-2:111122223333:instance/i-1", "arn:aws:ec2:us-west-2:111122223333:instance/i-2",
+                   "vol-1", ""],
+    "ResourceName": ["trainer", "notebooks", "scratch", ""],
+    "SkuId": ["BoxUsage:p4d", "BoxUsage:g5", "EBS:gp3", "Tax"],
+    "SkuPriceDetails": ['{"InstanceType": "p4d.24xlarge"}', '{"InstanceType": "g5.12xlarge"}', "", ""],
+    "PricingCategory": ["Standard", "Committed", "Standard", ""],
+    "PricingUnit": ["Hours", "Hours", "GB-Mo", ""], "PricingQuantity": ["1", "1", "100", ""],
+    "ListUnitPrice": ["32.7726", "5.672", "0.08", ""], "ContractedUnitPrice": ["30.5", "5.672", "0.08", ""],
+    "ListCost": ["32.7726", "5.672", "0.11", "2.5"], "ContractedCost": ["30.5", "5.672", "0.11", "2.5"],
+    "BilledCost": ["30.5", "0", "0.11", "2.5"], "EffectiveCost": ["30.5", "3.4567891", "0.11", "2.5"],
+    "ConsumedQuantity": ["1", "1", "100", ""], "ConsumedUnit": ["Hours", "Hours", "GB-Mo", ""],
+    "CommitmentDiscountId": ["", "arn:aws:savingsplans::111122223333:savingsplan/sp-1", "", ""],
+    "CommitmentDiscountStatus": ["", "Used", "", ""],
+    "ContractApplied": ["", '{"Elements": [{"ContractId": "c-1"}]}', "", ""],
+    "Tags": ['{"team": "llm"}', "{}", "{}", "{}"],
+    "AllocatedMethodId": "", "AllocatedMethodDetails": "", "AllocatedResourceId": "", "AllocatedResourceName": "",
+    "AllocatedTags": "",
+})
+
+
+def _telemetry(interval: int = 60) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """i-1: 8 GPUs, train-a on 0-3 all hour, nb-b on 4 for 30 min; i-2: 4
+    GPUs, infer on 0 all hour (free devices observed)."""
+    steps = pd.date_range(H, periods=3600 // interval, freq=f"{interval}s")
+    rows = []
+    for t in steps:
+        rows += [("i-1", d, "train-a", 0.9) for d in range(4)]
+        rows.append(("i-1", 4, "nb-b" if t < H + pd.Timedelta("30min") else "", 0.2))
+        rows += [("i-1", d, "", 0.0) for d in range(5, 8)]
+        rows.append(("i-2", 0, "infer", 0.5))
+        rows += [("i-2", d, "", 0.0) for d in range(1, 4)]
+    frame = pd.DataFrame(rows, columns=["resource_id", "device", "consumer", "util"])
+    usage = frame.assign(timestamp=np.repeat(steps, 12), share=1.0, mem_used=10 * 2.0 ** 30)
+    inventory = gpucost.inventory(pd.DataFrame({"resource_id": ["i-1", "i-2"],
+                                                "instance_type": ["p4d.24xlarge", "g5.12xlarge"]}))
+    workloads = pd.DataFrame({"consumer": ["train-a", "nb-b", "infer"], "team": ["llm", "research", "product"]})
+    return usage, inventory, workloads
+
+
+def _conserved(origin_text: str, parts: pd.Series) -> bool:
+    """The parts add up to the origin exactly, as decimals written."""
+    if origin_text == "":
+        return bool((parts == "").all())
+    return sum((Decimal(p) for p in parts), Decimal(0)) == Decimal(origin_text)
+
+
+@pytest.fixture()
+def written(tmp_path: Path):
+    bill = tmp_path / "focus-1.3.csv"
+    FOCUS_13.to_csv(bill, index=False)
+    usage, inventory, workloads = _telemetry()
+    costs = gpucost.read_focus(bill)
+    out = tmp_path / "split.csv"
+    table = gpucost.to_focus(costs, usage, inventory, workloads, path=out)
+    return bill, out, table, (usage, inventory, workloads)
+
+
+def _text(path: Path) -> pd.DataFrame:
+    names = pacsv.open_csv(path).schema.names
+    return pacsv.read_csv(path, convert_options=pacsv.ConvertOptions(
+        column_types=dict.fromkeys(names, pa.string()), strings_can_be_null=True)).to_pandas().fillna("")
+
+
+def test_focus_13_round_trip_conserves_every_summable_column(written):
+    bill, out, table, _ = written
+    back = _text(out)
+    assert list(back.columns) == list(FOCUS_13.columns)  # every column carried over, allocation columns filled
+    key = ["ResourceId", "SkuId"]
+    for _, origin in FOCUS_13.astype(str).iterrows():
+        rows = back[(back[key] == origin[key].to_numpy()).all(axis=1)]
+        for column in FOCUS_SUMMABLE:
+            if column in FOCUS_13.columns:
+                assert _conserved(origin[column], rows[column]), (origin["ResourceId"], column, list(rows[column]))
+        dims = [c for c in FOCUS_13.columns if c not in FOCUS_SUMMABLE and c not in FOCUS_ALLOCATED]
+        assert (rows[dims] == origin[dims].to_numpy()).all().all(), origin["ResourceId"]  # dimensions, unit prices
+    # Read back by the FOCUS reader: the same money, per currency, to the cent.
+    again = gpucost.read_focus(out)
+    assert again.attrs["billing"]["allocated_charges"] == int((back["AllocatedMethodId"] != "").sum())
+    assert again["cost"].sum() == pytest.approx(FOCUS_13["EffectiveCost"].astype(float).sum(), abs=1e-9)
+    for column in ("billed_cost", "effective_cost", "list_cost"):
+        assert round(again[column].sum(), 2) == round(gpucost.read_focus(bill)[column].sum(), 2)
+
+
+def test_split_rows_name_holders_and_method(written):
+    _, out, _, _ = written
+    back = _text(out)
+    i1 = back[back["SkuId"] == "BoxUsage:p4d"]
+    assert sorted(i1["AllocatedResourceId"]) == ["__idle__", "nb-b", "train-a"]
+    train = i1[i1["AllocatedResourceId"] == "train-a"].iloc[0]
+    assert train["EffectiveCost"] == "15.25"  # 4 of 8 GPUs all hour
+    assert train["ConsumedQuantity"] == "0.5" and train["ListUnitPrice"] == "32.7726"
+    assert json.loads(train["AllocatedTags"]) == {"gpucost-holder": "workload", "team": "llm"}
+    details = json.loads(train["AllocatedMethodDetails"])
+    assert details["Basis"] == "allocated" and details["AllocatedRatio"] == 0.5 and details["GpuHours"] == 4
+    assert set(i1["AllocatedMethodId"]) == {"gpucost-allocated"}
+    idle = i1[i1["AllocatedResourceId"] == "__idle__"].iloc[0]
+    assert json.loads(idle["AllocatedTags"]) == {"gpucost-holder": "idle"}
+
+
+def test_allocated_columns_null_exactly_on_charges_not_split(written):
+    _, out, _, _ = written
+    back = _text(out)
+    split = back["AllocatedMethodId"] != ""
+    assert set(back.loc[~split, "ResourceId"]) == {"vol-1", ""}  # no GPU inventory: passed through
+    for column in FOCUS_ALLOCATED:
+        assert (back.loc[split, column] != "").all() and (back.loc[~split, column] == "").all(), column
+    passed = back[~split].reset_index(drop=True)
+    source = FOCUS_13.astype(str).iloc[[2, 3]].reset_index(drop=True)
+    pd.testing.assert_frame_equal(passed, source)  # unchanged, to the letter
+
+
+def test_allocating_the_written_file_again_is_refused(written):
+    _, out, _, (usage, inventory, workloads) = written
+    again = gpucost.read_focus(out)
+    with pytest.raises(gpucost.InvalidInputError, match=r"split\.csv: line 2, column 'AllocatedMethodId': "
+                                                        r"'gpucost-allocated': already an allocated charge"):
+        gpucost.allocate(again, usage, inventory)
+    with pytest.raises(gpucost.InvalidInputError, match="AllocatedMethodId"):
+        gpucost.to_focus(again, usage, inventory)
+
+
+def test_parquet_in_and_out(tmp_path: Path):
+    bill = tmp_path / "focus.parquet"
+    pq.write_table(pa.Table.from_pandas(FOCUS_13.replace("", None).assign(
+        **{c: lambda f, c=c: pd.to_numeric(f[c]) for c in FOCUS_SUMMABLE if c in FOCUS_13}), preserve_index=False),
+        bill)
+    usage, inventory, workloads = _telemetry()
+    out = tmp_path / "split.parquet"
+    gpucost.to_focus(gpucost.read_focus(bill), usage, inventory, workloads, path=out)
+    back = pq.read_table(out).to_pandas()
+    origin = pq.read_table(bill).to_pandas()
+    for column in ("BilledCost", "EffectiveCost", "ListCost", "ContractedCost", "ConsumedQuantity"):
+        sums = back.groupby(["ResourceId", "SkuId"], dropna=False)[column].sum(min_count=1)
+        want = origin.groupby(["ResourceId", "SkuId"], dropna=False)[column].sum(min_count=1)
+        np.testing.assert_allclose(sums.to_numpy(float), want.to_numpy(float), rtol=0, atol=1e-9)
+    assert gpucost.read_focus(out).attrs["billing"]["allocated_charges"] == 5
+
+
+def test_the_specification_example_round_trips(tmp_path: Path):
+    example = SPEC / "one_hundred_percent_utilization_without_commitment_discount_flexibility.csv"
+    if not example.exists():
+        pytest.skip("FOCUS specification examples not on this machine")
+    bill = tmp_path / example.name
+    shutil.copy(example, bill)
+    costs = gpucost.read_focus(bill)
+    resource = "<my-large-vm-id>"  # the usage row's; the purchase names the commitment
+    usage = pd.DataFrame({"timestamp": pd.date_range("2023-01-01", periods=2, freq="30min", tz="UTC"),
+                          "resource_id": resource, "device": 0, "consumer": ["job-1", "job-2"], "share": 1.0,
+                          "util": 1.0, "mem_used": 0.0})
+    inventory = pd.DataFrame({"resource_id": [resource], "device": [0], "mem_capacity": [2.0 ** 30]})
+    out = tmp_path / "split.csv"
+    gpucost.to_focus(costs, usage, inventory, interval=1800, path=out)
+    origin, back = _text(bill), _text(out)
+    assert list(back["AllocatedResourceId"]) == ["", "job-1", "job-2"]  # the purchase passes through
+    key = ["ChargeCategory", "ResourceId"]
+    for _, row in origin.iterrows():
+        rows = back[(back[key] == row[key].to_numpy()).all(axis=1)]
+        for column in FOCUS_SUMMABLE:
+            if column in origin.columns and row[column] not in ("", "null"):
+                assert _conserved(row[column], rows[column]), (row["ResourceId"], column)
+    assert gpucost.read_focus(out)["cost"].sum() == pytest.approx(costs["cost"].sum(), abs=1e-12)
+
+
+def test_owned_hardware_and_invoices_write_focus_usage_rows(tmp_path: Path):
+    start, end = H, H + pd.Timedelta("1h")
+    costs = pd.DataFrame({"resource_id": ["node-1", "node-1"], "start": [start, start], "end": [end, end],
+                          "cost": [3.0, 1.0], "pricing": ["owned", "owned"], "sku": ["depreciation", "power"],
+                          "primary": [True, False], "currency": "EUR", "charge_category": "Usage",
+                          "quantity_hours": [np.nan, np.nan]})
+    usage = pd.DataFrame({"timestamp": pd.date_range(start, periods=2, freq="30min"), "resource_id": "node-1",
+                          "device": 0, "consumer": ["a", "b"], "share": 1.0, "util": 1.0, "mem_used": 0.0})
+    inventory = pd.DataFrame({"resource_id": ["node-1"], "device": [0], "mem_capacity": [2.0 ** 30]})
+    out = tmp_path / "owned.csv"
+    table = gpucost.to_focus(costs, usage, inventory, interval=1800, path=out)
+    frame = table.to_pandas()
+    assert set(frame["ChargeCategory"]) == {"Usage"} and set(frame["x_Pricing"]) == {"owned"}
+    assert set(frame["PricingCategory"]) == {"Other"} and set(frame["BillingCurrency"]) == {"EUR"}
+    assert frame.groupby("SkuId")["EffectiveCost"].sum().to_dict() == {"depreciation": 3.0, "power": 1.0}
+    back = gpucost.read_focus(out)
+    assert back["cost"].sum() == pytest.approx(4.0) and back.attrs["billing"]["allocated_charges"] == 4
+
+
+def test_cli_allocate_format_focus(tmp_path: Path, capsys):
+    bill = tmp_path / "focus.csv"
+    FOCUS_13.to_csv(bill, index=False)
+    usage, inventory, workloads = _telemetry()
+    usage.to_csv(tmp_path / "usage.csv", index=False)
+    inventory.to_csv(tmp_path / "inventory.csv", index=False)
+    out = tmp_path / "split.parquet"
+    code = gpucost.cli.main(["allocate", "--bill", str(bill), "--usage", str(tmp_path / "usage.csv"),
+                             "--inventory", str(tmp_path / "inventory.csv"), "--format", "focus", "--output", str(out)])
+    assert code == 0
+    back = pq.read_table(out).to_pandas()
+    assert set(back["AllocatedMethodId"].dropna()) == {"gpucost-allocated"}
+    assert back["EffectiveCost"].sum() == pytest.approx(FOCUS_13["EffectiveCost"].astype(float).sum())
+    assert "FOCUS rows" in capsys.readouterr().err
