@@ -276,6 +276,39 @@ def telemetry_report(frame: pd.DataFrame, source: str) -> pd.DataFrame:
     return frame
 
 
+#: Reader-report counts that add up over chunks.
+_REPORT_COUNTS = ("samples", "gaps", "exporter_series_freed", "node_labels_exporter_pod", "samples_without_memory",
+                  "samples_without_util", "samples_util_from_gr_engine", "samples_merged", "instants_joined",
+                  "duplicate_series", "duplicate_points")
+
+
+def merge_telemetry(reports: Sequence[Mapping[str, Any]]) -> dict:
+    """One reader report (``attrs["telemetry"]``) of the chunks a streaming
+    reader gave: counts added (a look-ahead's samples are counted in both
+    chunks it was read with: the counts are an upper bound, ``samples``
+    exact); ``series`` the most of any chunk (a series spans chunks);
+    ``spacing_seconds`` the lower median of the chunks'; labels, causes and
+    warnings once each."""
+    reports = [r for r in reports if r]
+    if not reports:
+        return {}
+    out = dict(reports[0])
+    for key in _REPORT_COUNTS:
+        out[key] = sum(int(r.get(key, 0)) for r in reports)
+    out["series"] = max(int(r.get("series", 0)) for r in reports)
+    spacings = sorted(r["spacing_seconds"] for r in reports if r.get("spacing_seconds"))
+    out["spacing_seconds"] = spacings[(len(spacings) - 1) // 2] if spacings else None
+    skipped: dict[str, int] = {}
+    for r in reports:
+        for name, count in r.get("skipped_fields", {}).items():
+            skipped[name] = skipped.get(name, 0) + int(count)
+    out["skipped_fields"] = skipped
+    for key in ("replica_labels", "duplicate_labels", "warnings"):
+        out[key] = list(dict.fromkeys(x for r in reports for x in r.get(key, [])))
+    out["duplicate_cause"] = next((r["duplicate_cause"] for r in reports if r.get("duplicate_cause")), None)
+    return out
+
+
 def fresh_query(metric: str, matchers: str, max_age_s: float) -> str:
     """`metric` where its newest sample is younger than `max_age_s`: drops the
     points Prometheus' 5-minute lookback would repeat after a series ended."""
@@ -501,7 +534,7 @@ def iter_query_range(paths: Any, step: Any = None, *, chunk: Any = "1D", lookahe
     a day's samples (feed them to :class:`gpucost.Allocator` or
     :func:`gpucost.allocate_stream`). Each frame holds the samples of one
     chunk with their reader report (``attrs["telemetry"]``: counts of that
-    chunk; :func:`gpucost.stream.merge_telemetry` adds them up).
+    chunk; ``merge_telemetry`` adds them up).
 
     Each file is parsed once first for its time range (and a given ``step``
     checked on the first file); a chunk then reads the files that reach
