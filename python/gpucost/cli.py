@@ -609,6 +609,9 @@ def _allocate(config: Config, args, tables: Tables, by: list[str], freq: str | N
                                               **policy)
             allocator.add(chunk)
             del chunk
+    if allocator is None:  # no telemetry at all: the allocation of no samples, as in memory
+        policy.setdefault("interval", tables.stream.interval or tables.interval)
+        allocator = gpucost.Allocator(tables.costs, tables.inventory, tables.workloads, by=by, freq=freq, **policy)
     tables.interval = policy["interval"]
     config.policy.setdefault("interval", tables.interval)
     tables.usage = tables.stream.usage()
