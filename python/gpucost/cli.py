@@ -600,18 +600,18 @@ def _allocate(config: Config, args, tables: Tables, by: list[str], freq: str | N
         return gpucost.allocate(tables.costs, tables.usage, tables.inventory, tables.workloads, by=by, freq=freq,
                                 **policy)
     policy = dict(policy)
+
+    def start() -> gpucost.Allocator:  # after the first day: its spacing is the interval unless one was stated
+        policy.setdefault("interval", tables.stream.interval or tables.interval)
+        return gpucost.Allocator(tables.costs, tables.inventory, tables.workloads, by=by, freq=freq, **policy)
+
     allocator = None
     with _reader_warnings(config, args):
         for chunk in tables.stream:
-            if allocator is None:  # after the first day: its spacing is the interval unless one was stated
-                policy.setdefault("interval", tables.stream.interval)
-                allocator = gpucost.Allocator(tables.costs, tables.inventory, tables.workloads, by=by, freq=freq,
-                                              **policy)
+            allocator = allocator or start()
             allocator.add(chunk)
             del chunk
-    if allocator is None:  # no telemetry at all: the allocation of no samples, as in memory
-        policy.setdefault("interval", tables.stream.interval or tables.interval)
-        allocator = gpucost.Allocator(tables.costs, tables.inventory, tables.workloads, by=by, freq=freq, **policy)
+    allocator = allocator or start()  # no telemetry at all: the allocation of no samples, as in memory
     tables.interval = policy["interval"]
     config.policy.setdefault("interval", tables.interval)
     tables.usage = tables.stream.usage()
