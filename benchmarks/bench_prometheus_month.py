@@ -22,6 +22,11 @@ before the times are printed.
   shares g/7, each reading held until the next one when that is at most
   1.25x its series' lower-median spacing, else for the spacing).
 - ``polars``: the same in Polars' lazy API over ``read_json``.
+- ``cli``: ``gpucost allocate -c gpucost.toml`` over the month (a costs
+  table billing every node by the day, the inventory, ``step = 60``, by
+  consumer): the telemetry streamed a day at a time; its GPU-hours per pod
+  are checked against gpucost's sums. ``--months 3`` writes and runs the
+  month three times over (93 days) for the peak-RSS comparison.
 """
 
 from __future__ import annotations
@@ -59,6 +64,44 @@ def gpucost_sums(files: list[str], threads: int, basis: str | None):
     table["resource_id"] = table["resource_id"].astype(str)
     table["consumer"] = table["consumer"].astype(str)
     return table, len(usage)
+
+
+def cli_allocate(files: list[str], threads: int):
+    """``gpucost allocate`` over the month's config (written beside the files)."""
+    import contextlib
+    import io
+    import pandas as pd
+    from gpucost import cli
+    config = Path(files[0]).parent / "gpucost.toml"
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "showback.csv"
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            code = cli.main(["allocate", "-c", str(config), "--format", "csv", "--decimals", "raw", "--threads",
+                             str(threads), "--output", str(out)])
+        if code:
+            raise SystemExit(err.getvalue())
+        table = pd.read_csv(out, keep_default_na=False, na_values=[""])
+    return table[["consumer", "gpu_hours", "cost"]], len(table)
+
+
+def write_cli_config(directory: Path, files: list[str]) -> None:
+    """Costs (each node $98.32 a day, billed by the day over the files' days and one more, so that no
+    sample is cut by the bill's end), inventory and config."""
+    import pandas as pd
+    from prometheus_month import START_S
+    days = len(files) // 2
+    import gpucost
+    hosts = sorted(map(str, gpucost.prometheus.read_query_range(files[:2], step=60)["resource_id"].unique()))
+    start = pd.Timestamp(START_S, unit="s", tz="UTC")
+    costs = pd.DataFrame([{"resource_id": h, "start": start + pd.Timedelta(days=d),
+                           "end": start + pd.Timedelta(days=d + 1), "cost": 98.32} for h in hosts for d in range(days + 1)])
+    costs.to_csv(directory / "costs.csv", index=False)
+    pd.DataFrame([{"resource_id": h, "device": g, "mem_capacity": 80 * 2**30} for h in hosts
+                  for g in range(8)]).to_csv(directory / "inventory.csv", index=False)
+    (directory / "gpucost.toml").write_text(
+        '[sources]\ncosts = "costs.csv"\ninventory = "inventory.csv"\ntelemetry = "dcgm_*.json"\nstep = 60\n\n'
+        '[policy]\nby = ["consumer"]\n')
 
 
 DUCKDB_SQL = r"""
@@ -155,6 +198,7 @@ RUNS = {
     "gpucost all fields": lambda f, t: gpucost_sums(f, t, None),
     "duckdb": duckdb_sums,
     "polars": polars_sums,
+    "cli": cli_allocate,
 }
 
 
@@ -172,14 +216,18 @@ def child(name: str, files: list[str], threads: int, out: str) -> None:
     print(json.dumps({"wall": wall, "cpu": cpu, "rss_mib": rss, "rows": rows}))
 
 
-def month_files(directory: Path, small: bool) -> tuple[list[str], int]:
+def month_files(directory: Path, small: bool, months: int = 1) -> tuple[list[str], int]:
     from prometheus_month import write_month
     done = directory / "DONE"
     if not done.exists():
         size = dict(days=2, nodes=4, mig_nodes=1) if small else {}
+        if months > 1:
+            size["days"] = size.get("days", 31) * months
         month = write_month(directory, **size)
         done.write_text(json.dumps([str(p) for p in month.files]))
     files = json.loads(done.read_text())
+    if not (directory / "gpucost.toml").exists():
+        write_cli_config(directory, files)
     return files, sum(os.path.getsize(f) for f in files)
 
 
@@ -189,14 +237,16 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--dir", type=Path, default=None, help="where the month is written (kept for reuse)")
     parser.add_argument("--only", nargs="*", default=list(RUNS), help="contenders to run")
+    parser.add_argument("--months", type=int, default=1, help="months of answers (3: the peak-RSS comparison)")
     parser.add_argument("--child", nargs=3, metavar=("NAME", "FILES", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         name, files, out = args.child
         child(name, json.loads(Path(files).read_text()), args.threads, out)
         return
-    directory = args.dir or Path(tempfile.gettempdir()) / ("gpucost-prometheus-month" + ("-small" if args.small else ""))
-    files, size = month_files(directory, args.small)
+    directory = args.dir or Path(tempfile.gettempdir()) / ("gpucost-prometheus-month" + ("-small" if args.small else "")
+                                                          + (f"-x{args.months}" if args.months > 1 else ""))
+    files, size = month_files(directory, args.small, args.months)
     print(f"{len(files)} files, {size / 1e6:.0f} MB in {directory}; {args.threads} threads; "
           f"load average {os.getloadavg()[0]:.1f}")
     import numpy as np
@@ -215,8 +265,18 @@ def main() -> None:
                 continue
             results[name] = json.loads(proc.stdout.strip().splitlines()[-1])
             if out.exists():
-                tables[name] = pd.read_parquet(out).sort_values(KEYS).reset_index(drop=True)
+                table = pd.read_parquet(out)
+                tables[name] = table.sort_values(KEYS if "resource_id" in table else "consumer").reset_index(drop=True)
     reference = tables.get("gpucost")
+    if reference is not None and "cli" in tables:  # the CLI's GPU-hours per pod are gpucost's sums
+        cli_hours = tables.pop("cli").set_index("consumer")["gpu_hours"]
+        cli_hours = cli_hours[~cli_hours.index.str.startswith("__")]  # pods; idle also counts billed time unsampled
+        expected = (reference.groupby("consumer")["gpu_s"].sum() / 3600).reindex(cli_hours.index, fill_value=0.0)
+        if not np.allclose(cli_hours, expected, rtol=1e-9, atol=1e-9):
+            print(pd.DataFrame({"cli": cli_hours, "sums": expected}).assign(d=lambda f: f.cli - f.sums)
+                  .sort_values("d").to_string())
+            raise AssertionError("cli: GPU-hours differ from gpucost's sums")
+        print(f"cli: {len(cli_hours)} consumers' GPU-hours checked against gpucost's sums")
     for name, table in tables.items():
         if reference is None or name == "gpucost":
             continue

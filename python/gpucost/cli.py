@@ -21,6 +21,7 @@ lacks. ``--debug`` prints the full trace instead.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import re
 import sys
@@ -557,13 +558,28 @@ def _check_join(result: pd.DataFrame | None, tables: Tables, config: Config, arg
         raise _Reported()
 
 
-def _tables(config: Config, args) -> Tables:
+def _tables(config: Config, args, *, basis: str | None = None, stream: bool = False) -> Tables:
     """The config's tables. What the readers warn about while reading (sacct
     rows read twice, jobs whose GPUs cannot be known) is said like the join
-    report's problems: one ``warning:`` line each, exit 2 under --strict."""
+    report's problems: one ``warning:`` line each, exit 2 under --strict.
+    ``basis``: readers skip the fields it does not need; ``stream``: where
+    the plan streams, the telemetry is left to ``tables.stream``
+    (:func:`_allocate`)."""
+    with _reader_warnings(config, args):
+        tables = load_tables(config, progress=not getattr(args, "no_progress", False) and sys.stderr.isatty(),
+                             basis=basis, stream=stream)
+    if "interval" not in config.policy and tables.stream is None:
+        config.policy["interval"] = tables.interval
+    return tables
+
+
+@contextlib.contextmanager
+def _reader_warnings(config: Config, args):
+    """The readers' JoinWarnings as ``warning:`` lines on stderr, after the
+    reading; under --strict, exit 2."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", gpucost.JoinWarning)
-        tables = load_tables(config, progress=not getattr(args, "no_progress", False) and sys.stderr.isatty())
+        yield
     said = False
     for w in caught:
         if issubclass(w.category, gpucost.JoinWarning):
@@ -573,9 +589,44 @@ def _tables(config: Config, args) -> Tables:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     if said and config.policy.get("strict", False):
         raise _Reported()
-    if "interval" not in config.policy:
-        config.policy["interval"] = tables.interval
-    return tables
+
+
+def _allocate(config: Config, args, tables: Tables, by: list[str], freq: str | None, policy: dict) -> pd.DataFrame:
+    """The allocation of the tables: in memory, or (``tables.stream``) each
+    day of telemetry allocated as it is read, so that the month is never
+    held. The interval is the stated one, else the first day's spacing; the
+    tables then carry it and the merged reader report (``usage``) for the
+    join report."""
+    if tables.stream is None:
+        return gpucost.allocate(tables.costs, tables.usage, tables.inventory, tables.workloads, by=by, freq=freq,
+                                **policy)
+    policy = dict(policy)
+
+    def start() -> gpucost.Allocator:  # after the first day: its spacing is the interval unless one was stated
+        policy.setdefault("interval", tables.stream.interval or tables.interval)
+        return gpucost.Allocator(tables.costs, tables.inventory, tables.workloads, by=by, freq=freq, **policy)
+
+    allocator = None
+    with _reader_warnings(config, args):
+        for chunk in tables.stream:
+            allocator = allocator or start()
+            allocator.add(chunk)
+            del chunk
+    allocator = allocator or start()  # no telemetry at all: the allocation of no samples, as in memory
+    tables.interval = policy["interval"]
+    config.policy.setdefault("interval", tables.interval)
+    tables.usage = tables.stream.usage()
+    result = allocator.finish()
+    if _memory_unread(tables.usage) and "mem_gib_hours" in result.columns:
+        result["mem_gib_hours"] = np.nan  # not read, not zero (basis blended reads it)
+    return result
+
+
+def _memory_unread(usage: pd.DataFrame) -> bool:
+    """Whether the reader skipped the memory series (for a basis that does not read them)."""
+    from gpucost.prometheus import _MEMORY_METRICS
+    skipped = usage.attrs.get("telemetry", {}).get("skipped_fields", {})
+    return any(name in skipped for name in _MEMORY_METRICS)
 
 
 def _format(args) -> str:
@@ -686,7 +737,11 @@ def _source_names(config: Config) -> dict:
 def cmd_allocate(args: argparse.Namespace) -> int:
     config = configure(args)
     stated = "interval" in config.policy or "step" in config.sources
-    tables = _tables(config, args)
+    # The allocation alone streams the telemetry a day at a time, reading only the fields its basis needs
+    # (where the plan streams); --check and --sql read every sample of every field.
+    whole = bool(args.check or args.sql)
+    tables = _tables(config, args, basis=None if whole else config.policy.get("basis", "allocated"),
+                     stream=not whole)
     if args.check:
         from gpucost.check import check_tables
         checked = check_tables(tables, names=_source_names(config), interval=config.policy.get("interval"),
@@ -714,8 +769,7 @@ def cmd_allocate(args: argparse.Namespace) -> int:
     if _format(args) == "focus":
         return _write_focus(args, config, tables, policy)
     freq = config.policy.get("freq", "D") if "period" in by else None
-    result = gpucost.allocate(tables.costs, tables.usage, tables.inventory, tables.workloads, by=by, freq=freq,
-                              **policy)
+    result = _allocate(config, args, tables, by, freq, policy)
     _check_join(result, tables, config, args)
     result = attribute(config, tables, result, by)
     _write(args, result, tables)

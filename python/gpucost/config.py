@@ -253,6 +253,7 @@ class Tables:
     interval: float = 60
     existing: pd.DataFrame | None = None  # commitments already bought (advise_commitments' existing=)
     downtime: pd.DataFrame | None = None  # resource_id, start, end, reason: down windows (SEMANTICS section 10)
+    stream: Any = None  # a plan.UsageStream: the telemetry still to read, a day at a time (usage is then empty)
 
 
 _EC2_ARN = r"^arn:aws[a-z-]*:ec2:[^:]*:[0-9]*:instance/(i-[0-9a-f]+)$"

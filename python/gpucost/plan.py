@@ -48,7 +48,7 @@ from gpucost.invoice import GPU_HOUR, INSTANCE_HOUR, INVOICE_COLUMNS
 from gpucost.model import Purchase
 
 __all__ = ["TABLES", "Problem", "PlanError", "Source", "SourcePlan", "Reading", "plan_sources", "read_plan",
-           "plan_bill", "read_table", "detect_bill", "load_tables", "read_bill"]
+           "plan_bill", "read_table", "detect_bill", "load_tables", "read_bill", "streams", "UsageStream"]
 
 #: The tables a source feeds (extras: budgets, rates, interruptions, commitments already bought;
 #: downtime: windows in which a resource could not be used, SEMANTICS section 10).
@@ -91,11 +91,15 @@ class PlanError(InvalidInputError):
 
 class Reading:
     """One read of a plan: what its sources share, read once (the hosts and
-    nodes tables, pid_jobs, Slurm accounting files, the demo month), and
-    whether readers show a progress bar."""
+    nodes tables, pid_jobs, Slurm accounting files, the demo month), whether
+    readers show a progress bar, the allocation basis (readers skip the
+    fields it does not need: None reads every field) and whether saved
+    Prometheus answers are read a day at a time (``stream``)."""
 
-    def __init__(self, progress: bool = False):
+    def __init__(self, progress: bool = False, basis: str | None = None, stream: bool = False):
         self.progress = progress
+        self.basis = basis
+        self.stream = stream
         self._cache: dict[Any, Any] = {}
 
     def once(self, key: Any, read: Callable[[], Any]) -> Any:
@@ -870,12 +874,13 @@ def _read_invoice(source: Source, reading: Reading, table: str) -> Iterator[pd.D
                        tz=o.get("tz"), hosts=hosts, gpus=gpus or None, date_format=o.get("date_format"))
 
 
-def _inventory(source: Source, reading: Reading, costs: pd.DataFrame) -> pd.DataFrame:
+def _inventory(plan: SourcePlan, reading: Reading, costs: pd.DataFrame) -> pd.DataFrame:
     """The devices: an inventory table's; for the resources it does not list,
     owned nodes' from their class's catalog row and invoice nodes' from the
     invoice (GPU count, GPU type); with no table, every line's instance type
     in the catalog too. A table of the burst nodes alone leaves the owned
     cluster to its [owned] classes."""
+    source = plan.feeding("inventory")[0]
     given = source.frame(reading) if source.kind == "table" else None
     listed = set() if given is None else set(given["resource_id"].astype(str))
     ids = costs["resource_id"].astype(str)
@@ -1003,8 +1008,14 @@ def _fetch_usage(source: Source, reading: Reading, table: str) -> Iterator[pd.Da
 
 
 def _read_answers(source: Source, reading: Reading, table: str) -> Iterator[pd.DataFrame]:
-    read = _need("prometheus.read_query_range", "the telemetry issue")
-    yield read([str(p) for p in source.files], step=source.options["step"], **_dcgm_options(source, reading))
+    """Saved answers as one frame, or a UTC day per frame when streaming."""
+    from gpucost.prometheus import iter_query_range, read_query_range
+    files = [str(p) for p in source.files]
+    options = {"step": source.options["step"], "basis": reading.basis, **_dcgm_options(source, reading)}
+    if reading.stream:
+        yield from iter_query_range(files, **options)
+    else:
+        yield read_query_range(files, **options)
 
 
 def _read_scrapes(source: Source, reading: Reading, table: str) -> Iterator[pd.DataFrame]:
@@ -1185,7 +1196,8 @@ _READERS: dict[str, Callable[[Source, Reading, str], Iterator[pd.DataFrame]]] = 
 }
 
 
-def read_plan(plan: SourcePlan, *, progress: bool = False) -> Tables:
+def read_plan(plan: SourcePlan, *, progress: bool = False, basis: str | None = None,
+              stream: bool = False) -> Tables:
     """Reads every source of ``plan`` into the allocation's tables (after
     :meth:`SourcePlan.check`: a plan with problems reads nothing).
 
@@ -1197,9 +1209,16 @@ def read_plan(plan: SourcePlan, *, progress: bool = False) -> Tables:
     fallback; the inventory from ``inventory`` or the bill's instance types
     and the catalog; ``downtime`` from ``node_events`` (Slurm node events,
     node, start, end tables: :func:`gpucost.read_slurm_events`).
-    ``progress``: the bill readers' progress bar."""
+    ``progress``: the bill readers' progress bar. ``stream``: where the
+    plan :func:`streams`, the telemetry is not read here: ``Tables.stream``
+    (a :class:`UsageStream`) reads it a day at a time, skipping the fields
+    ``basis`` (the allocation's) does not need, and ``usage`` is an empty
+    table with its report."""
     plan.check()
-    reading = Reading(progress)
+    streamed = stream and streams(plan)
+    # Fields are skipped only where the samples go to the allocation alone (streamed): whole tables serve
+    # the analyses and mem_gib_hours too.
+    reading = Reading(progress, basis if streamed else None, streamed)
     budgets_source = plan.find("budgets")
     budgets = None if budgets_source is None else budgets_source.frame(reading)
     existing_source = plan.find("existing")
@@ -1231,6 +1250,15 @@ def read_plan(plan: SourcePlan, *, progress: bool = False) -> Tables:
         telemetry = [s for s in telemetry if s.kind != "sacct"]
     else:
         jobs = []
+    if reading.stream:  # the samples are read as the allocator takes them (UsageStream)
+        stream = UsageStream(plan, telemetry[0], reading)
+        costs = _bill_parts(parts)
+        return Tables(costs, stream.usage(), _inventory(plan, reading, costs), _workloads(plan, reading, None),
+                      bill=bill, budgets=budgets, interruptions=None if plan.find("interruptions") is None else
+                      plan.find("interruptions").files[0], rates=_extra(plan, "rates", reading),
+                      interval=plan.step if plan.step is not None else 60.0,
+                      existing=None if existing_source is None else existing_source.frame(reading),
+                      downtime=_downtime(plan, reading), stream=stream)
     frames = _read_telemetry(plan, telemetry, reading)
     step = plan.step if plan.step is not None else 60.0
     usage = sources.concat_usage(frames, [step] * len(frames), [s.key for s in telemetry],
@@ -1250,28 +1278,93 @@ def read_plan(plan: SourcePlan, *, progress: bool = False) -> Tables:
     owned = plan.find("owned")
     if owned is not None:
         parts.append(_owned_lines(owned, reading, usage, step, parts))
+    costs = _bill_parts(parts)
+    workloads = _workloads(plan, reading, usage)
+    inventory = _inventory(plan, reading, costs)
+    if jobs:
+        usage, workloads = _join_jobs(jobs[0], telemetry, usage, workloads, reading, costs, inventory, step)
+    usage.attrs["bare_metal"] = _bare_metal(plan)
+    interruptions = plan.find("interruptions")
+    return Tables(costs, usage, inventory, workloads, bill=bill, budgets=budgets,
+                  interruptions=None if interruptions is None else interruptions.files[0],
+                  rates=_extra(plan, "rates", reading), interval=step,
+                  existing=None if existing_source is None else existing_source.frame(reading),
+                  downtime=_downtime(plan, reading))
+
+
+def _bill_parts(parts: Sequence[pd.DataFrame]) -> pd.DataFrame:
+    """The cost lines of every costs source as one table."""
     costs = sources.concat_frames(parts)
     if len(parts) > 1 and "list_cost" in costs.columns:
         # A part without list prices (owned lines, an invoice, gpucost's costs table) lists at its cost.
         costs["list_cost"] = costs["list_cost"].fillna(costs["cost"])
     if len(parts) > 1:  # each reader's report kept
         costs.attrs = {k: v for part in parts for k, v in part.attrs.items()}
+    return costs
 
-    workloads = _workloads(plan, reading, usage)
-    inventory = _inventory(plan.feeding("inventory")[0], reading, costs)
-    if jobs:
-        usage, workloads = _join_jobs(jobs[0], telemetry, usage, workloads, reading, costs, inventory, step)
-    # Bare metal (hosts, Slurm, nvidia-smi and no Kubernetes nodes): the fixes name the hosts table.
-    usage.attrs["bare_metal"] = plan.find("nodes") is None and any(
-        plan.find(key) is not None for key in ("hosts", "sacct", "nvidia_smi"))
-    interruptions = plan.find("interruptions")
-    rates = plan.find("rates")
+
+def _bare_metal(plan: SourcePlan) -> bool:
+    """Bare metal (hosts, Slurm, nvidia-smi and no Kubernetes nodes): the fixes name the hosts table."""
+    return plan.find("nodes") is None and any(plan.find(key) is not None for key in ("hosts", "sacct", "nvidia_smi"))
+
+
+def _extra(plan: SourcePlan, key: str, reading: Reading) -> pd.DataFrame | None:
+    source = plan.find(key)
+    return None if source is None else source.frame(reading)
+
+
+def _downtime(plan: SourcePlan, reading: Reading) -> pd.DataFrame | None:
     down = plan.feeding("downtime")
-    return Tables(costs, usage, inventory, workloads, bill=bill, budgets=budgets,
-                  interruptions=None if interruptions is None else interruptions.files[0],
-                  rates=None if rates is None else rates.frame(reading), interval=step,
-                  existing=None if existing_source is None else existing_source.frame(reading),
-                  downtime=sources.concat_frames([d.frame(reading) for d in down]) if down else None)
+    return sources.concat_frames([d.frame(reading) for d in down]) if down else None
+
+
+def streams(plan: SourcePlan) -> bool:
+    """Whether a plan's telemetry can be read a chunk at a time, each chunk
+    allocated as it comes (:class:`UsageStream`): one source of saved
+    Prometheus answers, and nothing that needs every sample at once (the
+    demo, [owned]'s measured power, a CEEMS map or Slurm accounting joined
+    to the samples, [labels.namespaces] over the consumers)."""
+    telemetry = [s for s in plan.feeding("usage") if s.key in USAGE_KEYS]
+    return (len(telemetry) == 1 and telemetry[0].kind == "query_range" and not plan.namespaces
+            and not any(plan.find(key) is not None for key in ("demo", "owned", "ceems")))
+
+
+class UsageStream:
+    """A plan's telemetry read a chunk (a UTC day) at a time: iterate it
+    once, allocating each frame as it comes. ``interval`` is the stated
+    step, else the first chunk's spacing; :meth:`usage` is an empty usage
+    table whose ``attrs`` are what the whole table's would be (the chunks'
+    reader reports merged), for the join report."""
+
+    def __init__(self, plan: SourcePlan, source: Source, reading: Reading):
+        self.plan, self.source, self.reading = plan, source, reading
+        self.interval: float | None = plan.step
+        self.chunks = 0
+        self._reports: list[dict] = []
+        self._usage = pd.DataFrame()
+        self._usage.attrs["bare_metal"] = _bare_metal(plan)
+
+    def __iter__(self) -> Iterator[pd.DataFrame]:
+        from gpucost.prometheus import merge_telemetry
+        frames = self.source.frames(self.reading, "usage")
+        while True:
+            try:
+                frame = next(frames)
+            except StopIteration:
+                return
+            except InvalidInputError as exc:
+                raise _hosts_error(self.plan, exc) from None
+            report = frame.attrs.get("telemetry")
+            self._reports.append(report)
+            if self.interval is None and report and report.get("spacing_seconds"):
+                self.interval = float(report["spacing_seconds"])
+            self.chunks += 1
+            self._usage.attrs["telemetry"] = merge_telemetry(self._reports)
+            yield frame
+
+    def usage(self) -> pd.DataFrame:
+        """The empty usage table with the merged reader report (so far)."""
+        return self._usage
 
 
 def _read_telemetry(plan: SourcePlan, telemetry: Sequence[Source], reading: Reading) -> list[pd.DataFrame]:
@@ -1280,13 +1373,18 @@ def _read_telemetry(plan: SourcePlan, telemetry: Sequence[Source], reading: Read
     try:
         return [s.frame(reading, "usage") for s in telemetry]
     except InvalidInputError as exc:
-        text = str(exc)
-        if "is not in the nodes table" not in text or plan.find("hosts") is None or plan.find("nodes") is not None:
-            raise
-        head = text.split(" (pass keep_unknown_nodes")[0].replace("is not in the nodes table", "is not in the hosts "
-                                                                  "table")
-        raise InvalidInputError(f"{head}: add a row for it (host, resource_id: the bill's id of that host) to the "
-                                "hosts table (hosts in [sources], --hosts FILE)") from None
+        raise _hosts_error(plan, exc) from None
+
+
+def _hosts_error(plan: SourcePlan, exc: InvalidInputError) -> InvalidInputError:
+    """A DCGM node missing from the hosts table (bare metal), named with the hosts table's fix; others as they are."""
+    text = str(exc)
+    if "is not in the nodes table" not in text or plan.find("hosts") is None or plan.find("nodes") is not None:
+        return exc
+    head = text.split(" (pass keep_unknown_nodes")[0].replace("is not in the nodes table", "is not in the hosts "
+                                                              "table")
+    return InvalidInputError(f"{head}: add a row for it (host, resource_id: the bill's id of that host) to the "
+                             "hosts table (hosts in [sources], --hosts FILE)")
 
 
 def _join_jobs(source: Source, telemetry: Sequence[Source], usage: pd.DataFrame, workloads: pd.DataFrame | None,
@@ -1337,7 +1435,8 @@ def _workloads(plan: SourcePlan, reading: Reading, usage: pd.DataFrame) -> pd.Da
     return workloads
 
 
-def load_tables(config: Config, *, progress: bool = False) -> Tables:
+def load_tables(config: Config, *, progress: bool = False, basis: str | None = None,
+                stream: bool = False) -> Tables:
     """Reads every source the config names into the allocation's tables:
     ``read_plan(plan_sources(config))``, so every problem found before
     reading is reported at once.
@@ -1352,11 +1451,12 @@ def load_tables(config: Config, *, progress: bool = False) -> Tables:
     ``pod_labels`` of kube-state-metrics, ``sacct``, ``workloads``) merged,
     with the ``[labels.namespaces]`` fallback; the inventory from
     ``inventory`` or, when absent, from the bill's instance types and the
-    catalog.
+    catalog. ``basis`` and ``stream`` as for :func:`read_plan`.
     """
     if config.sources.get("demo"):
         config.budgets.setdefault("today", "2026-03-20")  # the demo's budgets, looked at mid-month
-    tables = read_plan(plan_sources(config), progress=progress)
+    stream = stream and not config.energy.get("estimate_power")  # the estimate reads every sample at once
+    tables = read_plan(plan_sources(config), progress=progress, basis=basis, stream=stream)
     if config.energy.get("estimate_power"):  # [energy]: samples without a reading get TDP x a curve, marked
         from gpucost.energy import estimate_power
         attrs = dict(tables.usage.attrs)

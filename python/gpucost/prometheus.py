@@ -46,6 +46,7 @@ __all__ = [
     "read_ceems_gpu_map",
     "read_dcgm_text",
     "read_jobstats",
+    "iter_query_range",
     "read_query_range",
 ]
 
@@ -277,6 +278,39 @@ def telemetry_report(frame: pd.DataFrame, source: str) -> pd.DataFrame:
     return frame
 
 
+#: Reader-report counts that add up over chunks.
+_REPORT_COUNTS = ("samples", "gaps", "exporter_series_freed", "node_labels_exporter_pod", "samples_without_memory",
+                  "samples_without_util", "samples_util_from_gr_engine", "samples_merged", "instants_joined",
+                  "duplicate_series", "duplicate_points")
+
+
+def merge_telemetry(reports: Sequence[Mapping[str, Any]]) -> dict:
+    """One reader report (``attrs["telemetry"]``) of the chunks a streaming
+    reader gave: counts added (a look-ahead's samples are counted in both
+    chunks it was read with: the counts are an upper bound, ``samples``
+    exact); ``series`` the most of any chunk (a series spans chunks);
+    ``spacing_seconds`` the lower median of the chunks'; labels, causes and
+    warnings once each."""
+    reports = [r for r in reports if r]
+    if not reports:
+        return {}
+    out = dict(reports[0])
+    for key in _REPORT_COUNTS:
+        out[key] = sum(int(r.get(key, 0)) for r in reports)
+    out["series"] = max(int(r.get("series", 0)) for r in reports)
+    spacings = sorted(r["spacing_seconds"] for r in reports if r.get("spacing_seconds"))
+    out["spacing_seconds"] = spacings[(len(spacings) - 1) // 2] if spacings else None
+    skipped: dict[str, int] = {}
+    for r in reports:
+        for name, count in r.get("skipped_fields", {}).items():
+            skipped[name] = skipped.get(name, 0) + int(count)
+    out["skipped_fields"] = skipped
+    for key in ("replica_labels", "duplicate_labels", "warnings"):
+        out[key] = list(dict.fromkeys(x for r in reports for x in r.get(key, [])))
+    out["duplicate_cause"] = next((r["duplicate_cause"] for r in reports if r.get("duplicate_cause")), None)
+    return out
+
+
 def fresh_query(metric: str, matchers: str, max_age_s: float) -> str:
     """`metric` where its newest sample is younger than `max_age_s`: drops the
     points Prometheus' 5-minute lookback would repeat after a series ended."""
@@ -472,6 +506,11 @@ def read_query_range(paths: Any, step: Any = None, *, metric: str | None = None,
                        instant_tolerance=_tolerance(instant_tolerance), interval_name="step")
     read = {"metric_name": metric or "", "step": options["interval"], "allow_partial": bool(allow_partial),
             "threads": _threads(threads), **_fields_read(basis)}
+    return _answers_usage(files, options, read)
+
+
+def _answers_usage(files: list[str], options: dict, read: dict) -> pd.DataFrame:
+    """The samples of saved answers, with the reader report."""
     raw = _core.dcgm_usage_files(files, options, read)
     if read.get("metrics") and raw["diagnostics"]["samples_without_util"] == raw["diagnostics"]["samples"]:
         # No utilisation field at all: the memory series were the holder record (holder-only telemetry).
@@ -479,6 +518,126 @@ def read_query_range(paths: Any, step: Any = None, *, metric: str | None = None,
     frame = telemetry_report(usage_frame(raw), "prometheus answers")
     frame.attrs["telemetry"]["warnings"] = list(raw["warnings"])
     return frame
+
+
+#: Nanoseconds per day: the chunk of :func:`iter_query_range`.
+_DAY_NS = 86_400 * 10**9
+
+
+def iter_query_range(paths: Any, step: Any = None, *, chunk: Any = "1D", lookahead: Any = None,
+                     metric: str | None = None, nodes: Any = None,
+                     node_labels: Sequence[str] = DEFAULT_NODE_LABELS, keep_unknown_nodes: bool = False,
+                     units: str = "auto", mig_shares: Any = None, mig_basis: str = "compute",
+                     exporter_names: Sequence[str] = DEFAULT_EXPORTER_NAMES, instant_tolerance: Any = 30,
+                     allow_partial: bool = False, basis: str | None = None,
+                     threads: int | None = None) -> Iterable[pd.DataFrame]:
+    """:func:`read_query_range` one time chunk at a time (a UTC day by
+    default), in time order, so that a month of answers costs the memory of
+    a day's samples (feed them to :class:`gpucost.Allocator` or
+    :func:`gpucost.allocate_stream`). Each frame holds the samples of one
+    chunk with their reader report (``attrs["telemetry"]``: counts of that
+    chunk; ``merge_telemetry`` adds them up).
+
+    Each file is parsed once first for its time range (and a given ``step``
+    checked on the first file); a chunk then reads the files that reach
+    into it. Durations are those of the whole read: each chunk also reads
+    ``lookahead`` (default 5 x ``step``, else 1 hour) past its end, so the
+    last sample of each series sees its next one; a series whose spacing
+    exceeds ``lookahead`` / 1.25 is an error asking for a longer one. Each
+    series' spacing is the median of its gaps within the chunk (the whole
+    read's median where a series keeps one spacing, as exporters do).
+
+    Other arguments are :func:`read_query_range`'s; ``chunk`` is a pandas
+    offset string or seconds.
+
+    Examples:
+        Two days of one GPU's utilisation in one answer, read a day at a time:
+
+        >>> import json
+        >>> from pathlib import Path
+        >>> labels = {"__name__": "DCGM_FI_DEV_GPU_UTIL", "gpu": "0", "UUID": "GPU-aaaa",
+        ...           "modelName": "NVIDIA A100-SXM4-40GB", "Hostname": "ip-10-0-1-17", "namespace": "ml",
+        ...           "pod": "train-0"}
+        >>> start = 1772323200  # 2026-03-01T00:00:00Z
+        >>> values = [[start + 3600 * i, "50"] for i in range(48)]
+        >>> answer = {"status": "success", "data": {"resultType": "matrix", "result": [
+        ...     {"metric": labels, "values": values}]}}
+        >>> _ = Path("two_days.json").write_text(json.dumps(answer))
+        >>> days = list(gpucost.prometheus.iter_query_range("two_days.json", step=3600))
+        >>> [(str(d["timestamp"].min().date()), len(d), float(d["duration"].sum())) for d in days]
+        [('2026-03-01', 24, 86400.0), ('2026-03-02', 24, 86400.0)]
+    """
+    files = [str(p) for p in _paths(paths)]
+    for path in files:
+        if not os.path.isfile(path):
+            open(path, encoding="utf-8").close()
+    step_s = None if step is None else _seconds(step, "step")
+    width = _chunk_ns(chunk)
+    ahead = int(round((_seconds(lookahead, "lookahead") if lookahead is not None else
+                       5 * step_s if step_s is not None else 3600.0) * 1e9))
+    options = _options(nodes=nodes, node_labels=node_labels, keep_unknown_nodes=keep_unknown_nodes, units=units,
+                       mig_shares=mig_shares, mig_basis=mig_basis, interval=step_s,
+                       exporter_names=exporter_names, instant_tolerance=_tolerance(instant_tolerance),
+                       interval_name="step")
+    read = {"metric_name": metric or "", "step": step_s, "allow_partial": bool(allow_partial),
+            "threads": _threads(threads), **_fields_read(basis)}
+    spans = _time_spans(files, read)
+    if not spans:
+        yield _answers_usage(files, options, read)  # no points at all: the reader's own report of nothing
+        return
+    first = min(lo for lo, _ in spans.values()) // width * width
+    last = max(hi for _, hi in spans.values())
+    for lo in range(first, last + 1, width):
+        hi = lo + width
+        reach = [f for f in files if f in spans and spans[f][0] < hi + ahead and spans[f][1] >= lo]
+        if not any(spans[f][0] < hi and spans[f][1] >= lo for f in reach):
+            continue  # no point in [lo, hi)
+        frame = _answers_usage(reach, {**options, "start_ns": lo, "end_ns": hi + ahead}, read)
+        yield _chunk_of(frame, lo, hi, ahead)
+
+
+def _chunk_ns(chunk: Any) -> int:
+    """A chunk's width in nanoseconds (a pandas offset string or seconds): a
+    whole number of seconds that divides a day or is whole days, so that
+    chunks start at midnight UTC."""
+    try:
+        seconds = pd.Timedelta(chunk).total_seconds() if isinstance(chunk, str) else _seconds(chunk, "chunk")
+    except ValueError:
+        raise InvalidInputError(f"parameter 'chunk': {chunk!r} is not a duration (\"1D\", \"6h\", seconds)") from None
+    width = int(round(seconds * 1e9))
+    if width <= 0 or (_DAY_NS % width and width % _DAY_NS):
+        raise InvalidInputError(f"parameter 'chunk': {chunk!r}: expected a part of a day (\"6h\") or whole days")
+    return width
+
+
+def _time_spans(files: list[str], read: dict) -> dict[str, tuple[int, int]]:
+    """Each file's first and last instant (files without points left out),
+    one file parsed at a time: a given step is checked on the first file
+    before the others are parsed."""
+    spans: dict[str, tuple[int, int]] = {}
+    for path in files:
+        points = _core.query_range_files([path], {**read, "threads": 1})["timestamp_ns"]
+        if len(points):
+            spans[path] = (int(points.min()), int(points.max()))
+    return spans
+
+
+def _chunk_of(frame: pd.DataFrame, lo: int, hi: int, ahead: int) -> pd.DataFrame:
+    """The samples in [lo, hi) of a read that went ``ahead`` past ``hi`` (for
+    the durations of each series' last sample); the report recounted."""
+    ts = frame["timestamp"].to_numpy(dtype="datetime64[ns]").view("int64")
+    keep = ts < hi
+    if len(frame):
+        long = frame["duration"].to_numpy()[keep]
+        if len(long) and float(long.max()) * 1e9 > ahead / 1.25 + 1:
+            raise InvalidInputError(
+                f"telemetry: a series' spacing is {float(long.max()):g} s, more than the chunked reader's look-ahead "
+                f"allows ({ahead / 1.25e9:g} s): give the step (step=, --step) or a longer lookahead")
+    attrs = frame.attrs
+    out = frame[keep].reset_index(drop=True) if not keep.all() else frame
+    out.attrs = attrs
+    out.attrs["telemetry"] = {**attrs["telemetry"], "samples": len(out)}
+    return out
 
 
 #: Memory fields (both unit conventions, and AMD's): what the allocated and used bases never read.
