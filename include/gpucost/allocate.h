@@ -13,6 +13,8 @@
 //   auto allocator = gpucost::Allocator::Create(costs, inventory, nullptr, policy);
 //   for (const auto& chunk : chunks) (void)allocator->AddSamples(chunk);
 //   absl::StatusOr<gpucost::Allocation> result = allocator->Finish();
+// (chunks a day at a time, in order: policy.ordered_chunks = true, and memory
+// is set by the chunk and the result, not the stream).
 #ifndef GPUCOST_ALLOCATE_H_
 #define GPUCOST_ALLOCATE_H_
 
@@ -140,7 +142,8 @@ struct Allocation {
 // Streaming allocator: cost lines, inventory and workloads up front, samples
 // in chunks of any size and order, then Finish(). Memory grows with cost
 // lines and (line, consumer) pairs, and by 16 bytes per sample for finding
-// rows read twice across chunks (none for one-shot Allocate()).
+// rows read twice across chunks (none for one-shot Allocate(), nor with
+// policy.ordered_chunks: chunks in time order, checked, need no such record).
 //
 // An error in AddSamples() is sticky: Finish() then returns it too, so a
 // partially fed allocator never yields a result.
@@ -162,7 +165,9 @@ class Allocator {
   // Adds one chunk of samples. Row numbers in errors count from the first
   // row of the first chunk. Rows equal in every column to a row of this or
   // an earlier chunk are dropped and counted (samples_duplicate); to find
-  // them across chunks the allocator keeps 16 bytes per sample.
+  // them across chunks the allocator keeps 16 bytes per sample. With
+  // policy.ordered_chunks a row at or before an earlier chunk's newest
+  // instant is an error (naming its row) instead, and nothing is kept.
   [[nodiscard]] absl::Status AddSamples(const SampleColumns& samples);
 
   // Prorates every line and groups the result. Call once.

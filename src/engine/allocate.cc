@@ -30,6 +30,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "gpucost/status.h"
 #include "series_scan.h"
 
@@ -342,6 +343,63 @@ struct alignas(64) SeriesSum {
   int64_t no_power = 0, no_intensity = 0;
 };
 
+// A series of a time-ordered stream (ordered_chunks), its spacings reduced
+// to what Finish()'s check needs (SEMANTICS 1.3: the median gap between its
+// distinct instants within [lo, hi] = [interval / 2, 2 x interval]) in O(1)
+// memory instead of a history of every instant. The gaps are counted on each
+// side of lo and hi, with the gaps next to each bound: whenever the median
+// could straddle a bound, the two middle gaps are those neighbours, so the
+// median is known exactly there and its side known everywhere else.
+struct SpacingTally {
+  int64_t last = std::numeric_limits<int64_t>::min();  // newest instant; min: none yet
+  int64_t gaps = 0, below = 0, above = 0;              // all gaps; gaps < lo; gaps > hi
+  int64_t max_below = 0, min_from_lo = std::numeric_limits<int64_t>::max();  // largest < lo, smallest >= lo
+  int64_t min_above = 0, max_to_hi = std::numeric_limits<int64_t>::min();    // smallest > hi, largest <= hi
+
+  // The next instant of the series, in time order (a repeat adds no gap).
+  void Push(int64_t t, double lo, double hi) {
+    if (last != std::numeric_limits<int64_t>::min() && t > last) {
+      const int64_t gap = t - last;
+      const auto g = static_cast<double>(gap);
+      ++gaps;
+      if (g < lo) {
+        max_below = below++ == 0 ? gap : std::max(max_below, gap);
+      } else {
+        min_from_lo = std::min(min_from_lo, gap);
+      }
+      if (g > hi) {
+        min_above = above++ == 0 ? gap : std::min(min_above, gap);
+      } else {
+        max_to_hi = std::max(max_to_hi, gap);
+      }
+    }
+    if (t > last) last = t;
+  }
+
+  // Where the median gap (internal::Median's, of the gaps as doubles) lies:
+  // 0 inside [lo, hi] (or no gap), -1 below, +1 above; *exact is the median
+  // when known, else NaN (the gaps on one side are more than half).
+  [[nodiscard]] int Side(double lo, double hi, double* exact) const {
+    *exact = std::numeric_limits<double>::quiet_NaN();
+    if (gaps == 0) return 0;
+    // Sorted gaps x[0, gaps): the median is x[mid] (odd count) or the mean
+    // of x[mid - 1] and x[mid]; x[mid] < lo iff below > mid, and both middle
+    // gaps > hi iff above > mid (for an odd count: x[mid] > hi).
+    const int64_t mid = gaps / 2;
+    if (below > mid) return -1;
+    if (above > mid) return 1;
+    if (gaps % 2 == 1) return 0;
+    if (below == mid) {  // x[mid - 1] < lo <= x[mid]
+      *exact = 0.5 * (static_cast<double>(max_below) + static_cast<double>(min_from_lo));
+    } else if (above == mid) {  // x[mid - 1] <= hi < x[mid]
+      *exact = 0.5 * (static_cast<double>(max_to_hi) + static_cast<double>(min_above));
+    } else {
+      return 0;  // both middle gaps in [lo, hi]
+    }
+    return *exact < lo ? -1 : *exact > hi ? 1 : 0;
+  }
+};
+
 }  // namespace
 
 struct Allocator::State {
@@ -414,6 +472,12 @@ struct Allocator::State {
   // one-shot allocation (single_chunk).
   absl::flat_hash_map<SeriesKey, std::vector<std::pair<int64_t, uint64_t>>> history;
   bool single_chunk = false;
+  // policy.ordered_chunks (a stream; Allocate() clears it): no history, but
+  // the newest instant so far (each chunk must come after it) and per series
+  // its spacings as Finish() checks them.
+  bool ordered = false;
+  int64_t newest_instant = std::numeric_limits<int64_t>::min();
+  absl::flat_hash_map<SeriesKey, SpacingTally> tallies;
   absl::Status sticky = absl::OkStatus();
   bool finished = false;
 
@@ -449,10 +513,15 @@ struct Allocator::State {
   void CountPrimaryOverlaps();
   absl::Status CheckIntervals(const SampleColumns& s, const internal::ChunkSeries& chunk);
   absl::Status CheckStreamIntervals() const;
+  // `spacing`: "has a sample every 300 s", or what is known of the median.
   std::string SpacingMessage(std::string_view resource, int32_t device, std::string_view consumer,
-                             double spacing_ns) const;
+                             std::string_view spacing) const;
+  std::string SpacingMessage(const SeriesKey& key, std::string_view spacing) const;
   int64_t FindDuplicates(const SampleColumns& s, internal::ChunkSeries& chunk, const std::vector<int32_t>& res_map,
                          const std::vector<int32_t>& con_map);
+  absl::Status CheckAfterEarlierChunks(const SampleColumns& s);
+  void TallySpacings(const SampleColumns& s, const internal::ChunkSeries& chunk, const std::vector<int32_t>& res_map,
+                     const std::vector<int32_t>& con_map);
   [[nodiscard]] int64_t RowNumber(int64_t i) const { return rows_seen + i; }
   JoinTable BuildJoin(const std::vector<uint8_t>& line_observed, const std::vector<uint8_t>& line_oversubscribed,
                       const std::vector<double>& line_down) const;
@@ -955,6 +1024,7 @@ absl::StatusOr<std::unique_ptr<Allocator>> Allocator::Create(
     if (state->interval_ns <= 0) return ParameterError("interval", "shorter than a nanosecond");
   }
   state->policy = policy;
+  state->ordered = policy.ordered_chunks;
   state->InternResource("");  // kNoName
   GPUCOST_RETURN_IF_ERROR(state->IndexCosts(costs));
   GPUCOST_RETURN_IF_ERROR(state->IndexInventory(inventory));
@@ -1326,13 +1396,21 @@ absl::Status Allocator::State::CheckIntervals(const SampleColumns& s, const inte
   };
   return RowError(kTable, rows_seen + refused->first_row, "timestamp",
                   SpacingMessage(name(s.resource_id, refused->resource_code), refused->device,
-                                 name(s.consumer, refused->consumer_code), refused->spacing_ns));
+                                 name(s.consumer, refused->consumer_code),
+                                 absl::StrCat("has a sample every ", Seconds(refused->spacing_ns))));
+}
+
+std::string Allocator::State::SpacingMessage(const SeriesKey& key, std::string_view spacing) const {
+  return SpacingMessage(resource_names[key.resource], key.device,
+                        key.consumer < 0 ? std::string_view() : std::string_view(consumer_names[key.consumer]),
+                        spacing);
 }
 
 std::string Allocator::State::SpacingMessage(std::string_view resource, int32_t device, std::string_view consumer,
-                                             double spacing_ns) const {
+                                             std::string_view spacing) const {
   return absl::StrCat("the series (resource_id ", Quoted(resource), ", device ", device, ", consumer ",
-                      Quoted(consumer), ") has a sample every ", Seconds(spacing_ns), ", but the interval is ",
+                      Quoted(consumer), ") ", absl::string_view(spacing.data(), spacing.size()),
+                      ", but the interval is ",
                       Seconds(static_cast<double>(interval_ns)),
                       interval_inferred ? (single_chunk ? " (inferred: the median spacing of all series)"
                                                         : " (inferred from the first chunk)")
@@ -1345,6 +1423,15 @@ std::string Allocator::State::SpacingMessage(std::string_view resource, int32_t 
 absl::Status Allocator::State::CheckStreamIntervals() const {
   if (single_chunk || saw_duration || !saw_no_duration) return absl::OkStatus();
   const auto interval = static_cast<double>(interval_ns);
+  for (const auto& [key, tally] : tallies) {  // ordered_chunks: the tallies in place of the history
+    double median;
+    const int side = tally.Side(0.5 * interval, 2 * interval, &median);
+    if (side == 0) continue;
+    return TableError("usage", SpacingMessage(key, !std::isnan(median)
+                                                   ? absl::StrCat("has a sample every ", Seconds(median))
+                                                   : absl::StrCat("has a median spacing ", side < 0 ? "under " : "over ",
+                                                                  Seconds(side < 0 ? 0.5 * interval : 2 * interval))));
+  }
   std::vector<double> diffs;
   for (const auto& [key, seen] : history) {
     diffs.clear();
@@ -1354,12 +1441,87 @@ absl::Status Allocator::State::CheckStreamIntervals() const {
     if (diffs.empty()) continue;
     const double spacing = internal::Median(diffs);
     if (spacing <= 2 * interval && spacing >= 0.5 * interval) continue;
-    return TableError("usage", SpacingMessage(resource_names[key.resource], key.device,
-                                              key.consumer < 0 ? std::string_view()
-                                                               : std::string_view(consumer_names[key.consumer]),
-                                              spacing));
+    return TableError("usage", SpacingMessage(key, absl::StrCat("has a sample every ", Seconds(spacing))));
   }
   return absl::OkStatus();
+}
+
+namespace {
+
+// The stream-wide keys of a worker's series of a chunk (ids, not the
+// chunk's codes). A null consumer and "" are different values: a row of one
+// never copies the other.
+std::vector<SeriesKey> StreamKeys(const internal::WorkerSeries& mine, const std::vector<int32_t>& res_map,
+                                  const std::vector<int32_t>& con_map) {
+  constexpr int32_t kNullConsumer = kNoConsumer - 1;
+  std::vector<SeriesKey> keys(mine.series.size());
+  for (size_t k = 0; k < keys.size(); ++k) {
+    const internal::Series& series = mine.series[k];
+    keys[k] = {res_map[series.resource_code], series.device,
+               series.consumer_code == kNullCode ? kNullConsumer : con_map[series.consumer_code]};
+  }
+  return keys;
+}
+
+std::string InstantText(int64_t ns) {
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%E*SZ", absl::FromUnixNanos(ns), absl::UTCTimeZone());
+}
+
+}  // namespace
+
+// ordered_chunks, checked rather than trusted: every instant of the chunk
+// after the newest of the chunks before, so no row can repeat an earlier
+// chunk's and none needs their history. Instants out of range are skipped
+// here (refused with their row later).
+absl::Status Allocator::State::CheckAfterEarlierChunks(const SampleColumns& s) {
+  const int64_t* ts = s.timestamp.data();
+  const auto ticks = static_cast<int64_t>(s.time_unit);
+  const int64_t before = newest_instant;
+  const auto n = static_cast<int64_t>(s.size());
+  for (int64_t i = 0; i < n; ++i) {
+    if (!InstantInRange(ts[i], s.time_unit)) continue;
+    const int64_t t = ts[i] * ticks;
+    if (t <= before) {
+      return RowError("usage", RowNumber(i), "timestamp",
+                      absl::StrCat(InstantText(t), " is not after ", InstantText(before),
+                                   ", the newest instant of an earlier chunk (this chunk starts at row ", rows_seen,
+                                   "): with ordered_chunks each chunk must come after every earlier one, or a "
+                                   "sample read twice could be counted twice"));
+    }
+    newest_instant = std::max(newest_instant, t);
+  }
+  return absl::OkStatus();
+}
+
+// ordered_chunks without durations: each series' instants, in time order,
+// added to its tally (what Finish() checks the spacing on).
+void Allocator::State::TallySpacings(const SampleColumns& s, const internal::ChunkSeries& chunk,
+                                     const std::vector<int32_t>& res_map, const std::vector<int32_t>& con_map) {
+  const auto interval = static_cast<double>(interval_ns);
+  const double lo = 0.5 * interval, hi = 2 * interval;
+  const int64_t* ts = s.timestamp.data();
+  const int32_t* series_of_row = chunk.series_of_row.get();
+  std::vector<SpacingTally*> of;  // per series of the worker
+  for (int w = 0; w < chunk.workers; ++w) {
+    const internal::WorkerSeries& mine = chunk.by_worker[w];
+    const std::vector<SeriesKey> keys = StreamKeys(mine, res_map, con_map);
+    for (const SeriesKey& key : keys) tallies.try_emplace(key);
+    of.resize(keys.size());
+    for (size_t k = 0; k < keys.size(); ++k) of[k] = &tallies.find(keys[k])->second;
+    // Series in time order are read in row order; the others from their gathered copy, sorted.
+    internal::ForOwnedRows(chunk, s, w, [&](int64_t i) {
+      const int32_t id = series_of_row[i];
+      if (id == internal::kBadRow || (id & (internal::kDroppedBit | internal::kGatheredBit)) != 0) return;
+      of[static_cast<size_t>(id)]->Push(ScaleInstant(ts[i], s.time_unit), lo, hi);
+    });
+    for (size_t k = 0; k < keys.size(); ++k) {
+      const internal::Series& series = mine.series[k];
+      if (!series.gathered) continue;
+      for (int64_t p = series.sorted_begin; p < series.sorted_end; ++p) {
+        of[k]->Push(ScaleInstant(mine.gathered_rows[p].t, s.time_unit), lo, hi);
+      }
+    }
+  }
 }
 
 // SEMANTICS 1.3: rows equal in every column are one sample read twice. In a
@@ -1369,7 +1531,7 @@ absl::Status Allocator::State::CheckStreamIntervals() const {
 // rows found here, marked dropped in `chunk`.
 int64_t Allocator::State::FindDuplicates(const SampleColumns& s, internal::ChunkSeries& chunk,
                                          const std::vector<int32_t>& res_map, const std::vector<int32_t>& con_map) {
-  if (single_chunk) return 0;
+  if (single_chunk || ordered) return 0;  // ordered: no row repeats an earlier chunk's (checked)
   const int64_t* ts = s.timestamp.data();
   int32_t* series_of_row = chunk.series_of_row.get();
   int64_t found = 0;
@@ -1388,15 +1550,8 @@ int64_t Allocator::State::FindDuplicates(const SampleColumns& s, internal::Chunk
     internal::WorkerSeries& mine = chunk.by_worker[w];
     const size_t num_series = mine.series.size();
     // Every key first, then the pointers: an insertion may move the others.
-    std::vector<SeriesKey> keys(num_series);
-    for (size_t k = 0; k < num_series; ++k) {
-      const internal::Series& series = mine.series[k];
-      // A null consumer and "" are different values: a row of one never copies the other.
-      constexpr int32_t kNullConsumer = kNoConsumer - 1;
-      keys[k] = {res_map[series.resource_code], series.device,
-                 series.consumer_code == kNullCode ? kNullConsumer : con_map[series.consumer_code]};
-      history.try_emplace(keys[k]);
-    }
+    const std::vector<SeriesKey> keys = StreamKeys(mine, res_map, con_map);
+    for (const SeriesKey& key : keys) history.try_emplace(key);
     seen.resize(num_series);
     old_size.resize(num_series);
     for (size_t k = 0; k < num_series; ++k) {
@@ -1506,6 +1661,9 @@ absl::Status Allocator::AddSamples(const SampleColumns& s) {
   for (size_t d = 0; d < con_map.size(); ++d) {
     if (!s.consumer.dictionary[d].empty()) con_map[d] = st.InternConsumer(s.consumer.dictionary[d]);
   }
+  if (st.ordered) {
+    if (absl::Status status = st.CheckAfterEarlierChunks(s); !status.ok()) return fail(status);
+  }
   // Series: the interval checked (or inferred), rows read twice dropped.
   const int workers = WorkersFor(st.policy.threads, n);
   internal::ChunkSeries chunk = internal::ScanChunkSeries(s, devices_of_code, workers);
@@ -1515,6 +1673,7 @@ absl::Status Allocator::AddSamples(const SampleColumns& s) {
     st.saw_no_duration = true;
     if (absl::Status status = st.CheckIntervals(s, chunk); !status.ok()) return fail(status);
   }
+  if (st.ordered && !st.saw_duration) st.TallySpacings(s, chunk, res_map, con_map);
   int64_t duplicates = st.FindDuplicates(s, chunk, res_map, con_map);
   for (const internal::WorkerSeries& mine : chunk.by_worker) duplicates += mine.duplicates;
 
@@ -2091,10 +2250,13 @@ absl::StatusOr<Allocation> Allocate(const CostColumns& costs, const SampleColumn
                            Allocator::Create(costs, inventory, workloads, policy, downtime, carbon));
   if (samples.size() <= kMaxChunkRows) {
     allocator->state_->single_chunk = true;  // no later chunk: no duplicate history
+    allocator->state_->ordered = false;       // one table's rows come in any order
     GPUCOST_RETURN_IF_ERROR(allocator->AddSamples(samples));
     return allocator->Finish();
   }
-  // Beyond a chunk's rows: fed as a stream, which gives the same result.
+  // Beyond a chunk's rows: fed as a stream, which gives the same result
+  // (slices of a table in any order: not ordered_chunks).
+  allocator->state_->ordered = false;
   for (size_t begin = 0; begin < samples.size(); begin += kMaxChunkRows) {
     GPUCOST_RETURN_IF_ERROR(allocator->AddSamples(samples.Slice(begin, kMaxChunkRows)));
   }

@@ -87,6 +87,18 @@ int main() {
   for (double c : streamed->cost) total += c;
   CHECK_NEAR(total, 8.0);  // money in equals money out
   CHECK(streamed->diagnostics.lines_down == 1);
+
+  // Chunks promised in time order (a day at a time): no history of earlier
+  // chunks' rows is kept; a chunk going back in time is refused, naming its row.
+  gpucost::AllocationPolicy in_order = policy;
+  in_order.ordered_chunks = true;
+  absl::StatusOr<std::unique_ptr<gpucost::Allocator>> ordered =
+      gpucost::Allocator::Create(costs, inventory, nullptr, in_order, &downtime);
+  CHECK_OK(ordered);
+  CHECK_OK((*ordered)->AddSamples(samples.Slice(0, 2)));
+  CHECK_OK((*ordered)->AddSamples(samples.Slice(2, 1)));
+  const absl::Status back = (*ordered)->AddSamples(samples.Slice(1, 1));
+  CHECK(back.message().find("row 3, column 'timestamp'") != std::string_view::npos);
   // [Allocator]
 
   // [Energy]
