@@ -299,14 +299,16 @@ read in place, others are converted once. Returns an AllocationResult.)pbdoc");
                        std::optional<double> interval,
                        std::vector<std::string> by, const std::optional<std::string>& freq, int threads,
                        const std::optional<py::dict>& downtime, std::optional<double> pue,
-                       const py::object& carbon_intensity) {
-             return std::make_unique<PyAllocator>(
-                 costs, inventory, workloads, MakePolicy(basis, alpha, idle, interval, std::move(by), freq, threads),
-                 downtime, EnergyArgs(pue, carbon_intensity));
+                       const py::object& carbon_intensity, bool ordered_chunks) {
+             AllocationPolicy policy = MakePolicy(basis, alpha, idle, interval, std::move(by), freq, threads);
+             policy.ordered_chunks = ordered_chunks;
+             return std::make_unique<PyAllocator>(costs, inventory, workloads, std::move(policy), downtime,
+                                                  EnergyArgs(pue, carbon_intensity));
            }),
            py::arg("costs"), py::arg("inventory"), py::arg("workloads"), py::arg("basis"), py::arg("alpha"),
            py::arg("idle"), py::arg("interval"), py::arg("by"), py::arg("freq"), py::arg("threads") = 0,
-           py::arg("downtime") = py::none(), py::arg("pue") = py::none(), py::arg("carbon_intensity") = py::none())
+           py::arg("downtime") = py::none(), py::arg("pue") = py::none(), py::arg("carbon_intensity") = py::none(),
+           py::arg("ordered_chunks") = false)
       .def("add_samples", &PyAllocator::AddSamples, py::arg("usage"))
       .def("finish", &PyAllocator::Finish);
 

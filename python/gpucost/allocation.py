@@ -514,9 +514,14 @@ class Allocator:
     would for all the chunks together. Memory grows with cost lines and
     consumers, and by 16 bytes per sample: the record that finds rows read
     twice across chunks (two replicas' files read one after the other).
-    Without a duration column the interval is inferred from the first chunk
-    (give ``interval`` when chunks are not in time order). Tables and chunks
-    may be anything :func:`allocate` takes; ``threads`` is fixed here.
+    ``ordered_chunks=True`` promises chunks in time order, each after every
+    earlier one (a day at a time): no row can then repeat an earlier chunk's,
+    so no such record is kept and memory is set by the chunk and the result;
+    a chunk with a sample at or before an earlier chunk's newest instant is
+    an error naming its row. Without a duration column the interval is
+    inferred from the first chunk (give ``interval`` when chunks are not in
+    time order). Tables and chunks may be anything :func:`allocate` takes;
+    ``threads`` is fixed here.
 
     Examples:
         >>> costs = pd.DataFrame({"resource_id": ["node-1"], "start": [pd.Timestamp("2026-03-01 00:00", tz="UTC")],
@@ -533,18 +538,38 @@ class Allocator:
         0  __idle__   0.0        0.0
         1     infer   4.0        1.0
         2     train   4.0        1.0
+
+        Chunks promised in time order (the same result, in the memory of a
+        chunk); one that goes back in time is refused:
+
+        >>> alloc = gpucost.Allocator(costs, inventory, interval=1800, ordered_chunks=True)
+        >>> alloc.add(usage.iloc[:2])
+        >>> alloc.add(usage.iloc[2:])
+        >>> alloc.finish()[["consumer", "cost", "gpu_hours"]]
+           consumer  cost  gpu_hours
+        0  __idle__   0.0        0.0
+        1     infer   4.0        1.0
+        2     train   4.0        1.0
+        >>> alloc = gpucost.Allocator(costs, inventory, interval=1800, ordered_chunks=True)
+        >>> alloc.add(usage.iloc[2:])
+        >>> alloc.add(usage.iloc[:2])  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+            ...
+        gpucost.errors.InvalidInputError: usage: row 2, column 'timestamp': 2026-03-01T00:00:00Z is not after 2026-03-01T01:30:00Z, the newest instant of an earlier chunk (this chunk starts at row 2): ...
     """
 
     def __init__(self, costs: Any, inventory: Any, workloads: Any = None, *, basis: str = "allocated",
                  alpha: float = 0.5, idle: str = "keep", interval: float | None = None,
                  by: Sequence[str] | str = ("consumer",), freq: str | None = None, threads: int | None = None,
-                 downtime: Any = None, pue: float | None = None, carbon_intensity: Any = None):
+                 downtime: Any = None, pue: float | None = None, carbon_intensity: Any = None,
+                 ordered_chunks: bool = False):
         policy = _policy(basis, alpha, idle, interval, by, freq, threads)
         energy = _energy(pue, carbon_intensity)
         costs_table = Table(costs, "costs")
         self._core = _core.Allocator(_with_regions(cost_columns(costs_table), costs_table, energy),
                                      inventory_columns(inventory), workload_columns(workloads), **policy,
-                                     downtime=downtime_columns(downtime), **energy)
+                                     downtime=downtime_columns(downtime), **energy,
+                                     ordered_chunks=bool(ordered_chunks))
         self._rows = 0  # samples added so far
         self._basis = basis
         self._threads = policy["threads"]

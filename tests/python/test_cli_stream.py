@@ -95,7 +95,12 @@ def test_the_cli_never_holds_the_month(month, capsys, monkeypatch):
     monkeypatch.setattr(prometheus, "_answers_usage", lambda files, *a: calls.append(list(files)) or read(files, *a))
     add = gpucost.Allocator.add
     monkeypatch.setattr(gpucost.Allocator, "add", lambda self, chunk: added.append(len(chunk)) or add(self, chunk))
+    promised = []
+    init = gpucost.Allocator.__init__
+    monkeypatch.setattr(gpucost.Allocator, "__init__",
+                        lambda self, *a, **kw: promised.append(kw.get("ordered_chunks")) or init(self, *a, **kw))
     run(month, capsys)
+    assert promised == [True]  # the days in time order: no record of earlier days' rows is kept
     assert len(calls) == DAYS and len(added) == DAYS
     assert max(len(files) for files in calls) <= 4 and all(len(files) >= 2 for files in calls)
     days = [sorted({Path(f).stem.rsplit("_", 1)[1] for f in files}) for files in calls]

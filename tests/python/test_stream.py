@@ -149,6 +149,31 @@ def test_allocator_refuses_to_finish_after_a_rejected_chunk(fleet):
         allocator.finish()
 
 
+def hours_in_order(usage: pd.DataFrame) -> list[pd.DataFrame]:
+    """The samples an hour at a time, in time order (no instant in two chunks)."""
+    hours = usage["timestamp"].dt.floor("h")
+    return [usage[hours == h] for h in sorted(hours.unique())]
+
+
+def test_ordered_chunks_give_the_result_of_chunks_in_any_order(fleet, expected):
+    allocator = gpucost.Allocator(fleet.costs, fleet.inventory, fleet.workloads, ordered_chunks=True, **POLICY)
+    result = allocator.add_all(hours_in_order(fleet.usage)).finish()
+    assert_frames_close(result, expected)
+    assert result.attrs["diagnostics"] == expected.attrs["diagnostics"]
+
+
+def test_ordered_chunks_refuse_a_chunk_back_in_time(fleet):
+    hours = hours_in_order(fleet.usage)
+    allocator = gpucost.Allocator(fleet.costs, fleet.inventory, fleet.workloads, ordered_chunks=True, **POLICY)
+    allocator.add_all(hours[:3])
+    rows = sum(len(h) for h in hours[:3])
+    refused = rf"^usage: row {rows}, column 'timestamp': .* is not after .*this chunk starts at row {rows}\)"
+    with pytest.raises(gpucost.InvalidInputError, match=refused):
+        allocator.add(hours[1])  # read again: without the promise, dropped as copies
+    with pytest.raises(gpucost.InvalidInputError, match=refused):
+        allocator.finish()
+
+
 def test_truncated_csv(fleet, tmp_path):
     path = tmp_path / "usage.csv"
     write_csv(fleet.usage.iloc[:2000], path)
