@@ -123,25 +123,61 @@ def test_split_rows_name_holders_and_method(written):
     _, out, _, _ = written
     back = _text(out)
     i1 = back[back["SkuId"] == "BoxUsage:p4d"]
-    assert sorted(i1["AllocatedResourceId"]) == ["__idle__", "nb-b", "train-a"]
+    # FOCUS 1.3 AllocatedResourceId: null on the unallocated portion (idle), the consumer on the others.
+    assert sorted(i1["AllocatedResourceId"]) == ["", "nb-b", "train-a"]
     train = i1[i1["AllocatedResourceId"] == "train-a"].iloc[0]
     assert train["EffectiveCost"] == "15.25"  # 4 of 8 GPUs all hour
     assert train["ConsumedQuantity"] == "0.5" and train["ListUnitPrice"] == "32.7726"
     assert json.loads(train["AllocatedTags"]) == {"gpucost-holder": "workload", "team": "llm"}
     details = json.loads(train["AllocatedMethodDetails"])
-    assert details["Basis"] == "allocated" and details["AllocatedRatio"] == 0.5 and details["GpuHours"] == 4
+    assert details == {"Elements": [{"AllocatedRatio": 0.5, "UsageUnit": "GPU-Hours", "UsageQuantity": 4,
+                                     "x_GpuHours": 4, "x_EffectiveGpuHours": 3.6, "x_MemGibHours": 40}],
+                       "x_Basis": "allocated", "x_Idle": "keep"}
     assert set(i1["AllocatedMethodId"]) == {"gpucost-allocated"}
-    idle = i1[i1["AllocatedResourceId"] == "__idle__"].iloc[0]
+    idle = i1[i1["AllocatedResourceId"] == ""].iloc[0]
     assert json.loads(idle["AllocatedTags"]) == {"gpucost-holder": "idle"}
+    assert idle["AllocatedResourceName"] == ""
 
 
-def test_allocated_columns_null_exactly_on_charges_not_split(written):
+def _spec_conformant(back: pd.DataFrame) -> None:
+    """FOCUS 1.3's allocation column rules (docs/focus.md, "What the
+    specification says"), on a dataset read back as text."""
+    related = back["AllocatedMethodId"] != ""
+    # AllocatedMethodId, AllocatedMethodDetails, AllocatedTags: null exactly on charges not related to a split.
+    for column in ("AllocatedMethodId", "AllocatedMethodDetails", "AllocatedTags", "AllocatedResourceId",
+                   "AllocatedResourceName"):
+        assert (back.loc[~related, column] == "").all(), column
+    for column in ("AllocatedMethodDetails", "AllocatedTags"):
+        assert (back.loc[related, column] != "").all(), column
+    # AllocatedResourceId/Name: set on the allocated portion, null on the unallocated one (idle, down, unobserved).
+    holder = back.loc[related, "AllocatedTags"].map(lambda t: json.loads(t)["gpucost-holder"])
+    named = back.loc[related, "AllocatedResourceId"] != ""
+    assert (named == (holder == "workload")).all()
+    assert (back["AllocatedResourceId"] == back["AllocatedResourceName"]).all()
+    # AllocatedMethodDetails: {"Elements": [objects with AllocatedRatio, UsageUnit with UsageQuantity]}, x_ keys.
+    ratios = []
+    for text in back.loc[related, "AllocatedMethodDetails"]:
+        obj = json.loads(text)
+        assert isinstance(obj["Elements"], list) and obj["Elements"]
+        assert all(k == "Elements" or k.startswith("x_") for k in obj)
+        for element in obj["Elements"]:
+            assert isinstance(element["AllocatedRatio"], int | float)
+            assert "UsageQuantity" not in element or isinstance(element["UsageUnit"], str)
+            assert all(k in ("AllocatedRatio", "UsageUnit", "UsageQuantity") or k.startswith("x_") for k in element)
+        ratios.append(sum(e["AllocatedRatio"] for e in obj["Elements"]))
+    # The AllocatedRatio of an origin charge's allocated charges add up to 1.
+    group = back.loc[related, ["ResourceId", "SkuId", "ChargePeriodStart", "ChargeCategory"]].astype(str).agg("|".join,
+                                                                                                          axis=1)
+    sums = pd.Series(ratios, index=group.index).groupby(group).sum()
+    np.testing.assert_allclose(sums.to_numpy(), 1.0, atol=1e-9)
+
+
+def test_allocated_columns_follow_the_specification(written):
     _, out, _, _ = written
     back = _text(out)
     split = back["AllocatedMethodId"] != ""
     assert set(back.loc[~split, "ResourceId"]) == {"vol-1", ""}  # no GPU inventory: passed through
-    for column in FOCUS_ALLOCATED:
-        assert (back.loc[split, column] != "").all() and (back.loc[~split, column] == "").all(), column
+    _spec_conformant(back)
     passed = back[~split].reset_index(drop=True)
     source = FOCUS_13.astype(str).iloc[[2, 3]].reset_index(drop=True)
     pd.testing.assert_frame_equal(passed, source)  # unchanged, to the letter
@@ -190,6 +226,7 @@ def test_the_specification_example_round_trips(tmp_path: Path):
     gpucost.to_focus(costs, usage, inventory, interval=1800, path=out)
     origin, back = _text(bill), _text(out)
     assert list(back["AllocatedResourceId"]) == ["", "job-1", "job-2"]  # the purchase passes through
+    assert list(back["AllocatedMethodId"] != "") == [False, True, True]
     key = ["ChargeCategory", "ResourceId"]
     for _, row in origin.iterrows():
         rows = back[(back[key] == row[key].to_numpy()).all(axis=1)]
