@@ -28,11 +28,12 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from gpucost.allocation import allocate, check_not_allocated
+from gpucost.billing import _projection
 from gpucost.errors import InvalidInputError
 from gpucost.frames import Table
 from gpucost.money import exact_decimals, minor_unit, split_exact
 
-__all__ = ["to_focus", "FOCUS_SUMMABLE", "FOCUS_ALLOCATED"]
+__all__ = ["to_focus", "focus_batches", "write_focus_split", "summable_columns", "FOCUS_SUMMABLE", "FOCUS_ALLOCATED"]
 
 #: FOCUS metrics that add up across allocated charges (split); every other
 #: column, unit prices included, is copied from the origin charge.
@@ -189,17 +190,20 @@ def _origin_rows(costs: pd.DataFrame, focus: Any) -> pa.Table:
         focus = _focus_files(costs.attrs)
     if focus is None:
         return focus_columns(costs)
-    if isinstance(focus, list | tuple):
-        name = ", ".join(os.fspath(f) for f in focus)
-        tables = [_read_raw(f) for f in focus]
+    files = list(focus) if isinstance(focus, list | tuple) else [focus]
+    if all(isinstance(f, str | os.PathLike) for f in files):
+        name = ", ".join(os.fspath(f) for f in files)
+        tables = [_read_raw(f) for f in files]
         table = pa.concat_tables(tables, promote_options="default") if len(tables) > 1 else tables[0]
+        parquet = any(_is_parquet(f) for f in files)
     else:
-        name = os.fspath(focus) if isinstance(focus, str | os.PathLike) else "focus"
-        table = _read_raw(focus) if isinstance(focus, str | os.PathLike) else (
-            focus if isinstance(focus, pa.Table) else pa.Table.from_pandas(focus, preserve_index=False))
+        name, parquet = "focus", True
+        table = focus if isinstance(focus, pa.Table) else pa.Table.from_pandas(focus, preserve_index=False)
     if table.num_rows != len(costs) and billing.get("duplicates_dropped"):
-        # The reader dropped rows read twice (across parts too): so does this copy (first one kept).
-        keep = ~table.to_pandas(types_mapper=pd.ArrowDtype).duplicated().to_numpy()
+        # The reader dropped rows read twice (across parts too), keyed on the
+        # whole CSV row or the Parquet columns it reads: so does this copy (first one kept).
+        key = _projection(table.column_names, "focus") if parquet else table.column_names
+        keep = ~table.select(key).to_pandas(types_mapper=pd.ArrowDtype).duplicated().to_numpy()
         table = table.filter(pa.array(keep))
     if table.num_rows != len(costs):
         raise InvalidInputError(f"{name}: {table.num_rows} FOCUS rows for {len(costs)} cost lines; give to_focus "
@@ -223,13 +227,16 @@ def _focus_files(attrs: dict) -> list[str] | str | None:
     return source if billing.get("format") == "focus" and os.path.isfile(source) else None
 
 
+def _is_parquet(path: str | os.PathLike) -> bool:
+    with open(path, "rb") as f:
+        return f.read(4) == b"PAR1"
+
+
 def _read_raw(path: str | os.PathLike) -> pa.Table:
     """A FOCUS file as it is: Parquet with its types; CSV with every cell as
     written (text), so dimensions are carried over to the letter."""
     name = os.fspath(path)
-    with open(name, "rb") as f:
-        parquet = f.read(4) == b"PAR1"
-    if parquet:
+    if _is_parquet(name):
         return pq.read_table(name)
     names = pacsv.open_csv(name).schema.names
     return pacsv.read_csv(name, convert_options=pacsv.ConvertOptions(

@@ -166,8 +166,9 @@ def _spec_conformant(back: pd.DataFrame) -> None:
             assert all(k in ("AllocatedRatio", "UsageUnit", "UsageQuantity") or k.startswith("x_") for k in element)
         ratios.append(sum(e["AllocatedRatio"] for e in obj["Elements"]))
     # The AllocatedRatio of an origin charge's allocated charges add up to 1.
-    group = back.loc[related, ["ResourceId", "SkuId", "ChargePeriodStart", "ChargeCategory"]].astype(str).agg("|".join,
-                                                                                                          axis=1)
+    origin = [c for c in ("ResourceId", "SkuId", "ChargePeriodStart", "ChargeCategory", "ChargeClass",
+                          "BillingPeriodStart") if c in back.columns]
+    group = back.loc[related, origin].astype(str).agg("|".join, axis=1)
     sums = pd.Series(ratios, index=group.index).groupby(group).sum()
     np.testing.assert_allclose(sums.to_numpy(), 1.0, atol=1e-9)
 
@@ -269,3 +270,146 @@ def test_cli_allocate_format_focus(tmp_path: Path, capsys):
     assert set(back["AllocatedMethodId"].dropna()) == {"gpucost-allocated"}
     assert back["EffectiveCost"].sum() == pytest.approx(FOCUS_13["EffectiveCost"].astype(float).sum())
     assert "FOCUS rows" in capsys.readouterr().err
+
+
+# ---- streaming, bills in parts, provider x_ columns, corrections, real exports -------------------
+
+
+@pytest.mark.parametrize("batch_lines", [1, 2, 3, 100])
+def test_streamed_output_is_the_one_shot_output(tmp_path: Path, batch_lines: int):
+    bill = tmp_path / "focus.csv"
+    FOCUS_13.to_csv(bill, index=False)
+    usage, inventory, workloads = _telemetry()
+    costs = gpucost.read_focus(bill)
+    whole = gpucost.to_focus(costs, usage, inventory, workloads, path=tmp_path / "whole.csv")
+    rows = gpucost.focus.write_focus_split(costs, usage, inventory, workloads, path=tmp_path / "streamed.csv",
+                                           batch_lines=batch_lines)
+    assert rows == whole.num_rows
+    assert (tmp_path / "streamed.csv").read_bytes() == (tmp_path / "whole.csv").read_bytes()
+    batches = list(gpucost.focus.focus_batches(costs, usage, inventory, workloads, batch_lines=batch_lines))
+    assert len(batches) == -(-len(costs) // batch_lines)
+    assert pa.concat_tables(batches).equals(whole)
+    gpucost.to_focus(costs, usage, inventory, workloads, path=tmp_path / "whole.parquet")
+    gpucost.focus.write_focus_split(costs, usage, inventory, workloads, path=tmp_path / "streamed.parquet",
+                                    batch_lines=batch_lines)
+    assert pq.read_table(tmp_path / "streamed.parquet").equals(pq.read_table(tmp_path / "whole.parquet"))
+
+
+def test_batch_lines_must_be_positive():
+    usage, inventory, workloads = _telemetry()
+    costs = pd.DataFrame({"resource_id": ["i-1"], "start": [H], "end": [H + pd.Timedelta("1h")], "cost": [1.0]})
+    with pytest.raises(ValueError, match="batch_lines must be a positive"):
+        list(gpucost.focus.focus_batches(costs, usage, inventory, batch_lines=0))
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_cli_multi_part_focus_bill_carries_each_parts_columns(tmp_path: Path, suffix: str):
+    # Three parts of one export: the second has a provider column the first lacks; the third repeats a row
+    # of the first (the reader drops it once, and so does the FOCUS output).
+    parts = [FOCUS_13.iloc[[0, 2]], FOCUS_13.iloc[[1]].assign(x_UsageType=["Box:g5"]), FOCUS_13.iloc[[3, 0]]]
+    names = []
+    for k, part in enumerate(parts):
+        names.append(str(tmp_path / f"part-{k}{suffix}"))
+        if suffix == ".csv":
+            part.to_csv(names[-1], index=False)
+        else:
+            pq.write_table(pa.Table.from_pandas(part, preserve_index=False), names[-1])
+    usage, inventory, _ = _telemetry()
+    usage.to_csv(tmp_path / "usage.csv", index=False)
+    inventory.to_csv(tmp_path / "inventory.csv", index=False)
+    out = tmp_path / "split.csv"
+    code = gpucost.cli.main(["allocate", "--bill", *names, "--usage", str(tmp_path / "usage.csv"),
+                             "--inventory", str(tmp_path / "inventory.csv"), "--format", "focus", "--output", str(out)])
+    assert code == 0
+    back = _text(out)
+    assert list(back.columns) == list(FOCUS_13.columns) + ["x_UsageType"]
+    assert set(back.loc[back["SkuId"] == "BoxUsage:g5", "x_UsageType"]) == {"Box:g5"}  # part 2's column
+    assert set(back.loc[back["SkuId"] != "BoxUsage:g5", "x_UsageType"]) == {""}
+    assert len(back[(back["SkuId"] == "BoxUsage:p4d") & (back["AllocatedResourceId"] == "train-a")]) == 1  # once
+    for sku, origin in FOCUS_13.set_index("SkuId").iterrows():
+        assert _conserved(origin["EffectiveCost"], back.loc[back["SkuId"] == sku, "EffectiveCost"]), sku
+    _spec_conformant(back)
+
+
+def test_provider_cost_columns_are_split_and_the_others_copied(tmp_path: Path):
+    bill = tmp_path / "focus.csv"
+    FOCUS_13.assign(x_EffectiveCostInUsd=["30.5", "3.4567891", "0.11", "2.5"],
+                    x_BilledUnitPrice=["30.5", "5.672", "0.08", ""],
+                    x_Discounts=['{"SavingsPlan": -2.27}', "", "", ""]).to_csv(bill, index=False)
+    usage, inventory, workloads = _telemetry()
+    out = tmp_path / "split.csv"
+    gpucost.to_focus(gpucost.read_focus(bill), usage, inventory, workloads, path=out)
+    back = _text(out)
+    p4d = back[back["SkuId"] == "BoxUsage:p4d"]
+    assert _conserved("30.5", p4d["x_EffectiveCostInUsd"])
+    assert list(p4d["x_EffectiveCostInUsd"]) == list(p4d["EffectiveCost"])
+    assert set(p4d["x_BilledUnitPrice"]) == {"30.5"} and set(p4d["x_Discounts"]) == {'{"SavingsPlan": -2.27}'}
+
+
+def test_a_correction_is_split_over_the_period_it_corrects(tmp_path: Path):
+    # FOCUS 1.3 CorrectionHandling: a Correction keeps the charge period it corrects and is billed later.
+    correction = FOCUS_13.iloc[[0]].assign(
+        ChargeClass="Correction", BillingPeriodStart="2026-04-01T00:00:00Z", BillingPeriodEnd="2026-05-01T00:00:00Z",
+        ListCost="-3.2", ContractedCost="-3.05", BilledCost="-3.05", EffectiveCost="-3.05", ConsumedQuantity="0",
+        PricingQuantity="0")
+    bill = tmp_path / "focus.csv"
+    pd.concat([FOCUS_13, correction]).to_csv(bill, index=False)
+    usage, inventory, workloads = _telemetry()
+    out = tmp_path / "split.csv"
+    gpucost.to_focus(gpucost.read_focus(bill), usage, inventory, workloads, path=out)
+    back = _text(out)
+    fixed = back[back["ChargeClass"] == "Correction"]
+    assert sorted(fixed["AllocatedResourceId"]) == ["", "nb-b", "train-a"]
+    assert set(fixed["BillingPeriodStart"]) == {"2026-04-01T00:00:00Z"}
+    for column in ("ListCost", "ContractedCost", "BilledCost", "EffectiveCost"):
+        assert _conserved(correction[column].iloc[0], fixed[column]), column
+    half = Decimal(fixed.loc[fixed["AllocatedResourceId"] == "train-a", "EffectiveCost"].iloc[0])
+    assert abs(half - Decimal("-1.525")) <= Decimal("0.005")  # half of it, to the cent
+    _spec_conformant(back)
+
+
+def test_a_parquet_correction_repeating_its_charge_is_not_a_duplicate(tmp_path: Path):
+    # Accounting-style correction: the re-issued charge equals the original in every column gpucost reads,
+    # but is billed in a later billing period on another invoice; the reader keeps both.
+    frame = FOCUS_13.iloc[[0]].assign(InvoiceId="inv-1")
+    again = frame.assign(ChargeClass="Correction", BillingPeriodStart="2026-04-01T00:00:00Z",
+                         BillingPeriodEnd="2026-05-01T00:00:00Z", InvoiceId="inv-2")
+    bill = tmp_path / "focus.parquet"
+    pq.write_table(pa.Table.from_pandas(pd.concat([frame, again]), preserve_index=False), bill)
+    costs = gpucost.read_focus(bill)
+    assert len(costs) == 2 and costs.attrs["billing"]["duplicates_dropped"] == 0
+
+
+REAL = Path(__file__).resolve().parents[1] / "data" / "real"
+
+
+@pytest.mark.parametrize("name", ["focus_1_0_aws_data_export.csv", "focus_1_0r2_azure_export.csv",
+                                  "focus_1_0_gcp_bigquery.parquet"])
+def test_real_exports_round_trip(tmp_path: Path, name: str):
+    bill = tmp_path / name
+    shutil.copy(REAL / name, bill)
+    costs = gpucost.read_focus(bill)
+    # Telemetry on the first GPU instance's first charge period: two jobs, each half of it.
+    line = costs[costs["resource_id"].notna() & (costs["charge_category"] == "Usage")].iloc[0]
+    steps = pd.date_range(line["start"], line["end"], freq="30min", inclusive="left")
+    usage = pd.DataFrame({"timestamp": steps, "resource_id": line["resource_id"], "device": 0,
+                          "consumer": np.resize(["job-1", "job-2"], len(steps)), "share": 1.0, "util": 1.0,
+                          "mem_used": 0.0})
+    inventory = pd.DataFrame({"resource_id": [line["resource_id"]], "device": [0], "mem_capacity": [2.0 ** 30]})
+    out = tmp_path / ("split" + bill.suffix)
+    table = gpucost.to_focus(costs, usage, inventory, interval=1800, path=out)
+    origin = pq.read_table(bill) if bill.suffix == ".parquet" else pa.Table.from_pandas(_text(bill))
+    assert table.column_names == origin.column_names + [c for c in FOCUS_ALLOCATED if c not in origin.column_names]
+    assert 0 < int(pc_valid(table.column("AllocatedMethodId"))) < table.num_rows
+    again = gpucost.read_focus(out)
+    assert again.attrs["billing"]["allocated_charges"] == int(pc_valid(table.column("AllocatedMethodId")))
+    for column in ("cost", "billed_cost", "effective_cost", "list_cost"):
+        if column in costs:
+            assert again[column].sum() == pytest.approx(costs[column].sum(), abs=1e-9), column
+    back = pq.read_table(out) if bill.suffix == ".parquet" else pa.Table.from_pandas(_text(out))
+    if bill.suffix != ".parquet":
+        _spec_conformant(back.to_pandas())
+
+
+def pc_valid(column: pa.ChunkedArray) -> int:
+    return len(column) - column.null_count
