@@ -139,7 +139,8 @@ def focus_batches(costs: Any, usage: Any, inventory: Any, workloads: Any = None,
         hi = min(lo + step, n)
         a, b = np.searchsorted(line, [lo, hi])
         batch = parts.iloc[a:b].assign(cost_line=line[a:b] - lo)
-        yield _split(origin.slice(lo, hi - lo), frame.iloc[lo:hi], batch, tags, basis=basis, alpha=alpha, idle=idle)
+        yield _split(origin.slice(lo, hi - lo), frame.iloc[lo:hi], batch, tags, basis=basis, alpha=alpha, idle=idle,
+                     first_line=lo, source=str(frame.attrs.get("source") or "costs"))
 
 
 def write_focus_split(costs: Any, usage: Any, inventory: Any, workloads: Any = None, *, path: Any,
@@ -301,7 +302,9 @@ def _fractions(costs: pd.DataFrame, usage: Any, inventory: Any, workloads: Any, 
 
 
 def _split(origin: pa.Table, costs: pd.DataFrame, parts: pd.DataFrame, tags: _Tags, *, basis: str,
-           alpha: float, idle: str) -> pa.Table:
+           alpha: float, idle: str, first_line: int = 0, source: str = "focus") -> pa.Table:
+    """The FOCUS rows of the origin charges ``origin`` (cost lines
+    ``first_line``.. of ``source``), split by ``parts`` (their weights)."""
     line = parts["cost_line"].to_numpy(np.int64)
     consumer = parts["consumer"].to_numpy(object)
     # A line wholly on __unattributed__ or __unobserved__ was not split.
@@ -323,7 +326,17 @@ def _split(origin: pa.Table, costs: pd.DataFrame, parts: pd.DataFrame, tags: _Ta
     currency = _currency(origin, rows)
     fraction = _at(parts["cost"].to_numpy(float), slot, 1.0)
     for name in summable_columns(out.schema):
-        values = _numbers(out.column(name))
+        try:
+            values = _numbers(out.column(name))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+            if name.startswith("x_"):
+                continue  # a provider's column named like a cost that holds no number: copied
+            text = out.column(name).to_pandas().astype(object)
+            bad = np.flatnonzero(text.notna().to_numpy() & pd.to_numeric(text, errors="coerce").isna().to_numpy()
+                                 & ~text.astype(str).str.strip().str.lower().isin(["", "null"]).to_numpy())
+            at = int(rows[bad[0]]) + first_line if len(bad) else first_line
+            raise InvalidInputError(f"{source}: row {at}, column '{name}': {text.iloc[bad[0]] if len(bad) else ''!r} "
+                                    f"is not a number ({exc})") from None
         least = _QUANTITY_DECIMALS if name.endswith("Quantity") else currency
         split = split_exact(values, fraction, exact_decimals(values, least), by=rows)
         split = np.where(allocated, split, values)  # a row passing through keeps its value as read

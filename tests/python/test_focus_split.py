@@ -413,3 +413,19 @@ def test_real_exports_round_trip(tmp_path: Path, name: str):
 
 def pc_valid(column: pa.ChunkedArray) -> int:
     return len(column) - column.null_count
+
+
+def test_a_provider_column_named_like_a_cost_holding_text_is_copied(tmp_path: Path):
+    bill = tmp_path / "focus.csv"
+    FOCUS_13.assign(x_AmortizationCost=["see invoice", "", "", ""]).to_csv(bill, index=False)
+    usage, inventory, workloads = _telemetry()
+    frame = gpucost.to_focus(gpucost.read_focus(bill), usage, inventory, workloads).to_pandas()
+    assert set(frame.loc[frame["SkuId"] == "BoxUsage:p4d", "x_AmortizationCost"]) == {"see invoice"}
+
+
+def test_a_focus_metric_that_is_no_number_is_named(tmp_path: Path):
+    bill = tmp_path / "focus.csv"
+    FOCUS_13.assign(ContractedCost=["30.5", "5.672", "n/a", "2.5"]).to_csv(bill, index=False)
+    usage, inventory, workloads = _telemetry()
+    with pytest.raises(gpucost.InvalidInputError, match=r"focus\.csv: row 2, column 'ContractedCost': 'n/a' is not"):
+        gpucost.to_focus(gpucost.read_focus(bill), usage, inventory, workloads)
