@@ -144,7 +144,7 @@ def focus_batches(costs: Any, usage: Any, inventory: Any, workloads: Any = None,
 
 
 def write_focus_split(costs: Any, usage: Any, inventory: Any, workloads: Any = None, *, path: Any,
-                      suffix: str | None = None, batch_lines: int = 50_000, **options: Any) -> int:
+                      suffix: str | None = None, batch_lines: int = 10_000, **options: Any) -> int:
     """:func:`gpucost.to_focus` streamed to ``path`` (a path or a binary
     file; Parquet when its name or ``suffix`` ends in ``.parquet``, else
     CSV), ``batch_lines`` origin charges at a time (:func:`focus_batches`),
