@@ -351,7 +351,8 @@ def _split(origin: pa.Table, costs: pd.DataFrame, parts: pd.DataFrame, tags: _Ta
     resource = np.where(np.isin(holder, list(_PSEUDO)), None, holder)
     details = _details(parts, slot, allocated, basis, alpha, idle, method == "gpucost-energy")
     for name, values in zip(FOCUS_ALLOCATED, (np.where(allocated, method, None), details, resource, resource,
-                                              tags(holder))):
+                                              tags(holder, out.column("Tags") if "Tags" in out.column_names
+                                                   else None))):
         column = pa.array(values, pa.string())
         if name in out.column_names:
             out = out.set_column(out.schema.get_field_index(name), name, column)
@@ -470,12 +471,42 @@ class _Tags:
                     k: str(v) for k, v in zip(names, values)
                     if v is not None and not (isinstance(v, float) and np.isnan(v))}})
 
-    def __call__(self, holder: np.ndarray) -> np.ndarray:
+    def __call__(self, holder: np.ndarray, origin_tags: pa.ChunkedArray | None = None) -> np.ndarray:
         unique, inverse = np.unique(holder.astype(str), return_inverse=True)
         encoded = np.array([json.dumps({"gpucost-holder": _PSEUDO[u]}) if u in _PSEUDO else
                             self.labels.get(u, json.dumps({"gpucost-holder": "workload"})) for u in unique],
                            dtype=object)
-        return np.where(pd.isna(holder), None, encoded[inverse])
+        out = np.where(pd.isna(holder), None, encoded[inverse])
+        if origin_tags is None or not self.labels or not (pa.types.is_string(origin_tags.type)
+                                                          or pa.types.is_large_string(origin_tags.type)):
+            return out
+        # FOCUS 1.3: AllocatedTags must not repeat a tag already in the origin charge's Tags. One
+        # parse per distinct Tags text, one encoding per (holder, Tags) pair that repeats one.
+        texts, which = np.unique(origin_tags.to_numpy(zero_copy_only=False).astype(str), return_inverse=True)
+        parsed = [_json_object(t) for t in texts]
+        labels = [json.loads(self.labels.get(u, "{}")) if u not in _PSEUDO else {} for u in unique]
+        hit = np.zeros(len(holder), bool)
+        for key in {k for d in labels for k in d if k != "gpucost-holder"}:  # a loop per label key
+            mine = np.array([d.get(key) for d in labels], dtype=object)
+            theirs = np.array([str(p[key]) if key in p else None for p in parsed], dtype=object)
+            hit |= (mine[inverse] == theirs[which]) & (theirs[which] != None)  # noqa: E711 (elementwise)
+        hit &= ~pd.isna(holder)
+        if hit.any():
+            pairs, at = np.unique(np.stack([inverse[hit], which[hit]]), axis=1, return_inverse=True)
+            fixed = np.array([json.dumps({k: v for k, v in json.loads(self.labels[unique[h]]).items()
+                                          if not (k in parsed[t] and str(parsed[t][k]) == v)})
+                              for h, t in pairs.T], dtype=object)
+            out[hit] = fixed[at.ravel()]
+        return out
+
+
+def _json_object(text: str) -> dict:
+    """A Tags cell as a dict ({} when empty or not a JSON object)."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 class _Sink:

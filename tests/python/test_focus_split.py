@@ -128,7 +128,12 @@ def test_split_rows_name_holders_and_method(written):
     train = i1[i1["AllocatedResourceId"] == "train-a"].iloc[0]
     assert train["EffectiveCost"] == "15.25"  # 4 of 8 GPUs all hour
     assert train["ConsumedQuantity"] == "0.5" and train["ListUnitPrice"] == "32.7726"
-    assert json.loads(train["AllocatedTags"]) == {"gpucost-holder": "workload", "team": "llm"}
+    # FOCUS 1.3 AllocatedTags repeats no tag of the origin's Tags ({"team": "llm"} on i-1): train-a's team is dropped.
+    assert json.loads(train["AllocatedTags"]) == {"gpucost-holder": "workload"}
+    nb = i1[i1["AllocatedResourceId"] == "nb-b"].iloc[0]
+    assert json.loads(nb["AllocatedTags"]) == {"gpucost-holder": "workload", "team": "research"}
+    infer = back[back["AllocatedResourceId"] == "infer"].iloc[0]  # i-2's Tags are {}
+    assert json.loads(infer["AllocatedTags"]) == {"gpucost-holder": "workload", "team": "product"}
     details = json.loads(train["AllocatedMethodDetails"])
     assert details == {"Elements": [{"AllocatedRatio": 0.5, "UsageUnit": "GPU-Hours", "UsageQuantity": 4,
                                      "x_GpuHours": 4, "x_EffectiveGpuHours": 3.6, "x_MemGibHours": 40}],
