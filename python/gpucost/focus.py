@@ -31,6 +31,7 @@ from gpucost.allocation import allocate, check_not_allocated
 from gpucost.billing import _projection
 from gpucost.errors import InvalidInputError
 from gpucost.frames import Table
+from gpucost.model import Purchase
 from gpucost.money import exact_decimals, minor_unit, split_exact
 
 __all__ = ["to_focus", "focus_batches", "write_focus_split", "summable_columns", "FOCUS_SUMMABLE", "FOCUS_ALLOCATED"]
@@ -48,8 +49,8 @@ _PSEUDO = {"__idle__": "idle", "__down__": "down", "__unobserved__": "unobserved
 _X_SUMMABLE = re.compile(r"^x_\w*(Cost|Quantity)(In[A-Z][A-Za-z]*)?$")
 _NOT_SPLIT = ("__unattributed__", "__unobserved__")  # a line wholly on one of these passes through
 _QUANTITY_DECIMALS = 6
-_PRICING = {"on_demand": "Standard", "spot": "Dynamic", "commitment": "Committed", "reserved": "Committed",
-            "savings_plan": "Committed", "committed_use": "Committed"}
+_PRICING = {str(p): "Standard" if p == Purchase.ON_DEMAND else "Dynamic" if p == Purchase.SPOT else "Committed"
+            for p in Purchase if p in (Purchase.ON_DEMAND, Purchase.SPOT) or p.is_commitment}
 
 
 def to_focus(costs: Any, usage: Any, inventory: Any, workloads: Any = None, *, focus: Any = None,
