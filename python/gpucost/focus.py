@@ -155,14 +155,20 @@ def write_focus_split(costs: Any, usage: Any, inventory: Any, workloads: Any = N
     Returns the number of FOCUS rows written.
 
     Examples:
-        >>> costs = pd.DataFrame({"resource_id": ["node-1"], "start": [pd.Timestamp("2026-03-01", tz="UTC")],
-        ...                       "end": [pd.Timestamp("2026-03-01 01:00", tz="UTC")], "cost": [8.0]})
-        >>> usage = pd.DataFrame({"timestamp": pd.date_range("2026-03-01", periods=2, freq="30min", tz="UTC"),
-        ...                       "resource_id": "node-1", "device": 0, "consumer": ["train", None],
-        ...                       "share": 1.0, "util": 0.5, "mem_used": 0.0})
-        >>> inventory = pd.DataFrame({"resource_id": ["node-1"], "device": [0], "mem_capacity": [80 * 2**30]})
-        >>> gpucost.focus.write_focus_split(costs, usage, inventory, path="split.csv", interval=1800)
+        Two GPUs of ``gpu-a`` for an hour, $6.00: ``a`` on one, ``b`` on the other.
+
+        >>> hour = pd.Timestamp("2026-03-01 09:00", tz="UTC")
+        >>> bill = pd.DataFrame([{"resource_id": "gpu-a", "start": hour, "end": hour + pd.Timedelta("1h"),
+        ...                       "cost": 6.0}])
+        >>> held = pd.DataFrame([{"timestamp": hour, "resource_id": "gpu-a", "device": d, "consumer": c,
+        ...                       "share": 1.0, "util": 1.0, "mem_used": 0.0} for d, c in ((0, "a"), (1, "b"))])
+        >>> gpus = pd.DataFrame([{"resource_id": "gpu-a", "device": d, "mem_capacity": 2**34} for d in (0, 1)])
+        >>> gpucost.focus.write_focus_split(bill, held, gpus, path="split.parquet", interval=3600, batch_lines=1)
         2
+        >>> pd.read_parquet("split.parquet")[["EffectiveCost", "AllocatedResourceId"]]
+           EffectiveCost AllocatedResourceId
+        0            3.0                   a
+        1            3.0                   b
     """
     sink = _Sink(path, suffix)
     rows = 0
