@@ -786,12 +786,13 @@ def _write_focus(args: argparse.Namespace, config: Config, tables: Tables, polic
         raise UsageError("--format focus writes the GPU split of each charge; [attribution] (--tag, --share) "
                          "applies to a whole allocation: run allocate without --format focus for it")
     from gpucost.demo import atomic_write
-    from gpucost.focus import write_focus
+    from gpucost.focus import write_focus_split
     kept = {k: v for k, v in policy.items() if k in ("basis", "alpha", "idle", "interval", "downtime")}
-    table = gpucost.to_focus(tables.costs, tables.usage, tables.inventory, tables.workloads, **kept)
     suffix = ".parquet" if str(args.output).lower().endswith(".parquet") else ".csv"
-    atomic_write(args.output, lambda f: write_focus(table, f, suffix))
-    print(f"gpucost: wrote {args.output} ({table.num_rows} FOCUS rows)", file=sys.stderr)
+    rows: list[int] = []  # streamed a batch of origin charges at a time (docs/focus.md)
+    atomic_write(args.output, lambda f: rows.append(write_focus_split(
+        tables.costs, tables.usage, tables.inventory, tables.workloads, path=f, suffix=suffix, **kept)))
+    print(f"gpucost: wrote {args.output} ({rows[0]} FOCUS rows)", file=sys.stderr)
     return EXIT_OK
 
 
