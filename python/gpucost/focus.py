@@ -192,7 +192,18 @@ def _pandas(data: Any, name: str) -> pd.DataFrame:
 def _origin_rows(costs: pd.DataFrame, focus: Any) -> pa.Table:
     """One FOCUS row per cost line, in line order: the FOCUS export the lines
     were read from (``focus=``, else ``attrs``: the file, or every part of a
-    bill read in parts, in the order read), else columns built from the lines."""
+    bill read in parts, in the order read), else columns built from the lines;
+    lines of several sources (a FOCUS bill beside owned hardware or an
+    invoice, ``attrs["sources"]``) each from their own."""
+    sources = costs.attrs.get("sources")
+    if focus is None and sources and sum(rows for rows, _ in sources) == len(costs):
+        tables, at = [], 0
+        for rows, attrs in sources:
+            part = costs.iloc[at:at + rows]
+            part.attrs = dict(attrs)
+            tables.append(_origin_rows(part, None))
+            at += rows
+        return _concat_origins(tables)
     billing = costs.attrs.get("billing", {}) or {}
     if focus is None:
         focus = _focus_files(costs.attrs)
@@ -217,6 +228,20 @@ def _origin_rows(costs: pd.DataFrame, focus: Any) -> pa.Table:
         raise InvalidInputError(f"{name}: {table.num_rows} FOCUS rows for {len(costs)} cost lines; give to_focus "
                                 "the export the cost lines were read from (focus=), unfiltered")
     return table
+
+
+def _concat_origins(tables: list[pa.Table]) -> pa.Table:
+    """Origin rows of several sources as one table, in the types of the
+    FOCUS export's columns (the widest table: text for a CSV, carried over
+    as written; Parquet's own types) where the others have them too."""
+    widest = max(tables, key=lambda t: t.num_columns).schema
+    target = {f.name: f.type for f in widest}
+
+    def conform(t: pa.Table) -> pa.Table:
+        fields = [pa.field(f.name, target[f.name]) if f.name in target and not pa.types.is_null(f.type) else f
+                  for f in t.schema]
+        return t.cast(pa.schema(fields))
+    return pa.concat_tables([conform(t) for t in tables], promote_options="default")
 
 
 def _focus_files(attrs: dict) -> list[str] | str | None:
@@ -268,9 +293,9 @@ def focus_columns(costs: pd.DataFrame) -> pa.Table:
         return pc.strftime(pa.array(pd.to_datetime(costs[name], utc=True)), format="%Y-%m-%dT%H:%M:%SZ")
 
     cost = costs["cost"].to_numpy(float)
-    money = {m: (costs[c].to_numpy(float) if c in costs.columns else cost)
-             for m, c in (("BilledCost", "billed_cost"), ("EffectiveCost", "effective_cost"))}
-    money["ListCost"] = costs["list_cost"].to_numpy(float) if "list_cost" in costs.columns else cost
+    # A line without its own (an invoice's or owned line read beside a bill that has them) costs its cost.
+    money = {m: (np.where(np.isnan(v := costs[c].to_numpy(float)), cost, v) if c in costs.columns else cost)
+             for m, c in (("BilledCost", "billed_cost"), ("EffectiveCost", "effective_cost"), ("ListCost", "list_cost"))}
     pricing = costs["pricing"].astype(object).to_numpy() if "pricing" in costs.columns else np.full(n, None)
     category = pd.Series(pricing).map(_PRICING).fillna("Other").to_numpy(object)
     hours = costs["quantity_hours"].to_numpy(float) if "quantity_hours" in costs.columns else np.full(n, np.nan)

@@ -1302,6 +1302,9 @@ def _bill_parts(parts: Sequence[pd.DataFrame]) -> pd.DataFrame:
         costs["list_cost"] = costs["list_cost"].fillna(costs["cost"])
     if len(parts) > 1:  # each reader's report kept
         costs.attrs = {k: v for part in parts for k, v in part.attrs.items()}
+        # Each source's lines in order, with what names its file: to_focus's origin rows per source.
+        costs.attrs["sources"] = [(len(part), {k: part.attrs[k] for k in ("source", "billing", "parts")
+                                               if k in part.attrs}) for part in parts]
     return costs
 
 

@@ -434,3 +434,29 @@ def test_a_focus_metric_that_is_no_number_is_named(tmp_path: Path):
     usage, inventory, workloads = _telemetry()
     with pytest.raises(gpucost.InvalidInputError, match=r"focus\.csv: row 2, column 'ContractedCost': 'n/a' is not"):
         gpucost.to_focus(gpucost.read_focus(bill), usage, inventory, workloads)
+
+
+def test_a_focus_bill_beside_an_invoice_writes_both_sources(tmp_path: Path):
+    """A FOCUS bill and a GPU cloud's invoice read together by the CLI: each source's lines become origin rows of
+    their own (the bill's as written, the invoice's built from its lines), and BilledCost adds up to both."""
+    FOCUS_13.to_csv(tmp_path / "focus.csv", index=False)
+    usage, inventory, _ = _telemetry()
+    burst = pd.DataFrame({"timestamp": usage["timestamp"].unique(), "resource_id": "cw-1", "device": 0,
+                          "consumer": "burst-job", "util": 0.9, "share": 1.0, "mem_used": 0.0})
+    pd.concat([usage, burst], ignore_index=True).to_csv(tmp_path / "usage.csv", index=False)
+    inventory.to_csv(tmp_path / "inventory.csv", index=False)
+    (tmp_path / "invoice.csv").write_text("Instance,GPU Type,Start,End,Quantity,Unit,Unit Price,Amount,Currency\n"
+                                          "burst-01,H100 SXM,2026-03-01T10:00:00Z,2026-03-01T11:00:00Z,1,GPU-hour,"
+                                          "2.49,2.49,USD\n")
+    (tmp_path / "hosts.csv").write_text("host,resource_id,gpus\nburst-01,cw-1,1\n")
+    (tmp_path / "gpucost.toml").write_text('[sources]\nbill = "focus.csv"\nusage = "usage.csv"\n'
+                                           'inventory = "inventory.csv"\ninvoice = "invoice.csv"\nhosts = "hosts.csv"\n')
+    out = tmp_path / "split.csv"
+    assert gpucost.cli.main(["allocate", "--config", str(tmp_path / "gpucost.toml"), "--format", "focus",
+                             "--output", str(out)]) == 0
+    back = _text(out)
+    billed = sum((Decimal(v) for v in back["BilledCost"] if v), Decimal(0))
+    assert billed == sum((Decimal(v) for v in FOCUS_13["BilledCost"]), Decimal(0)) + Decimal("2.49")
+    invoiced = back[back["x_Pricing"] == "rate_card"]
+    assert invoiced["AllocatedResourceId"].tolist() == ["burst-job"]
+    assert back["SkuId"].str.startswith("BoxUsage").sum() >= 2  # the bill's rows carried over as written
