@@ -142,8 +142,9 @@ struct Allocation {
 // Streaming allocator: cost lines, inventory and workloads up front, samples
 // in chunks of any size and order, then Finish(). Memory grows with cost
 // lines and (line, consumer) pairs, and by 16 bytes per sample for finding
-// rows read twice across chunks (none for one-shot Allocate(), nor with
-// policy.ordered_chunks: chunks in time order, checked, need no such record).
+// rows read twice across chunks (none for one-shot Allocate(); with
+// policy.ordered_chunks, chunks that never go back in time, only the rows
+// at the newest instant).
 //
 // An error in AddSamples() is sticky: Finish() then returns it too, so a
 // partially fed allocator never yields a result.
@@ -166,8 +167,8 @@ class Allocator {
   // row of the first chunk. Rows equal in every column to a row of this or
   // an earlier chunk are dropped and counted (samples_duplicate); to find
   // them across chunks the allocator keeps 16 bytes per sample. With
-  // policy.ordered_chunks a row at or before an earlier chunk's newest
-  // instant is an error (naming its row) instead, and nothing is kept.
+  // policy.ordered_chunks a row before an earlier chunk's newest instant is
+  // an error (naming its row), and only the rows at that instant are kept.
   [[nodiscard]] absl::Status AddSamples(const SampleColumns& samples);
 
   // Prorates every line and groups the result. Call once.

@@ -283,11 +283,12 @@ struct AllocationPolicy {
   // samples per thread use fewer. Rows are split between threads by
   // resource, so results are the same for every thread count, to the bit.
   int threads = 0;
-  // Streaming (Allocator) only: the caller promises every chunk's instants
-  // come after every earlier chunk's (a day at a time, in order). No row can
-  // then repeat one of an earlier chunk, so the allocator keeps no history of
-  // them (16 bytes per sample otherwise): memory is set by the chunk and the
-  // result. A row at or before an earlier chunk's newest instant is an error.
+  // Streaming (Allocator) only: the caller promises no chunk goes back in
+  // time (days in order; a table sorted by time, sliced anywhere). A row can
+  // then repeat one of an earlier chunk only at that chunk's newest instant,
+  // so the allocator keeps only the rows there (16 bytes per sample
+  // otherwise): memory is set by the chunk and the result. A row before an
+  // earlier chunk's newest instant is an error naming it.
   bool ordered_chunks = false;
 };
 

@@ -514,11 +514,11 @@ class Allocator:
     would for all the chunks together. Memory grows with cost lines and
     consumers, and by 16 bytes per sample: the record that finds rows read
     twice across chunks (two replicas' files read one after the other).
-    ``ordered_chunks=True`` promises chunks in time order, each after every
-    earlier one (a day at a time): no row can then repeat an earlier chunk's,
-    so no such record is kept and memory is set by the chunk and the result;
-    a chunk with a sample at or before an earlier chunk's newest instant is
-    an error naming its row. Without a duration column the interval is
+    ``ordered_chunks=True`` promises that no chunk goes back in time (days in
+    order, or a table sorted by time and cut anywhere): a row can then repeat
+    an earlier chunk's only at its newest instant, so only the rows there are
+    kept and memory is set by the chunk and the result; a sample before an
+    earlier chunk's newest instant is an error naming its row. Without a duration column the interval is
     inferred from the first chunk (give ``interval`` when chunks are not in
     time order). Tables and chunks may be anything :func:`allocate` takes;
     ``threads`` is fixed here.
@@ -539,8 +539,8 @@ class Allocator:
         1     infer   4.0        1.0
         2     train   4.0        1.0
 
-        Chunks promised in time order (the same result, in the memory of a
-        chunk); one that goes back in time is refused:
+        Chunks promised never to go back in time (the same result, in the
+        memory of a chunk); one that does is refused:
 
         >>> alloc = gpucost.Allocator(costs, inventory, interval=1800, ordered_chunks=True)
         >>> alloc.add(usage.iloc[:2])
@@ -555,7 +555,7 @@ class Allocator:
         >>> alloc.add(usage.iloc[:2])  # doctest: +ELLIPSIS
         Traceback (most recent call last):
             ...
-        gpucost.errors.InvalidInputError: usage: row 2, column 'timestamp': 2026-03-01T00:00:00Z is not after 2026-03-01T01:30:00Z, the newest instant of an earlier chunk (this chunk starts at row 2): ...
+        gpucost.errors.InvalidInputError: usage: row 2, column 'timestamp': 2026-03-01T00:00:00Z is before 2026-03-01T01:30:00Z, the newest instant of an earlier chunk (this chunk starts at row 2): ...
     """
 
     def __init__(self, costs: Any, inventory: Any, workloads: Any = None, *, basis: str = "allocated",

@@ -43,10 +43,12 @@ def allocate_stream(
     downtime: Any = None,
     pue: float | None = None,
     carbon_intensity: Any = None,
+    ordered_chunks: bool = False,
 ) -> Any:
     """:func:`gpucost.allocate` over usage read chunk by chunk: memory grows
     with cost lines and consumers, and by 16 bytes per sample (to find rows
-    read twice across chunks); the samples themselves are never held.
+    read twice across chunks; with ``ordered_chunks``, only at the newest
+    instant); the samples themselves are never held.
     Without a duration column the interval is inferred from the first chunk
     (give ``interval`` when the chunks are not in time order).
 
@@ -76,6 +78,11 @@ def allocate_stream(
             is also written there (``.parquet`` or CSV), all or nothing (see
             :func:`gpucost.chunks.write_result`), and returned as pandas.
         threads: engine threads, as for :func:`gpucost.allocate`.
+        ordered_chunks: the usage never goes back in time (files or tables
+            in time order, each sorted by time): the record of rows read
+            twice is kept only at the newest instant, so memory no longer
+            grows with the samples; a row before an earlier chunk's newest
+            instant is an error naming it (:class:`gpucost.Allocator`).
 
     Returns:
         The result :func:`gpucost.allocate` gives for all the samples at once.
@@ -106,6 +113,9 @@ def allocate_stream(
         2     train   4.0        1.0
         >>> print(gpucost.allocate_stream(costs, "usage-*.csv.gz", inventory, output="showback.csv")["cost"].sum())
         8.0
+        >>> print(gpucost.allocate_stream(costs, "usage-*.csv.gz", inventory, chunk_rows=1,
+        ...                               ordered_chunks=True)["cost"].sum())  # the files in time order
+        8.0
         >>> from pathlib import Path
         >>> print(Path("showback.csv").read_text())
         consumer,cost,idle_cost,gpu_hours,effective_gpu_hours,mem_gib_hours,cost_per_effective_gpu_hour
@@ -121,7 +131,7 @@ def allocate_stream(
                           None if workloads is None else read_table(workloads, "workloads"),
                           basis=basis, alpha=alpha, idle=idle, interval=interval, by=by, freq=freq,
                           threads=threads, downtime=None if downtime is None else read_table(downtime, "downtime"),
-                          pue=pue, carbon_intensity=_intensity(carbon_intensity))
+                          pue=pue, carbon_intensity=_intensity(carbon_intensity), ordered_chunks=ordered_chunks)
     bar = _progress_bar(total) if progress else None
     seen = 0
     try:

@@ -472,9 +472,10 @@ struct Allocator::State {
   // one-shot allocation (single_chunk).
   absl::flat_hash_map<SeriesKey, std::vector<std::pair<int64_t, uint64_t>>> history;
   bool single_chunk = false;
-  // policy.ordered_chunks (a stream; Allocate() clears it): no history, but
-  // the newest instant so far (each chunk must come after it) and per series
-  // its spacings as Finish() checks them.
+  // policy.ordered_chunks (a stream; Allocate() clears it): the newest
+  // instant so far (no later row may come before it), the history only of
+  // the rows at it (TrimHistory), and per series its spacings as Finish()
+  // checks them.
   bool ordered = false;
   int64_t newest_instant = std::numeric_limits<int64_t>::min();
   absl::flat_hash_map<SeriesKey, SpacingTally> tallies;
@@ -519,7 +520,8 @@ struct Allocator::State {
   std::string SpacingMessage(const SeriesKey& key, std::string_view spacing) const;
   int64_t FindDuplicates(const SampleColumns& s, internal::ChunkSeries& chunk, const std::vector<int32_t>& res_map,
                          const std::vector<int32_t>& con_map);
-  absl::Status CheckAfterEarlierChunks(const SampleColumns& s);
+  absl::Status CheckNotBeforeEarlierChunks(const SampleColumns& s);
+  void TrimHistory();
   void TallySpacings(const SampleColumns& s, const internal::ChunkSeries& chunk, const std::vector<int32_t>& res_map,
                      const std::vector<int32_t>& con_map);
   [[nodiscard]] int64_t RowNumber(int64_t i) const { return rows_seen + i; }
@@ -1423,14 +1425,18 @@ std::string Allocator::State::SpacingMessage(std::string_view resource, int32_t 
 absl::Status Allocator::State::CheckStreamIntervals() const {
   if (single_chunk || saw_duration || !saw_no_duration) return absl::OkStatus();
   const auto interval = static_cast<double>(interval_ns);
-  for (const auto& [key, tally] : tallies) {  // ordered_chunks: the tallies in place of the history
-    double median;
-    const int side = tally.Side(0.5 * interval, 2 * interval, &median);
-    if (side == 0) continue;
-    return TableError("usage", SpacingMessage(key, !std::isnan(median)
-                                                   ? absl::StrCat("has a sample every ", Seconds(median))
-                                                   : absl::StrCat("has a median spacing ", side < 0 ? "under " : "over ",
-                                                                  Seconds(side < 0 ? 0.5 * interval : 2 * interval))));
+  if (ordered) {  // the tallies in place of the (trimmed) history
+    for (const auto& [key, tally] : tallies) {
+      double median;
+      const int side = tally.Side(0.5 * interval, 2 * interval, &median);
+      if (side == 0) continue;
+      return TableError("usage",
+                        SpacingMessage(key, !std::isnan(median)
+                                                ? absl::StrCat("has a sample every ", Seconds(median))
+                                                : absl::StrCat("has a median spacing ", side < 0 ? "under " : "over ",
+                                                               Seconds(side < 0 ? 0.5 * interval : 2 * interval))));
+    }
+    return absl::OkStatus();
   }
   std::vector<double> diffs;
   for (const auto& [key, seen] : history) {
@@ -1469,11 +1475,13 @@ std::string InstantText(int64_t ns) {
 
 }  // namespace
 
-// ordered_chunks, checked rather than trusted: every instant of the chunk
-// after the newest of the chunks before, so no row can repeat an earlier
-// chunk's and none needs their history. Instants out of range are skipped
-// here (refused with their row later).
-absl::Status Allocator::State::CheckAfterEarlierChunks(const SampleColumns& s) {
+// ordered_chunks, checked rather than trusted: no instant of the chunk
+// before the newest of the chunks before, so a row can repeat an earlier
+// chunk's only at that instant, and the history of earlier instants is never
+// needed. (Equal is allowed: a table sorted by time, sliced anywhere, may
+// split an instant between chunks.) Instants out of range are skipped here
+// (refused with their row later).
+absl::Status Allocator::State::CheckNotBeforeEarlierChunks(const SampleColumns& s) {
   const int64_t* ts = s.timestamp.data();
   const auto ticks = static_cast<int64_t>(s.time_unit);
   const int64_t before = newest_instant;
@@ -1481,16 +1489,29 @@ absl::Status Allocator::State::CheckAfterEarlierChunks(const SampleColumns& s) {
   for (int64_t i = 0; i < n; ++i) {
     if (!InstantInRange(ts[i], s.time_unit)) continue;
     const int64_t t = ts[i] * ticks;
-    if (t <= before) {
+    if (t < before) {
       return RowError("usage", RowNumber(i), "timestamp",
-                      absl::StrCat(InstantText(t), " is not after ", InstantText(before),
+                      absl::StrCat(InstantText(t), " is before ", InstantText(before),
                                    ", the newest instant of an earlier chunk (this chunk starts at row ", rows_seen,
-                                   "): with ordered_chunks each chunk must come after every earlier one, or a "
-                                   "sample read twice could be counted twice"));
+                                   "): with ordered_chunks no chunk may go back in time, or a sample read twice "
+                                   "could be counted twice"));
     }
     newest_instant = std::max(newest_instant, t);
   }
   return absl::OkStatus();
+}
+
+// ordered_chunks, after a chunk: each series' history cut to its rows at the
+// newest instant, the only ones a later row may repeat; the memory of the
+// rows before it is given back.
+void Allocator::State::TrimHistory() {
+  for (auto& [key, items] : history) {
+    if (items.empty()) continue;
+    const auto keep = std::lower_bound(items.begin(), items.end(),
+                                       std::pair<int64_t, uint64_t>{newest_instant, 0});
+    if (keep == items.begin()) continue;
+    std::vector<std::pair<int64_t, uint64_t>>(keep, items.end()).swap(items);
+  }
 }
 
 // ordered_chunks without durations: each series' instants, in time order,
@@ -1531,7 +1552,7 @@ void Allocator::State::TallySpacings(const SampleColumns& s, const internal::Chu
 // rows found here, marked dropped in `chunk`.
 int64_t Allocator::State::FindDuplicates(const SampleColumns& s, internal::ChunkSeries& chunk,
                                          const std::vector<int32_t>& res_map, const std::vector<int32_t>& con_map) {
-  if (single_chunk || ordered) return 0;  // ordered: no row repeats an earlier chunk's (checked)
+  if (single_chunk) return 0;
   const int64_t* ts = s.timestamp.data();
   int32_t* series_of_row = chunk.series_of_row.get();
   int64_t found = 0;
@@ -1662,7 +1683,7 @@ absl::Status Allocator::AddSamples(const SampleColumns& s) {
     if (!s.consumer.dictionary[d].empty()) con_map[d] = st.InternConsumer(s.consumer.dictionary[d]);
   }
   if (st.ordered) {
-    if (absl::Status status = st.CheckAfterEarlierChunks(s); !status.ok()) return fail(status);
+    if (absl::Status status = st.CheckNotBeforeEarlierChunks(s); !status.ok()) return fail(status);
   }
   // Series: the interval checked (or inferred), rows read twice dropped.
   const int workers = WorkersFor(st.policy.threads, n);
@@ -1675,6 +1696,7 @@ absl::Status Allocator::AddSamples(const SampleColumns& s) {
   }
   if (st.ordered && !st.saw_duration) st.TallySpacings(s, chunk, res_map, con_map);
   int64_t duplicates = st.FindDuplicates(s, chunk, res_map, con_map);
+  if (st.ordered) st.TrimHistory();
   for (const internal::WorkerSeries& mine : chunk.by_worker) duplicates += mine.duplicates;
 
   // Each worker adds the rows of its resources into its own slot table.

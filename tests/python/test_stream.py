@@ -167,11 +167,28 @@ def test_ordered_chunks_refuse_a_chunk_back_in_time(fleet):
     allocator = gpucost.Allocator(fleet.costs, fleet.inventory, fleet.workloads, ordered_chunks=True, **POLICY)
     allocator.add_all(hours[:3])
     rows = sum(len(h) for h in hours[:3])
-    refused = rf"^usage: row {rows}, column 'timestamp': .* is not after .*this chunk starts at row {rows}\)"
+    refused = rf"^usage: row {rows}, column 'timestamp': .* is before .*this chunk starts at row {rows}\)"
     with pytest.raises(gpucost.InvalidInputError, match=refused):
         allocator.add(hours[1])  # read again: without the promise, dropped as copies
     with pytest.raises(gpucost.InvalidInputError, match=refused):
         allocator.finish()
+
+
+def test_allocate_stream_ordered_over_files_sorted_by_time(fleet, expected, tmp_path):
+    """Files in time order, sliced where the rows fall (instants split between
+    chunks): the same result; the files in the wrong order are refused at the
+    first row of the one that goes back."""
+    usage = fleet.usage.sort_values("timestamp", kind="stable").reset_index(drop=True)
+    paths = []
+    for k, part in enumerate(np.array_split(np.arange(len(usage)), 3)):
+        paths.append(tmp_path / f"sorted-{k}.csv")
+        write_csv(usage.iloc[part], paths[-1])
+    result = gpucost.allocate_stream(fleet.costs, paths, fleet.inventory, fleet.workloads, chunk_rows=777,
+                                     ordered_chunks=True, **POLICY)
+    assert_frames_close(result, expected)
+    assert result.attrs["diagnostics"] == expected.attrs["diagnostics"]
+    with pytest.raises(gpucost.InvalidInputError, match=rf"^{paths[0]}: line 2, column 'timestamp': .* is before"):
+        gpucost.allocate_stream(fleet.costs, [paths[1], paths[0]], fleet.inventory, ordered_chunks=True)
 
 
 def test_truncated_csv(fleet, tmp_path):
