@@ -469,7 +469,8 @@ struct Allocator::State {
   bool interval_inferred = false;
   // Duplicates across chunks: per series (resource, device, consumer ids),
   // its rows' (instant ns, fingerprint of the values), sorted. Empty for a
-  // one-shot allocation (single_chunk).
+  // one-shot allocation (single_chunk); only the rows at newest_instant with
+  // ordered_chunks.
   absl::flat_hash_map<SeriesKey, std::vector<std::pair<int64_t, uint64_t>>> history;
   bool single_chunk = false;
   // policy.ordered_chunks (a stream; Allocate() clears it): the newest
@@ -2270,15 +2271,13 @@ absl::StatusOr<Allocation> Allocate(const CostColumns& costs, const SampleColumn
                                     const CarbonIntensityColumns* carbon) {
   GPUCOST_ASSIGN_OR_RETURN(std::unique_ptr<Allocator> allocator,
                            Allocator::Create(costs, inventory, workloads, policy, downtime, carbon));
+  allocator->state_->ordered = false;  // one table, its rows in any order: ordered_chunks means nothing
   if (samples.size() <= kMaxChunkRows) {
     allocator->state_->single_chunk = true;  // no later chunk: no duplicate history
-    allocator->state_->ordered = false;       // one table's rows come in any order
     GPUCOST_RETURN_IF_ERROR(allocator->AddSamples(samples));
     return allocator->Finish();
   }
-  // Beyond a chunk's rows: fed as a stream, which gives the same result
-  // (slices of a table in any order: not ordered_chunks).
-  allocator->state_->ordered = false;
+  // Beyond a chunk's rows: fed as a stream, which gives the same result.
   for (size_t begin = 0; begin < samples.size(); begin += kMaxChunkRows) {
     GPUCOST_RETURN_IF_ERROR(allocator->AddSamples(samples.Slice(begin, kMaxChunkRows)));
   }
