@@ -473,19 +473,15 @@ std::vector<int32_t> PodsAt(const std::vector<Identity>& identities, const Obser
 }
 
 // A string column whose value is its sample's identity's: codes in order of
-// first appearance (as StringEncoder gives them), with one lookup per
-// identity rather than one per sample.
+// first appearance (as StringEncoder gives them), one lookup per identity,
+// an identity's samples (contiguous) appended at once.
 class IdentityStrings {
  public:
-  IdentityStrings(size_t identities, size_t samples) : code_(identities, -1) { out_.codes.reserve(samples); }
-  void Add(int32_t identity, std::string_view value) {
-    int32_t& code = code_[identity];
-    if (code < 0) {
-      auto [it, inserted] = index_.try_emplace(A(value), static_cast<int32_t>(out_.values.size()));
-      if (inserted) out_.values.emplace_back(value);
-      code = it->second;
-    }
-    out_.codes.push_back(code);
+  explicit IdentityStrings(size_t samples) { out_.codes.reserve(samples); }
+  void Add(std::string_view value, size_t samples) {
+    auto [it, inserted] = index_.try_emplace(A(value), static_cast<int32_t>(out_.values.size()));
+    if (inserted) out_.values.emplace_back(value);
+    out_.codes.insert(out_.codes.end(), samples, it->second);
   }
   [[nodiscard]] EncodedStrings Finish() {
     out_.value_views.assign(out_.values.begin(), out_.values.end());
@@ -493,7 +489,6 @@ class IdentityStrings {
   }
 
  private:
-  std::vector<int32_t> code_;
   absl::flat_hash_map<std::string, int32_t> index_;
   EncodedStrings out_;
 };
@@ -845,9 +840,7 @@ absl::StatusOr<DcgmUsage> DcgmToUsage(const PromSamples& s, const DcgmOptions& o
   // Resource dictionary in code order.
   std::vector<std::string> resource_values(resource_code.size());
   for (const auto& [value, code] : resource_code) resource_values[code] = value;
-  const size_t n_ids = identities.size();
-  IdentityStrings consumers(n_ids, n_obs), nodes(n_ids, n_obs), uuids(n_ids, n_obs), models(n_ids, n_obs),
-      profiles(n_ids, n_obs);
+  IdentityStrings consumers(n_obs), nodes(n_obs), uuids(n_obs), models(n_obs), profiles(n_obs);
   std::vector<int32_t> emitted_identity;
   emitted_identity.reserve(n_obs);
   std::vector<double> energy_mj;  // the counter at each emitted sample, when the input has one
@@ -890,6 +883,7 @@ absl::StatusOr<DcgmUsage> DcgmToUsage(const PromSamples& s, const DcgmOptions& o
     const bool whole_from_gr = !nvidia_mig && !gpu_util_seen && gr_engine_seen;
     const DcgmField util_field = nvidia_mig || whole_from_gr ? DcgmField::kGrEngineActive : DcgmField::kGpuUtil;
     const bool util_expected = util_field == DcgmField::kGpuUtil ? gpu_util_seen : gr_engine_seen;
+    const size_t emitted_before = u.timestamp.size();
     for (auto o = static_cast<size_t>(obs.begin[i]); o < static_cast<size_t>(obs.begin[i + 1]); ++o) {
       const int64_t timestamp = obs.timestamp[o];
       const int32_t pods_here = pods[o];
@@ -934,17 +928,9 @@ absl::StatusOr<DcgmUsage> DcgmToUsage(const PromSamples& s, const DcgmOptions& o
       if (!util_expected) ++diag.samples_without_util;
       if (whole_from_gr) ++diag.samples_util_from_gr_engine;
       u.timestamp.push_back(timestamp);
-      u.device.push_back(id.gpu);
-      consumers.Add(identity, id.consumer);
       u.share.push_back(share);
       u.util.push_back(util);
       u.mem_used.push_back(mem);
-      emitted_identity.push_back(identity);
-      u.resource_id.codes.push_back(id.resource);
-      nodes.Add(identity, id.node);
-      uuids.Add(identity, id.uuid);
-      models.Add(identity, id.model);
-      profiles.Add(identity, id.profile);
       out.tensor_active.push_back(obs.Field(o, DcgmField::kTensorActive));
       out.mem_copy_util.push_back(obs.Field(o, DcgmField::kMemCopyUtil));
       out.power_w.push_back(obs.Field(o, DcgmField::kPowerUsage));
@@ -952,6 +938,17 @@ absl::StatusOr<DcgmUsage> DcgmToUsage(const PromSamples& s, const DcgmOptions& o
       out.mem_free.push_back(obs.Field(o, DcgmField::kFbFree));
       if (id.mig) ++diag.samples_mig;
       if (k > 1) ++diag.samples_time_sliced;
+    }
+    // The identity's own columns, for its samples at once.
+    if (const size_t n = u.timestamp.size() - emitted_before; n > 0) {
+      u.device.insert(u.device.end(), n, id.gpu);
+      u.resource_id.codes.insert(u.resource_id.codes.end(), n, id.resource);
+      emitted_identity.insert(emitted_identity.end(), n, identity);
+      consumers.Add(id.consumer, n);
+      nodes.Add(id.node, n);
+      uuids.Add(id.uuid, n);
+      models.Add(id.model, n);
+      profiles.Add(id.profile, n);
     }
   }
   if (energy_seen) PowerFromEnergyCounter(identities, emitted_identity, u.timestamp, energy_mj, out.power_w, diag);
