@@ -50,8 +50,38 @@ def _range(values: Any) -> str:
     return f"{times.min():%Y-%m-%d %H:%M} .. {times.max():%Y-%m-%d %H:%M} UTC"
 
 
-def _source_lines(tables: Any, names: dict, interval: Any, stated: bool) -> list[str]:
-    costs, usage = tables.costs, tables.usage
+@dataclass
+class TelemetrySummary:
+    """What check says of the telemetry, gathered a chunk at a time when it
+    streams (the month never held): samples, series (distinct resource,
+    device, consumer: a small set), the time range, per-sample durations."""
+    samples: int = 0
+    series: set = field(default_factory=set)
+    first: pd.Timestamp | None = None
+    last: pd.Timestamp | None = None
+    durations: bool = False
+
+    def add(self, usage: pd.DataFrame) -> None:
+        self.samples += len(usage)
+        self.durations |= "duration" in usage.columns
+        if not len(usage):
+            return
+        keys = usage[["resource_id", "device", "consumer"]].drop_duplicates()
+        self.series.update(zip(*(keys[c].astype(str) for c in keys.columns)))
+        times = pd.to_datetime(usage["timestamp"], utc=True)
+        self.first = times.min() if self.first is None else min(self.first, times.min())
+        self.last = times.max() if self.last is None else max(self.last, times.max())
+
+    @classmethod
+    def of(cls, usage: pd.DataFrame) -> TelemetrySummary:
+        summary = cls()
+        summary.add(usage)
+        return summary
+
+
+def _source_lines(tables: Any, names: dict, interval: Any, stated: bool,
+                  telemetry: TelemetrySummary | None = None) -> list[str]:
+    costs = tables.costs
     lines = ["sources"]
     cur = currencies(costs)
     if cur:
@@ -63,12 +93,13 @@ def _source_lines(tables: Any, names: dict, interval: Any, stated: bool) -> list
                  f"currency {', '.join(cur) if cur else 'not stated (taken as one)'}, total {total}")
     lines += _invoice_lines(costs.attrs.get("invoice"), names.get("invoice", "invoice"))
     lines += _owned_lines(costs.attrs.get("owned"))
-    series = usage.groupby(["resource_id", "device", "consumer"], sort=False).ngroups if len(usage) else 0
-    spacing = ("per-sample durations" if "duration" in usage.columns else
+    t = telemetry if telemetry is not None else TelemetrySummary.of(tables.usage)
+    spacing = ("per-sample durations" if t.durations else
                f"interval {float(interval):g} s{'' if stated else ' (from the data)'}" if interval is not None
                else "interval inferred by the engine")
-    lines.append(f"  telemetry  {names.get('telemetry', 'usage')}: {len(usage):,} samples in {series:,} series, "
-                 f"{_range(usage['timestamp']) if len(usage) else 'no samples'}, {spacing}")
+    span = f"{t.first:%Y-%m-%d %H:%M} .. {t.last:%Y-%m-%d %H:%M} UTC" if t.samples else "no samples"
+    lines.append(f"  telemetry  {names.get('telemetry', 'usage')}: {t.samples:,} samples in {len(t.series):,} "
+                 f"series, {span}, {spacing}")
     inv = tables.inventory
     lines.append(f"  inventory  {inv['resource_id'].nunique():,} GPU resources, {len(inv):,} GPUs")
     if tables.workloads is not None:
@@ -196,18 +227,22 @@ def _energy_lines(per_consumer: pd.DataFrame) -> list[str]:
 
 
 def check_tables(tables: Any, *, names: dict | None = None, interval: Any = None, stated: bool = True,
-                 caller: str = "cli", energy: dict | None = None) -> CheckResult:
+                 caller: str = "cli", energy: dict | None = None, per_consumer: pd.DataFrame | None = None,
+                 telemetry: TelemetrySummary | None = None) -> CheckResult:
     """Everything ``gpucost check`` prints, from tables already read. `stated`:
     whether the interval was given by the user (else it came from the data);
-    `energy`: pue and carbon_intensity as for allocate (their problems too)."""
+    `energy`: pue and carbon_intensity as for allocate (their problems too);
+    `per_consumer` and `telemetry`: the allocation by consumer and the
+    telemetry's summary when the samples were streamed (not in ``tables``)."""
     out = CheckResult()
     costs = Table(tables.costs, "costs")
     for column in ("resource_id", "start", "end", "cost"):  # before anything reads them: an error, not a KeyError
         costs.column(column)
-    out.lines += _source_lines(tables, names or {}, interval, stated)
-    per_consumer = gpucost.allocate(tables.costs, tables.usage, tables.inventory, by=["consumer"],
-                                    **({"interval": interval} if interval is not None else {}),
-                                    downtime=getattr(tables, "downtime", None), **(energy or {}))
+    out.lines += _source_lines(tables, names or {}, interval, stated, telemetry)
+    if per_consumer is None:
+        per_consumer = gpucost.allocate(tables.costs, tables.usage, tables.inventory, by=["consumer"],
+                                        **({"interval": interval} if interval is not None else {}),
+                                        downtime=getattr(tables, "downtime", None), **(energy or {}))
     out.report = join_report(per_consumer, tables.costs, tables.usage, caller=caller,
                              downtime=getattr(tables, "downtime", None))
     out.lines += _join_lines(out.report)

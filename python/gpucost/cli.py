@@ -26,7 +26,7 @@ import json
 import re
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -591,12 +591,13 @@ def _reader_warnings(config: Config, args):
         raise _Reported()
 
 
-def _allocate(config: Config, args, tables: Tables, by: list[str], freq: str | None, policy: dict) -> pd.DataFrame:
+def _allocate(config: Config, args, tables: Tables, by: list[str], freq: str | None, policy: dict,
+              observe: Callable[[pd.DataFrame], None] | None = None) -> pd.DataFrame:
     """The allocation of the tables: in memory, or (``tables.stream``) each
     day of telemetry allocated as it is read, so that the month is never
-    held. The interval is the stated one, else the first day's spacing; the
-    tables then carry it and the merged reader report (``usage``) for the
-    join report."""
+    held; ``observe`` sees each day too. The interval is the stated one,
+    else the first day's spacing; the tables then carry it and the merged
+    reader report (``usage``) for the join report."""
     if tables.stream is None:
         return gpucost.allocate(tables.costs, tables.usage, tables.inventory, tables.workloads, by=by, freq=freq,
                                 **policy)
@@ -611,6 +612,8 @@ def _allocate(config: Config, args, tables: Tables, by: list[str], freq: str | N
         for chunk in tables.stream:
             allocator = allocator or start()
             allocator.add(chunk)
+            if observe is not None:
+                observe(chunk)
             del chunk
     allocator = allocator or start()  # no telemetry at all: the allocation of no samples, as in memory
     tables.interval = policy["interval"]
@@ -716,9 +719,18 @@ def cmd_check(args: argparse.Namespace) -> int:
         print("\n".join(cli_message(line) for line in plan.lines()))  # problems in flags' and keys' words
         return EXIT_BAD_INPUT if plan.problems else EXIT_OK
     stated = "interval" in config.policy or "step" in config.sources
-    tables = _tables(config, args)
+    tables = _tables(config, args, stream=True)  # where the plan streams, a day at a time, as allocate
+    per_consumer = telemetry = None
+    if tables.stream is not None:
+        from gpucost.check import TelemetrySummary
+        telemetry = TelemetrySummary()
+        policy = {"downtime": tables.downtime, **_energy_policy(config)}
+        if "interval" in config.policy:
+            policy["interval"] = config.policy["interval"]
+        per_consumer = _allocate(config, args, tables, ["consumer"], None, policy, observe=telemetry.add)
     result = check_tables(tables, names=_source_names(config), interval=config.policy.get("interval"),
-                          stated=stated, energy=_energy_policy(config))
+                          stated=stated, energy=_energy_policy(config), per_consumer=per_consumer,
+                          telemetry=telemetry)
     print("\n".join(result.lines))
     return result.exit_code
 
@@ -786,12 +798,13 @@ def _write_focus(args: argparse.Namespace, config: Config, tables: Tables, polic
         raise UsageError("--format focus writes the GPU split of each charge; [attribution] (--tag, --share) "
                          "applies to a whole allocation: run allocate without --format focus for it")
     from gpucost.demo import atomic_write
-    from gpucost.focus import write_focus
+    from gpucost.focus import write_focus_split
     kept = {k: v for k, v in policy.items() if k in ("basis", "alpha", "idle", "interval", "downtime")}
-    table = gpucost.to_focus(tables.costs, tables.usage, tables.inventory, tables.workloads, **kept)
     suffix = ".parquet" if str(args.output).lower().endswith(".parquet") else ".csv"
-    atomic_write(args.output, lambda f: write_focus(table, f, suffix))
-    print(f"gpucost: wrote {args.output} ({table.num_rows} FOCUS rows)", file=sys.stderr)
+    rows: list[int] = []  # streamed a batch of origin charges at a time (docs/focus.md)
+    atomic_write(args.output, lambda f: rows.append(write_focus_split(
+        tables.costs, tables.usage, tables.inventory, tables.workloads, path=f, suffix=suffix, **kept)))
+    print(f"gpucost: wrote {args.output} ({rows[0]} FOCUS rows)", file=sys.stderr)
     return EXIT_OK
 
 

@@ -132,7 +132,7 @@ SECTIONS: dict[str, dict[str, type | tuple]] = {
     "metrics": {"listen": str, "textfile": str, "prefix": str},
     "attribution": {"tag": (str, list), "by": str, "tag_map": dict, "shared": (str, dict), "split": str},
     "slurm": {"shards_per_gpu": (int, dict), "mps_per_gpu": (int, dict)},
-    "owned": {"start": str, "end": str, "pue": (int, float), "tariff": (int, float, list, str),
+    "owned": {"start": str, "end": str, "pue": (int, float), "tariff": (int, float, list, str), "tariff_tz": str,
               "operations_per_month": (int, float), "freq": str, "currency": str, "interval": (int, float),
               "classes": dict, "nodes": dict},
     "energy": {"pue": (int, float), "carbon_intensity": (int, float, str), "estimate_power": bool,

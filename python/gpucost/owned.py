@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import numpy as np
 import pandas as pd
@@ -53,7 +54,8 @@ _NUMBERS = ("price", "residual", "support_per_year", "facility_per_kw_month", "f
 
 def owned_costs(classes: Mapping[str, Mapping[str, Any]], nodes: Any, start: Any, end: Any, *, usage: Any = None,
                 pue: float = 1.0, tariff: Any = 0.0, operations_per_month: float = 0.0, freq: str = "h",
-                interval: float | None = None, currency: str | None = None, catalog: Any = None) -> pd.DataFrame:
+                interval: float | None = None, currency: str | None = None, catalog: Any = None,
+                tariff_tz: str | None = None) -> pd.DataFrame:
     """Cost lines of hardware you own, per node, component and hour (or day).
 
     Args:
@@ -70,14 +72,18 @@ def owned_costs(classes: Mapping[str, Mapping[str, Any]], nodes: Any, start: Any
             measured power; their ``util`` drives the curve where no power
             was measured.
         pue: facility energy / IT energy; the power lines pay for it.
-        tariff: $/kWh: a number, 24 numbers by hour of day (UTC), or a table
-            ``start, end, per_kwh`` on whole hours.
+        tariff: $/kWh: a number, 24 numbers by hour of day (UTC, or
+            ``tariff_tz``'s local time), or a table ``start, end, per_kwh``
+            on whole hours.
         operations_per_month: the cluster's fixed costs a month, as lines
             with no resource (share them with ``gpucost.share_costs(...,
             {"component": "operations"}, split="gpu_hours")``).
         freq: ``"h"`` (hourly lines) or ``"D"`` (daily; the same totals).
         interval: seconds a sample stands for when ``usage`` has no
             ``duration`` column.
+        tariff_tz: the IANA time zone whose hours of day the 24 rates follow
+            (a utility's peak hours are local, daylight saving included);
+            zones whose offset is not whole hours are refused.
         currency: ISO 4217 code of every line; default none: no ``currency``
             columns (one currency, the bill's).
         catalog: the catalog ``instance_type`` is looked up in (default the
@@ -119,6 +125,8 @@ def owned_costs(classes: Mapping[str, Mapping[str, Any]], nodes: Any, start: Any
     embodied = {row["name"]: row.pop("embodied_kg_per_gpu_hour") for row in class_rows
                 if "embodied_kg_per_gpu_hour" in row}
     ids, node_classes, node_in_service = _nodes(nodes)
+    if tariff_tz is not None:
+        tariff = _local_hours(tariff, tariff_tz, start, end)
     flat, by_hour, series = _tariff(tariff)
     raw = _core.owned_cost_lines(
         class_rows, ids, node_classes, node_in_service, float(pue), flat, by_hour, *series,
@@ -221,6 +229,29 @@ def _nodes(nodes: Any) -> tuple[list[str], list[str], list[int]]:
         return rows[id_column].astype(str).tolist(), rows["class"].astype(str).tolist(), since
     raise InvalidInputError(f"parameter 'nodes': expected a mapping of node -> class or a table, "
                             f"got {type(nodes).__name__}")
+
+
+def _local_hours(tariff: Any, tz: str, start: Any, end: Any) -> pd.DataFrame:
+    """24 rates by local hour of day -> the series of UTC hours over [start,
+    end), each at the rate of its local hour."""
+    try:
+        zone = ZoneInfo(str(tz))
+    except (ZoneInfoNotFoundError, ValueError):
+        raise InvalidInputError(f"parameter 'tariff_tz': {tz!r} is not an IANA time zone") from None
+    if isinstance(tariff, str) or not isinstance(tariff, Sequence):
+        raise InvalidInputError("parameter 'tariff_tz': only for 24 rates by hour of day (a series table has "
+                                "its own instants)")
+    rates = _numbers(tariff, "owned", "tariff", pairs=False)
+    if len(rates) != 24:
+        raise InvalidInputError(f"owned: tariff: expected 24 rates ($/kWh) by hour of day, got {len(rates)}")
+    hours = pd.date_range(pd.Timestamp(to_ns(start, "start"), tz="UTC"), pd.Timestamp(to_ns(end, "end"), tz="UTC"),
+                          freq="h", inclusive="left")
+    local = hours.tz_convert(zone)
+    if len(local) and (local.minute != 0).any():
+        raise InvalidInputError(f"parameter 'tariff_tz': {tz} is not a whole number of hours from UTC: give the "
+                                "tariff as a table start, end, per_kwh")
+    return pd.DataFrame({"start": hours, "end": hours + pd.Timedelta(hours=1),
+                         "per_kwh": np.asarray(rates)[np.asarray(local.hour)]})
 
 
 def _tariff(tariff: Any) -> tuple[float, list[float], tuple[list[int], list[int], list[float]]]:

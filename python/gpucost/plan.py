@@ -364,7 +364,8 @@ class _Planner:
         or the hosts table's ``class`` column."""
         o = self.config.owned
         where = f"{self.config.name}: [owned]"
-        options: dict[str, Any] = {k: o[k] for k in ("pue", "operations_per_month", "freq", "currency", "interval")
+        options: dict[str, Any] = {k: o[k] for k in ("pue", "operations_per_month", "freq", "currency", "interval",
+                                                                "tariff_tz")
                                    if k in o}
         if "pue" not in o and "pue" in self.config.energy:  # the site's PUE, as [energy] gives it
             options["pue"] = self.config.energy["pue"]
@@ -953,7 +954,8 @@ def _owned_lines(source: Source, reading: Reading, usage: pd.DataFrame, step: fl
         tariff = read_table(source.files[0], "tariff")
     measured = usage if len(usage) and "power_w" in usage.columns else None
     lines = owned_costs(o["classes"], nodes, o["start"], o["end"], usage=measured, pue=o.get("pue", 1.0),
-                        tariff=tariff, operations_per_month=o.get("operations_per_month", 0.0),
+                        tariff=tariff, tariff_tz=o.get("tariff_tz"),
+                        operations_per_month=o.get("operations_per_month", 0.0),
                         freq=o.get("freq", "h"), currency=currency,
                         interval=o.get("interval", None if measured is None or "duration" in usage.columns else step))
     by_component = lines.groupby("component", observed=True)["cost"].sum()
@@ -1300,6 +1302,9 @@ def _bill_parts(parts: Sequence[pd.DataFrame]) -> pd.DataFrame:
         costs["list_cost"] = costs["list_cost"].fillna(costs["cost"])
     if len(parts) > 1:  # each reader's report kept
         costs.attrs = {k: v for part in parts for k, v in part.attrs.items()}
+        # Each source's lines in order, with what names its file: to_focus's origin rows per source.
+        costs.attrs["sources"] = [(len(part), {k: part.attrs[k] for k in ("source", "billing", "parts")
+                                               if k in part.attrs}) for part in parts]
     return costs
 
 

@@ -127,3 +127,25 @@ def test_a_wrong_step_is_refused_on_the_first_file(month):
 def test_a_spacing_beyond_the_look_ahead_is_an_error_not_a_shorter_duration(month):
     with pytest.raises(gpucost.InvalidInputError, match="look-ahead"):
         list(gpucost.prometheus.iter_query_range(month["files"], lookahead=30))
+
+
+def test_check_streams_and_says_what_the_whole_month_says(month, capsys, monkeypatch):
+    """`gpucost check` allocates the month a day at a time too: every line it prints (samples, series, range,
+    the join report) equals the in-memory check's, and the reader never holds more than a day's files."""
+    config = str(month["folder"] / "gpucost.toml")
+    calls = []
+    real = prometheus.iter_query_range
+
+    def counting(*args, **kwargs):
+        for frame in real(*args, **kwargs):
+            calls.append(len(frame))
+            yield frame
+    monkeypatch.setattr(prometheus, "iter_query_range", counting)
+    streamed_code = cli.main(["check", "-c", config])
+    streamed = capsys.readouterr().out
+    assert len(calls) == DAYS
+    monkeypatch.setattr(plan, "streams", lambda _plan: False)
+    whole_code = cli.main(["check", "-c", config])
+    whole = capsys.readouterr().out
+    assert streamed == whole and streamed_code == whole_code
+    assert "samples in" in streamed and OFFLINE in streamed

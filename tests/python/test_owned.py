@@ -399,3 +399,24 @@ def test_embodied_carbon_by_hand_and_its_bad_input():
                                                r"other devices of 'n1': one value per node")):
         with pytest.raises(gpucost.InvalidInputError, match=message):
             gpucost.allocate(costs, usage, inventory.assign(embodied_kg_per_gpu_hour=values))
+
+
+def test_a_tariff_by_local_hour_of_day_follows_the_zone_and_its_daylight_saving():
+    """Peak $0.30/kWh from 17:00 to 21:00 New York time, else $0.10, for a node drawing a flat 1 kW over 7-10 March
+    2026 (UTC): EST until 8 March 07:00 UTC, then EDT. The peak hours in UTC: 00-02 on the 7th (the 6th's evening),
+    22:00 on the 7th to 02:00, 21:00 on the 8th to 01:00, and 21-24 on the 9th: 13 of the 72 hours."""
+    rates = [0.30 if 17 <= h < 21 else 0.10 for h in range(24)]
+    classes = {"c": {"price": 8760, "in_service": "2026-01-01", "life_years": 1, "fixed_power_w": 1000}}
+    lines = gpucost.owned_costs(classes, {"n1": "c"}, "2026-03-07", "2026-03-10", tariff=rates,
+                                tariff_tz="America/New_York")
+    power = lines[lines["component"] == "power"].set_index("start")["cost"]
+    hours = [pd.Timestamp(f"2026-03-{day:02d}T{hour:02d}:00Z") for day, hour in
+             [(7, 0), (7, 1), (7, 22), (7, 23), (8, 0), (8, 1), (8, 21), (8, 22), (8, 23), (9, 0), (9, 21), (9, 22),
+              (9, 23)]]
+    assert sorted(power[power > 0.2].index) == hours
+    assert power.sum() == pytest.approx(13 * 0.30 + 59 * 0.10)
+    with pytest.raises(gpucost.InvalidInputError, match="'Asia/Kolkata' is not a whole number of hours|"
+                                                        "Asia/Kolkata is not a whole number of hours"):
+        gpucost.owned_costs(classes, {"n1": "c"}, "2026-03-07", "2026-03-08", tariff=rates, tariff_tz="Asia/Kolkata")
+    with pytest.raises(gpucost.InvalidInputError, match="'Mars/Olympus' is not an IANA time zone"):
+        gpucost.owned_costs(classes, {"n1": "c"}, "2026-03-07", "2026-03-08", tariff=rates, tariff_tz="Mars/Olympus")
