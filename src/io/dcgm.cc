@@ -762,9 +762,10 @@ absl::StatusOr<DcgmUsage> DcgmToUsage(const PromSamples& s, const DcgmOptions& o
   // order (a counting sort), sorted by instant (one scan when each series
   // is in time order), then joined instant by instant: no hashing per point.
   diag.points_total = static_cast<int64_t>(s.size());
-  if (s.size() > std::numeric_limits<uint32_t>::max()) {
+  if (s.size() > std::numeric_limits<uint32_t>::max()) {  // points are indexed in 32 bits
     return TableError(s.sources.empty() ? "series" : s.sources[0],
-                      absl::StrCat(s.size(), " points in one call; read them in chunks (iter_query_range)"));
+                      absl::StrCat(s.size(), " points in one call, more than 4,294,967,295: map them in chunks "
+                                   "of time (gpucost.prometheus.iter_query_range reads a day at a time)"));
   }
   const auto instant_of = [&](size_t p) {
     const int64_t t = s.timestamp_ns[p];
