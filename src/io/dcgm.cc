@@ -1,10 +1,13 @@
 // DCGM series -> usage samples. Three passes over columns:
 // 1. per series: which field, which unit, which GPU/pod it describes
 //    (an "identity": node, gpu, MIG instance, namespace, pod, container);
-// 2. per point: join the fields of one identity at one instant into an
-//    observation, checking values as they come;
-// 3. per observation: count the pods on each GPU instant (time-slicing) and
-//    emit one sample.
+// 2. per identity: its points (gathered by a counting sort, sorted by
+//    instant: one scan when each series is in time order) joined instant by
+//    instant into observations, values checked as they come; no hash per
+//    point, and errors are the ones the input order meets first;
+// 3. per device: the pods at each instant (time-slicing), from its holders'
+//    instants sorted once; then per identity, in time order, one sample per
+//    observation.
 #include "gpucost/io/dcgm.h"
 
 #include <algorithm>
