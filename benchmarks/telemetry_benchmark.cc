@@ -1,7 +1,10 @@
 // Parsing throughput of DCGM telemetry, in samples (points) per second:
 // exposition text as the exporter prints it (many scrapes with timestamps,
 // 8 GPUs x 4 fields per scrape) and Prometheus query_range JSON.
+#include <algorithm>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "benchmark/benchmark.h"
@@ -91,5 +94,87 @@ void BM_DcgmToUsage(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * s->size()));
 }
 BENCHMARK(BM_DcgmToUsage)->Unit(benchmark::kMillisecond);
+
+// One day of issue 29's month (benchmarks/prometheus_month.py's shape): 32
+// nodes x 8 GPUs, 1,440 steps of 60 s; per GPU pods of 2-30 h with free time
+// between (the exporter's pod on a free GPU), each ended pod's series
+// lingering 0-5 steps beside the next holder (time-sliced minutes), each
+// node missing 0-2 stretches of 2-6 steps. `fields` answers appended:
+// DCGM_FI_DEV_GPU_UTIL (the allocated basis reads only it), then FB_USED.
+std::string MonthDay(const char* metric) {
+  uint64_t rng = 0x9e3779b97f4a7c15ULL;
+  const auto next = [&](int lo, int hi) {  // [lo, hi)
+    rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+    return lo + static_cast<int>((rng >> 33) % static_cast<uint64_t>(hi - lo));
+  };
+  constexpr int kSteps = 1440;
+  std::string body = R"({"status":"success","data":{"resultType":"matrix","result":[)";
+  bool first_series = true;
+  for (int n = 0; n < 32; ++n) {
+    std::vector<bool> gap(kSteps, false);
+    for (int g = next(0, 3); g > 0; --g) {
+      const int at = next(0, kSteps - 6);
+      for (int i = at, e = at + next(2, 7); i < e; ++i) gap[i] = true;
+    }
+    for (int gpu = 0; gpu < 8; ++gpu) {
+      // Runs (begin, end, pod); pod "" is the exporter's (free).
+      std::vector<std::tuple<int, int, std::string>> runs;
+      for (int t = 0, k = 0; t < kSteps; ++k) {
+        const int free_for = next(10, 360);
+        const int linger = runs.empty() ? 0 : next(0, 4);
+        runs.emplace_back(std::max(t - linger, 0), std::min(t + free_for, kSteps), "");
+        t += free_for;
+        if (t >= kSteps) break;
+        const int length = next(120, 1800);
+        const int tail = next(0, 6);
+        runs.emplace_back(t, std::min(t + length + tail, kSteps), absl::StrCat("train-", n, "-", gpu, "-", k));
+        t += length;
+      }
+      for (const auto& [b, e, pod] : runs) {
+        if (!first_series) body += ",";
+        first_series = false;
+        absl::StrAppend(&body, R"({"metric":{"__name__":")", metric,
+                        R"(","DCGM_FI_DRIVER_VERSION":"570.124.06","Hostname":"ip-10-0-)", n / 8, "-", 10 + n,
+                        R"(.ec2.internal","UUID":"GPU-)", n, "-", gpu,
+                        R"(-3b4d-4e5f-8a6b-7c8d9e0f1a2b","container":")", pod.empty() ? "" : "trainer",
+                        R"(","device":"nvidia)", gpu, R"(","endpoint":"gpu-metrics","gpu":")", gpu,
+                        R"(","instance":"10.0.0.1:9400","job":"nvidia-dcgm-exporter","modelName":"NVIDIA H100 80GB HBM3",)",
+                        R"("namespace":")", pod.empty() ? "gpu-operator" : "vision", R"(","pod":")",
+                        pod.empty() ? absl::StrCat("nvidia-dcgm-exporter-x", n) : pod,
+                        R"(","service":"nvidia-dcgm-exporter"},"values":[)");
+        bool first_point = true;
+        for (int i = b; i < e; ++i) {
+          if (gap[i]) continue;
+          if (!first_point) body += ",";
+          first_point = false;
+          absl::StrAppend(&body, "[", 1790812800 + i * 60, ".250,\"", (i * 7 + gpu) % 101, "\"]");
+        }
+        body += "]}";
+      }
+    }
+  }
+  return body + "]}}";
+}
+
+void BM_DcgmToUsageMonthDay(benchmark::State& state) {
+  auto s = gpucost::ParseQueryRange(MonthDay("DCGM_FI_DEV_GPU_UTIL"), "util.json");
+  if (state.range(0) > 1) {
+    auto memory = gpucost::ParseQueryRange(MonthDay("DCGM_FI_DEV_FB_USED"), "fb_used.json");
+    s->Append(std::move(*memory));
+  }
+  gpucost::DcgmOptions options;
+  options.interval_seconds = 60;
+  size_t samples = 0;
+  for (auto _ : state) {
+    auto u = gpucost::DcgmToUsage(*s, options);
+    if (!u.ok()) state.SkipWithError(std::string(u.status().message()).c_str());
+    samples = u.ok() ? u->size() : 0;
+    benchmark::DoNotOptimize(u);
+  }
+  state.counters["points"] = static_cast<double>(s->size());
+  state.counters["samples"] = static_cast<double>(samples);
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * s->size()));
+}
+BENCHMARK(BM_DcgmToUsageMonthDay)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
 
 }  // namespace

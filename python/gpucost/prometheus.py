@@ -379,7 +379,7 @@ def fetch_usage(url: str, start: Any, end: Any, step: Any = 60, *, nodes: Any = 
         0 2026-03-01 10:00:00+00:00      i-0abc       0  ml/train-0   0.9  NVIDIA A100-SXM4-40GB
         1 2026-03-01 10:01:00+00:00      i-0abc       0  ml/train-0   0.8  NVIDIA A100-SXM4-40GB
         >>> usage.attrs["diagnostics"]["requests"]   # one query per DCGM metric name
-        19
+        20
     """
     start_ns, end_ns = to_ns(start, "start"), to_ns(end, "end")
     step_s = _seconds(step, "step")

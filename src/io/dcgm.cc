@@ -1,13 +1,17 @@
 // DCGM series -> usage samples. Three passes over columns:
 // 1. per series: which field, which unit, which GPU/pod it describes
 //    (an "identity": node, gpu, MIG instance, namespace, pod, container);
-// 2. per point: join the fields of one identity at one instant into an
-//    observation, checking values as they come;
-// 3. per observation: count the pods on each GPU instant (time-slicing) and
-//    emit one sample.
+// 2. per identity: its points (gathered by a counting sort, sorted by
+//    instant: one scan when each series is in time order) joined instant by
+//    instant into observations, values checked as they come; no hash per
+//    point, and errors are the ones the input order meets first;
+// 3. per device: the pods at each instant (time-slicing), from its holders'
+//    instants sorted once; then per identity, in time order, one sample per
+//    observation.
 #include "gpucost/io/dcgm.h"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <initializer_list>
 #include <charconv>
@@ -15,6 +19,7 @@
 #include <limits>
 #include <numeric>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 
@@ -214,15 +219,6 @@ void PowerFromEnergyCounter(const std::vector<Identity>& identities, const std::
   }
 }
 
-struct Observation {
-  int32_t identity;
-  int64_t timestamp;
-  int64_t first_point;
-  uint8_t present = 0;  // bit per DcgmField
-  double fields[kDcgmFieldCount];
-  int32_t field_series[kDcgmFieldCount];  // the series each field came from
-};
-
 // Where a point came from, for error messages.
 std::string PointPlace(const PromSamples& s, size_t point) {
   const PromSeries& series = s.series[s.series_id[point]];
@@ -294,6 +290,212 @@ void DifferingLabels(const PromSeries& a, const PromSeries& b, std::vector<std::
   }
 }
 
+// One kept point of an identity: its instant (joined for instant answers)
+// and its index in the input.
+struct TimedPoint {
+  int64_t t;
+  uint32_t p;
+};
+
+bool Before(const TimedPoint& a, const TimedPoint& b) { return a.t != b.t ? a.t < b.t : a.p < b.p; }
+
+// Sorts one identity's points by (instant, point). They come in input order,
+// so each series is one run when its answer lists it in time order (as
+// Prometheus does; scrapes in time order are one run too): runs are merged
+// pairwise (a natural merge sort), and a sorted identity costs one scan.
+// Any order is sorted right, only slower.
+void SortByInstant(std::span<TimedPoint> points, std::vector<TimedPoint>& buffer) {
+  std::vector<size_t> bounds = {0};
+  for (size_t i = 1; i < points.size(); ++i) {
+    if (Before(points[i], points[i - 1])) bounds.push_back(i);
+  }
+  if (bounds.size() == 1) return;
+  bounds.push_back(points.size());
+  buffer.resize(points.size());
+  std::span<TimedPoint> from = points, to(buffer);
+  while (bounds.size() > 2) {
+    std::vector<size_t> merged = {0};
+    for (size_t r = 0; r + 1 < bounds.size(); r += 2) {
+      const size_t a = bounds[r], m = bounds[r + 1], b = r + 2 < bounds.size() ? bounds[r + 2] : m;
+      std::merge(from.begin() + a, from.begin() + m, from.begin() + m, from.begin() + b, to.begin() + a, Before);
+      merged.push_back(b);
+    }
+    std::swap(from, to);
+    bounds = std::move(merged);
+  }
+  if (from.data() != points.data()) std::copy(from.begin(), from.end(), points.begin());
+}
+
+// Observations (one identity at one instant, its fields joined) as columns.
+// Identity i's are [begin[i], begin[i + 1]), in time order. A field column
+// exists only when the input has that field (NaN where not reported).
+struct Observations {
+  std::vector<int64_t> begin;
+  std::vector<int64_t> timestamp;
+  std::vector<uint32_t> first_point;  // the instant's first point, for error messages
+  std::vector<uint8_t> present;       // bit per DcgmField
+  std::array<std::vector<double>, kDcgmFieldCount> field;
+
+  [[nodiscard]] double Field(size_t o, DcgmField f) const {
+    const std::vector<double>& column = field[static_cast<int>(f)];
+    return column.empty() ? std::numeric_limits<double>::quiet_NaN() : column[o];
+  }
+};
+
+// What joining points found besides observations: the first point's error
+// (the one the input order meets first, whatever order the join ran in),
+// and duplicate series (two replicas of one GPU series).
+struct JoinFindings {
+  std::optional<std::pair<size_t, absl::Status>> error;
+  int64_t duplicate_points = 0;
+  absl::flat_hash_set<int32_t> duplicate_series;
+  // (first series, duplicate) -> the point that found the pair.
+  absl::flat_hash_map<std::pair<int32_t, int32_t>, size_t> duplicate_pairs;
+
+  [[nodiscard]] bool Earlier(size_t p) const { return !error.has_value() || p < error->first; }
+  void Fail(size_t p, absl::Status status) {
+    if (Earlier(p)) error.emplace(p, std::move(status));
+  }
+};
+
+// A point's value in gpucost's units (ratio, bytes, W, mJ), or false and
+// `error` when it is not one.
+bool ScaledValue(const PromSamples& s, size_t p, const DcgmMetric& metric, double* out, absl::Status* error) {
+  double v = s.value[p];
+  const DcgmField f = metric.field;
+  if (IsRatioField(f)) {
+    const double top = metric.scale == 1.0 ? 1.0 : 100.0;
+    if (std::isnan(v)) {
+      if (f == DcgmField::kGpuUtil || f == DcgmField::kGrEngineActive) {
+        *error = PointError(s, p, "NaN utilisation");
+        return false;
+      }
+    } else if (v < 0 || v > top * (1 + 1e-9)) {
+      *error = PointError(s, p, absl::StrCat(v, " is outside [0, ", top, "]",
+                                             top == 1.0 ? " (a ratio field; was a percentage recorded under it?)"
+                                                        : " (a percentage field)"));
+      return false;
+    }
+    v = std::min(v * metric.scale, 1.0);
+  } else if (IsMemoryField(f)) {
+    if (std::isnan(v) || v < 0 || std::isinf(v)) {
+      if (f == DcgmField::kFbUsed || !std::isnan(v)) {
+        *error = PointError(s, p, absl::StrCat(v, " is not a memory size (>= 0)"));
+        return false;
+      }
+    }
+    v *= metric.scale;
+  } else if (f == DcgmField::kTotalEnergy) {
+    if (v < 0 || std::isinf(v)) {
+      *error = PointError(s, p, absl::StrCat(v, " is not an energy counter (mJ >= 0)"));
+      return false;
+    }
+  }
+  *out = v;
+  return true;
+}
+
+// Joins one identity's points, sorted by (instant, point), into its
+// observations from `o` on: per instant, its points in input order, the
+// first value of a field kept. A second value is a duplicate when it comes
+// from another series of the same name (two Prometheus replicas, two scrape
+// jobs), else an error naming both points.
+void JoinIdentity(const PromSamples& s, std::span<const DcgmMetric* const> metric_of,
+                  std::span<const TimedPoint> points, size_t o, Observations& obs, JoinFindings& found) {
+  std::array<int32_t, kDcgmFieldCount> field_series{};
+  for (size_t i = 0; i < points.size(); ++o) {
+    const int64_t t = points[i].t;
+    obs.timestamp[o] = t;
+    obs.first_point[o] = points[i].p;
+    uint8_t present = 0;
+    for (; i < points.size() && points[i].t == t; ++i) {
+      const size_t p = points[i].p;
+      const int32_t sid = s.series_id[p];
+      const DcgmMetric& metric = *metric_of[sid];
+      double v = 0;
+      if (absl::Status error; !ScaledValue(s, p, metric, &v, &error)) {
+        found.Fail(p, std::move(error));
+        continue;
+      }
+      const int f = static_cast<int>(metric.field);
+      const auto bit = static_cast<uint8_t>(1u << f);
+      if (present & bit) {
+        const int32_t first = field_series[f];
+        if (first != sid && s.series[first].name == s.series[sid].name) {
+          ++found.duplicate_points;
+          found.duplicate_series.insert(sid);
+          auto [it, inserted] = found.duplicate_pairs.try_emplace({first, sid}, p);
+          if (!inserted) it->second = std::min(it->second, p);
+          continue;
+        }
+        if (found.Earlier(p)) {
+          found.Fail(p, PointError(s, p, absl::StrCat("a second value for this GPU and instant (", A(metric.name),
+                                                      "); the first came from ", PointPlace(s, obs.first_point[o]))));
+        }
+        continue;
+      }
+      present |= bit;
+      obs.field[f][o] = v;
+      field_series[f] = sid;
+    }
+    obs.present[o] = present;
+  }
+}
+
+// Pods on each observation's device at its instant (time-slicing): per
+// device, the instants of its holders' observations sorted once, then each
+// identity's observations counted with a cursor.
+std::vector<int32_t> PodsAt(const std::vector<Identity>& identities, const Observations& obs, size_t devices) {
+  std::vector<int32_t> pods(obs.timestamp.size(), 0);
+  std::vector<std::vector<int32_t>> on_device(devices);
+  for (size_t i = 0; i < identities.size(); ++i) on_device[identities[i].device_key].push_back(static_cast<int32_t>(i));
+  std::vector<int64_t> held;
+  for (const std::vector<int32_t>& ids : on_device) {
+    held.clear();
+    int holders = 0;
+    for (int32_t i : ids) {
+      if (identities[i].consumer.empty()) continue;
+      held.insert(held.end(), obs.timestamp.begin() + obs.begin[i], obs.timestamp.begin() + obs.begin[i + 1]);
+      ++holders;
+    }
+    if (holders == 0) continue;
+    if (holders > 1) std::sort(held.begin(), held.end());
+    for (int32_t i : ids) {
+      size_t c = 0;
+      for (int64_t o = obs.begin[i]; o < obs.begin[i + 1]; ++o) {
+        const int64_t t = obs.timestamp[o];
+        while (c < held.size() && held[c] < t) ++c;
+        size_t e = c;
+        while (e < held.size() && held[e] == t) ++e;
+        pods[o] = static_cast<int32_t>(e - c);
+        c = e;
+      }
+    }
+  }
+  return pods;
+}
+
+// A string column whose value is its sample's identity's: codes in order of
+// first appearance (as StringEncoder gives them), one lookup per identity,
+// an identity's samples (contiguous) appended at once.
+class IdentityStrings {
+ public:
+  explicit IdentityStrings(size_t samples) { out_.codes.reserve(samples); }
+  void Add(std::string_view value, size_t samples) {
+    auto [it, inserted] = index_.try_emplace(A(value), static_cast<int32_t>(out_.values.size()));
+    if (inserted) out_.values.emplace_back(value);
+    out_.codes.insert(out_.codes.end(), samples, it->second);
+  }
+  [[nodiscard]] EncodedStrings Finish() {
+    out_.value_views.assign(out_.values.begin(), out_.values.end());
+    return std::move(out_);
+  }
+
+ private:
+  absl::flat_hash_map<std::string, int32_t> index_;
+  EncodedStrings out_;
+};
+
 }  // namespace
 
 std::string_view DcgmUnitsName(DcgmUnits units) {
@@ -354,6 +556,7 @@ absl::StatusOr<DcgmUsage> DcgmToUsage(const PromSamples& s, const DcgmOptions& o
   // one with neither is holder-only (util 0, counted).
   bool gpu_util_seen = false, gr_engine_seen = false;
   bool energy_seen = false;  // DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION
+  std::array<bool, kDcgmFieldCount> field_seen{};
   std::vector<const DcgmMetric*> metric_of(s.series.size(), nullptr);
   std::vector<int32_t> identity_of(s.series.size(), -1);
   std::vector<Identity> identities;
@@ -385,6 +588,7 @@ absl::StatusOr<DcgmUsage> DcgmToUsage(const PromSamples& s, const DcgmOptions& o
     gpu_util_seen |= metric->field == DcgmField::kGpuUtil;
     gr_engine_seen |= metric->field == DcgmField::kGrEngineActive;
     energy_seen |= metric->field == DcgmField::kTotalEnergy;
+    field_seen[static_cast<int>(metric->field)] = true;
     metric_of[si] = metric;
 
     std::string_view node, exporter_pod_label, exporter_pod;
@@ -557,109 +761,100 @@ absl::StatusOr<DcgmUsage> DcgmToUsage(const PromSamples& s, const DcgmOptions& o
       i = j;
     }
   }
-  absl::flat_hash_set<int32_t> duplicate_series;
-  absl::flat_hash_set<std::pair<int32_t, int32_t>> duplicate_pairs;
-
-  // 2. Points -> observations.
-  std::vector<Observation> obs;
-  absl::flat_hash_map<std::pair<int32_t, int64_t>, int32_t> obs_index;
+  // 2. Points -> observations. Each identity's points gathered in input
+  // order (a counting sort), sorted by instant (one scan when each series
+  // is in time order), then joined instant by instant: no hashing per point.
   diag.points_total = static_cast<int64_t>(s.size());
+  if (s.size() > std::numeric_limits<uint32_t>::max()) {  // points are indexed in 32 bits
+    return TableError(s.sources.empty() ? "series" : s.sources[0],
+                      absl::StrCat(s.size(), " points in one call, more than 4,294,967,295: map them in chunks "
+                                   "of time (gpucost.prometheus.iter_query_range reads a day at a time)"));
+  }
+  const auto instant_of = [&](size_t p) {
+    const int64_t t = s.timestamp_ns[p];
+    if (joined_instant.empty()) return t;
+    auto j = joined_instant.find(t);
+    return j != joined_instant.end() ? j->second : t;
+  };
+  std::vector<int64_t> identity_begin(identities.size() + 1, 0);
   for (size_t p = 0; p < s.size(); ++p) {
     const int32_t sid = s.series_id[p];
-    const DcgmMetric* metric = metric_of[sid];
-    if (metric == nullptr) continue;
-    int64_t t = s.timestamp_ns[p];
-    if (!joined_instant.empty()) {
-      if (auto j = joined_instant.find(t); j != joined_instant.end()) {
-        t = j->second;
-        ++diag.instants_joined;
-      }
-    }
+    if (metric_of[sid] == nullptr) continue;
+    const int64_t t = instant_of(p);
+    if (t != s.timestamp_ns[p]) ++diag.instants_joined;
     if (t < options.start_ns || t >= options.end_ns) {
       ++diag.points_outside;
       continue;
     }
-    double v = s.value[p];
-    const DcgmField f = metric->field;
-    if (IsRatioField(f)) {
-      const double top = metric->scale == 1.0 ? 1.0 : 100.0;
-      if (std::isnan(v)) {
-        if (f == DcgmField::kGpuUtil || f == DcgmField::kGrEngineActive) {
-          return PointError(s, p, "NaN utilisation");
-        }
-      } else if (v < 0 || v > top * (1 + 1e-9)) {
-        return PointError(s, p, absl::StrCat(v, " is outside [0, ", top, "]",
-                                             top == 1.0 ? " (a ratio field; was a percentage recorded under it?)"
-                                                        : " (a percentage field)"));
-      }
-      v = std::min(v * metric->scale, 1.0);
-    } else if (IsMemoryField(f)) {
-      if (std::isnan(v) || v < 0 || std::isinf(v)) {
-        if (f == DcgmField::kFbUsed || !std::isnan(v)) {
-          return PointError(s, p, absl::StrCat(v, " is not a memory size (>= 0)"));
-        }
-      }
-      v *= metric->scale;
-    } else if (f == DcgmField::kTotalEnergy) {
-      if (v < 0 || std::isinf(v)) return PointError(s, p, absl::StrCat(v, " is not an energy counter (mJ >= 0)"));
-    }
-    auto [it, inserted] = obs_index.try_emplace({identity_of[sid], t}, static_cast<int32_t>(obs.size()));
-    if (inserted) {
-      Observation o;
-      o.identity = identity_of[sid];
-      o.timestamp = t;
-      o.first_point = static_cast<int64_t>(p);
-      std::fill(std::begin(o.fields), std::end(o.fields), std::numeric_limits<double>::quiet_NaN());
-      std::fill(std::begin(o.field_series), std::end(o.field_series), -1);
-      obs.push_back(o);
-    }
-    Observation& o = obs[it->second];
-    const auto bit = static_cast<uint8_t>(1u << static_cast<int>(f));
-    if (o.present & bit) {
-      const int32_t first = o.field_series[static_cast<int>(f)];
-      if (first != sid && s.series[first].name == s.series[sid].name) {
-        // The same GPU series twice (two Prometheus replicas, two scrape
-        // jobs): keep the first value, report the labels they differ in.
-        ++diag.duplicate_points;
-        duplicate_series.insert(sid);
-        if (duplicate_pairs.insert({first, sid}).second && duplicate_pairs.size() <= 64) {
-          DifferingLabels(s.series[first], s.series[sid], &diag.duplicate_labels);
-        }
-        continue;
-      }
-      return PointError(s, p, absl::StrCat("a second value for this GPU and instant (", A(metric->name),
-                                           "); the first came from ", PointPlace(s, o.first_point)));
-    }
-    o.present |= bit;
-    o.fields[static_cast<int>(f)] = v;
-    o.field_series[static_cast<int>(f)] = sid;
+    ++identity_begin[identity_of[sid] + 1];
   }
+  std::partial_sum(identity_begin.begin(), identity_begin.end(), identity_begin.begin());
+  std::vector<TimedPoint> points(static_cast<size_t>(identity_begin.back()));
+  {
+    std::vector<int64_t> next(identity_begin.begin(), identity_begin.end() - 1);
+    for (size_t p = 0; p < s.size(); ++p) {
+      const int32_t sid = s.series_id[p];
+      if (metric_of[sid] == nullptr) continue;
+      const int64_t t = instant_of(p);
+      if (t < options.start_ns || t >= options.end_ns) continue;
+      points[next[identity_of[sid]]++] = {t, static_cast<uint32_t>(p)};
+    }
+  }
+  const auto points_of = [&](size_t i) {
+    return std::span<TimedPoint>(points).subspan(identity_begin[i], identity_begin[i + 1] - identity_begin[i]);
+  };
+  Observations obs;
+  obs.begin.assign(identities.size() + 1, 0);
+  {
+    std::vector<TimedPoint> buffer;
+    for (size_t i = 0; i < identities.size(); ++i) {
+      std::span<TimedPoint> mine = points_of(i);
+      SortByInstant(mine, buffer);
+      int64_t instants = 0;
+      for (size_t k = 0; k < mine.size(); ++k) instants += k == 0 || mine[k].t != mine[k - 1].t;
+      obs.begin[i + 1] = obs.begin[i] + instants;
+    }
+  }
+  const auto n_obs = static_cast<size_t>(obs.begin.back());
+  obs.timestamp.resize(n_obs);
+  obs.first_point.resize(n_obs);
+  obs.present.resize(n_obs);
+  for (size_t f = 0; f < kDcgmFieldCount; ++f) {
+    if (field_seen[f]) obs.field[f].assign(n_obs, std::numeric_limits<double>::quiet_NaN());
+  }
+  JoinFindings found;
+  for (size_t i = 0; i < identities.size(); ++i) {
+    JoinIdentity(s, metric_of, points_of(i), static_cast<size_t>(obs.begin[i]), obs, found);
+  }
+  if (found.error.has_value()) return std::move(found.error->second);
+  diag.duplicate_points = found.duplicate_points;
+  {
+    // The labels duplicates differ in, from the first 64 pairs as the input order finds them.
+    std::vector<std::pair<size_t, std::pair<int32_t, int32_t>>> pairs;
+    for (const auto& [pair, p] : found.duplicate_pairs) pairs.push_back({p, pair});
+    std::sort(pairs.begin(), pairs.end());
+    if (pairs.size() > 64) pairs.resize(64);
+    for (const auto& [p, pair] : pairs) DifferingLabels(s.series[pair.first], s.series[pair.second], &diag.duplicate_labels);
+  }
+  points = {};
 
   // 3. Time-slicing: pods per (GPU or MIG instance, instant).
-  struct DeviceInstant {
-    int32_t pods = 0;
-  };
-  absl::flat_hash_map<std::pair<int32_t, int64_t>, DeviceInstant> per_device;
-  for (const Observation& o : obs) {
-    const Identity& id = identities[o.identity];
-    DeviceInstant& d = per_device[{id.device_key, o.timestamp}];
-    if (!id.consumer.empty()) ++d.pods;
-  }
-  std::vector<int32_t> order(obs.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
-    return obs[a].identity != obs[b].identity ? obs[a].identity < obs[b].identity
-                                              : obs[a].timestamp < obs[b].timestamp;
-  });
+  const std::vector<int32_t> pods = PodsAt(identities, obs, device_index.size());
 
   // Resource dictionary in code order.
   std::vector<std::string> resource_values(resource_code.size());
   for (const auto& [value, code] : resource_code) resource_values[code] = value;
-  StringEncoder consumers, nodes, uuids, models, profiles;
+  IdentityStrings consumers(n_obs), nodes(n_obs), uuids(n_obs), models(n_obs), profiles(n_obs);
   std::vector<int32_t> emitted_identity;
-  emitted_identity.reserve(obs.size());
+  emitted_identity.reserve(n_obs);
   std::vector<double> energy_mj;  // the counter at each emitted sample, when the input has one
-  u.timestamp.reserve(obs.size());
+  for (std::vector<double>* column : {&u.share, &u.util, &u.mem_used, &out.tensor_active, &out.mem_copy_util,
+                                      &out.power_w, &out.mem_free}) {
+    column->reserve(n_obs);
+  }
+  u.timestamp.reserve(n_obs);
+  u.device.reserve(n_obs);
+  u.resource_id.codes.reserve(n_obs);
   // One holder (or the free part) on several MIG instances or AMD
   // partitions of one GPU is one sample per instant: shares and memory add,
   // utilisation is share-weighted. Identical rows would otherwise be read by
@@ -681,14 +876,9 @@ absl::StatusOr<DcgmUsage> DcgmToUsage(const PromSamples& s, const DcgmOptions& o
     }
   }
   absl::flat_hash_map<std::pair<int32_t, int64_t>, size_t> merged_at;
-  for (int32_t oi : order) {
-    const Observation& o = obs[oi];
-    const Identity& id = identities[o.identity];
-    const DeviceInstant& d = per_device[{id.device_key, o.timestamp}];
-    if (id.consumer.empty() && d.pods > 0) {
-      ++diag.free_readings_shadowed;
-      continue;
-    }
+  for (size_t i = 0; i < identities.size(); ++i) {
+    const auto identity = static_cast<int32_t>(i);
+    const Identity& id = identities[i];
     // A field the input has is required at every instant (a missing one is
     // a misaligned answer); a field the input never has is not.
     // A MIG instance's utilisation is GR_ENGINE_ACTIVE; an AMD partition's
@@ -697,61 +887,73 @@ absl::StatusOr<DcgmUsage> DcgmToUsage(const PromSamples& s, const DcgmOptions& o
     const bool whole_from_gr = !nvidia_mig && !gpu_util_seen && gr_engine_seen;
     const DcgmField util_field = nvidia_mig || whole_from_gr ? DcgmField::kGrEngineActive : DcgmField::kGpuUtil;
     const bool util_expected = util_field == DcgmField::kGpuUtil ? gpu_util_seen : gr_engine_seen;
-    const auto has = [&](DcgmField f) { return (o.present >> static_cast<int>(f)) & 1u; };
-    if (util_expected && !has(util_field)) {
-      std::string what = absl::StrCat(
-          "no ",
-          nvidia_mig ? "DCGM_FI_PROF_GR_ENGINE_ACTIVE (the utilisation of a MIG instance)"
-                 : (whole_from_gr ? "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
-                                  : (id.amd ? "gpu_gfx_activity" : "DCGM_FI_DEV_GPU_UTIL")),
-          " for this GPU at this instant while other fields were reported");
-      return PointError(s, static_cast<size_t>(o.first_point), what);
-    }
-    // No memory field: 0 bytes, counted; the allocated and used bases do
-    // not read memory, blended refuses such samples (see the diagnostics).
-    const bool has_memory = has(DcgmField::kFbUsed);
-    const int32_t k = id.consumer.empty() ? 1 : std::max(d.pods, 1);
-    const double share = id.base_share / k;
-    const double util = util_expected ? o.fields[static_cast<int>(util_field)] : 0.0;
-    const double mem = has_memory ? o.fields[static_cast<int>(DcgmField::kFbUsed)] : 0.0;
-    if (merge_group[o.identity] >= 0) {
-      auto [at, first] = merged_at.try_emplace({merge_group[o.identity], o.timestamp}, u.timestamp.size());
-      if (!first) {
-        const size_t j = at->second;
-        const double total = u.share[j] + share;
-        const auto weigh = [&](double a, double b) { return (a * u.share[j] + b * share) / total; };
-        u.util[j] = weigh(u.util[j], util);
-        out.tensor_active[j] = weigh(out.tensor_active[j], o.fields[static_cast<int>(DcgmField::kTensorActive)]);
-        out.mem_copy_util[j] = weigh(out.mem_copy_util[j], o.fields[static_cast<int>(DcgmField::kMemCopyUtil)]);
-        out.mem_free[j] += o.fields[static_cast<int>(DcgmField::kFbFree)];
-        u.mem_used[j] += mem;
-        u.share[j] = total;
-        ++diag.samples_merged;
+    const size_t emitted_before = u.timestamp.size();
+    for (auto o = static_cast<size_t>(obs.begin[i]); o < static_cast<size_t>(obs.begin[i + 1]); ++o) {
+      const int64_t timestamp = obs.timestamp[o];
+      const int32_t pods_here = pods[o];
+      if (id.consumer.empty() && pods_here > 0) {
+        ++diag.free_readings_shadowed;
         continue;
       }
+      const auto has = [&](DcgmField f) { return (obs.present[o] >> static_cast<int>(f)) & 1u; };
+      if (util_expected && !has(util_field)) {
+        std::string what = absl::StrCat(
+            "no ",
+            nvidia_mig ? "DCGM_FI_PROF_GR_ENGINE_ACTIVE (the utilisation of a MIG instance)"
+                   : (whole_from_gr ? "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
+                                    : (id.amd ? "gpu_gfx_activity" : "DCGM_FI_DEV_GPU_UTIL")),
+            " for this GPU at this instant while other fields were reported");
+        return PointError(s, obs.first_point[o], what);
+      }
+      // No memory field: 0 bytes, counted; the allocated and used bases do
+      // not read memory, blended refuses such samples (see the diagnostics).
+      const bool has_memory = has(DcgmField::kFbUsed);
+      const int32_t k = id.consumer.empty() ? 1 : std::max(pods_here, 1);
+      const double share = id.base_share / k;
+      const double util = util_expected ? obs.Field(o, util_field) : 0.0;
+      const double mem = has_memory ? obs.Field(o, DcgmField::kFbUsed) : 0.0;
+      if (merge_group[i] >= 0) {
+        auto [at, first] = merged_at.try_emplace({merge_group[i], timestamp}, u.timestamp.size());
+        if (!first) {
+          const size_t j = at->second;
+          const double total = u.share[j] + share;
+          const auto weigh = [&](double a, double b) { return (a * u.share[j] + b * share) / total; };
+          u.util[j] = weigh(u.util[j], util);
+          out.tensor_active[j] = weigh(out.tensor_active[j], obs.Field(o, DcgmField::kTensorActive));
+          out.mem_copy_util[j] = weigh(out.mem_copy_util[j], obs.Field(o, DcgmField::kMemCopyUtil));
+          out.mem_free[j] += obs.Field(o, DcgmField::kFbFree);
+          u.mem_used[j] += mem;
+          u.share[j] = total;
+          ++diag.samples_merged;
+          continue;
+        }
+      }
+      if (!has_memory) ++diag.samples_without_memory;
+      if (!util_expected) ++diag.samples_without_util;
+      if (whole_from_gr) ++diag.samples_util_from_gr_engine;
+      u.timestamp.push_back(timestamp);
+      u.share.push_back(share);
+      u.util.push_back(util);
+      u.mem_used.push_back(mem);
+      out.tensor_active.push_back(obs.Field(o, DcgmField::kTensorActive));
+      out.mem_copy_util.push_back(obs.Field(o, DcgmField::kMemCopyUtil));
+      out.power_w.push_back(obs.Field(o, DcgmField::kPowerUsage));
+      if (energy_seen) energy_mj.push_back(obs.Field(o, DcgmField::kTotalEnergy));
+      out.mem_free.push_back(obs.Field(o, DcgmField::kFbFree));
+      if (id.mig) ++diag.samples_mig;
+      if (k > 1) ++diag.samples_time_sliced;
     }
-    if (!has_memory) ++diag.samples_without_memory;
-    if (!util_expected) ++diag.samples_without_util;
-    if (whole_from_gr) ++diag.samples_util_from_gr_engine;
-    u.timestamp.push_back(o.timestamp);
-    u.device.push_back(id.gpu);
-    consumers.Add(id.consumer);
-    u.share.push_back(share);
-    u.util.push_back(util);
-    u.mem_used.push_back(mem);
-    emitted_identity.push_back(o.identity);
-    u.resource_id.codes.push_back(id.resource);
-    nodes.Add(id.node);
-    uuids.Add(id.uuid);
-    models.Add(id.model);
-    profiles.Add(id.profile);
-    out.tensor_active.push_back(o.fields[static_cast<int>(DcgmField::kTensorActive)]);
-    out.mem_copy_util.push_back(o.fields[static_cast<int>(DcgmField::kMemCopyUtil)]);
-    out.power_w.push_back(o.fields[static_cast<int>(DcgmField::kPowerUsage)]);
-    if (energy_seen) energy_mj.push_back(o.fields[static_cast<int>(DcgmField::kTotalEnergy)]);
-    out.mem_free.push_back(o.fields[static_cast<int>(DcgmField::kFbFree)]);
-    if (id.mig) ++diag.samples_mig;
-    if (k > 1) ++diag.samples_time_sliced;
+    // The identity's own columns, for its samples at once.
+    if (const size_t n = u.timestamp.size() - emitted_before; n > 0) {
+      u.device.insert(u.device.end(), n, id.gpu);
+      u.resource_id.codes.insert(u.resource_id.codes.end(), n, id.resource);
+      emitted_identity.insert(emitted_identity.end(), n, identity);
+      consumers.Add(id.consumer, n);
+      nodes.Add(id.node, n);
+      uuids.Add(id.uuid, n);
+      models.Add(id.model, n);
+      profiles.Add(id.profile, n);
+    }
   }
   if (energy_seen) PowerFromEnergyCounter(identities, emitted_identity, u.timestamp, energy_mj, out.power_w, diag);
   u.resource_id.values = std::move(resource_values);
@@ -777,7 +979,7 @@ absl::StatusOr<DcgmUsage> DcgmToUsage(const PromSamples& s, const DcgmOptions& o
   diag.series = spacing.series;
   diag.spacing_ns = spacing.spacing_ns;
   diag.gaps = spacing.gaps;
-  diag.duplicate_series = static_cast<int64_t>(duplicate_series.size());
+  diag.duplicate_series = static_cast<int64_t>(found.duplicate_series.size());
   diag.skipped_fields = s.skipped;
   for (const PromSeries& series : s.series) {
     if (FindMetric(series.name) == nullptr) {

@@ -1,5 +1,8 @@
 // Prometheus/DCGM, Kubernetes, nvidia-smi and sacct parsers.
+#include <algorithm>
 #include <cmath>
+#include <numeric>
+#include <random>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -20,6 +23,7 @@ namespace {
 
 using ::gpucost::testing::IsOk;
 using ::gpucost::testing::StatusIs;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 constexpr int64_t kT = 1'772'359'200'000'000'000;  // 2026-03-01T10:00:00Z
@@ -107,6 +111,138 @@ TEST(Dcgm, WholeTimeSlicedAndMigSamples) {
   EXPECT_DOUBLE_EQ(u.samples.util[2], 0.5);
   EXPECT_EQ(u.samples.resource_id.values, std::vector<std::string>{"i-1"});
   EXPECT_EQ(u.samples.consumer.values[u.samples.consumer.codes[2]], "b/r");
+}
+
+// A fleet's scrapes with every rule at once: time-sliced pods, free readings
+// beside them, MIG instances one pod holds two of (merged), a replica's
+// duplicate series, gaps, an energy counter.
+std::string ScrapesOfEveryShape(uint32_t seed) {
+  std::mt19937 rng(seed);
+  const auto coin = [&](int percent) { return static_cast<int>(rng() % 100) < percent; };
+  std::string text;
+  for (int step = 0; step < 40; ++step) {
+    const std::string ts = std::to_string(1'772'359'200'000 + step * 60'000);
+    const auto line = [&](const char* metric, const std::string& labels, double v) {
+      absl::StrAppend(&text, metric, "{", labels, "} ", v, " ", ts, "\n");
+    };
+    for (int node = 0; node < 2; ++node) {
+      for (int gpu = 0; gpu < 3; ++gpu) {
+        if (coin(10)) continue;  // a gap
+        const std::string where = absl::StrCat(R"(Hostname="n)", node, R"(",gpu=")", gpu, R"(")");
+        std::vector<std::string> holders;
+        if (coin(60)) holders.push_back(R"(,namespace="a",pod="p)" + std::to_string(gpu) + R"(")");
+        if (coin(30)) holders.push_back(R"(,namespace="b",pod="q)" + std::to_string(gpu) + R"(")");
+        if (holders.empty() || coin(30)) holders.push_back("");  // free, shadowed beside a pod
+        for (const std::string& h : holders) {
+          const double util = static_cast<double>(rng() % 101);
+          line("DCGM_FI_DEV_GPU_UTIL", where + h, util);
+          if (node == 0 && gpu == 0) line("DCGM_FI_DEV_GPU_UTIL", where + h + R"(,prometheus_replica="b")", util);
+          line("DCGM_FI_DEV_FB_USED", where + h, static_cast<double>(rng() % 40000));
+          line("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", where + h, 1e6 * node + 5e5 * gpu + 21000.0 * step);
+        }
+      }
+      // MIG: one pod on two instances of GPU 3 (merged), the third free.
+      for (int instance = 1; instance <= 3; ++instance) {
+        std::string mig = absl::StrCat(R"(Hostname="n)", node, R"(",gpu="3",modelName="NVIDIA A100-SXM4-40GB",)",
+                                       R"(GPU_I_PROFILE="2g.10gb",GPU_I_ID=")", instance, R"(")");
+        if (instance < 3) mig += R"(,namespace="c",pod="m")";
+        line("DCGM_FI_PROF_GR_ENGINE_ACTIVE", mig, static_cast<double>(rng() % 100) / 100);
+        line("DCGM_FI_DEV_FB_USED", mig, static_cast<double>(rng() % 10000));
+      }
+    }
+  }
+  return text;
+}
+
+// The points of `s` in another order (series and their labels unchanged).
+PromSamples Reordered(const PromSamples& s, const std::vector<size_t>& order) {
+  PromSamples out = s;
+  for (size_t i = 0; i < order.size(); ++i) {
+    out.series_id[i] = s.series_id[order[i]];
+    out.timestamp_ns[i] = s.timestamp_ns[order[i]];
+    out.value[i] = s.value[order[i]];
+    out.line[i] = s.line[order[i]];
+  }
+  return out;
+}
+
+void ExpectSameColumn(const std::vector<double>& a, const std::vector<double>& b, std::string_view name) {
+  ASSERT_EQ(a.size(), b.size()) << name;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::isnan(a[i])) {
+      EXPECT_TRUE(std::isnan(b[i])) << name << " " << i;
+    } else {
+      EXPECT_EQ(a[i], b[i]) << name << " " << i;
+    }
+  }
+}
+
+// Points are joined by instant whatever their order in the input (a text of
+// scrapes out of time order, an answer assembled by hand): the samples and
+// every count are the same as for the scrapes in time order.
+TEST(Dcgm, AnyPointOrderGivesTheSameSamples) {
+  for (uint32_t seed = 1; seed <= 5; ++seed) {
+    GPUCOST_ASSERT_OK_AND_ASSIGN(PromSamples s, ParseExposition(ScrapesOfEveryShape(seed), "scrapes.prom"));
+    DcgmOptions options;
+    GPUCOST_ASSERT_OK_AND_ASSIGN(DcgmUsage want, DcgmToUsage(s, options));
+    ASSERT_GT(want.diagnostics.samples_time_sliced, 0);
+    ASSERT_GT(want.diagnostics.free_readings_shadowed, 0);
+    ASSERT_GT(want.diagnostics.samples_merged, 0);
+    ASSERT_GT(want.diagnostics.duplicate_points, 0);
+    ASSERT_GT(want.diagnostics.samples_power_from_energy, 0);
+    std::vector<size_t> order(s.size());
+    std::iota(order.begin(), order.end(), size_t{0});
+    std::vector<std::vector<size_t>> orders;
+    orders.push_back(std::vector<size_t>(order.rbegin(), order.rend()));  // newest scrape first
+    std::shuffle(order.begin(), order.end(), std::mt19937(seed));
+    orders.push_back(order);
+    for (const std::vector<size_t>& o : orders) {
+      GPUCOST_ASSERT_OK_AND_ASSIGN(DcgmUsage got, DcgmToUsage(Reordered(s, o), options));
+      const UsageSamples &w = want.samples, &g = got.samples;
+      EXPECT_EQ(g.timestamp, w.timestamp);
+      EXPECT_EQ(g.device, w.device);
+      EXPECT_EQ(g.duration, w.duration);
+      EXPECT_EQ(g.resource_id.codes, w.resource_id.codes);
+      EXPECT_EQ(g.resource_id.values, w.resource_id.values);
+      EXPECT_EQ(g.consumer.codes, w.consumer.codes);
+      EXPECT_EQ(g.consumer.values, w.consumer.values);
+      EXPECT_EQ(got.gpu_uuid.codes, want.gpu_uuid.codes);
+      EXPECT_EQ(got.mig_profile.values, want.mig_profile.values);
+      ExpectSameColumn(g.share, w.share, "share");
+      ExpectSameColumn(g.util, w.util, "util");
+      ExpectSameColumn(g.mem_used, w.mem_used, "mem_used");
+      ExpectSameColumn(got.power_w, want.power_w, "power_w");
+      ExpectSameColumn(got.mem_free, want.mem_free, "mem_free");
+      const DcgmDiagnostics &dw = want.diagnostics, &dg = got.diagnostics;
+      EXPECT_EQ(dg.samples_time_sliced, dw.samples_time_sliced);
+      EXPECT_EQ(dg.free_readings_shadowed, dw.free_readings_shadowed);
+      EXPECT_EQ(dg.samples_merged, dw.samples_merged);
+      EXPECT_EQ(dg.duplicate_points, dw.duplicate_points);
+      // (Which replica's series is the duplicate depends on the order: not compared.)
+      EXPECT_EQ(dg.duplicate_labels, dw.duplicate_labels);
+      EXPECT_EQ(dg.samples_power_from_energy, dw.samples_power_from_energy);
+      EXPECT_EQ(dg.gaps, dw.gaps);
+      EXPECT_EQ(dg.spacing_ns, dw.spacing_ns);
+    }
+  }
+}
+
+// Two values for one GPU and instant from one series: the error names the
+// point the input order meets second and the first, whatever order the
+// join runs in.
+TEST(Dcgm, SecondValueErrorNamesTheInputsFirstAndSecondPoints) {
+  std::string text;
+  const std::string gpu = R"(Hostname="n1",gpu="0",namespace="a",pod="p")";
+  for (int step = 0; step < 3; ++step) {
+    absl::StrAppend(&text, "DCGM_FI_DEV_GPU_UTIL{", gpu, "} 50 ", 1'772'359'200'000 + step * 60'000, "\n");
+  }
+  absl::StrAppend(&text, "DCGM_FI_DEV_GPU_UTIL{", gpu, "} 60 1772359260000\n");  // line 4: instant 2 again
+  absl::StrAppend(&text, "DCGM_FI_DEV_GPU_UTIL{", gpu, "} 70 1772359200000\n");  // line 5: instant 1 again
+  GPUCOST_ASSERT_OK_AND_ASSIGN(PromSamples s, ParseExposition(text, "twice.prom"));
+  EXPECT_THAT(DcgmToUsage(s, DcgmOptions()),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("twice.prom"), HasSubstr("line 4"), HasSubstr("a second value"),
+                             HasSubstr("2026-03-01T10:01:00Z"))));
 }
 
 TEST(Dcgm, MigSharesComeFromTheCatalogByDefault) {
