@@ -605,9 +605,9 @@ def _allocate(config: Config, args, tables: Tables, by: list[str], freq: str | N
 
     def start() -> gpucost.Allocator:  # after the first day: its spacing is the interval unless one was stated
         policy.setdefault("interval", tables.stream.interval or tables.interval)
-        # The days come in time order, disjoint: no record of earlier days' rows is kept (checked, not trusted).
+        # The days come in time order: no record of earlier days' rows is kept (checked, not trusted).
         return gpucost.Allocator(tables.costs, tables.inventory, tables.workloads, by=by, freq=freq,
-                                 ordered_chunks=True, **policy)
+                                 ordered_chunks=tables.stream.ordered_chunks, **policy)
 
     allocator = None
     with _reader_warnings(config, args):

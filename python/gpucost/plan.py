@@ -1341,6 +1341,11 @@ class UsageStream:
     table whose ``attrs`` are what the whole table's would be (the chunks'
     reader reports merged), for the join report."""
 
+    #: The chunks are UTC days [lo, hi) in time order (iter_query_range): an
+    #: Allocator fed them may be told so (``ordered_chunks``) and keep no
+    #: record of earlier days' rows.
+    ordered_chunks = True
+
     def __init__(self, plan: SourcePlan, source: Source, reading: Reading):
         self.plan, self.source, self.reading = plan, source, reading
         self.interval: float | None = plan.step
