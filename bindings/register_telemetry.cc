@@ -3,7 +3,9 @@
 // events. Bodies come
 // in as str, results go out as numpy arrays and (codes, values) string
 // columns; the GIL is released while C++ parses.
+#include <algorithm>
 #include <cmath>
+#include <memory>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -238,6 +240,69 @@ void RegisterTelemetry(py::module_& m) {
           return out;
         },
         py::arg("paths"), py::arg("options"), py::arg("read"));
+  // Saved answers kept parsed between the chunks of a streaming read (gpucost.prometheus.iter_query_range):
+  // each file parsed once, its points held in C++ until no later chunk reaches it.
+  py::class_<PromSamples, std::shared_ptr<PromSamples>>(
+      m, "QueryRangeAnswer", "One saved answer's points, parsed once and kept in C++ (ReadQueryRangeEach).")
+      .def_property_readonly("points", &PromSamples::size)
+      .def_property_readonly("first_ns", [](const PromSamples& s) -> std::optional<int64_t> {
+        if (s.timestamp_ns.empty()) return std::nullopt;
+        return *std::min_element(s.timestamp_ns.begin(), s.timestamp_ns.end());
+      })
+      .def_property_readonly("last_ns", [](const PromSamples& s) -> std::optional<int64_t> {
+        if (s.timestamp_ns.empty()) return std::nullopt;
+        return *std::max_element(s.timestamp_ns.begin(), s.timestamp_ns.end());
+      });
+  m.def("query_range_each",
+        [](const std::vector<std::string>& paths, const py::dict& read) {
+          QueryRangeFilesOptions files = FilesOptions(read);
+          absl::StatusOr<std::vector<PromSamples>> result;
+          {
+            py::gil_scoped_release release;
+            result = ReadQueryRangeEach(paths, files);
+          }
+          std::vector<std::shared_ptr<PromSamples>> out;
+          for (PromSamples& s : ValueOrThrow(std::move(result))) out.push_back(std::make_shared<PromSamples>(std::move(s)));
+          return out;
+        },
+        py::arg("paths"), py::arg("read"));
+  // Each file's (first_ns, last_ns) of the points a read keeps, or None: times read, values skipped.
+  m.def("query_range_spans",
+        [](const std::vector<std::string>& paths, const py::dict& read) {
+          QueryRangeFilesOptions files = FilesOptions(read);
+          absl::StatusOr<std::vector<std::optional<QueryRangeSpan>>> result;
+          {
+            py::gil_scoped_release release;
+            result = QueryRangeSpans(paths, files);
+          }
+          std::vector<std::optional<std::pair<int64_t, int64_t>>> out;
+          for (const auto& span : ValueOrThrow(std::move(result))) {
+            if (span.has_value()) out.emplace_back(std::make_pair(span->first_ns, span->last_ns));
+            else out.emplace_back(std::nullopt);
+          }
+          return out;
+        },
+        py::arg("paths"), py::arg("read"));
+  // dcgm_usage_files over answers already parsed, in the order given (copied: the answers stay for later chunks).
+  m.def("dcgm_usage_answers",
+        [](const std::vector<std::shared_ptr<PromSamples>>& answers, const py::dict& options) {
+          DcgmArgs args(options);
+          absl::StatusOr<DcgmUsage> result;
+          std::vector<std::string> warnings;
+          {
+            py::gil_scoped_release release;
+            PromSamples series;
+            for (const auto& answer : answers) series.Append(PromSamples(*answer));
+            for (const auto& [source, text] : series.warnings) {
+              warnings.push_back(absl::StrCat(series.sources[source], ": ", text));
+            }
+            result = DcgmToUsage(series, args.options);
+          }
+          py::dict out = DcgmResult(ValueOrThrow(std::move(result)));
+          out["warnings"] = warnings;
+          return out;
+        },
+        py::arg("answers"), py::arg("options"));
   // The reader alone (benchmarks/bench_prometheus_month.py): saved answers -> point columns and series count.
   m.def("query_range_files",
         [](const std::vector<std::string>& paths, const py::dict& read) {

@@ -509,9 +509,10 @@ def read_query_range(paths: Any, step: Any = None, *, metric: str | None = None,
     return _answers_usage(files, options, read)
 
 
-def _answers_usage(files: list[str], options: dict, read: dict) -> pd.DataFrame:
-    """The samples of saved answers, with the reader report."""
-    raw = _core.dcgm_usage_files(files, options, read)
+def _answers_usage(files: list[str], options: dict, read: dict, parsed: list | None = None) -> pd.DataFrame:
+    """The samples of saved answers, with the reader report; ``parsed``: the
+    files' answers already parsed (``_core.QueryRangeAnswer``, in order)."""
+    raw = _core.dcgm_usage_files(files, options, read) if parsed is None else _core.dcgm_usage_answers(parsed, options)
     if read.get("metrics") and raw["diagnostics"]["samples_without_util"] == raw["diagnostics"]["samples"]:
         # No utilisation field at all: the memory series were the holder record (holder-only telemetry).
         raw = _core.dcgm_usage_files(files, options, {**read, "metrics": []})
@@ -538,9 +539,12 @@ def iter_query_range(paths: Any, step: Any = None, *, chunk: Any = "1D", lookahe
     chunk with their reader report (``attrs["telemetry"]``: counts of that
     chunk; ``merge_telemetry`` adds them up).
 
-    Each file is parsed once first for its time range (and a given ``step``
-    checked on the first file); a chunk then reads the files that reach
-    into it. Durations are those of the whole read: each chunk also reads
+    Each file is parsed once: the first in full first (a given ``step`` is
+    checked on it before the others are read), the others walked for their
+    time ranges only (each point's time, its value skipped); a chunk then
+    parses the files that reach into it not yet parsed, and keeps each until
+    no later chunk reaches it (so the memory of about two chunks' points).
+    Durations are those of the whole read: each chunk also reads
     ``lookahead`` (default 5 x ``step``, else 1 hour) past its end, so the
     last sample of each series sees its next one; a series whose spacing
     exceeds ``lookahead`` / 1.25 is an error asking for a longer one. Each
@@ -581,7 +585,8 @@ def iter_query_range(paths: Any, step: Any = None, *, chunk: Any = "1D", lookahe
                        interval_name="step")
     read = {"metric_name": metric or "", "step": step_s, "allow_partial": bool(allow_partial),
             "threads": _threads(threads), **_fields_read(basis)}
-    spans = _time_spans(files, read)
+    parsed = dict(zip(files[:1], _core.query_range_each(files[:1], read)))
+    spans = _time_spans(files, read, parsed)
     if not spans:
         yield _answers_usage(files, options, read)  # no points at all: the reader's own report of nothing
         return
@@ -589,10 +594,15 @@ def iter_query_range(paths: Any, step: Any = None, *, chunk: Any = "1D", lookahe
     last = max(hi for _, hi in spans.values())
     for lo in range(first, last + 1, width):
         hi = lo + width
+        for f in [f for f in parsed if f not in spans or spans[f][1] < lo]:
+            del parsed[f]  # no later chunk reaches it
         reach = [f for f in files if f in spans and spans[f][0] < hi + ahead and spans[f][1] >= lo]
         if not any(spans[f][0] < hi and spans[f][1] >= lo for f in reach):
             continue  # no point in [lo, hi)
-        frame = _answers_usage(reach, {**options, "start_ns": lo, "end_ns": hi + ahead}, read)
+        todo = [f for f in dict.fromkeys(reach) if f not in parsed]
+        parsed.update(zip(todo, _core.query_range_each(todo, read)))
+        frame = _answers_usage(reach, {**options, "start_ns": lo, "end_ns": hi + ahead}, read,
+                               [parsed[f] for f in reach])
         yield _chunk_of(frame, lo, hi, ahead)
 
 
@@ -610,16 +620,14 @@ def _chunk_ns(chunk: Any) -> int:
     return width
 
 
-def _time_spans(files: list[str], read: dict) -> dict[str, tuple[int, int]]:
-    """Each file's first and last instant (files without points left out),
-    one file parsed at a time: a given step is checked on the first file
-    before the others are parsed."""
-    spans: dict[str, tuple[int, int]] = {}
-    for path in files:
-        points = _core.query_range_files([path], {**read, "threads": 1})["timestamp_ns"]
-        if len(points):
-            spans[path] = (int(points.min()), int(points.max()))
-    return spans
+def _time_spans(files: list[str], read: dict, parsed: dict) -> dict[str, tuple[int, int]]:
+    """Each file's first and last instant (files without points left out):
+    from its points where ``parsed`` holds them, else from a walk that reads
+    only each point's time."""
+    rest = [f for f in dict.fromkeys(files) if f not in parsed]
+    found = dict(zip(rest, _core.query_range_spans(rest, read)))
+    found.update({f: None if a.first_ns is None else (a.first_ns, a.last_ns) for f, a in parsed.items()})
+    return {f: span for f, span in found.items() if span is not None}
 
 
 def _chunk_of(frame: pd.DataFrame, lo: int, hi: int, ahead: int) -> pd.DataFrame:

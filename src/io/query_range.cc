@@ -13,8 +13,11 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <utility>
@@ -403,6 +406,35 @@ class PaddedBuffer {
 
 namespace od = simdjson::ondemand;
 
+// The earliest and latest instant seen (QueryRangeSpans): points are timed,
+// not stored.
+struct TimeBounds {
+  int64_t first = INT64_MAX, last = INT64_MIN;
+
+  void Add(int64_t ns) {
+    first = std::min(first, ns);
+    last = std::max(last, ns);
+  }
+};
+
+// One series' instants only: each value is left unread (the full read judges it).
+bool FastTimes(od::array values, TimeBounds* bounds) {
+  for (auto point : values) {
+    od::array pair;
+    if (point.get_array().get(pair) != simdjson::SUCCESS) return false;
+    double seconds = 0;
+    int k = 0;
+    for (auto element : pair) {
+      if (k == 0 && element.get_double().get(seconds) != simdjson::SUCCESS) return false;
+      ++k;
+    }
+    int64_t ns;
+    if (k != 2 || !std::isfinite(seconds) || !SecondsToNs(seconds, &ns)) return false;
+    bounds->Add(ns);
+  }
+  return true;
+}
+
 // Appends one series' [time, "value"] points; false for anything else.
 bool FastPoints(od::array values, int32_t id, PromSamples* out) {
   for (auto point : values) {
@@ -431,7 +463,9 @@ bool FastPoints(od::array values, int32_t id, PromSamples* out) {
 }
 
 // One series {"metric": {...}, "values": [...]}; false for another shape.
-bool FastSeries(od::object item, std::string_view metric_name, const SeriesFilter& filter, PromSamples* out) {
+// With `bounds`, the points are only timed into it.
+bool FastSeries(od::object item, std::string_view metric_name, const SeriesFilter& filter, PromSamples* out,
+                TimeBounds* bounds) {
   PromSeries series;
   bool have_metric = false, have_values = false;
   for (auto field : item) {
@@ -458,6 +492,10 @@ bool FastSeries(od::object item, std::string_view metric_name, const SeriesFilte
       }
       od::array values;
       if (field.value().get_array().get(values) != simdjson::SUCCESS) return false;
+      if (bounds != nullptr) {
+        if (!FastTimes(values, bounds)) return false;
+        continue;
+      }
       const auto id = static_cast<int32_t>(out->series.size());
       out->series.push_back(std::move(series));
       if (!FastPoints(values, id, out)) return false;
@@ -471,7 +509,8 @@ bool FastSeries(od::object item, std::string_view metric_name, const SeriesFilte
 // The whole answer; false (with *out partly filled) for any shape the
 // reference parser must judge.
 bool FastAnswer(od::parser& parser, const PaddedBuffer& body, std::string_view metric_name,
-                const SeriesFilter& filter, PromSamples* out, std::vector<std::string>* warnings) {
+                const SeriesFilter& filter, PromSamples* out, std::vector<std::string>* warnings,
+                TimeBounds* bounds = nullptr) {
   od::document doc;
   if (parser.iterate(body.view().data(), body.view().size(), body.capacity()).get(doc) != simdjson::SUCCESS) {
     return false;
@@ -506,7 +545,7 @@ bool FastAnswer(od::parser& parser, const PaddedBuffer& body, std::string_view m
           for (auto item : result) {
             od::object series;
             if (item.get_object().get(series) != simdjson::SUCCESS) return false;
-            if (!FastSeries(series, metric_name, filter, out)) return false;
+            if (!FastSeries(series, metric_name, filter, out, bounds)) return false;
           }
           have_result = true;
         } else {
@@ -555,6 +594,20 @@ struct AnswerReader {
     KeepSeries(filter, out);
     return absl::OkStatus();
   }
+
+  // The instants of the points Read would keep; any answer the fast walk
+  // does not take is read in full.
+  absl::Status Span(std::string_view source, std::string_view metric_name, const SeriesFilter& filter,
+                    TimeBounds* bounds, std::vector<std::string>* warnings) {
+    PromSamples unused;
+    if (FastAnswer(fast, buffer, metric_name, filter, &unused, warnings, bounds)) return absl::OkStatus();
+    *bounds = TimeBounds();
+    warnings->clear();
+    PromSamples all;
+    GPUCOST_RETURN_IF_ERROR(Read(source, metric_name, filter, &all, warnings));
+    for (int64_t ns : all.timestamp_ns) bounds->Add(ns);
+    return absl::OkStatus();
+  }
 };
 
 absl::Status PartialAnswer(std::string_view source, const std::vector<std::string>& warnings) {
@@ -583,6 +636,72 @@ absl::Status CheckStep(const PromSamples& first, const QueryRangeFilesOptions& o
       .status();
 }
 
+// Runs `one(reader, i)` for files [from, n) on `threads` threads (0: one
+// per core), one reader each. Files are taken in order, so once file k fails
+// no later file is started and the first failure in file order is k's or an
+// earlier one's.
+template <typename One>
+void ForEachFile(size_t from, size_t n, int threads, const One& one) {
+  if (from >= n) return;
+  std::atomic<size_t> next{from};
+  std::atomic<size_t> first_failed{n};
+  const auto work = [&] {
+    AnswerReader reader;
+    for (size_t i = next++; i < n && i < first_failed.load(); i = next++) {
+      if (!one(reader, i)) {
+        size_t seen = first_failed.load();
+        while (i < seen && !first_failed.compare_exchange_weak(seen, i)) {
+        }
+      }
+    }
+  };
+  const int count =
+      std::clamp(threads > 0 ? threads : AvailableCores(), 1, static_cast<int>(std::max<size_t>(n - from, 1)));
+  std::vector<std::thread> pool;
+  for (int t = 1; t < count; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+}
+
+// One saved answer read alone: its points, or the first problem (an
+// unreadable file, bad JSON, a refused partial answer); warnings kept in the
+// samples. `check_step` checks the stated step against it.
+struct FileRead {
+  absl::Status status;
+  PromSamples samples;
+
+  bool Run(AnswerReader& reader, const std::string& path, const QueryRangeFilesOptions& options,
+           const SeriesFilter& filter, bool check_step) {
+    std::vector<std::string> warnings;
+    status = reader.buffer.Load(path);
+    if (status.ok()) status = reader.Read(path, options.metric_name, filter, &samples, &warnings);
+    if (status.ok() && !warnings.empty() && !options.allow_partial) status = PartialAnswer(path, warnings);
+    if (status.ok() && check_step) status = CheckStep(samples, options);
+    for (std::string& w : warnings) samples.warnings.emplace_back(0, std::move(w));
+    return status.ok();
+  }
+};
+
+// Every file read alone; the first file before the others, so that a step
+// it contradicts is refused before the rest are read.
+absl::StatusOr<std::vector<FileRead>> ReadEach(std::span<const std::string> paths,
+                                               const QueryRangeFilesOptions& options, bool step_on_each) {
+  const SeriesFilter filter{options.metrics, options.keep_label};
+  std::vector<FileRead> results(paths.size());
+  if (paths.empty()) return results;
+  {
+    AnswerReader reader;
+    if (!results[0].Run(reader, paths[0], options, filter, /*check_step=*/true)) return results[0].status;
+  }
+  ForEachFile(1, paths.size(), options.threads, [&](AnswerReader& reader, size_t i) {
+    return results[i].Run(reader, paths[i], options, filter, step_on_each);
+  });
+  for (const FileRead& r : results) {
+    if (!r.status.ok()) return r.status;
+  }
+  return results;
+}
+
 }  // namespace
 
 absl::StatusOr<PromSamples> ParseQueryRange(std::string_view body, std::string_view source,
@@ -598,55 +717,12 @@ absl::StatusOr<PromSamples> ParseQueryRange(std::string_view body, std::string_v
 
 absl::StatusOr<PromSamples> ReadQueryRangeFiles(std::span<const std::string> paths,
                                                 const QueryRangeFilesOptions& options) {
-  const SeriesFilter filter{options.metrics, options.keep_label};
-  struct FileResult {
-    absl::Status status;
-    PromSamples samples;
-    std::vector<std::string> warnings;
-  };
-  std::vector<FileResult> results(paths.size());
-  const auto read_one = [&](AnswerReader& reader, size_t i) {
-    FileResult& r = results[i];
-    r.status = reader.buffer.Load(paths[i]);
-    if (r.status.ok()) r.status = reader.Read(paths[i], options.metric_name, filter, &r.samples, &r.warnings);
-    if (r.status.ok() && !r.warnings.empty() && !options.allow_partial) r.status = PartialAnswer(paths[i], r.warnings);
-    return r.status.ok();
-  };
-  if (paths.empty()) return PromSamples();
-  // The first file alone: a step it contradicts is refused before the rest are read.
-  {
-    AnswerReader reader;
-    if (!read_one(reader, 0)) return results[0].status;
-    GPUCOST_RETURN_IF_ERROR(CheckStep(results[0].samples, options));
-  }
-  // The rest in parallel; files are taken in order, so once file k fails no
-  // later file is started and the first failure in file order is k's or an
-  // earlier one's.
-  std::atomic<size_t> next{1};
-  std::atomic<size_t> first_failed{paths.size()};
-  const auto work = [&] {
-    AnswerReader reader;
-    for (size_t i = next++; i < paths.size() && i < first_failed.load(); i = next++) {
-      if (!read_one(reader, i)) {
-        size_t seen = first_failed.load();
-        while (i < seen && !first_failed.compare_exchange_weak(seen, i)) {
-        }
-      }
-    }
-  };
-  const int threads = std::clamp(options.threads > 0 ? options.threads : AvailableCores(), 1,
-                                 static_cast<int>(std::max<size_t>(paths.size() - 1, 1)));
-  std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
-  work();
-  for (std::thread& t : pool) t.join();
-  for (const FileResult& r : results) {
-    if (!r.status.ok()) return r.status;
-  }
+  absl::StatusOr<std::vector<FileRead>> results = ReadEach(paths, options, /*step_on_each=*/false);
+  if (!results.ok()) return results.status();
   // Merged in file order, each column sized once.
   PromSamples out;
   size_t points = 0, series = 0;
-  for (const FileResult& r : results) {
+  for (const FileRead& r : *results) {
     points += r.samples.size();
     series += r.samples.series.size();
   }
@@ -655,10 +731,39 @@ absl::StatusOr<PromSamples> ReadQueryRangeFiles(std::span<const std::string> pat
   out.timestamp_ns.reserve(points);
   out.value.reserve(points);
   out.line.reserve(points);
-  for (size_t i = 0; i < results.size(); ++i) {
-    for (std::string& w : results[i].warnings) results[i].samples.warnings.emplace_back(0, std::move(w));
-    out.Append(std::move(results[i].samples));
-    results[i].samples = PromSamples();  // its columns freed as soon as they are copied
+  for (FileRead& r : *results) {
+    out.Append(std::move(r.samples));
+    r.samples = PromSamples();  // its columns freed as soon as they are copied
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<PromSamples>> ReadQueryRangeEach(std::span<const std::string> paths,
+                                                           const QueryRangeFilesOptions& options) {
+  absl::StatusOr<std::vector<FileRead>> results = ReadEach(paths, options, /*step_on_each=*/true);
+  if (!results.ok()) return results.status();
+  std::vector<PromSamples> out;
+  out.reserve(results->size());
+  for (FileRead& r : *results) out.push_back(std::move(r.samples));
+  return out;
+}
+
+absl::StatusOr<std::vector<std::optional<QueryRangeSpan>>> QueryRangeSpans(std::span<const std::string> paths,
+                                                                           const QueryRangeFilesOptions& options) {
+  const SeriesFilter filter{options.metrics, options.keep_label};
+  std::vector<absl::Status> status(paths.size());
+  std::vector<TimeBounds> bounds(paths.size());
+  ForEachFile(0, paths.size(), options.threads, [&](AnswerReader& reader, size_t i) {
+    std::vector<std::string> warnings;
+    status[i] = reader.buffer.Load(paths[i]);
+    if (status[i].ok()) status[i] = reader.Span(paths[i], options.metric_name, filter, &bounds[i], &warnings);
+    if (status[i].ok() && !warnings.empty() && !options.allow_partial) status[i] = PartialAnswer(paths[i], warnings);
+    return status[i].ok();
+  });
+  std::vector<std::optional<QueryRangeSpan>> out(paths.size());
+  for (size_t i = 0; i < paths.size(); ++i) {
+    if (!status[i].ok()) return status[i];
+    if (bounds[i].first <= bounds[i].last) out[i] = QueryRangeSpan{bounds[i].first, bounds[i].last};
   }
   return out;
 }

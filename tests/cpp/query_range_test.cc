@@ -1,7 +1,9 @@
 // ParseQueryRange's columnar parser and ReadQueryRangeFiles: the same
 // columns as the reference (DOM) reading, errors that name the file and the
 // place, warnings, NaN/Inf strings, empty answers, the metric filter, the
-// step checked on the first file, file order whatever the thread count.
+// step checked on the first file, file order whatever the thread count;
+// QueryRangeSpans (times only) and ReadQueryRangeEach (files kept apart).
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -193,6 +195,63 @@ TEST(ReadQueryRangeFiles, WrongStepRefusedOnTheFirstFile) {
                                  "given (more than 2x apart)")));
   o.step_seconds = 300;
   EXPECT_TRUE(ReadQueryRangeFiles(std::vector<std::string>{first}, o).ok());
+}
+
+// The time walk finds what the full read's points span, whatever path the
+// answer takes (the fast walk, the reference parser for an instant vector),
+// with series not asked for left out, and a file without points as none.
+TEST(QueryRangeSpans, AsTheFullReadFindsThem) {
+  const std::string util = WriteFile("span_util.json", Answer(absl::StrCat(kMemory, ",", kUtil)));
+  const std::string vector = WriteFile(
+      "span_vector.json",
+      R"({"status":"success","data":{"resultType":"vector","result":[{"metric":{"__name__":"m"},"value":[1772359201.5,"3"]}]}})");
+  const std::string memory = WriteFile("span_memory.json", Answer(kMemory));
+  const std::vector<std::string> paths{util, vector, memory};
+  for (int threads : {1, 2}) {
+    QueryRangeFilesOptions o;
+    o.threads = threads;
+    o.metrics = {"DCGM_FI_DEV_GPU_UTIL", "m"};
+    auto spans = QueryRangeSpans(paths, o);
+    ASSERT_TRUE(spans.ok()) << spans.status();
+    auto each = ReadQueryRangeEach(paths, o);
+    ASSERT_TRUE(each.ok()) << each.status();
+    ASSERT_EQ(spans->size(), 3u);
+    ASSERT_EQ(each->size(), 3u);
+    for (size_t i = 0; i < 2; ++i) {
+      const std::vector<int64_t>& t = (*each)[i].timestamp_ns;
+      ASSERT_TRUE((*spans)[i].has_value()) << paths[i];
+      EXPECT_EQ((*spans)[i]->first_ns, *std::min_element(t.begin(), t.end()));
+      EXPECT_EQ((*spans)[i]->last_ns, *std::max_element(t.begin(), t.end()));
+    }
+    EXPECT_EQ((*spans)[0]->last_ns, 1772359440'000'000'000);
+    EXPECT_FALSE((*spans)[2].has_value());  // memory only, not asked for
+  }
+}
+
+TEST(QueryRangeSpans, PartialAnswersAndBadJsonRefused) {
+  const std::string partial = WriteFile("span_partial.json", Answer(kMemory, R"(,"warnings":["store down"])"));
+  QueryRangeFilesOptions o;
+  EXPECT_THAT(QueryRangeSpans(std::vector<std::string>{partial}, o),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("span_partial.json: Prometheus answered")));
+  EXPECT_THAT(QueryRangeSpans(std::vector<std::string>{WriteFile("span_bad.json", "{")}, o),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("span_bad.json: byte 1")));
+}
+
+// Each file read alone is checked against the step, not only the first.
+TEST(ReadQueryRangeEach, StepCheckedOnEveryFile) {
+  std::string points;
+  for (int i = 0; i < 10; ++i) absl::StrAppend(&points, i ? "," : "", "[", 1772359200 + 300 * i, ",\"1\"]");
+  const std::string wide =
+      WriteFile("each300.json", Answer(absl::StrCat(R"({"metric":{"__name__":"m","gpu":"0"},"values":[)", points, "]}")));
+  const std::string fine = WriteFile("each60.json", Answer(R"({"metric":{"__name__":"m"},"values":[[0,"1"],[60,"1"]]})"));
+  QueryRangeFilesOptions o;
+  o.step_seconds = 60;
+  EXPECT_TRUE(ReadQueryRangeFiles(std::vector<std::string>{fine, wide}, o).ok());
+  EXPECT_THAT(ReadQueryRangeEach(std::vector<std::string>{fine, wide}, o),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("each300.json: series m{gpu=\"0\"}")));
+  auto each = ReadQueryRangeEach(std::vector<std::string>{fine, fine}, o);
+  ASSERT_TRUE(each.ok());
+  EXPECT_EQ((*each)[1].size(), 2u);
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 //   gpucost::QueryRangeFilesOptions o;   // a month of saved answers, in parallel
 //   o.step_seconds = 60;
 //   absl::StatusOr<gpucost::PromSamples> m = gpucost::ReadQueryRangeFiles(paths, o);
+//   auto spans = gpucost::QueryRangeSpans(paths, o);   // when, without the points
 #ifndef GPUCOST_IO_PROMETHEUS_H_
 #define GPUCOST_IO_PROMETHEUS_H_
 
@@ -120,6 +121,26 @@ struct QueryRangeFilesOptions {
 // the first file contradicts).
 [[nodiscard]] absl::StatusOr<PromSamples> ReadQueryRangeFiles(std::span<const std::string> paths,
                                                               const QueryRangeFilesOptions& options);
+
+// Each file read on its own, as ReadQueryRangeFiles reads it alone (so the
+// step is checked against every file), in parallel and in file order: a
+// streaming reader keeps each answer parsed for as long as its chunks need
+// it instead of parsing it again for each (gpucost.prometheus.iter_query_range).
+[[nodiscard]] absl::StatusOr<std::vector<PromSamples>> ReadQueryRangeEach(std::span<const std::string> paths,
+                                                                         const QueryRangeFilesOptions& options);
+
+// The first and last instant among the points a read keeps.
+struct QueryRangeSpan {
+  int64_t first_ns = 0;
+  int64_t last_ns = 0;
+};
+
+// Each file's QueryRangeSpan as ReadQueryRangeEach would find it (nullopt:
+// no point kept), without storing the points: each point's time is read,
+// its value skipped. Refuses a partial answer as the reader does; the step
+// is not checked and a malformed value is left for the full read to name.
+[[nodiscard]] absl::StatusOr<std::vector<std::optional<QueryRangeSpan>>> QueryRangeSpans(
+    std::span<const std::string> paths, const QueryRangeFilesOptions& options);
 
 // `amd-smi metric --json` (one snapshot: a list of GPUs, or {"gpu_data":
 // [...]}) -> series named as the ROCm device-metrics-exporter names them

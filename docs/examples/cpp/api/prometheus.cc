@@ -2,6 +2,7 @@
 // amd-smi snapshots as series and points (run by ctest as
 // cpp_example_prometheus).
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -77,6 +78,18 @@ int main() {
   files.metrics.clear();
   files.step_seconds = 300;
   CHECK(!gpucost::ReadQueryRangeFiles(std::vector<std::string>{path}, files).ok());  // 60 s apart, not 300
+  // A streaming reader: when each file's points lie, without storing them,
+  // then each file parsed once, kept apart until no later chunk needs it.
+  files.step_seconds = 60;
+  absl::StatusOr<std::vector<std::optional<gpucost::QueryRangeSpan>>> spans =
+      gpucost::QueryRangeSpans(std::vector<std::string>{path}, files);
+  CHECK_OK(spans);
+  const gpucost::QueryRangeSpan span = *(*spans)[0];
+  CHECK(span.first_ns == 1740823200 * gpucost::kNanosPerSecond && span.last_ns == span.first_ns + 60 * gpucost::kNanosPerSecond);
+  absl::StatusOr<std::vector<gpucost::PromSamples>> each =
+      gpucost::ReadQueryRangeEach(std::vector<std::string>{path, path}, files);
+  CHECK_OK(each);
+  CHECK(each->size() == 2 && (*each)[1].size() == 2);
   std::remove(path.c_str());
   // [ReadQueryRangeFiles]
 
