@@ -292,7 +292,13 @@ void RegisterTelemetry(py::module_& m) {
           {
             py::gil_scoped_release release;
             PromSamples series;
-            for (const auto& answer : answers) series.Append(PromSamples(*answer));
+            size_t points = 0;
+            for (const auto& answer : answers) points += answer->size();
+            series.series_id.reserve(points);
+            series.timestamp_ns.reserve(points);
+            series.value.reserve(points);
+            series.line.reserve(points);
+            for (const auto& answer : answers) series.Append(*answer);
             for (const auto& [source, text] : series.warnings) {
               warnings.push_back(absl::StrCat(series.sources[source], ": ", text));
             }

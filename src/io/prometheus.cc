@@ -163,6 +163,22 @@ void PromSamples::Append(PromSamples&& other) {
   line.insert(line.end(), other.line.begin(), other.line.end());
 }
 
+void PromSamples::Append(const PromSamples& other) {
+  PromSamples names;  // what Append(&&) shifts; the point columns are copied here, once
+  names.sources = other.sources;
+  names.source_is_instant = other.source_is_instant;
+  names.skipped = other.skipped;
+  names.warnings = other.warnings;
+  names.series = other.series;
+  const auto shift = static_cast<int32_t>(series.size());
+  Append(std::move(names));
+  series_id.reserve(series_id.size() + other.series_id.size());
+  for (int32_t id : other.series_id) series_id.push_back(id + shift);
+  timestamp_ns.insert(timestamp_ns.end(), other.timestamp_ns.begin(), other.timestamp_ns.end());
+  value.insert(value.end(), other.value.begin(), other.value.end());
+  line.insert(line.end(), other.line.begin(), other.line.end());
+}
+
 absl::StatusOr<PromSamples> ParseExposition(std::string_view text, std::string_view source,
                                             std::optional<int64_t> default_timestamp_ns,
                                             std::span<const std::string_view> metrics) {

@@ -254,5 +254,30 @@ TEST(ReadQueryRangeEach, StepCheckedOnEveryFile) {
   EXPECT_EQ((*each)[1].size(), 2u);
 }
 
+// Appending a kept answer by copy gives what appending it by move gives.
+TEST(PromSamples, AppendCopyIsAppendMove) {
+  const std::string util = WriteFile("copy_util.json", Answer(kUtil, R"(,"warnings":["w"])"));
+  const std::string memory = WriteFile("copy_memory.json", Answer(kMemory));
+  QueryRangeFilesOptions o;
+  o.allow_partial = true;
+  auto each = ReadQueryRangeEach(std::vector<std::string>{util, memory}, o);
+  ASSERT_TRUE(each.ok());
+  PromSamples copied, moved;
+  for (const PromSamples& s : *each) copied.Append(s);
+  for (PromSamples s : *each) moved.Append(std::move(s));
+  EXPECT_EQ(copied.sources, moved.sources);
+  EXPECT_EQ(copied.warnings, moved.warnings);
+  EXPECT_EQ(copied.series_id, moved.series_id);
+  EXPECT_EQ(copied.timestamp_ns, moved.timestamp_ns);
+  EXPECT_EQ(copied.line, moved.line);
+  ASSERT_EQ(copied.series.size(), moved.series.size());
+  for (size_t i = 0; i < copied.series.size(); ++i) {
+    EXPECT_EQ(copied.series[i].ToString(), moved.series[i].ToString());
+    EXPECT_EQ(copied.series[i].source, moved.series[i].source);
+  }
+  EXPECT_EQ(copied.series[1].source, 1);
+  EXPECT_EQ((*each)[0].size(), 5u);  // the kept answers are whole
+}
+
 }  // namespace
 }  // namespace gpucost

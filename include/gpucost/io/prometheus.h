@@ -68,6 +68,9 @@ struct PromSamples {
   [[nodiscard]] size_t size() const { return value.size(); }
   // Appends `other`: its sources and series too (ids are shifted).
   void Append(PromSamples&& other);
+  // The same, copying `other` (kept for another use: a streaming reader's
+  // answer shared by two chunks).
+  void Append(const PromSamples& other);
 };
 
 // Parses exposition text. Lines whose metric name is not in `metrics` are

@@ -90,6 +90,9 @@ int main() {
       gpucost::ReadQueryRangeEach(std::vector<std::string>{path, path}, files);
   CHECK_OK(each);
   CHECK(each->size() == 2 && (*each)[1].size() == 2);
+  gpucost::PromSamples both;
+  for (const gpucost::PromSamples& answer : *each) both.Append(answer);  // copied: `each` stays whole
+  CHECK(both.size() == 4 && both.sources.size() == 2 && (*each)[0].size() == 2);
   std::remove(path.c_str());
   // [ReadQueryRangeFiles]
 
