@@ -826,25 +826,25 @@ def _own_columns(frame: pd.DataFrame, path: Path, first: int = 0) -> pd.DataFram
     for column in ("start", "end", "timestamp"):
         if column in frame.columns:
             parsed = pd.to_datetime(frame[column], utc=True, errors="coerce", format="ISO8601")
-            bad = parsed.isna() & frame[column].notna()
-            if bad.any():
-                row = int(bad.to_numpy().nonzero()[0][0])
-                raise InvalidInputError(f"{path}: line {first + row + 2}, column '{column}': "
-                                        f"{frame[column].iloc[row]!r} is not an ISO 8601 instant")
+            _refuse(parsed.isna() & frame[column].notna(), frame[column], path, first, "an ISO 8601 instant")
             frame[column] = parsed
     for column in _NUMERIC:
         if column in frame.columns and not pd.api.types.is_numeric_dtype(frame[column]):
             numbers = pd.to_numeric(frame[column], errors="coerce")
-            bad = numbers.isna() & frame[column].notna()
-            if bad.any():
-                row = int(bad.to_numpy().nonzero()[0][0])
-                raise InvalidInputError(f"{path}: line {first + row + 2}, column '{column}': "
-                                        f"{frame[column].iloc[row]!r} is not a number")
+            _refuse(numbers.isna() & frame[column].notna(), frame[column], path, first, "a number")
             frame[column] = numbers
     for column in ("consumer",):
         if column in frame.columns:
             frame[column] = frame[column].fillna("")
     return frame
+
+
+def _refuse(bad: pd.Series, values: pd.Series, path: Path, first: int, what: str) -> None:
+    """The first value marked ``bad`` as an error naming its file line (data rows from ``first``)."""
+    if bad.any():
+        row = int(bad.to_numpy().nonzero()[0][0])
+        raise InvalidInputError(f"{path}: line {first + row + 2}, column '{values.name}': {values.iloc[row]!r} is "
+                                f"not {what}")
 
 
 def _need(name: str, issue: str) -> Callable:
