@@ -48,7 +48,8 @@ from gpucost.invoice import GPU_HOUR, INSTANCE_HOUR, INVOICE_COLUMNS
 from gpucost.model import Purchase
 
 __all__ = ["TABLES", "Problem", "PlanError", "Source", "SourcePlan", "Reading", "plan_sources", "read_plan",
-           "plan_bill", "read_table", "detect_bill", "load_tables", "read_bill", "streams", "UsageStream"]
+           "plan_bill", "read_table", "iter_table", "table_columns", "detect_bill", "load_tables", "read_bill",
+           "streams", "UsageStream"]
 
 #: The tables a source feeds (extras: budgets, rates, interruptions, commitments already bought;
 #: downtime: windows in which a resource could not be used, SEMANTICS section 10).
@@ -733,41 +734,117 @@ def _table_format(path: Path) -> str | None:
 # ---- reading -----------------------------------------------------------------------------
 
 
+#: How gpucost's own CSV tables are parsed, whole (:func:`read_table`) or a chunk at a time
+#: (:func:`iter_table`): only an empty field is missing; ids and consumers are text ("007" stays "007"),
+#: so that a chunk reads every value as the whole file does, whatever the other chunks hold.
+_CSV_OPTIONS = {"keep_default_na": False, "na_values": [""], "dtype": {"resource_id": str, "consumer": str}}
+_CSV_ERRORS = (pd.errors.ParserError, UnicodeDecodeError, EOFError, OSError)
+#: Rows per chunk of gpucost's own usage table when it streams (:func:`iter_table`).
+_TABLE_CHUNK_ROWS = 1 << 20
+
+
 def read_table(path: Path, name: str) -> pd.DataFrame:
     """gpucost's own tables: CSV (instants parsed as UTC) or Parquet."""
+    fmt = _own_format(path, name)
+    if fmt == "parquet":
+        return pd.read_parquet(path)
+    try:
+        frame = pd.read_csv(path, **_CSV_OPTIONS)
+    except _CSV_ERRORS as exc:
+        raise InvalidInputError(f"{path}: {str(exc).strip().splitlines()[0]}") from None
+    return _own_columns(frame, path)
+
+
+def iter_table(path: Path, name: str, rows: int | None = None) -> Iterator[pd.DataFrame]:
+    """gpucost's own table ``rows`` rows at a time (default
+    ``_TABLE_CHUNK_ROWS``): Parquet by record batches, CSV by pandas'
+    chunked reader with the options and conversions :func:`read_table`
+    uses, so the chunks' rows are the whole table's; an error names the
+    file's line as the whole read does.
+
+    >>> import tempfile
+    >>> path = Path(tempfile.mkdtemp()) / "usage.csv"
+    >>> _ = path.write_text("timestamp,resource_id,device,consumer,share,util,mem_used,duration\\n"
+    ...                     + "2026-03-01T00:00:00Z,007,0,a,1,0.5,0,60\\n" * 3)
+    >>> [len(chunk) for chunk in iter_table(path, "usage", rows=2)]
+    [2, 1]
+    >>> next(iter_table(path, "usage", rows=2))["resource_id"].tolist()
+    ['007', '007']
+    """
+    fmt = _own_format(path, name)
+    rows = rows or _TABLE_CHUNK_ROWS
+    if fmt == "parquet":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+        file = pq.ParquetFile(path)
+        for batch in file.iter_batches(batch_size=rows):
+            yield pa.Table.from_batches([batch], schema=file.schema_arrow).to_pandas()
+        return
+    first = 0
+    try:
+        with pd.read_csv(path, chunksize=rows, **_CSV_OPTIONS) as reader:
+            for frame in reader:
+                chunk = _own_columns(frame.reset_index(drop=True), path, first)
+                first += len(frame)
+                yield chunk
+    except _CSV_ERRORS as exc:
+        raise InvalidInputError(f"{path}: {str(exc).strip().splitlines()[0]}") from None
+
+
+def table_columns(path: Path) -> list[str]:
+    """The columns of gpucost's own table, from its header (CSV) or schema
+    (Parquet), no row read; none where it cannot be read (the read says why).
+
+    >>> import tempfile
+    >>> path = Path(tempfile.mkdtemp()) / "usage.csv"
+    >>> _ = path.write_text("timestamp,resource_id,duration\\n2026-03-01T00:00:00Z,n,60\\n")
+    >>> table_columns(path)
+    ['timestamp', 'resource_id', 'duration']
+    """
+    try:
+        if _table_format(path) == "parquet":
+            import pyarrow.parquet as pq
+            return list(pq.read_schema(path).names)
+        return [str(c) for c in pd.read_csv(path, nrows=0, **_CSV_OPTIONS).columns]
+    except (OSError, ValueError):  # the table is read whole, and that read names the problem
+        return []
+
+
+def _own_format(path: Path, name: str) -> str:
     if not path.exists():
         raise InvalidInputError(f"{path}: no such file ({name})")
     fmt = _table_format(path)
-    if fmt == "parquet":
-        return pd.read_parquet(path)
-    if fmt == "csv":
-        try:
-            frame = pd.read_csv(path, keep_default_na=False, na_values=[""])
-        except (pd.errors.ParserError, UnicodeDecodeError, EOFError, OSError) as exc:
-            raise InvalidInputError(f"{path}: {str(exc).strip().splitlines()[0]}") from None
-        for column in ("start", "end", "timestamp"):
-            if column in frame.columns:
-                parsed = pd.to_datetime(frame[column], utc=True, errors="coerce", format="ISO8601")
-                bad = parsed.isna() & frame[column].notna()
-                if bad.any():
-                    row = int(bad.to_numpy().nonzero()[0][0])
-                    raise InvalidInputError(f"{path}: line {row + 2}, column '{column}': {frame[column].iloc[row]!r} "
-                                            "is not an ISO 8601 instant")
-                frame[column] = parsed
-        for column in _NUMERIC:
-            if column in frame.columns and not pd.api.types.is_numeric_dtype(frame[column]):
-                numbers = pd.to_numeric(frame[column], errors="coerce")
-                bad = numbers.isna() & frame[column].notna()
-                if bad.any():
-                    row = int(bad.to_numpy().nonzero()[0][0])
-                    raise InvalidInputError(f"{path}: line {row + 2}, column '{column}': {frame[column].iloc[row]!r} "
-                                            "is not a number")
-                frame[column] = numbers
-        for column in ("consumer",):
-            if column in frame.columns:
-                frame[column] = frame[column].fillna("")
-        return frame
-    raise InvalidInputError(f"{path}: unknown table format (use .csv, .csv.gz or .parquet)")
+    if fmt is None:
+        raise InvalidInputError(f"{path}: unknown table format (use .csv, .csv.gz or .parquet)")
+    return fmt
+
+
+def _own_columns(frame: pd.DataFrame, path: Path, first: int = 0) -> pd.DataFrame:
+    """The columns of a CSV of gpucost's own (rows from data row ``first``):
+    instants parsed as UTC, numbers as numbers, a missing consumer empty; a
+    value that is neither is an error naming its line."""
+    for column in ("start", "end", "timestamp"):
+        if column in frame.columns:
+            parsed = pd.to_datetime(frame[column], utc=True, errors="coerce", format="ISO8601")
+            _refuse(parsed.isna() & frame[column].notna(), frame[column], path, first, "an ISO 8601 instant")
+            frame[column] = parsed
+    for column in _NUMERIC:
+        if column in frame.columns and not pd.api.types.is_numeric_dtype(frame[column]):
+            numbers = pd.to_numeric(frame[column], errors="coerce")
+            _refuse(numbers.isna() & frame[column].notna(), frame[column], path, first, "a number")
+            frame[column] = numbers
+    for column in ("consumer",):
+        if column in frame.columns:
+            frame[column] = frame[column].fillna("")
+    return frame
+
+
+def _refuse(bad: pd.Series, values: pd.Series, path: Path, first: int, what: str) -> None:
+    """The first value marked ``bad`` as an error naming its file line (data rows from ``first``)."""
+    if bad.any():
+        row = int(bad.to_numpy().nonzero()[0][0])
+        raise InvalidInputError(f"{path}: line {first + row + 2}, column '{values.name}': {values.iloc[row]!r} is "
+                                f"not {what}")
 
 
 def _need(name: str, issue: str) -> Callable:
@@ -848,6 +925,9 @@ def _read_own_table(source: Source, reading: Reading, table: str) -> Iterator[pd
     """gpucost's own table; a required column missing is an error naming the
     file and the column, before anything reads it (``check`` as ``allocate``)."""
     path = source.files[0]
+    if reading.stream and source.key == "usage":  # the samples a chunk of rows at a time (UsageStream)
+        yield from iter_table(path, source.key)
+        return
     frame = read_table(path, source.key)
     required = REQUIRED_COLUMNS.get(source.key, ())
     missing = next((c for c in required if c not in frame.columns), None)
@@ -1325,30 +1405,47 @@ def _downtime(plan: SourcePlan, reading: Reading) -> pd.DataFrame | None:
 
 def streams(plan: SourcePlan) -> bool:
     """Whether a plan's telemetry can be read a chunk at a time, each chunk
-    allocated as it comes (:class:`UsageStream`): one source of saved
-    Prometheus answers, and nothing that needs every sample at once (the
-    demo, [owned]'s measured power, a CEEMS map or Slurm accounting joined
-    to the samples, [labels.namespaces] over the consumers)."""
+    allocated as it comes (:class:`UsageStream`), to the same numbers as the
+    whole read: one source, either saved Prometheus answers (UTC days) or
+    gpucost's own usage table (chunks of rows) where the interval does not
+    depend on every sample (a stated step or interval, or a ``duration``
+    column: without them the whole read infers it from all series), and
+    nothing that needs every sample at once (the demo, [owned]'s measured
+    power, a CEEMS map or Slurm accounting joined to the samples,
+    [labels.namespaces] over the consumers).
+
+    >>> config = gpucost.config.load_config(None)
+    >>> config.sources.update(demo=True)
+    >>> streams(plan_sources(config))
+    False
+    """
     telemetry = [s for s in plan.feeding("usage") if s.key in USAGE_KEYS]
-    return (len(telemetry) == 1 and telemetry[0].kind == "query_range" and not plan.namespaces
-            and not any(plan.find(key) is not None for key in ("demo", "owned", "ceems")))
+    if (len(telemetry) != 1 or plan.namespaces
+            or any(plan.find(key) is not None for key in ("demo", "owned", "ceems"))):
+        return False
+    source = telemetry[0]
+    if source.kind == "query_range":
+        return True
+    if source.kind == "table":  # gpucost's own usage table
+        return plan.step is not None or "duration" in table_columns(source.files[0])
+    return False
 
 
 class UsageStream:
-    """A plan's telemetry read a chunk (a UTC day) at a time: iterate it
+    """A plan's telemetry read a chunk at a time (saved answers: a UTC day;
+    gpucost's own usage table: ``_TABLE_CHUNK_ROWS`` rows): iterate it
     once, allocating each frame as it comes. ``interval`` is the stated
     step, else the first chunk's spacing; :meth:`usage` is an empty usage
     table whose ``attrs`` are what the whole table's would be (the chunks'
-    reader reports merged), for the join report."""
-
-    #: The chunks are UTC days [lo, hi) in time order (iter_query_range): an
-    #: Allocator fed them may be told so (``ordered_chunks``) and keep no
-    #: record of earlier days' rows.
-    ordered_chunks = True
+    reader reports merged), for the join report. ``ordered_chunks``: the
+    chunks never go back in time (saved answers' UTC days, in order), so an
+    Allocator fed them may be told so and keep no record of earlier
+    chunks' rows; a usage table's rows come in no promised order."""
 
     def __init__(self, plan: SourcePlan, source: Source, reading: Reading):
         self.plan, self.source, self.reading = plan, source, reading
         self.interval: float | None = plan.step
+        self.ordered_chunks = source.kind == "query_range"
         self.chunks = 0
         self._reports: list[dict] = []
         self._usage = pd.DataFrame()
@@ -1365,11 +1462,12 @@ class UsageStream:
             except InvalidInputError as exc:
                 raise _hosts_error(self.plan, exc) from None
             report = frame.attrs.get("telemetry")
-            self._reports.append(report)
-            if self.interval is None and report and report.get("spacing_seconds"):
-                self.interval = float(report["spacing_seconds"])
+            if report:  # a reader's report (saved answers); a usage table has none, as read whole
+                self._reports.append(report)
+                if self.interval is None and report.get("spacing_seconds"):
+                    self.interval = float(report["spacing_seconds"])
+                self._usage.attrs["telemetry"] = merge_telemetry(self._reports)
             self.chunks += 1
-            self._usage.attrs["telemetry"] = merge_telemetry(self._reports)
             yield frame
 
     def usage(self) -> pd.DataFrame:
