@@ -206,7 +206,12 @@ TEST(QueryRangeSpans, AsTheFullReadFindsThem) {
       "span_vector.json",
       R"({"status":"success","data":{"resultType":"vector","result":[{"metric":{"__name__":"m"},"value":[1772359201.5,"3"]}]}})");
   const std::string memory = WriteFile("span_memory.json", Answer(kMemory));
-  const std::vector<std::string> paths{util, vector, memory};
+  // Points out of time order: the range is the least and greatest instant, not the first and last point.
+  const std::string shuffled = WriteFile(
+      "span_shuffled.json",
+      Answer(R"({"metric":{"__name__":"m","gpu":"0"},"values":[[1772359260,"1"],[1772359200,"1"],[1772359500,"1"],)"
+             R"([1772359320,"1"]]},{"metric":{"__name__":"m","gpu":"1"},"values":[[1772359140,"1"]]})"));
+  const std::vector<std::string> paths{util, vector, shuffled, memory};
   for (int threads : {1, 2}) {
     QueryRangeFilesOptions o;
     o.threads = threads;
@@ -215,16 +220,18 @@ TEST(QueryRangeSpans, AsTheFullReadFindsThem) {
     ASSERT_TRUE(spans.ok()) << spans.status();
     auto each = ReadQueryRangeEach(paths, o);
     ASSERT_TRUE(each.ok()) << each.status();
-    ASSERT_EQ(spans->size(), 3u);
-    ASSERT_EQ(each->size(), 3u);
-    for (size_t i = 0; i < 2; ++i) {
+    ASSERT_EQ(spans->size(), 4u);
+    ASSERT_EQ(each->size(), 4u);
+    for (size_t i = 0; i < 3; ++i) {
       const std::vector<int64_t>& t = (*each)[i].timestamp_ns;
       ASSERT_TRUE((*spans)[i].has_value()) << paths[i];
       EXPECT_EQ((*spans)[i]->first_ns, *std::min_element(t.begin(), t.end()));
       EXPECT_EQ((*spans)[i]->last_ns, *std::max_element(t.begin(), t.end()));
     }
     EXPECT_EQ((*spans)[0]->last_ns, 1772359440'000'000'000);
-    EXPECT_FALSE((*spans)[2].has_value());  // memory only, not asked for
+    EXPECT_EQ((*spans)[2]->first_ns, 1772359140'000'000'000);
+    EXPECT_EQ((*spans)[2]->last_ns, 1772359500'000'000'000);
+    EXPECT_FALSE((*spans)[3].has_value());  // memory only, not asked for
   }
 }
 
