@@ -10,6 +10,7 @@
 #include <string>
 #include <tuple>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -163,13 +164,29 @@ py::dict DcgmResult(DcgmUsage&& u) {
 }
 
 // (text, source) pairs of exposition text, or (body, source, metric) of JSON.
+// A scrape's instant where its lines have none: one for every input, or one
+// per input (scrapes of a directory, each at its own instant, read together
+// so that each series' spacing is known).
+using DefaultInstants = std::optional<std::variant<int64_t, std::vector<int64_t>>>;
+
 absl::StatusOr<PromSamples> ParseAll(const std::vector<std::tuple<std::string, std::string, std::string>>& inputs,
-                                     bool json, std::optional<int64_t> default_ts, bool dcgm_only) {
+                                     bool json, const DefaultInstants& default_ts, bool dcgm_only) {
+  const auto* each = default_ts ? std::get_if<std::vector<int64_t>>(&*default_ts) : nullptr;
+  if (each != nullptr && each->size() != inputs.size()) {
+    return ParameterError("timestamp", absl::StrCat(each->size(), " instants for ", inputs.size(), " inputs"));
+  }
   PromSamples all;
   const std::vector<std::string_view> names = DcgmMetricNames();
-  for (const auto& [body, source, metric] : inputs) {
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const auto& [body, source, metric] = inputs[i];
+    std::optional<int64_t> instant;
+    if (each != nullptr) {
+      instant = (*each)[i];
+    } else if (default_ts) {
+      instant = std::get<int64_t>(*default_ts);
+    }
     absl::StatusOr<PromSamples> one = json ? ParseQueryRange(body, source, metric)
-                                           : ParseExposition(body, source, default_ts,
+                                           : ParseExposition(body, source, instant,
                                                              dcgm_only ? std::span<const std::string_view>(names)
                                                                        : std::span<const std::string_view>());
     if (!one.ok()) return one.status();
@@ -206,7 +223,7 @@ void RegisterTelemetry(py::module_& m) {
   });
   m.def("dcgm_usage",
         [](const std::vector<std::tuple<std::string, std::string, std::string>>& inputs, bool json,
-           std::optional<int64_t> default_ts, const py::dict& options) {
+           const DefaultInstants& default_ts, const py::dict& options) {
           DcgmArgs args(options);
           absl::StatusOr<DcgmUsage> result;
           {

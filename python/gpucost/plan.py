@@ -1103,8 +1103,15 @@ def _read_answers(source: Source, reading: Reading, table: str) -> Iterator[pd.D
 def _read_scrapes(source: Source, reading: Reading, table: str) -> Iterator[pd.DataFrame]:
     read = _need("prometheus.read_dcgm_text", "the telemetry issue")
     dcgm = _dcgm_options(source, reading)
-    for instant, group in source.options["instants"]:
-        yield read(list(group), timestamp=instant, interval=source.options["interval"], **dcgm)
+    interval = source.options["interval"]
+    if interval is None:
+        # Every instant in one call: each series' spacing (its samples' durations) comes from its own scrapes,
+        # not a 60 s default for each lone scrape.
+        files = [(instant, path) for instant, group in source.options["instants"] for path in group]
+        yield read([p for _, p in files], timestamp=[t for t, _ in files], **dcgm)
+        return
+    for instant, group in source.options["instants"]:  # a stated step: each scrape stands for it
+        yield read(list(group), timestamp=instant, interval=interval, **dcgm)
 
 
 def _by_instant(files: Sequence[Path]) -> dict[Any, list[str]]:

@@ -688,7 +688,9 @@ def read_dcgm_text(paths: Any, *, timestamp: Any = None, interval: Any = None, n
                    exporter_names: Sequence[str] = DEFAULT_EXPORTER_NAMES) -> pd.DataFrame:
     """Usage samples from files of the exporter's exposition text (what
     ``curl http://node:9400/metrics`` prints). Lines without a timestamp get
-    ``timestamp`` (the scrape time). Scrapes of several instants give each
+    ``timestamp`` (the scrape time): one for every file, or a sequence of
+    one per file (a directory of scrapes, each at its own instant, read
+    together so that each series' spacing is known). Scrapes of several instants give each
     sample the gap to its series' next one (capped at the spacing); a single
     scrape has no order, so each sample stands for ``interval`` seconds
     (default 60). A given ``interval`` is checked against the data's spacing
@@ -711,13 +713,24 @@ def read_dcgm_text(paths: Any, *, timestamp: Any = None, interval: Any = None, n
         >>> usage.attrs["telemetry"]["skipped_fields"]
         {'DCGM_FI_DEV_SM_CLOCK': 1}
     """
-    default_ts = to_ns(timestamp, "timestamp") if timestamp is not None else None
     inputs = [(_read(p), str(p), "") for p in _paths(paths)]
+    default_ts = _scrape_instants(timestamp, len(inputs))
     options = _options(nodes=nodes, node_labels=node_labels, keep_unknown_nodes=keep_unknown_nodes, units=units,
                        mig_shares=mig_shares, mig_basis=mig_basis,
                        interval=None if interval is None else _seconds(interval, "interval"),
                        exporter_names=exporter_names)
     return telemetry_report(usage_frame(_core.dcgm_usage(inputs, False, default_ts, options)), "dcgm-exporter text")
+
+
+def _scrape_instants(timestamp: Any, files: int) -> int | list[int] | None:
+    """``timestamp`` of :func:`read_dcgm_text`: None, one instant, or one per file."""
+    if timestamp is None:
+        return None
+    if isinstance(timestamp, (list, tuple, np.ndarray, pd.Index, pd.Series)):
+        if len(timestamp) != files:
+            raise InvalidInputError(f"parameter 'timestamp': {len(timestamp)} instants for {files} files")
+        return [to_ns(t, "timestamp") for t in timestamp]  # one per file
+    return to_ns(timestamp, "timestamp")
 
 
 def read_amd_smi_metric(paths: Any, host: str, *, timestamps: Any, interval: Any = None,

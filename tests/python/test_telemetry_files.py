@@ -5,6 +5,7 @@ from __future__ import annotations
 import http.server
 import socket
 import threading
+from io import StringIO
 from pathlib import Path
 
 import numpy as np
@@ -244,3 +245,27 @@ def test_client_times_out_after_bounded_retries():
         client = gpucost.prometheus.PrometheusClient(url, timeout=0.2, retries=1, backoff=0.01)
         with pytest.raises(gpucost.Error, match="failed after 2 attempts"):
             client.query_range("up", 0, 60, 60)
+
+
+def test_a_scrape_directory_without_a_step_gives_each_series_its_own_spacing(tmp_path, capsys):
+    """Four scrapes 30 s apart, each a file whose name says its instant and whose lines have none: read together,
+    each sample stands for 30 s (not a 60 s default per lone scrape, which held the GPU 210 s in a 120 s line)."""
+    from gpucost import cli
+    labels = 'gpu="0",UUID="GPU-1",Hostname="n1",modelName="NVIDIA H100",namespace="ml",pod="a"'
+    scrapes = tmp_path / "scrapes"
+    scrapes.mkdir()
+    for i in range(4):
+        at = pd.Timestamp("2026-03-01T10:00Z") + pd.Timedelta(seconds=30 * i)
+        (scrapes / f"n1-{at:%Y%m%dT%H%M%S}Z.prom").write_text(f"DCGM_FI_DEV_GPU_UTIL{{{labels}}} 50\n")
+    start = pd.Timestamp("2026-03-01T10:00Z")
+    pd.DataFrame({"resource_id": ["n1"], "start": [start], "end": [start + pd.Timedelta(seconds=120)],
+                  "cost": [1.0]}).to_csv(tmp_path / "costs.csv", index=False)
+    pd.DataFrame({"resource_id": ["n1"], "device": [0], "mem_capacity": [8e10]}).to_csv(tmp_path / "inv.csv",
+                                                                                       index=False)
+    (tmp_path / "g.toml").write_text('[sources]\ncosts = "costs.csv"\ninventory = "inv.csv"\ndcgm_text = "scrapes"\n')
+    assert cli.main(["allocate", "-c", str(tmp_path / "g.toml"), "--format", "csv", "--decimals", "raw"]) == 0
+    out, err = capsys.readouterr()
+    result = pd.read_csv(StringIO(out)).set_index("consumer")
+    assert result.loc["ml/a", "gpu_hours"] == pytest.approx(120 / 3600) and err == ""
+    with pytest.raises(gpucost.InvalidInputError, match="parameter 'timestamp': 1 instants for 4 files"):
+        gpucost.prometheus.read_dcgm_text(sorted(scrapes.iterdir()), timestamp=[start])
