@@ -752,8 +752,8 @@ def cmd_allocate(args: argparse.Namespace) -> int:
     config = configure(args)
     stated = "interval" in config.policy or "step" in config.sources
     # The allocation alone streams the telemetry a day at a time, reading only the fields its basis needs
-    # (where the plan streams); --check and --sql read every sample of every field.
-    whole = bool(args.check or args.sql)
+    # (where the plan streams); --check, --sql and --format focus (an allocation per cost line) read every sample.
+    whole = bool(args.check or args.sql or _format(args) == "focus")
     tables = _tables(config, args, basis=None if whole else config.policy.get("basis", "allocated"),
                      stream=not whole)
     if args.check:

@@ -154,3 +154,15 @@ def test_check_streams_and_says_what_the_whole_month_says(month, capsys, monkeyp
     whole = capsys.readouterr().out
     assert streamed == whole and streamed_code == whole_code
     assert "samples in" in streamed and OFFLINE in streamed
+
+
+def test_focus_output_reads_the_month_whole_and_keeps_every_dollar(month, tmp_path, capsys):
+    """--format focus splits each cost line by the month's samples: it reads them whole (not the stream's empty
+    table), and its allocated charges add up to the bill."""
+    out = tmp_path / "split.csv"
+    code = cli.main(["allocate", "-c", str(month["folder"] / "gpucost.toml"), "--format", "focus", "--output",
+                     str(out)])
+    assert code == 0, capsys.readouterr().err
+    written = pd.read_csv(out)
+    assert written["BilledCost"].sum() == pytest.approx(month["costs"]["cost"].sum(), abs=1e-6)
+    assert written["AllocatedMethodId"].notna().any()  # lines with telemetry were split
