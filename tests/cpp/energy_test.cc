@@ -315,5 +315,35 @@ TEST_F(Energy, SameResultForEveryThreadCountChunkingAndOrder) {
   EXPECT_NEAR(Sum(one.cost), Sum(costs.cost), 1e-9);
 }
 
+// Embodied carbon follows GPU-hours: n1 (2 GPUs, 0.5 kg per GPU-hour) for
+// 2 hours, A holding one GPU the first hour: A 0.5 kg, idle capacity 1.5 kg;
+// under idle "share" A takes the idle capacity's too (2.0 kg). Without the
+// column there is no embodied_co2e_kg.
+TEST_F(Energy, EmbodiedCarbonFollowsGpuHoursHeldAndIdle) {
+  inventory = InventoryTable();
+  inventory.AddResource("n1", 2);
+  costs.Add("n1", At(0), At(2), 8.0);
+  Series(At(0), At(1), "A", 1.0, 300);
+  GPUCOST_ASSERT_OK_AND_ASSIGN(Allocation bare, Run());
+  EXPECT_FALSE(bare.embodied_co2e_kg.has_value());
+  const std::vector<double> kg = {0.5, 0.5};
+  InventoryColumns inv = inventory.columns();
+  inv.embodied_kg_per_gpu_hour = kg;
+  const CostColumns c = costs.columns();
+  const SampleColumns s = samples.columns();
+  GPUCOST_ASSERT_OK_AND_ASSIGN(Allocation keep, Allocate(c, s, inv, nullptr, policy));
+  ASSERT_TRUE(keep.embodied_co2e_kg.has_value());
+  EXPECT_NEAR(Value(keep, *keep.embodied_co2e_kg, "A"), 0.5, 1e-12);
+  EXPECT_NEAR(Value(keep, *keep.embodied_co2e_kg, "__idle__"), 1.5, 1e-12);
+  policy.idle = IdleMode::kShare;
+  GPUCOST_ASSERT_OK_AND_ASSIGN(Allocation share, Allocate(c, s, inv, nullptr, policy));
+  EXPECT_NEAR(Value(share, *share.embodied_co2e_kg, "A"), 2.0, 1e-12);
+  EXPECT_NEAR(Sum(*share.embodied_co2e_kg), 2.0, 1e-12);
+  const std::vector<double> two = {0.5, 0.4};
+  inv.embodied_kg_per_gpu_hour = two;
+  EXPECT_THAT(Allocate(c, s, inv, nullptr, policy).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("one value per node")));
+}
+
 }  // namespace
 }  // namespace gpucost
