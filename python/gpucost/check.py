@@ -226,6 +226,13 @@ def _energy_lines(per_consumer: pd.DataFrame) -> list[str]:
             f"{d.get('lines_energy_fallback', 0):,} energy-driven lines split by GPU time for want of energy"]
 
 
+def check_policy(tables: Any, interval: Any = None, energy: dict | None = None) -> dict:
+    """The keyword arguments of check's allocation by consumer (in memory or
+    streamed): the interval when known, the down windows, ``[energy]``'s."""
+    return {**({"interval": interval} if interval is not None else {}),
+            "downtime": getattr(tables, "downtime", None), **(energy or {})}
+
+
 def check_tables(tables: Any, *, names: dict | None = None, interval: Any = None, stated: bool = True,
                  caller: str = "cli", energy: dict | None = None, per_consumer: pd.DataFrame | None = None,
                  telemetry: TelemetrySummary | None = None) -> CheckResult:
@@ -241,8 +248,7 @@ def check_tables(tables: Any, *, names: dict | None = None, interval: Any = None
     out.lines += _source_lines(tables, names or {}, interval, stated, telemetry)
     if per_consumer is None:
         per_consumer = gpucost.allocate(tables.costs, tables.usage, tables.inventory, by=["consumer"],
-                                        **({"interval": interval} if interval is not None else {}),
-                                        downtime=getattr(tables, "downtime", None), **(energy or {}))
+                                        **check_policy(tables, interval, energy))
     out.report = join_report(per_consumer, tables.costs, tables.usage, caller=caller,
                              downtime=getattr(tables, "downtime", None))
     out.lines += _join_lines(out.report)

@@ -724,11 +724,9 @@ def cmd_check(args: argparse.Namespace) -> int:
     tables = _tables(config, args, stream=True)  # where the plan streams, a day at a time, as allocate
     per_consumer = telemetry = None
     if tables.stream is not None:
-        from gpucost.check import TelemetrySummary
+        from gpucost.check import TelemetrySummary, check_policy
         telemetry = TelemetrySummary()
-        policy = {"downtime": tables.downtime, **_energy_policy(config)}
-        if "interval" in config.policy:
-            policy["interval"] = config.policy["interval"]
+        policy = check_policy(tables, config.policy.get("interval"), _energy_policy(config))
         per_consumer = _allocate(config, args, tables, ["consumer"], None, policy, observe=telemetry.add)
     result = check_tables(tables, names=_source_names(config), interval=config.policy.get("interval"),
                           stated=stated, energy=_energy_policy(config), per_consumer=per_consumer,

@@ -124,6 +124,8 @@ def focus_batches(costs: Any, usage: Any, inventory: Any, workloads: Any = None,
         >>> [b.num_rows for b in gpucost.focus.focus_batches(costs, usage, inventory, interval=1800, batch_lines=1)]
         [2, 1]
     """
+    if batch_lines is not None and int(batch_lines) <= 0:  # before the allocation, not after it
+        raise InvalidInputError(f"batch_lines must be a positive number of cost lines, not {batch_lines}")
     frame = _pandas(costs, "costs")
     check_not_allocated(frame)
     origin = _origin_rows(frame, focus)
@@ -133,8 +135,6 @@ def focus_batches(costs: Any, usage: Any, inventory: Any, workloads: Any = None,
     line = parts["cost_line"].to_numpy(np.int64)
     tags = _Tags(workloads)
     n = len(frame)
-    if batch_lines is not None and int(batch_lines) <= 0:
-        raise ValueError(f"batch_lines must be a positive number of cost lines, not {batch_lines}")
     step = max(int(batch_lines or n), 1)
     for lo in range(0, max(n, 1), step):
         hi = min(lo + step, n)
