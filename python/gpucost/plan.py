@@ -1387,6 +1387,9 @@ def _bill_parts(parts: Sequence[pd.DataFrame]) -> pd.DataFrame:
     if len(parts) > 1 and "list_cost" in costs.columns:
         # A part without list prices (owned lines, an invoice, gpucost's costs table) lists at its cost.
         costs["list_cost"] = costs["list_cost"].fillna(costs["cost"])
+    if len(parts) > 1 and "primary" in costs.columns:
+        # A part that does not say (gpucost's costs table) bills time on every line, as alone (SEMANTICS 4).
+        costs["primary"] = costs["primary"].astype("boolean").fillna(True).astype(bool)
     if len(parts) > 1:  # each reader's report kept
         costs.attrs = {k: v for part in parts for k, v in part.attrs.items()}
         # Each source's lines in order, with what names its file: to_focus's origin rows per source.

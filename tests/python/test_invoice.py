@@ -325,3 +325,27 @@ def test_money_in_equals_money_out(tmp_path_factory, lines, jobs):
     invoice_total = sum(round(2 * h * c / 100, 2) for _, _, h, c, _ in lines)
     assert costs["cost"].sum() == pytest.approx(invoice_total, abs=1e-9)
     assert result["cost"].sum() == pytest.approx(invoice_total, abs=1e-6)
+
+
+def test_a_costs_table_beside_an_invoice_in_another_currency(tmp_path, capsys):
+    """gpucost's own costs table (no primary column) beside a EUR invoice: every line of the table bills time, as
+    alone (it was refused as 'primary: missing value'), and each currency keeps its own rows and total."""
+    start = pd.Timestamp("2026-03-01T10:00Z")
+    pd.DataFrame({"resource_id": ["n1"], "start": [start], "end": [start + pd.Timedelta(hours=1)], "cost": [8.0],
+                  "currency": ["USD"]}).to_csv(tmp_path / "costs.csv", index=False)
+    (tmp_path / "invoice.csv").write_text("Instance,GPU Type,Start,End,Quantity,Unit,Unit Price,Amount,Currency\n"
+                                          "burst-01,H100 SXM,2026-03-01T10:00:00Z,2026-03-01T11:00:00Z,1,GPU-hour,"
+                                          "2.49,2.49,EUR\n")
+    (tmp_path / "hosts.csv").write_text("host,resource_id,gpus\nburst-01,cw-1,1\n")
+    steps = pd.date_range(start, periods=60, freq="1min")
+    pd.concat([pd.DataFrame({"timestamp": steps, "resource_id": node, "device": 0, "consumer": job, "share": 1.0,
+                             "util": 0.5, "mem_used": 0.0}) for node, job in (("n1", "a"), ("cw-1", "b"))]).to_csv(
+        tmp_path / "usage.csv", index=False)
+    pd.DataFrame({"resource_id": ["n1"], "device": [0], "mem_capacity": [8e10]}).to_csv(tmp_path / "inv.csv",
+                                                                                      index=False)
+    (tmp_path / "g.toml").write_text('[sources]\ncosts = "costs.csv"\nusage = "usage.csv"\ninventory = "inv.csv"\n'
+                                     'invoice = "invoice.csv"\nhosts = "hosts.csv"\n')
+    assert cli.main(["allocate", "-c", str(tmp_path / "g.toml"), "--format", "csv", "--decimals", "raw"]) == 0
+    result = pd.read_csv(StringIO(capsys.readouterr().out))
+    assert result.groupby("currency")["cost"].sum().to_dict() == {"EUR": pytest.approx(2.49), "USD": pytest.approx(8.0)}
+    assert result.set_index("consumer").loc["b", "currency"] == "EUR"
