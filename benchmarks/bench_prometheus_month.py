@@ -27,6 +27,10 @@ before the times are printed.
   consumer): the telemetry streamed a day at a time; its GPU-hours per pod
   are checked against gpucost's sums. ``--months 3`` writes and runs the
   month three times over (93 days) for the peak-RSS comparison.
+- ``cli_report``, ``cli_idle``: ``gpucost report`` (the HTML page) and the
+  analysis ``gpucost idle`` over the same config, timed the same way (no
+  table checked; the config has no workloads, so the report's sections are
+  those the bill and telemetry alone give).
 """
 
 from __future__ import annotations
@@ -83,6 +87,25 @@ def cli_allocate(files: list[str], threads: int):
             raise SystemExit(err.getvalue())
         table = pd.read_csv(out, keep_default_na=False, na_values=[""])
     return table[["consumer", "gpu_hours", "cost"]], len(table)
+
+
+def cli_command(command: str, files: list[str], threads: int):
+    """``gpucost report`` or an analysis (``gpucost idle``) over the month's config; the report's data
+    tables are written beside its HTML (``--xlsx`` is not asked: the workbook is not what is measured)."""
+    import contextlib
+    import io
+    from gpucost import cli
+    config = Path(files[0]).parent / "gpucost.toml"
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / ("showback.html" if command == "report" else f"{command}.csv")
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            code = cli.main([command, "-c", str(config), "--threads", str(threads), "--output", str(out)]
+                            + ([] if command == "report" else ["--format", "csv", "--decimals", "raw"]))
+        if code:
+            raise SystemExit(err.getvalue())
+        rows = len(out.read_bytes())
+    return None, rows
 
 
 def write_cli_config(directory: Path, files: list[str]) -> None:
@@ -199,6 +222,8 @@ RUNS = {
     "duckdb": duckdb_sums,
     "polars": polars_sums,
     "cli": cli_allocate,
+    "cli_report": lambda f, t: cli_command("report", f, t),
+    "cli_idle": lambda f, t: cli_command("idle", f, t),
 }
 
 
