@@ -38,7 +38,7 @@ from gpucost.model import Purchase
 from gpucost import money, sheets
 from gpucost.config import Config, Tables, attribute, load_config
 from gpucost.join import join_report
-from gpucost.plan import PlanError, load_tables, plan_sources, read_table
+from gpucost.plan import USAGE_KEYS, PlanError, _give_back_freed_memory, load_tables, plan_sources, read_table, streams
 from gpucost.frames import for_export
 
 __all__ = ["main", "build_parser", "format_money_table", "EXIT_OK", "EXIT_ERROR", "EXIT_BAD_INPUT"]
@@ -573,6 +573,31 @@ def _tables(config: Config, args, *, basis: str | None = None, stream: bool = Fa
     return tables
 
 
+#: Sample columns neither the report nor the analyses read (the readers' extra DCGM fields and labels).
+_UNREAD_SAMPLE_COLUMNS = ("node", "gpu_uuid", "mig_profile", "tensor_active", "mem_copy_util", "mem_free")
+
+
+def _whole_tables(config: Config, args) -> Tables:
+    """The tables of a command that needs every sample at once (report, the
+    analyses). Where the plan streams saved Prometheus answers and the step
+    or interval is stated (so the interval is not the whole read's spacing),
+    the month is read a UTC day at a time into one compact table
+    (:meth:`~gpucost.plan.UsageStream.whole`: categorical strings, the
+    columns these commands never read left out): the same samples as the
+    whole read, in bounded memory (issue 29); otherwise read whole."""
+    plan = plan_sources(config)
+    answers = plan.step is not None and streams(plan) and [s.kind for s in plan.feeding("usage")
+                                                            if s.key in USAGE_KEYS] == ["query_range"]
+    tables = _tables(config, args, stream=answers)
+    if tables.stream is None:
+        return tables
+    with _reader_warnings(config, args):
+        tables.usage = tables.stream.whole(leave_out=_UNREAD_SAMPLE_COLUMNS)
+    tables.stream = None
+    config.policy.setdefault("interval", tables.interval)
+    return tables
+
+
 @contextlib.contextmanager
 def _reader_warnings(config: Config, args):
     """The readers' JoinWarnings as ``warning:`` lines on stderr, after the
@@ -810,7 +835,7 @@ def _write_focus(args: argparse.Namespace, config: Config, tables: Tables, polic
 
 def cmd_report(args: argparse.Namespace) -> int:
     config = configure(args)
-    tables = _tables(config, args)
+    tables = _whole_tables(config, args)
     output = args.output or config.report.get("output") or "gpucost-report.html"
     title = args.title or config.report.get("title") or "GPU showback"
     policy = _policy(config, tables)
@@ -861,7 +886,7 @@ def cmd_analysis(args: argparse.Namespace) -> int:
     if getattr(gpucost, args.analysis, None) is None:  # before reading any input
         raise gpucost.Error(f"this build of gpucost has no gpucost.{args.analysis} (an analysis not merged yet)")
     config = configure(args)
-    tables = _tables(config, args)
+    tables = _whole_tables(config, args)
     key = {"find_idle": "idle", "spot_runs": Purchase.SPOT, "advise_commitments": "advice", "budget_status": "budgets",
            "buy_vs_rent": "buy_vs_rent"}[args.analysis]
     if key == "budgets" and tables.budgets is None:
@@ -869,6 +894,7 @@ def cmd_analysis(args: argparse.Namespace) -> int:
     if key == "advice" and tables.rates is None:
         raise UsageError("gpucost advise needs purchase options: --rates FILE or rates in [sources]")
     _check_join(None, tables, config, args)
+    _give_back_freed_memory()  # the quiet allocation's buffers, before the analysis' own
     result = analysis(key, tables.costs, tables.usage, tables.inventory, tables.workloads, bill=tables.bill,
                       budgets=tables.budgets, interruptions=tables.interruptions, rates=tables.rates,
                       existing=tables.existing, today=config.budgets.get("today"),

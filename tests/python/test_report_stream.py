@@ -1,0 +1,130 @@
+"""``gpucost report`` and the analyses over saved Prometheus answers with a
+stated step (issue 29): the month is read a UTC day at a time into one
+compact table (categorical strings, the columns they never read left out),
+and every table of the report, every analysis' rows and the page itself are
+those of the month read whole."""
+
+from __future__ import annotations
+
+import re
+import sys
+from io import StringIO
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import gpucost
+from gpucost import cli, plan, prometheus
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from prometheus_month import START_S, write_month  # noqa: E402  (the benchmark's generator, small)
+
+DAYS = 4
+# The budgets' note on the support line (a line longer than a day is spread over its days), said in both paths.
+pytestmark = pytest.mark.filterwarnings("ignore:costs. 1 lines span more than one day:UserWarning")
+MONTH_START = pd.Timestamp(START_S, unit="s", tz="UTC")
+
+
+@pytest.fixture(scope="module")
+def month(tmp_path_factory):
+    """Four days of answers (3 nodes of 2 GPUs, one in MIG mode), a costs
+    table billed by the day plus a support line over the whole span (cut at
+    midnights in the charts), workloads (team, project; one pod unlabelled)
+    and budgets by team."""
+    folder = tmp_path_factory.mktemp("report_month")
+    answers = write_month(folder / "answers", days=DAYS, nodes=3, gpus_per_node=2, mig_nodes=1)
+    usage = prometheus.read_query_range([str(p) for p in answers.files], step=60)
+    hosts = sorted(map(str, usage["resource_id"].unique()))
+    days = pd.date_range(MONTH_START, periods=DAYS, freq="D")
+    lines = [{"resource_id": h, "start": d, "end": d + pd.Timedelta(days=1), "cost": 48.0 + i,
+              "primary": True} for i, h in enumerate(hosts) for d in days]
+    lines.append({"resource_id": hosts[0], "start": days[0], "end": days[-1] + pd.Timedelta(days=1), "cost": 100.0,
+                  "primary": False})  # support: it bills no GPU time of its own
+    pd.DataFrame(lines).to_csv(folder / "costs.csv", index=False)
+    pd.DataFrame([{"resource_id": h, "device": g, "mem_capacity": 80 * 2**30} for h in hosts
+                  for g in range(2)]).to_csv(folder / "inventory.csv", index=False)
+    pods = sorted(c for c in map(str, usage["consumer"].unique()) if c)
+    workloads = pd.DataFrame({"consumer": pods, "team": [p.split("/")[0] for p in pods],
+                              "project": [p.split("/")[1].rsplit("-", 1)[0] for p in pods]})
+    workloads.loc[0, "team"] = ""  # a pod without a team: the tagging gaps
+    workloads.to_csv(folder / "workloads.csv", index=False)
+    teams = sorted(t for t in workloads["team"].unique() if t)
+    pd.DataFrame({"key": "team", "value": teams, "amount": 300.0}).to_csv(folder / "budgets.csv", index=False)
+    (folder / "gpucost.toml").write_text(
+        '[sources]\ncosts = "costs.csv"\ninventory = "inventory.csv"\ntelemetry = "answers/*.json"\n'
+        'workloads = "workloads.csv"\nstep = 60\n\n[policy]\nby = ["team", "project"]\n\n'
+        '[budgets]\nfile = "budgets.csv"\n')
+    return folder
+
+
+def whole_read(monkeypatch) -> None:
+    """The path before issue 29's report part: the month read whole."""
+    monkeypatch.setattr(cli, "_whole_tables", cli._tables)
+
+
+REPORT = gpucost.report
+
+
+def report(month, tmp_path, capsys, monkeypatch) -> tuple[object, pd.DataFrame, str]:
+    """The report the CLI builds, the usage it was given, and its page and stderr (the page's clock left out)."""
+    made = []
+
+    def keep(costs, usage, *args, **kwargs):
+        made.append((REPORT(costs, usage, *args, **kwargs), usage))
+        return made[-1][0]
+
+    monkeypatch.setattr(gpucost, "report", keep)
+    out = tmp_path / "report.html"
+    code = cli.main(["report", "-c", str(month / "gpucost.toml"), "--output", str(out)])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    page = re.sub(r"Made by gpucost \S+ on [^.]*\.", "", out.read_text())
+    # Each cell's full-precision value to 12 digits (a sum's last bit may differ: see below); the text shown as is.
+    page = re.sub(r'data-value="([-+0-9.e]+)"', lambda m: f'data-value="{float(m[1]):.12g}"', page)
+    return made[0][0], made[0][1], page + err
+
+
+def test_the_report_read_a_day_at_a_time_is_the_report_read_whole(month, tmp_path, capsys, monkeypatch):
+    streamed, usage, streamed_page = report(month, tmp_path, capsys, monkeypatch)
+    # The compact month: categorical strings, the columns no section reads left out.
+    assert isinstance(usage["consumer"].dtype, pd.CategoricalDtype)
+    assert not set(cli._UNREAD_SAMPLE_COLUMNS) & set(usage.columns)
+    whole_read(monkeypatch)
+    whole, whole_usage, whole_page = report(month, tmp_path, capsys, monkeypatch)
+    assert "gpu_uuid" in whole_usage.columns and len(whole_usage) == len(usage)
+    assert {"tagging", "budgets", "idle"} <= {s.key for s in whole.sections}
+    assert "by_team_day_charted" in whole.data  # the support line is cut at midnights in the charts
+    assert list(streamed.data) == list(whole.data)
+    for key, table in whole.data.items():
+        # The same samples in another row order (day by day, not series by series): a sum over a team's pods
+        # may differ in its last bit, nothing more.
+        pd.testing.assert_frame_equal(streamed.data[key], table, check_exact=False, rtol=1e-13, atol=1e-12, obj=key)
+    assert streamed.omitted == whole.omitted
+    assert streamed_page == whole_page
+
+
+@pytest.mark.parametrize("command", ["idle", "budget"])
+def test_an_analysis_read_a_day_at_a_time_is_the_analysis_read_whole(month, capsys, monkeypatch, command):
+    def run() -> tuple[str, str]:
+        code = cli.main([command, "-c", str(month / "gpucost.toml"), "--format", "csv", "--decimals", "raw"])
+        out, err = capsys.readouterr()
+        assert code == 0, err
+        return out, err
+
+    streamed = run()
+    whole_read(monkeypatch)
+    whole = run()
+    assert len(pd.read_csv(StringIO(whole[0]))) > 0
+    assert streamed == whole
+
+
+def test_an_unstated_step_reads_the_month_whole(month, monkeypatch):
+    """Without a step the interval is the whole read's spacing: the month is read whole, as before."""
+    config = gpucost.config.load_config(month / "gpucost.toml")
+    del config.sources["step"]
+    seen = []
+    monkeypatch.setattr(plan.UsageStream, "whole", lambda self, leave_out=(): seen.append(1))
+    tables = cli._whole_tables(config, cli.build_parser().parse_args(["idle"]))
+    assert not seen and tables.stream is None and "gpu_uuid" in tables.usage.columns
