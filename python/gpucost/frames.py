@@ -564,6 +564,27 @@ def join_frame(join: _core.JoinTable) -> pd.DataFrame:
 
 # ---- telemetry results (C++ parsers) -> DataFrames ---------------------------
 
+def str_codes(column: Any) -> tuple[np.ndarray, np.ndarray]:
+    """A string column as ``codes`` (one per row) and ``names`` (object
+    array) with ``names[codes]`` equal to ``column.astype(str)``, missing
+    values as astype(str) makes them, without a string per row where the
+    column is categorical (the readers' samples: issue 29); ``-1`` is the
+    last name."""
+    column = pd.Series(column, copy=False)
+    if not isinstance(column.dtype, pd.CategoricalDtype):
+        column = column.astype(str).astype("category")
+    every = pd.Categorical.from_codes(np.arange(len(column.cat.categories) + 1) - 1, dtype=column.dtype)
+    names = np.roll(pd.Series(every).astype(str).to_numpy(dtype=object), -1)  # each code's astype(str); -1 last
+    return column.cat.codes.to_numpy(), names
+
+
+def str_isin(column: Any, values: Any) -> np.ndarray:
+    """``column.astype(str).isin(values)`` as a boolean array, on the
+    categories (:func:`str_codes`)."""
+    codes, names = str_codes(column)
+    return pd.Series(names, dtype=object).isin(values).to_numpy()[codes]
+
+
 def _codes_to_strings(pair: tuple[np.ndarray, list[str]], categorical: bool) -> Any:
     """A (codes, values) column from C++: categorical (samples) or object
     strings with None for missing (small tables)."""

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from gpucost.errors import InvalidInputError, conversion_hint
+from gpucost.frames import str_codes
 
 __all__ = ["spend_over_time", "allocated_vs_idle", "cost_per_effective_gpu_hour", "utilisation_distribution",
            "spend_by_group", "team_colors", "RESERVED_LABELS", "display_name"]
@@ -158,10 +159,22 @@ def spend_over_time(allocation: pd.DataFrame, by: str = "team", *, colors: Mappi
     x = table.index.tz_convert(None) if getattr(table.index, "tz", None) is not None else table.index
     width = 0.8 * (pd.Series(x).diff().min() if len(x) > 1 else pd.Timedelta(days=1))
     bottom = np.zeros(len(table))
+    # A bar of height 0 draws nothing, but a month by pod has thousands of groups of a few days each
+    # (issue 29: 6,520 pods x 31 days, 1.6 GiB of Rectangles): only the first group's bars (the axis'
+    # extent, and the first instant's, the bars' width in data units) and other groups' non-zero ones
+    # are made; the skipped bars' bottoms stay sticky edges, so the axes' limits are as with every bar.
+    skipped, first = [], None
     for c in table.columns:
         values = table[c].to_numpy()
-        ax.bar(x, values, bottom=bottom, width=width, color=colors[str(c)], label=display_name(c), linewidth=0)
+        drawn = np.ones(len(values), dtype=bool) if first is None else (values != 0)
+        drawn[0] = True
+        bars = ax.bar(x[drawn], values[drawn], bottom=bottom[drawn], width=width, color=colors[str(c)],
+                      label=display_name(c), linewidth=0)
+        first = first if first is not None else bars
+        skipped.append(bottom[~drawn])
         bottom += values
+    if first is not None and len(first.patches):
+        first.patches[0].sticky_edges.y.extend(np.concatenate(skipped).tolist())
     _money_axis(ax)
     ax.set_title(title, loc="left", fontsize=11, fontweight="bold")
     _date_axis(ax)
@@ -279,24 +292,31 @@ def utilisation_distribution(usage: pd.DataFrame, workloads: pd.DataFrame | None
         (['nlp', 'vision'], 3.0)
     """
     _require(usage, ["consumer", "util", "share"], "usage")
-    held = usage["consumer"].astype(str) != ""
-    data = usage.loc[held.to_numpy(), ["consumer", "util", "share"]]
-    seconds = usage.loc[held.to_numpy(), "duration"].to_numpy(dtype=np.float64) if "duration" in usage \
-        else np.full(len(data), float(interval))
-    weight = data["share"].to_numpy(dtype=np.float64) * seconds / 3600.0
+    # On the consumers' category codes, never a string per sample (a month is ~17 M samples: issue 29).
+    codes, names = str_codes(usage["consumer"])
+    held = np.flatnonzero((names != "")[codes])
+    seconds = pd.Series(usage["duration"]).to_numpy(dtype=np.float64)[held] if "duration" in usage \
+        else np.full(len(held), float(interval))
+    weight = pd.Series(usage["share"]).to_numpy(dtype=np.float64)[held] * seconds / 3600.0
+    del seconds
+    util = pd.Series(usage["util"]).to_numpy()[held]
     edges = np.linspace(0.0, 1.0, bins + 1)
     fig, ax = _figure(8.0, 3.2)
     if workloads is not None and by in getattr(workloads, "columns", ()):
         labels = workloads.set_index("consumer")[by]
-        group = data["consumer"].astype(str).map(labels).fillna("__unlabelled__").astype(str).to_numpy()
+        per_name = pd.Series(names, dtype=object).map(labels).fillna("__unlabelled__").astype(str).to_numpy()
     else:
-        group = np.full(len(data), "all")
-    colors = dict(colors or team_colors(np.unique(group)))
-    order = pd.Series(weight).groupby(group).sum().sort_values(ascending=False).index
+        per_name = np.full(len(names), "all", dtype=object)
+    kinds, per_name = np.unique(per_name, return_inverse=True)  # each consumer's group, as a code
+    group = per_name[codes[held]]
+    del codes, held
+    colors = dict(colors or team_colors(kinds[np.unique(group)]))
+    totals = pd.Series(weight).groupby(group).sum()  # codes in the groups' sorted order, as the names would be
+    order = pd.Series(totals.to_numpy(), index=kinds[totals.index.to_numpy(dtype=np.intp)]).sort_values(ascending=False).index
     bottom = np.zeros(bins)
     for g in order:
-        mask = group == g
-        counts, _ = np.histogram(data["util"].to_numpy()[mask], bins=edges, weights=weight[mask])
+        mask = group == np.searchsorted(kinds, g)
+        counts, _ = np.histogram(util[mask], bins=edges, weights=weight[mask])
         ax.bar(edges[:-1] * 100, counts, width=100 / bins, align="edge", bottom=bottom,
                color=colors.get(g, "#1f5fa8"), label=display_name(g), edgecolor="white", linewidth=0.4)
         bottom += counts

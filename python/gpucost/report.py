@@ -33,7 +33,7 @@ import gpucost
 from gpucost import plot
 from gpucost.currency import convert_currency, currencies
 from gpucost.errors import InvalidInputError
-from gpucost.frames import Table
+from gpucost.frames import Table, str_isin
 from gpucost.join import JoinReport, apply_rule, called_from_gpucost, join_report
 from gpucost.model import Basis, CostDriver, Purchase, Reserved
 from gpucost.money import minor_unit, round_half_away, round_parts
@@ -680,7 +680,7 @@ def _measured_usage(usage: Any, workloads: Any) -> Any:
             workloads, "columns", ()):
         return usage
     assumed = workloads.loc[workloads["utilization_source"].astype(str) == "assumed", "consumer"].astype(str)
-    return usage[~usage["consumer"].astype(str).isin(set(assumed)).to_numpy()]
+    return usage[~str_isin(usage["consumer"], set(assumed))]
 
 
 def _kpis(by_team: pd.DataFrame, team: str, total: float, assumed: pd.DataFrame | None = None) -> dict:

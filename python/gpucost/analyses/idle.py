@@ -30,6 +30,7 @@ from gpucost.analyses._common import (
 )
 from gpucost.analyses._tables import frame, instants_ns, strings
 from gpucost.model import CostDriver, Purchase
+from gpucost.frames import str_isin
 from gpucost.prometheus import to_ns
 
 __all__ = ["IdleReport", "find_idle", "idle_policy", "EXEMPT_VALUES"]
@@ -274,7 +275,7 @@ def _free_samples_as_spans(usage: pd.DataFrame, down: pd.DataFrame, keys: np.nda
     consumer) whose instant falls in a power-down span of its device held by
     that span's key: allocate then gives each span its share of the power
     lines by energy."""
-    samples = usage[usage["resource_id"].astype(str).isin(resources).to_numpy()].reset_index(drop=True)
+    samples = usage[str_isin(usage["resource_id"], resources)].reset_index(drop=True)
     consumer = samples["consumer"].astype("string").fillna("").to_numpy(dtype=object)
     at = pd.DataFrame({"row": np.arange(len(samples)), "t": instants_ns(samples, "usage", "timestamp"),
                        "resource_id": samples["resource_id"].astype(str).to_numpy(),
