@@ -38,7 +38,8 @@ from gpucost.model import Purchase
 from gpucost import money, sheets
 from gpucost.config import Config, Tables, attribute, load_config
 from gpucost.join import join_report
-from gpucost.plan import USAGE_KEYS, PlanError, _give_back_freed_memory, load_tables, plan_sources, read_table, streams
+from gpucost.plan import (USAGE_KEYS, PlanError, _give_back_freed_memory, _map_large_blocks, load_tables, plan_sources,
+                          read_table, streams)
 from gpucost.frames import for_export
 
 __all__ = ["main", "build_parser", "format_money_table", "EXIT_OK", "EXIT_ERROR", "EXIT_BAD_INPUT"]
@@ -591,6 +592,7 @@ def _whole_tables(config: Config, args) -> Tables:
     tables = _tables(config, args, stream=answers)
     if tables.stream is None:
         return tables
+    _map_large_blocks()  # the allocations' and analyses' buffers given back when freed, not kept beside the month
     with _reader_warnings(config, args):
         tables.usage = tables.stream.whole(leave_out=_UNREAD_SAMPLE_COLUMNS)
     tables.stream = None

@@ -1532,6 +1532,19 @@ def _give_back_freed_memory() -> None:
         pass
 
 
+def _map_large_blocks(size: int = 1 << 20) -> None:
+    """From now on this process' blocks of ``size`` bytes or more are
+    mapped on their own (glibc's M_MMAP_THRESHOLD, fixed), so that a large
+    array freed is given back at once rather than kept in an arena among
+    the blocks still held: a command holding the month (report, analyses)
+    then peaks at what it holds, not at that plus what each allocation
+    freed (issue 29). glibc only; elsewhere nothing."""
+    try:
+        ctypes.CDLL(None).mallopt(-3, int(size))  # M_MMAP_THRESHOLD
+    except (OSError, AttributeError):
+        pass
+
+
 def _absent(like: Any, rows: int) -> Any:
     """``rows`` missing values of a column like ``like`` (a chunk without that column)."""
     if isinstance(getattr(like, "dtype", None), pd.CategoricalDtype):

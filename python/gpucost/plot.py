@@ -294,11 +294,13 @@ def utilisation_distribution(usage: pd.DataFrame, workloads: pd.DataFrame | None
     _require(usage, ["consumer", "util", "share"], "usage")
     # On the consumers' category codes, never a string per sample (a month is ~17 M samples: issue 29).
     codes, names = str_codes(usage["consumer"])
-    held = np.flatnonzero((names != "")[codes])
-    seconds = pd.Series(usage["duration"]).to_numpy(dtype=np.float64)[held] if "duration" in usage \
-        else np.full(len(held), float(interval))
-    weight = pd.Series(usage["share"]).to_numpy(dtype=np.float64)[held] * seconds / 3600.0
-    del seconds
+    held = (names != "")[codes]  # a mask, not indices: a byte per sample
+    weight = pd.Series(usage["share"]).to_numpy(dtype=np.float64)[held]  # share x seconds / 3600, in place
+    if "duration" in usage:
+        weight *= pd.Series(usage["duration"]).to_numpy(dtype=np.float64)[held]
+    else:
+        weight *= float(interval)
+    weight /= 3600.0
     util = pd.Series(usage["util"]).to_numpy()[held]
     edges = np.linspace(0.0, 1.0, bins + 1)
     fig, ax = _figure(8.0, 3.2)
@@ -308,15 +310,17 @@ def utilisation_distribution(usage: pd.DataFrame, workloads: pd.DataFrame | None
     else:
         per_name = np.full(len(names), "all", dtype=object)
     kinds, per_name = np.unique(per_name, return_inverse=True)  # each consumer's group, as a code
-    group = per_name[codes[held]]
+    group = per_name.astype(np.int32)[codes[held]]
     del codes, held
     colors = dict(colors or team_colors(kinds[np.unique(group)]))
     totals = pd.Series(weight).groupby(group).sum()  # codes in the groups' sorted order, as the names would be
-    order = pd.Series(totals.to_numpy(), index=kinds[totals.index.to_numpy(dtype=np.intp)]).sort_values(ascending=False).index
+    order = pd.Series(totals.to_numpy(), index=kinds[totals.index.to_numpy(dtype=np.intp)]).sort_values(
+        ascending=False).index
     bottom = np.zeros(bins)
     for g in order:
-        mask = group == np.searchsorted(kinds, g)
-        counts, _ = np.histogram(util[mask], bins=edges, weights=weight[mask])
+        mask = None if len(order) == 1 else group == np.searchsorted(kinds, g)  # one group: every sample
+        counts, _ = np.histogram(util if mask is None else util[mask], bins=edges,
+                                 weights=weight if mask is None else weight[mask])
         ax.bar(edges[:-1] * 100, counts, width=100 / bins, align="edge", bottom=bottom,
                color=colors.get(g, "#1f5fa8"), label=display_name(g), edgecolor="white", linewidth=0.4)
         bottom += counts

@@ -11,7 +11,9 @@ import sys
 from io import StringIO
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
+from matplotlib.figure import Figure
 import pytest
 
 import gpucost
@@ -128,3 +130,28 @@ def test_an_unstated_step_reads_the_month_whole(month, monkeypatch):
     monkeypatch.setattr(plan.UsageStream, "whole", lambda self, leave_out=(): seen.append(1))
     tables = cli._whole_tables(config, cli.build_parser().parse_args(["idle"]))
     assert not seen and tables.stream is None and "gpu_uuid" in tables.usage.columns
+
+
+def test_the_daily_chart_makes_no_empty_bar_and_keeps_every_bars_axes():
+    """A month by pod is thousands of groups of a few days each: spend_over_time makes no bar of height 0
+    past the first group, and its axes' limits are those of every bar made (the stacks' bottoms stay sticky)."""
+    rng = np.random.default_rng(7)
+    days = pd.date_range("2026-03-01", periods=9, freq="D", tz="UTC")
+    rows = [(f"pod-{p}", d, abs(float(rng.normal(30, 30)))) for p in range(40) for d in days if rng.random() < 0.3]
+    rows += [("credit", days[3], -50.0)] + [("__idle__", d, 0.0) for d in days]  # idle: 0 on top of every stack
+    by_day = pd.DataFrame(rows, columns=["team", "period", "cost"])
+    fig = gpucost.plot.spend_over_time(by_day)
+    ax = fig.axes[0]
+    groups = [display for display in (t.get_text() for t in ax.get_legend().get_texts())]
+    table = by_day.pivot_table(index="period", columns="team", values="cost", aggfunc="sum", fill_value=0.0)
+    table = table[[{"Idle capacity": "__idle__"}.get(g, g) for g in groups]]
+    every = Figure().subplots()  # every bar, as before issue 29
+    x = table.index.tz_convert(None)
+    bottom = np.zeros(len(table))
+    for group in table.columns:
+        every.bar(x, table[group].to_numpy(), bottom=bottom, width=0.8 * pd.Timedelta(days=1), linewidth=0)
+        bottom += table[group].to_numpy()
+    assert ax.get_ylim() == every.get_ylim() and ax.get_xlim() == every.get_xlim()
+    bars = sorted((p.get_x(), p.get_y(), p.get_height()) for p in ax.patches if p.get_height())
+    assert bars == sorted((p.get_x(), p.get_y(), p.get_height()) for p in every.patches if p.get_height())
+    assert len(ax.patches) < len(every.patches) / 2
