@@ -168,16 +168,45 @@ struct alignas(64) DeviceCache {
 // to one of them is a copy. More than this many sends the series to the sort.
 constexpr int kTieRows = 4;
 
-// Per-series state of the pass in row order.
-struct ScanState {
+// Per-series state of the pass in row order (one cache line).
+//
+// Jittered scrapes make a series' spacing uneven, and its median would need
+// a second look at its rows. But most of a scraper's differences are one
+// value (a late scrape makes one long and one short difference), and a value
+// that is more than half of the differences is their median, exactly. A
+// majority vote (Boyer-Moore) names the candidate as the rows go by, and
+// `since` counts its differences from the one that made it the candidate:
+// when that alone is over half, the median is known without a second look.
+struct alignas(64) ScanState {
   int64_t last = std::numeric_limits<int64_t>::min();  // latest instant seen
   int64_t first_diff = 0;                              // 0: one distinct instant so far
+  int64_t candidate = 0;                               // the difference the vote favours
   int32_t diffs = 0;                                   // positive differences seen
   int32_t dropped = 0;                                 // copies found in row order
+  int32_t vote = 0;                                    // the vote's count
+  int32_t since = 0;                                   // the candidate's differences since it was named
   std::array<int32_t, kTieRows> tie_rows{};            // rows at `last`, distinct values
   int8_t ties = 0;
   bool irregular = false;
   bool gathered = false;
+
+  void AddDifference(int64_t d) {
+    if (first_diff == 0) first_diff = d;
+    irregular |= d != first_diff;
+    ++diffs;
+    if (d == candidate) {
+      ++vote;
+      ++since;
+    } else if (vote == 0) {
+      candidate = d;
+      vote = 1;
+      since = 1;
+    } else {
+      --vote;
+    }
+  }
+  // The median of the differences when one value is more than half of them.
+  [[nodiscard]] bool MajorityKnown() const { return 2 * static_cast<int64_t>(since) > diffs; }
 };
 
 class Scanner {
@@ -273,12 +302,7 @@ class Scanner {
       if (t < bounds_.ts_lo || t >= bounds_.ts_hi) [[unlikely]] return;
       ScanState& st = states[id];
       if (t > st.last) [[likely]] {
-        if (st.last != std::numeric_limits<int64_t>::min()) {
-          const int64_t d_t = t - st.last;
-          if (st.first_diff == 0) st.first_diff = d_t;
-          st.irregular |= d_t != st.first_diff;
-          ++st.diffs;
-        }
+        if (st.last != std::numeric_limits<int64_t>::min()) st.AddDifference(t - st.last);
         st.last = t;
         st.tie_rows[0] = static_cast<int32_t>(i);
         st.ties = 1;
@@ -308,6 +332,7 @@ class Scanner {
       if (st.gathered) continue;
       out.duplicates += st.dropped;
       if (st.first_diff != 0 && !st.irregular) out.series[k].spacing_ns = static_cast<double>(st.first_diff) * ticks();
+      if (st.irregular && st.MajorityKnown()) out.series[k].spacing_ns = static_cast<double>(st.candidate) * ticks();
     }
     MedianSpacings(w, states);
     if (any_gathered) Gather(w, states);
@@ -323,7 +348,7 @@ class Scanner {
     std::vector<int64_t> offset(states.size() + 1, 0);
     bool any = false;
     for (size_t k = 0; k < states.size(); ++k) {
-      const bool wanted = states[k].irregular && !states[k].gathered;
+      const bool wanted = states[k].irregular && !states[k].gathered && !states[k].MajorityKnown();
       offset[k + 1] = wanted ? states[k].diffs : 0;
       any |= wanted;
     }
@@ -338,7 +363,7 @@ class Scanner {
       const int32_t id = series_of_row[i];
       if (id < 0 || (id & kDroppedBit) != 0) return;
       ScanState& st = states[id & kSeriesBits];
-      if (!st.irregular || st.gathered) return;
+      if (offset[(id & kSeriesBits) + 1] == offset[id & kSeriesBits]) return;  // not wanted
       const int64_t t = ts[i];
       if (t < bounds_.ts_lo || t >= bounds_.ts_hi || t <= st.last) return;
       if (st.last != std::numeric_limits<int64_t>::min()) arena[at[id]++] = t - st.last;
