@@ -288,7 +288,7 @@ class Scanner {
       return id;
     };
 
-    ForOwnedRows(chunk_, s_, w, [&](int64_t i) {
+    ForOwnedRows(chunk_, s_, w, [&](int64_t i) __attribute__((always_inline)) {
       const int32_t r = rc[i], d = dv[i], c = cc[i];
       // A device is checked only on a resource in the inventory (SEMANTICS 6).
       if (static_cast<uint32_t>(r) >= codes || c < kNullCode || c >= consumers ||
@@ -341,16 +341,18 @@ class Scanner {
  private:
   [[nodiscard]] double ticks() const { return static_cast<double>(static_cast<int64_t>(s_.time_unit)); }
 
-  // In-order series with uneven spacing (jittered scrapes): their differences
-  // gathered into one arena by a second look at their rows, then a median each.
+  // In-order series with uneven spacing and no majority: their differences
+  // gathered into one arena by a second look at their rows, then a median
+  // each. They are few, so a byte per series (in cache) skips the others.
   void MedianSpacings(int w, std::vector<ScanState>& states) {
     WorkerSeries& out = chunk_.by_worker[w];
     std::vector<int64_t> offset(states.size() + 1, 0);
+    std::vector<uint8_t> wanted(states.size(), 0);
     bool any = false;
     for (size_t k = 0; k < states.size(); ++k) {
-      const bool wanted = states[k].irregular && !states[k].gathered && !states[k].MajorityKnown();
-      offset[k + 1] = wanted ? states[k].diffs : 0;
-      any |= wanted;
+      wanted[k] = states[k].irregular && !states[k].gathered && !states[k].MajorityKnown() ? 1 : 0;
+      offset[k + 1] = wanted[k] ? states[k].diffs : 0;
+      any |= wanted[k] != 0;
     }
     if (!any) return;
     std::partial_sum(offset.begin(), offset.end(), offset.begin());
@@ -361,9 +363,8 @@ class Scanner {
     const int32_t* series_of_row = chunk_.series_of_row.get();
     ForOwnedRows(chunk_, s_, w, [&](int64_t i) {
       const int32_t id = series_of_row[i];
-      if (id < 0 || (id & kDroppedBit) != 0) return;
-      ScanState& st = states[id & kSeriesBits];
-      if (offset[(id & kSeriesBits) + 1] == offset[id & kSeriesBits]) return;  // not wanted
+      if (id < 0 || (id & kDroppedBit) != 0 || !wanted[id]) return;
+      ScanState& st = states[id];
       const int64_t t = ts[i];
       if (t < bounds_.ts_lo || t >= bounds_.ts_hi || t <= st.last) return;
       if (st.last != std::numeric_limits<int64_t>::min()) arena[at[id]++] = t - st.last;
