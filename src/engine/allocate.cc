@@ -259,12 +259,41 @@ void SortByKeys(const std::vector<std::string>& names, std::vector<int32_t>& ord
   for (const auto& [a, b] : runs) SortByKeys(names, order, a, b, depth + 8, keyed);
 }
 
-// The indices of `names` in string order.
+// The indices of `names` in string order. Names interned from a sorted
+// dictionary (pandas categories, most Arrow dictionaries) come in order but
+// for the few appended after them (the pseudo-consumers): their sorted
+// prefix is kept, only the rest is sorted, and the two merged.
 std::vector<int32_t> SortedOrder(const std::vector<std::string>& names) {
   std::vector<int32_t> order(names.size());
   std::iota(order.begin(), order.end(), 0);
+  const auto prefix = std::is_sorted_until(names.begin(), names.end()) - names.begin();
   std::vector<std::pair<uint64_t, int32_t>> keyed;
-  SortByKeys(names, order, 0, names.size(), 0, keyed);
+  SortByKeys(names, order, static_cast<size_t>(prefix), names.size(), 0, keyed);
+  std::inplace_merge(order.begin(), order.begin() + prefix, order.end(),
+                     [&](int32_t a, int32_t b) { return names[a] < names[b]; });
+  return order;
+}
+
+// The result rows in key order: a least-significant-first radix sort, a
+// counting pass per dictionary-coded column (codes are ranks, 0..size-1) and
+// a stable sort per period or cost-line column. Groups are distinct, so this
+// is the one lexicographic order of the keys.
+std::vector<uint32_t> RowsInKeyOrder(const std::vector<KeyColumn>& keys, size_t rows) {
+  std::vector<uint32_t> order(rows), next(rows);
+  std::iota(order.begin(), order.end(), 0);
+  std::vector<uint32_t> count;
+  for (auto col = keys.rbegin(); col != keys.rend(); ++col) {
+    if (col->is_period() || col->is_cost_line()) {
+      const std::vector<int64_t>& v = col->is_period() ? col->period : col->cost_line;
+      std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return v[a] < v[b]; });
+      continue;
+    }
+    count.assign(col->dictionary.size() + 1, 0);
+    for (uint32_t r : order) ++count[col->codes[r] + 1];
+    std::partial_sum(count.begin(), count.end(), count.begin());
+    for (uint32_t r : order) next[count[col->codes[r]]++] = r;
+    order.swap(next);
+  }
   return order;
 }
 
@@ -447,6 +476,7 @@ struct Allocator::State {
   // of them: one copy of each name (hundreds of thousands of pods a day).
   absl::flat_hash_map<absl::string_view, int32_t> consumer_ids;
   std::deque<std::string> consumer_names;
+  size_t consumers_hashed = 0;  // consumer_names[0, this) are in consumer_ids
 
   // Labels: per label column, its values and each consumer's value code.
   struct Label {
@@ -494,12 +524,47 @@ struct Allocator::State {
   }
 
   int32_t InternConsumer(std::string_view name) {
+    HashConsumers();
     const auto found = consumer_ids.find(absl::string_view(name.data(), name.size()));
     if (found != consumer_ids.end()) return found->second;
     const auto id = static_cast<int32_t>(consumer_names.size());
     const std::string& kept = consumer_names.emplace_back(name);
     consumer_ids.emplace(absl::string_view(kept.data(), kept.size()), id);
+    ++consumers_hashed;
     return id;
+  }
+
+  // The first names a chunk brings in strictly increasing order (a sorted
+  // dictionary: its names are distinct) are taken as they are: ids in
+  // their order, hashed only when a name must be looked up (a workload, a
+  // later chunk). High-cardinality fleets have a name per few samples.
+  // Returns false, taking nothing, when the state has names or `dictionary`
+  // is not in strict order; empty names (no workload) are skipped.
+  bool TakeSortedConsumers(std::span<const std::string_view> dictionary, std::vector<int32_t>& con_map) {
+    if (!consumer_names.empty()) return false;
+    std::string_view previous;
+    bool first = true;
+    for (std::string_view name : dictionary) {
+      if (name.empty()) continue;
+      if (!first && !(previous < name)) return false;
+      previous = name;
+      first = false;
+    }
+    for (size_t d = 0; d < dictionary.size(); ++d) {
+      if (dictionary[d].empty()) continue;
+      con_map[d] = static_cast<int32_t>(consumer_names.size());
+      consumer_names.emplace_back(dictionary[d]);
+    }
+    return true;
+  }
+
+  void HashConsumers() {
+    if (consumers_hashed == consumer_names.size()) return;
+    consumer_ids.reserve(consumer_names.size());
+    for (; consumers_hashed < consumer_names.size(); ++consumers_hashed) {
+      const std::string& name = consumer_names[consumers_hashed];
+      consumer_ids.emplace(absl::string_view(name.data(), name.size()), static_cast<int32_t>(consumers_hashed));
+    }
   }
 
   absl::Status IndexCosts(const CostColumns& costs);
@@ -1680,8 +1745,12 @@ absl::Status Allocator::AddSamples(const SampleColumns& s) {
     devices_of_code[d] = devices > 0 ? devices : -1;
   }
   std::vector<int32_t> con_map(s.consumer.dictionary.size(), kNoConsumer);
-  for (size_t d = 0; d < con_map.size(); ++d) {
-    if (!s.consumer.dictionary[d].empty()) con_map[d] = st.InternConsumer(s.consumer.dictionary[d]);
+  if (!st.TakeSortedConsumers(s.consumer.dictionary, con_map)) {
+    st.HashConsumers();
+    st.consumer_ids.reserve(st.consumer_ids.size() + con_map.size());  // one table, not a rehash per doubling
+    for (size_t d = 0; d < con_map.size(); ++d) {
+      if (!s.consumer.dictionary[d].empty()) con_map[d] = st.InternConsumer(s.consumer.dictionary[d]);
+    }
   }
   if (st.ordered) {
     if (absl::Status status = st.CheckNotBeforeEarlierChunks(s); !status.ok()) return fail(status);
@@ -1928,11 +1997,24 @@ absl::StatusOr<Allocation> Allocator::State::Prorate() {
   absl::flat_hash_map<GroupKey, uint32_t> group_ids;
   std::vector<GroupKey> group_keys;
   std::vector<GroupTotals> totals;
+  // Grouped by consumer or labels alone, a group is its consumer key: found
+  // by index, not by a hash per (line, consumer).
+  const bool keyed_by_consumer_only = !by_resource && !period_freq && !has_currency && !by_line;
+  std::vector<int32_t> group_of_key(keyed_by_consumer_only ? consumer_key.size() : 0, -1);
   auto group = [&](int32_t consumer, size_t line_index) -> GroupTotals& {
     const Line& line = lines[line_index];
     const GroupKey key{consumer_key[consumer], by_resource ? line.resource : 0,
                        period_freq ? FloorToPeriod(line.start, *period_freq) : 0,
                        has_currency ? line.currency : 0, by_line ? static_cast<int64_t>(line_index) : 0};
+    if (keyed_by_consumer_only) {
+      int32_t& g = group_of_key[key.consumer_key];
+      if (g < 0) {
+        g = static_cast<int32_t>(totals.size());
+        group_keys.push_back(key);
+        totals.emplace_back();
+      }
+      return totals[g];
+    }
     auto [it, inserted] = group_ids.try_emplace(key, static_cast<uint32_t>(totals.size()));
     if (inserted) {
       group_keys.push_back(key);
@@ -2189,20 +2271,7 @@ absl::StatusOr<Allocation> Allocator::State::Prorate() {
     }
     out.keys.push_back(std::move(col));
   }
-  std::vector<uint32_t> order(rows);
-  std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
-    for (const KeyColumn& col : out.keys) {
-      if (col.is_period()) {
-        if (col.period[a] != col.period[b]) return col.period[a] < col.period[b];
-      } else if (col.is_cost_line()) {
-        if (col.cost_line[a] != col.cost_line[b]) return col.cost_line[a] < col.cost_line[b];
-      } else if (col.codes[a] != col.codes[b]) {
-        return col.codes[a] < col.codes[b];
-      }
-    }
-    return false;
-  });
+  const std::vector<uint32_t> order = RowsInKeyOrder(out.keys, rows);
   for (KeyColumn& col : out.keys) {
     if (col.is_period() || col.is_cost_line()) {
       std::vector<int64_t>& values = col.is_period() ? col.period : col.cost_line;
