@@ -297,6 +297,20 @@ std::vector<uint32_t> RowsInKeyOrder(const std::vector<KeyColumn>& keys, size_t 
   return order;
 }
 
+// f(w) for each worker w in [0, workers): worker 0 on this thread, the
+// others on threads of their own.
+template <typename F>
+void RunOnWorkers(int workers, F&& f) {
+  if (workers == 1) {
+    f(0);
+    return;
+  }
+  std::vector<std::thread> threads;
+  for (int w = 1; w < workers; ++w) threads.emplace_back(f, w);
+  f(0);
+  for (std::thread& t : threads) t.join();
+}
+
 // Key dimension of a result group, in `by` order.
 enum class KeyKind { kConsumer, kResource, kPeriod, kLabel, kCurrency, kCostLine };
 struct KeyDim {
@@ -1621,7 +1635,6 @@ int64_t Allocator::State::FindDuplicates(const SampleColumns& s, internal::Chunk
   if (single_chunk) return 0;
   const int64_t* ts = s.timestamp.data();
   int32_t* series_of_row = chunk.series_of_row.get();
-  int64_t found = 0;
   // Values as == sees them: -0.0 and 0.0 alike (x + 0.0 is +0.0 for both).
   auto bits = [](double x) { return std::bit_cast<uint64_t>(x + 0.0); };
   // Raw values in the chunk's unit, scaled with a wrapping multiply: an absurd
@@ -1631,28 +1644,38 @@ int64_t Allocator::State::FindDuplicates(const SampleColumns& s, internal::Chunk
                         s.duration ? ScaleInstant(raw_duration, s.time_unit) : -1);
   };
   using Item = std::pair<int64_t, uint64_t>;
-  std::vector<std::vector<Item>*> seen;  // per series of the worker: its history
-  std::vector<size_t> old_size;          // what the history held before this chunk
-  for (int w = 0; w < chunk.workers; ++w) {
-    internal::WorkerSeries& mine = chunk.by_worker[w];
-    const size_t num_series = mine.series.size();
-    // Every key first, then the pointers: an insertion may move the others.
-    const std::vector<SeriesKey> keys = StreamKeys(mine, res_map, con_map);
-    for (const SeriesKey& key : keys) history.try_emplace(key);
-    seen.resize(num_series);
-    old_size.resize(num_series);
-    for (size_t k = 0; k < num_series; ++k) {
-      seen[k] = &history.find(keys[k])->second;
-      old_size[k] = seen[k]->size();
+  // Every worker's series' histories found (or made) first, on one thread:
+  // an insertion may move the others. A series is one worker's in a chunk,
+  // so the workers then read and extend their own histories side by side.
+  const int workers = chunk.workers;
+  std::vector<std::vector<SeriesKey>> keys(workers);
+  for (int w = 0; w < workers; ++w) {
+    keys[w] = StreamKeys(chunk.by_worker[w], res_map, con_map);
+    for (const SeriesKey& key : keys[w]) history.try_emplace(key);
+  }
+  std::vector<std::vector<std::vector<Item>*>> seen(workers);  // per worker, per series: its history
+  std::vector<std::vector<size_t>> old_size(workers);           // what the history held before this chunk
+  for (int w = 0; w < workers; ++w) {
+    seen[w].resize(keys[w].size());
+    old_size[w].resize(keys[w].size());
+    for (size_t k = 0; k < keys[w].size(); ++k) {
+      seen[w][k] = &history.find(keys[w][k])->second;
+      old_size[w][k] = seen[w][k]->size();
     }
+  }
+  std::vector<int64_t> found(workers, 0);
+  RunOnWorkers(workers, [&](int w) {
+    internal::WorkerSeries& mine = chunk.by_worker[w];
+    std::vector<std::vector<Item>*>& history_of_series = seen[w];
+    const std::vector<size_t>& old = old_size[w];
     // A row is a copy when its (instant, values) are in the history from
     // earlier chunks; otherwise it joins the history. Rows are read in row
     // order (series in order) or in their gathered copy (time order), never
     // by random access; an in-order stream's rows lie past the history's end
     // and cost one comparison.
     auto copy_of_earlier = [&](size_t k, const Item& item) {
-      const std::vector<Item>& history_of = *seen[k];
-      const size_t n = old_size[k];
+      const std::vector<Item>& history_of = *history_of_series[k];
+      const size_t n = old[k];
       if (n == 0 || item.first > history_of[n - 1].first) return false;
       return std::binary_search(history_of.begin(), history_of.begin() + static_cast<std::ptrdiff_t>(n), item);
     };
@@ -1663,12 +1686,12 @@ int64_t Allocator::State::FindDuplicates(const SampleColumns& s, internal::Chunk
                       fingerprint(s.share[i], s.util[i], s.mem_used[i], s.duration ? (*s.duration)[i] : 0)};
       if (copy_of_earlier(static_cast<size_t>(id), item)) {
         series_of_row[i] |= internal::kDroppedBit;
-        ++found;
+        ++found[w];
       } else {
-        seen[static_cast<size_t>(id)]->push_back(item);
+        history_of_series[static_cast<size_t>(id)]->push_back(item);
       }
     });
-    for (size_t k = 0; k < num_series; ++k) {
+    for (size_t k = 0; k < mine.series.size(); ++k) {
       const internal::Series& series = mine.series[k];
       if (!series.gathered) continue;
       for (int64_t p = series.sorted_begin; p < series.sorted_end; ++p) {
@@ -1678,25 +1701,25 @@ int64_t Allocator::State::FindDuplicates(const SampleColumns& s, internal::Chunk
         if (copy_of_earlier(k, item)) {
           series_of_row[r.row] |= internal::kDroppedBit;
           r.row = ~r.row;  // the accumulation reads the gathered copy
-          ++found;
+          ++found[w];
         } else {
-          seen[k]->push_back(item);
+          history_of_series[k]->push_back(item);
         }
       }
     }
     // Each history sorted again: the new part (in time order, ties by value
     // unordered) sorted, then merged when it goes back before the old end.
-    for (size_t k = 0; k < num_series; ++k) {
-      std::vector<Item>& history_of = *seen[k];
-      const auto middle = history_of.begin() + static_cast<std::ptrdiff_t>(old_size[k]);
+    for (size_t k = 0; k < mine.series.size(); ++k) {
+      std::vector<Item>& history_of = *history_of_series[k];
+      const auto middle = history_of.begin() + static_cast<std::ptrdiff_t>(old[k]);
       if (middle == history_of.end()) continue;
       if (!std::is_sorted(middle, history_of.end())) std::sort(middle, history_of.end());
       if (middle != history_of.begin() && *middle < *(middle - 1)) {
         std::inplace_merge(history_of.begin(), middle, history_of.end());
       }
     }
-  }
-  return found;
+  });
+  return std::accumulate(found.begin(), found.end(), int64_t{0});
 }
 
 absl::Status Allocator::AddSamples(const SampleColumns& s) {
@@ -1788,14 +1811,7 @@ absl::Status Allocator::AddSamples(const SampleColumns& s) {
                           : st.AccumulateWorker<false, false>(s, chunk, w, res_map, con_map, part);
     }
   };
-  if (workers == 1) {
-    work(0);
-  } else {
-    std::vector<std::thread> threads;
-    for (int w = 1; w < workers; ++w) threads.emplace_back(work, w);
-    work(0);
-    for (std::thread& t : threads) t.join();
-  }
+  RunOnWorkers(workers, work);
   // The first error in row order, whatever the number of workers.
   const Partial* failed = nullptr;
   for (const Partial& part : parts) {
