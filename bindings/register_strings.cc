@@ -21,12 +21,16 @@ namespace gpucost::python {
 namespace {
 
 // One Arrow string array: offsets (int32, or int64 for large_string) into
-// one data buffer, an optional validity bitmap, and the array's own offset
-// into both (a slice).
+// one data buffer, or 16-byte views (string_view, as Polars holds strings:
+// a length, then the bytes inline up to 12, else a prefix, a buffer index
+// and an offset into that buffer); an optional validity bitmap; and the
+// array's own offset into them (a slice).
 struct StringChunk {
   const int32_t* offsets32 = nullptr;
   const int64_t* offsets64 = nullptr;
   const char* data = nullptr;
+  const uint8_t* views = nullptr;
+  std::vector<const char*> view_buffers;
   const uint8_t* validity = nullptr;
   int64_t offset = 0;
   int64_t length = 0;
@@ -37,6 +41,15 @@ struct StringChunk {
   }
   [[nodiscard]] std::string_view At(int64_t i) const {
     const int64_t k = offset + i;
+    if (views != nullptr) {
+      const uint8_t* view = views + 16 * k;
+      int32_t size = 0, buffer = 0, at = 0;
+      std::memcpy(&size, view, 4);
+      if (size <= 12) return {reinterpret_cast<const char*>(view + 4), static_cast<size_t>(size)};
+      std::memcpy(&buffer, view + 8, 4);
+      std::memcpy(&at, view + 12, 4);
+      return {view_buffers[static_cast<size_t>(buffer)] + at, static_cast<size_t>(size)};
+    }
     const int64_t lo = offsets32 != nullptr ? offsets32[k] : offsets64[k];
     const int64_t hi = offsets32 != nullptr ? offsets32[k + 1] : offsets64[k + 1];
     return {data + lo, static_cast<size_t>(hi - lo)};
@@ -145,27 +158,37 @@ py::tuple EncodeStrings(const py::list& chunk_buffers, int threads) {
     const auto t = py::reinterpret_borrow<py::tuple>(h);
     StringChunk chunk;
     const py::array offsets = t[0].cast<py::array>();
-    const auto data = t[1].cast<CArray<uint8_t>>();
     chunk.offset = t[3].cast<int64_t>();
     chunk.length = t[4].cast<int64_t>();
     if (offsets.dtype().is(py::dtype::of<int32_t>())) {
       chunk.offsets32 = static_cast<const int32_t*>(offsets.data());
     } else if (offsets.dtype().is(py::dtype::of<int64_t>())) {
       chunk.offsets64 = static_cast<const int64_t*>(offsets.data());
+    } else if (offsets.dtype().is(py::dtype::of<uint8_t>())) {  // string_view: 16 bytes a row
+      chunk.views = static_cast<const uint8_t*>(offsets.data());
     } else {
-      throw py::type_error("internal: string offsets must be int32 or int64");
+      throw py::type_error("internal: string offsets must be int32 or int64, or uint8 views");
     }
-    if (offsets.size() < chunk.offset + chunk.length + (chunk.length > 0 ? 1 : 0)) {
-      throw py::value_error("internal: string offsets shorter than the array");
+    const int64_t needed = chunk.views != nullptr ? 16 * (chunk.offset + chunk.length)
+                                                  : chunk.offset + chunk.length + (chunk.length > 0 ? 1 : 0);
+    if (offsets.size() < needed) throw py::value_error("internal: string offsets shorter than the array");
+    if (chunk.views != nullptr) {  // the data: a list of buffers the views point into
+      for (const py::handle b : t[1].cast<py::list>()) {
+        const auto buffer = b.cast<CArray<uint8_t>>();
+        chunk.view_buffers.push_back(reinterpret_cast<const char*>(buffer.data()));
+        keep.push_back(buffer);
+      }
+    } else {
+      const auto data = t[1].cast<CArray<uint8_t>>();
+      chunk.data = reinterpret_cast<const char*>(data.data());
+      keep.push_back(data);
     }
-    chunk.data = reinterpret_cast<const char*>(data.data());
     if (!t[2].is_none()) {
       const auto validity = t[2].cast<CArray<uint8_t>>();
       chunk.validity = validity.data();
       keep.push_back(validity);
     }
     keep.push_back(offsets);
-    keep.push_back(data);
     rows += chunk.length;
     if (chunk.length > 0) chunks.push_back(chunk);
   }
@@ -223,8 +246,9 @@ py::tuple EncodeStrings(const py::list& chunk_buffers, int threads) {
 void RegisterStrings(py::module_& m) {
   m.def("encode_strings", &EncodeStrings, py::arg("chunks"), py::arg("threads") = 1,
         "Dictionary codes of an Arrow string column given as its chunks' buffers: a list of (offsets as int32 "
-        "or int64 numpy, data as uint8 numpy, validity as uint8 numpy or None, offset, length). Returns (int32 "
-        "codes, -1 for null; values, first seen first).");
+        "or int64 numpy and data as uint8 numpy, or string views as uint8 numpy and a list of uint8 data "
+        "buffers; validity as uint8 numpy or None; offset; length). Returns (int32 codes, -1 for null; values, "
+        "first seen first).");
 }
 
 }  // namespace gpucost::python

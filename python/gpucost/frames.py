@@ -262,7 +262,7 @@ def _arrow_strings(col: pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
     indices are the codes (uint32 ones, as Polars categoricals have, viewed
     as int32 without a copy); other columns are dictionary-encoded by Arrow
     (in C++, without the GIL). Nulls get -1."""
-    if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+    if pa.types.is_string(col.type) or pa.types.is_large_string(col.type) or pa.types.is_string_view(col.type):
         return _core.encode_strings([_string_buffers(c) for c in col.chunks])
     if not pa.types.is_dictionary(col.type):
         col = pc.dictionary_encode(col)
@@ -297,14 +297,19 @@ def _category_values(categories: pd.Index) -> list[str]:
 
 def _string_buffers(chunk: pa.Array) -> tuple:
     """A string array's buffers as ``_core.encode_strings`` reads them
-    (numpy views, no copy): offsets, data, validity (None without nulls),
-    the array's offset and length."""
-    validity, offsets, data = chunk.buffers()
+    (numpy views, no copy): offsets and data (or, for string views, the
+    views and their data buffers), validity (None without nulls), the
+    array's offset and length."""
+    validity, offsets, *data = chunk.buffers()
+    validity = np.frombuffer(validity, dtype=np.uint8) if validity is not None and chunk.null_count else None
+    if pa.types.is_string_view(chunk.type):  # 16-byte views, then the buffers they point into
+        views = np.frombuffer(offsets, dtype=np.uint8) if offsets is not None else np.empty(0, dtype=np.uint8)
+        return views, [np.frombuffer(b, dtype=np.uint8) for b in data if b is not None], validity, chunk.offset, \
+            len(chunk)
     dtype = np.int64 if pa.types.is_large_string(chunk.type) else np.int32
     return (np.frombuffer(offsets, dtype=dtype) if offsets is not None else np.zeros(1, dtype=dtype),
-            np.frombuffer(data, dtype=np.uint8) if data is not None else np.empty(0, dtype=np.uint8),
-            np.frombuffer(validity, dtype=np.uint8) if validity is not None and chunk.null_count else None,
-            chunk.offset, len(chunk))
+            np.frombuffer(data[0], dtype=np.uint8) if data[0] is not None else np.empty(0, dtype=np.uint8),
+            validity, chunk.offset, len(chunk))
 
 
 def _arrow_instants(col: pa.ChunkedArray, table: Table, column: str) -> tuple[np.ndarray, str]:

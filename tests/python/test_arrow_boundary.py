@@ -348,7 +348,7 @@ def test_dictionaries_with_nulls_or_repeated_values_are_encoded_again():
 
 @pytest.mark.parametrize("threads", [1, 3])
 def test_string_columns_encoded_in_place_in_any_shape(threads):
-    """Plain and large strings as Arrow holds them (slices, nulls, chunks,
+    """Plain, large and view strings as Arrow holds them (slices, nulls, chunks,
     empty and non-ASCII values, runs and values out of runs) encode to codes
     whose values give back every row; one worker or several (a million rows
     each), values first seen first, each value once."""
@@ -361,7 +361,7 @@ def test_string_columns_encoded_in_place_in_any_shape(threads):
     rows = rows[: 2_500_000].tolist()
     rows[7] = None
     rows[-1] = None
-    for kind in (pa.string(), pa.large_string()):
+    for kind in (pa.string(), pa.large_string(), pa.string_view()):
         whole = pa.array(rows, kind)
         # A slice whose offset is not a multiple of 8 (validity bits), then two more chunks.
         column = pa.chunked_array([whole.slice(3, 1_000_003), whole.slice(1_000_006, 5), whole.slice(1_000_011)])
