@@ -87,17 +87,18 @@ class Table:
 
     # ---- strings ---------------------------------------------------------
 
-    def strings(self, column: str) -> tuple[np.ndarray, list[str]]:
-        """(int32 codes, values); nulls have code -1."""
+    def strings(self, column: str, threads: int = 1) -> tuple[np.ndarray, list[str]]:
+        """(int32 codes, values); nulls have code -1. Arrow strings are
+        encoded on up to ``threads`` threads."""
         col = self.column(column)
         if isinstance(col, pa.ChunkedArray):
-            return _arrow_strings(col)
+            return _arrow_strings(col, threads)
         if isinstance(col.dtype, pd.CategoricalDtype):
             codes = np.asarray(col.cat.codes)
             values = _category_values(col.cat.categories)
         else:
             if isinstance(col.dtype, pd.ArrowDtype | pd.StringDtype):
-                return _arrow_strings(_chunked(col))
+                return _arrow_strings(_chunked(col), threads)
             if col.dtype == object:
                 # Python strings: Arrow encodes them 1.2 to 2 times as fast as
                 # pd.factorize (docs/decisions.md, issue 27); anything else factorizes.
@@ -257,13 +258,13 @@ def _numpy(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
     return col.to_numpy(zero_copy_only=False)
 
 
-def _arrow_strings(col: pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
+def _arrow_strings(col: pa.ChunkedArray, threads: int = 1) -> tuple[np.ndarray, list[str]]:
     """(int32 codes, values) of a string or dictionary column. Dictionary
     indices are the codes (uint32 ones, as Polars categoricals have, viewed
     as int32 without a copy); other columns are dictionary-encoded by Arrow
     (in C++, without the GIL). Nulls get -1."""
     if pa.types.is_string(col.type) or pa.types.is_large_string(col.type) or pa.types.is_string_view(col.type):
-        return _core.encode_strings([_string_buffers(c) for c in col.chunks])
+        return _core.encode_strings([_string_buffers(c) for c in col.chunks], threads)
     if not pa.types.is_dictionary(col.type):
         col = pc.dictionary_encode(col)
     if col.num_chunks == 0:
