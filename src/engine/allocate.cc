@@ -539,13 +539,16 @@ struct Allocator::State {
 
   int32_t InternConsumer(std::string_view name) {
     HashConsumers();
-    const auto found = consumer_ids.find(absl::string_view(name.data(), name.size()));
-    if (found != consumer_ids.end()) return found->second;
-    const auto id = static_cast<int32_t>(consumer_names.size());
-    const std::string& kept = consumer_names.emplace_back(name);
-    consumer_ids.emplace(absl::string_view(kept.data(), kept.size()), id);
-    ++consumers_hashed;
-    return id;
+    // One hash: a new name's key is made in its slot, viewing the kept copy.
+    return consumer_ids
+        .lazy_emplace(absl::string_view(name.data(), name.size()),
+                      [&](const auto& construct) {
+                        const auto id = static_cast<int32_t>(consumer_names.size());
+                        const std::string& kept = consumer_names.emplace_back(name);
+                        construct(absl::string_view(kept.data(), kept.size()), id);
+                        ++consumers_hashed;
+                      })
+        ->second;
   }
 
   // The first names a chunk brings in strictly increasing order (a sorted
