@@ -14,6 +14,7 @@ void RegisterAdvice(pybind11::module_& m);
 void RegisterBilling(pybind11::module_& m);
 void RegisterJobs(pybind11::module_& m);
 void RegisterOwned(pybind11::module_& m);
+void RegisterStrings(pybind11::module_& m);
 }  // namespace gpucost::python
 
 PYBIND11_MODULE(_core, m) {
@@ -29,4 +30,5 @@ PYBIND11_MODULE(_core, m) {
   gpucost::python::RegisterBilling(m);
   gpucost::python::RegisterJobs(m);
   gpucost::python::RegisterOwned(m);
+  gpucost::python::RegisterStrings(m);
 }

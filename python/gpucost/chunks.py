@@ -15,6 +15,7 @@ import os
 import re
 import tempfile
 from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -182,9 +183,18 @@ def _arrow_message(exc: BaseException) -> str:
     return text
 
 
+#: Usage string columns read from Parquet as dictionary arrays: the file's
+#: dictionary pages become the engine's codes, with no string per row to
+#: build and hash again.
+_PARQUET_DICTIONARY_COLUMNS = ("resource_id", "consumer")
+
+
 def _parquet_batches(path: str, batch_rows: int) -> Iterator[pa.RecordBatch]:
     try:
-        file = pq.ParquetFile(path)
+        schema = pq.read_schema(path)
+        strings = [name for name in _PARQUET_DICTIONARY_COLUMNS if name in schema.names and
+                   (pa.types.is_string(schema.field(name).type) or pa.types.is_large_string(schema.field(name).type))]
+        file = pq.ParquetFile(path, read_dictionary=strings)
         yield from file.iter_batches(batch_size=batch_rows)
     except (pa.ArrowException, OSError) as exc:
         raise InvalidInputError(f"{path}: cannot read Parquet: {exc}") from None
@@ -254,6 +264,30 @@ def iter_chunks(data: Any, *, chunk_rows: int = 1_000_000, block_size: int = 1 <
                             f"got {type(part).__name__}{conversion_hint(part)}")
         yield chunk
         first += len(chunk)
+
+
+_END = object()
+
+
+def read_ahead(items: Iterator[Any]) -> Iterator[Any]:
+    """``items``, each read on a second thread while the caller works on
+    the one before: Arrow's CSV and Parquet readers and gpucost's parsers
+    release the GIL, so reading the next chunk overlaps the engine's work on
+    this one. One item is read ahead (two held at a time); an error reading
+    an item is raised when that item is reached."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pending = pool.submit(next, items, _END)
+        try:
+            while (item := pending.result()) is not _END:
+                pending = pool.submit(next, items, _END)
+                yield item
+                del item  # the caller's chunk is not kept while the next one is read
+        finally:
+            pending.cancel()
+            wait([pending])
+            close = getattr(items, "close", None)
+            if close is not None:
+                close()
 
 
 def _coalesced(reader: pa.RecordBatchReader, chunk_rows: int) -> Iterator[Chunk]:

@@ -40,6 +40,8 @@ from gpucost.config import Config, Tables, attribute, load_config
 from gpucost.join import join_report
 from gpucost.plan import (USAGE_KEYS, PlanError, _give_back_freed_memory, _map_large_blocks, load_tables, plan_sources,
                           read_table, streams)
+from gpucost.allocation import resolve_threads
+from gpucost.chunks import read_ahead
 from gpucost.frames import for_export
 
 __all__ = ["main", "build_parser", "format_money_table", "EXIT_OK", "EXIT_ERROR", "EXIT_BAD_INPUT"]
@@ -641,7 +643,9 @@ def _allocate(config: Config, args, tables: Tables, by: list[str], freq: str | N
 
     allocator = None
     with _reader_warnings(config, args):
-        for chunk in tables.stream:
+        # The next day read on a second thread while this one is allocated (the readers and the engine release the GIL).
+        chunks = read_ahead(iter(tables.stream)) if resolve_threads() > 1 else tables.stream
+        for chunk in chunks:
             allocator = allocator or start()
             allocator.add(chunk)
             if observe is not None:

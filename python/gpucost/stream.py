@@ -7,8 +7,8 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from gpucost.allocation import Allocator
-from gpucost.chunks import COST_CSV_TYPES, iter_chunks, read_table, relocate_error, write_result
+from gpucost.allocation import Allocator, resolve_threads
+from gpucost.chunks import COST_CSV_TYPES, iter_chunks, read_ahead, read_table, relocate_error, write_result
 from gpucost.errors import InvalidInputError, shift_rows
 from gpucost.frames import OUTPUTS
 
@@ -135,7 +135,10 @@ def allocate_stream(
     bar = _progress_bar(total) if progress else None
     seen = 0
     try:
-        for chunk in iter_chunks(usage, chunk_rows=chunk_rows, block_size=block_size):
+        chunks = iter_chunks(usage, chunk_rows=chunk_rows, block_size=block_size)
+        if resolve_threads(threads) > 1:  # the next chunk read while this one is allocated
+            chunks = read_ahead(chunks)
+        for chunk in chunks:
             try:
                 allocator.add(chunk.rows)
             except InvalidInputError as exc:

@@ -259,13 +259,56 @@ void SortByKeys(const std::vector<std::string>& names, std::vector<int32_t>& ord
   for (const auto& [a, b] : runs) SortByKeys(names, order, a, b, depth + 8, keyed);
 }
 
-// The indices of `names` in string order.
+// The indices of `names` in string order. Names interned from a sorted
+// dictionary (pandas categories, most Arrow dictionaries) come in order but
+// for the few appended after them (the pseudo-consumers): their sorted
+// prefix is kept, only the rest is sorted, and the two merged.
 std::vector<int32_t> SortedOrder(const std::vector<std::string>& names) {
   std::vector<int32_t> order(names.size());
   std::iota(order.begin(), order.end(), 0);
+  const auto prefix = std::is_sorted_until(names.begin(), names.end()) - names.begin();
   std::vector<std::pair<uint64_t, int32_t>> keyed;
-  SortByKeys(names, order, 0, names.size(), 0, keyed);
+  SortByKeys(names, order, static_cast<size_t>(prefix), names.size(), 0, keyed);
+  std::inplace_merge(order.begin(), order.begin() + prefix, order.end(),
+                     [&](int32_t a, int32_t b) { return names[a] < names[b]; });
   return order;
+}
+
+// The result rows in key order: a least-significant-first radix sort, a
+// counting pass per dictionary-coded column (codes are ranks, 0..size-1) and
+// a stable sort per period or cost-line column. Groups are distinct, so this
+// is the one lexicographic order of the keys.
+std::vector<uint32_t> RowsInKeyOrder(const std::vector<KeyColumn>& keys, size_t rows) {
+  std::vector<uint32_t> order(rows), next(rows);
+  std::iota(order.begin(), order.end(), 0);
+  std::vector<uint32_t> count;
+  for (auto col = keys.rbegin(); col != keys.rend(); ++col) {
+    if (col->is_period() || col->is_cost_line()) {
+      const std::vector<int64_t>& v = col->is_period() ? col->period : col->cost_line;
+      std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return v[a] < v[b]; });
+      continue;
+    }
+    count.assign(col->dictionary.size() + 1, 0);
+    for (uint32_t r : order) ++count[col->codes[r] + 1];
+    std::partial_sum(count.begin(), count.end(), count.begin());
+    for (uint32_t r : order) next[count[col->codes[r]]++] = r;
+    order.swap(next);
+  }
+  return order;
+}
+
+// f(w) for each worker w in [0, workers): worker 0 on this thread, the
+// others on threads of their own.
+template <typename F>
+void RunOnWorkers(int workers, F&& f) {
+  if (workers == 1) {
+    f(0);
+    return;
+  }
+  std::vector<std::thread> threads;
+  for (int w = 1; w < workers; ++w) threads.emplace_back(f, w);
+  f(0);
+  for (std::thread& t : threads) t.join();
 }
 
 // Key dimension of a result group, in `by` order.
@@ -447,6 +490,7 @@ struct Allocator::State {
   // of them: one copy of each name (hundreds of thousands of pods a day).
   absl::flat_hash_map<absl::string_view, int32_t> consumer_ids;
   std::deque<std::string> consumer_names;
+  size_t consumers_hashed = 0;  // consumer_names[0, this) are in consumer_ids
 
   // Labels: per label column, its values and each consumer's value code.
   struct Label {
@@ -494,12 +538,50 @@ struct Allocator::State {
   }
 
   int32_t InternConsumer(std::string_view name) {
-    const auto found = consumer_ids.find(absl::string_view(name.data(), name.size()));
-    if (found != consumer_ids.end()) return found->second;
-    const auto id = static_cast<int32_t>(consumer_names.size());
-    const std::string& kept = consumer_names.emplace_back(name);
-    consumer_ids.emplace(absl::string_view(kept.data(), kept.size()), id);
-    return id;
+    HashConsumers();
+    // One hash: a new name's key is made in its slot, viewing the kept copy.
+    return consumer_ids
+        .lazy_emplace(absl::string_view(name.data(), name.size()),
+                      [&](const auto& construct) {
+                        const auto id = static_cast<int32_t>(consumer_names.size());
+                        const std::string& kept = consumer_names.emplace_back(name);
+                        construct(absl::string_view(kept.data(), kept.size()), id);
+                        ++consumers_hashed;
+                      })
+        ->second;
+  }
+
+  // The first names a chunk brings in strictly increasing order (a sorted
+  // dictionary: its names are distinct) are taken as they are: ids in
+  // their order, hashed only when a name must be looked up (a workload, a
+  // later chunk). High-cardinality fleets have a name per few samples.
+  // Returns false, taking nothing, when the state has names or `dictionary`
+  // is not in strict order; empty names (no workload) are skipped.
+  bool TakeSortedConsumers(std::span<const std::string_view> dictionary, std::vector<int32_t>& con_map) {
+    if (!consumer_names.empty()) return false;
+    std::string_view previous;
+    bool first = true;
+    for (std::string_view name : dictionary) {
+      if (name.empty()) continue;
+      if (!first && !(previous < name)) return false;
+      previous = name;
+      first = false;
+    }
+    for (size_t d = 0; d < dictionary.size(); ++d) {
+      if (dictionary[d].empty()) continue;
+      con_map[d] = static_cast<int32_t>(consumer_names.size());
+      consumer_names.emplace_back(dictionary[d]);
+    }
+    return true;
+  }
+
+  void HashConsumers() {
+    if (consumers_hashed == consumer_names.size()) return;
+    consumer_ids.reserve(consumer_names.size());
+    for (; consumers_hashed < consumer_names.size(); ++consumers_hashed) {
+      const std::string& name = consumer_names[consumers_hashed];
+      consumer_ids.emplace(absl::string_view(name.data(), name.size()), static_cast<int32_t>(consumers_hashed));
+    }
   }
 
   absl::Status IndexCosts(const CostColumns& costs);
@@ -1556,7 +1638,6 @@ int64_t Allocator::State::FindDuplicates(const SampleColumns& s, internal::Chunk
   if (single_chunk) return 0;
   const int64_t* ts = s.timestamp.data();
   int32_t* series_of_row = chunk.series_of_row.get();
-  int64_t found = 0;
   // Values as == sees them: -0.0 and 0.0 alike (x + 0.0 is +0.0 for both).
   auto bits = [](double x) { return std::bit_cast<uint64_t>(x + 0.0); };
   // Raw values in the chunk's unit, scaled with a wrapping multiply: an absurd
@@ -1566,28 +1647,38 @@ int64_t Allocator::State::FindDuplicates(const SampleColumns& s, internal::Chunk
                         s.duration ? ScaleInstant(raw_duration, s.time_unit) : -1);
   };
   using Item = std::pair<int64_t, uint64_t>;
-  std::vector<std::vector<Item>*> seen;  // per series of the worker: its history
-  std::vector<size_t> old_size;          // what the history held before this chunk
-  for (int w = 0; w < chunk.workers; ++w) {
-    internal::WorkerSeries& mine = chunk.by_worker[w];
-    const size_t num_series = mine.series.size();
-    // Every key first, then the pointers: an insertion may move the others.
-    const std::vector<SeriesKey> keys = StreamKeys(mine, res_map, con_map);
-    for (const SeriesKey& key : keys) history.try_emplace(key);
-    seen.resize(num_series);
-    old_size.resize(num_series);
-    for (size_t k = 0; k < num_series; ++k) {
-      seen[k] = &history.find(keys[k])->second;
-      old_size[k] = seen[k]->size();
+  // Every worker's series' histories found (or made) first, on one thread:
+  // an insertion may move the others. A series is one worker's in a chunk,
+  // so the workers then read and extend their own histories side by side.
+  const int workers = chunk.workers;
+  std::vector<std::vector<SeriesKey>> keys(workers);
+  for (int w = 0; w < workers; ++w) {
+    keys[w] = StreamKeys(chunk.by_worker[w], res_map, con_map);
+    for (const SeriesKey& key : keys[w]) history.try_emplace(key);
+  }
+  std::vector<std::vector<std::vector<Item>*>> seen(workers);  // per worker, per series: its history
+  std::vector<std::vector<size_t>> old_size(workers);           // what the history held before this chunk
+  for (int w = 0; w < workers; ++w) {
+    seen[w].resize(keys[w].size());
+    old_size[w].resize(keys[w].size());
+    for (size_t k = 0; k < keys[w].size(); ++k) {
+      seen[w][k] = &history.find(keys[w][k])->second;
+      old_size[w][k] = seen[w][k]->size();
     }
+  }
+  std::vector<int64_t> found(workers, 0);
+  RunOnWorkers(workers, [&](int w) {
+    internal::WorkerSeries& mine = chunk.by_worker[w];
+    std::vector<std::vector<Item>*>& history_of_series = seen[w];
+    const std::vector<size_t>& old = old_size[w];
     // A row is a copy when its (instant, values) are in the history from
     // earlier chunks; otherwise it joins the history. Rows are read in row
     // order (series in order) or in their gathered copy (time order), never
     // by random access; an in-order stream's rows lie past the history's end
     // and cost one comparison.
     auto copy_of_earlier = [&](size_t k, const Item& item) {
-      const std::vector<Item>& history_of = *seen[k];
-      const size_t n = old_size[k];
+      const std::vector<Item>& history_of = *history_of_series[k];
+      const size_t n = old[k];
       if (n == 0 || item.first > history_of[n - 1].first) return false;
       return std::binary_search(history_of.begin(), history_of.begin() + static_cast<std::ptrdiff_t>(n), item);
     };
@@ -1598,12 +1689,12 @@ int64_t Allocator::State::FindDuplicates(const SampleColumns& s, internal::Chunk
                       fingerprint(s.share[i], s.util[i], s.mem_used[i], s.duration ? (*s.duration)[i] : 0)};
       if (copy_of_earlier(static_cast<size_t>(id), item)) {
         series_of_row[i] |= internal::kDroppedBit;
-        ++found;
+        ++found[w];
       } else {
-        seen[static_cast<size_t>(id)]->push_back(item);
+        history_of_series[static_cast<size_t>(id)]->push_back(item);
       }
     });
-    for (size_t k = 0; k < num_series; ++k) {
+    for (size_t k = 0; k < mine.series.size(); ++k) {
       const internal::Series& series = mine.series[k];
       if (!series.gathered) continue;
       for (int64_t p = series.sorted_begin; p < series.sorted_end; ++p) {
@@ -1613,25 +1704,25 @@ int64_t Allocator::State::FindDuplicates(const SampleColumns& s, internal::Chunk
         if (copy_of_earlier(k, item)) {
           series_of_row[r.row] |= internal::kDroppedBit;
           r.row = ~r.row;  // the accumulation reads the gathered copy
-          ++found;
+          ++found[w];
         } else {
-          seen[k]->push_back(item);
+          history_of_series[k]->push_back(item);
         }
       }
     }
     // Each history sorted again: the new part (in time order, ties by value
     // unordered) sorted, then merged when it goes back before the old end.
-    for (size_t k = 0; k < num_series; ++k) {
-      std::vector<Item>& history_of = *seen[k];
-      const auto middle = history_of.begin() + static_cast<std::ptrdiff_t>(old_size[k]);
+    for (size_t k = 0; k < mine.series.size(); ++k) {
+      std::vector<Item>& history_of = *history_of_series[k];
+      const auto middle = history_of.begin() + static_cast<std::ptrdiff_t>(old[k]);
       if (middle == history_of.end()) continue;
       if (!std::is_sorted(middle, history_of.end())) std::sort(middle, history_of.end());
       if (middle != history_of.begin() && *middle < *(middle - 1)) {
         std::inplace_merge(history_of.begin(), middle, history_of.end());
       }
     }
-  }
-  return found;
+  });
+  return std::accumulate(found.begin(), found.end(), int64_t{0});
 }
 
 absl::Status Allocator::AddSamples(const SampleColumns& s) {
@@ -1680,8 +1771,12 @@ absl::Status Allocator::AddSamples(const SampleColumns& s) {
     devices_of_code[d] = devices > 0 ? devices : -1;
   }
   std::vector<int32_t> con_map(s.consumer.dictionary.size(), kNoConsumer);
-  for (size_t d = 0; d < con_map.size(); ++d) {
-    if (!s.consumer.dictionary[d].empty()) con_map[d] = st.InternConsumer(s.consumer.dictionary[d]);
+  if (!st.TakeSortedConsumers(s.consumer.dictionary, con_map)) {
+    st.HashConsumers();
+    st.consumer_ids.reserve(st.consumer_ids.size() + con_map.size());  // one table, not a rehash per doubling
+    for (size_t d = 0; d < con_map.size(); ++d) {
+      if (!s.consumer.dictionary[d].empty()) con_map[d] = st.InternConsumer(s.consumer.dictionary[d]);
+    }
   }
   if (st.ordered) {
     if (absl::Status status = st.CheckNotBeforeEarlierChunks(s); !status.ok()) return fail(status);
@@ -1719,14 +1814,7 @@ absl::Status Allocator::AddSamples(const SampleColumns& s) {
                           : st.AccumulateWorker<false, false>(s, chunk, w, res_map, con_map, part);
     }
   };
-  if (workers == 1) {
-    work(0);
-  } else {
-    std::vector<std::thread> threads;
-    for (int w = 1; w < workers; ++w) threads.emplace_back(work, w);
-    work(0);
-    for (std::thread& t : threads) t.join();
-  }
+  RunOnWorkers(workers, work);
   // The first error in row order, whatever the number of workers.
   const Partial* failed = nullptr;
   for (const Partial& part : parts) {
@@ -1928,11 +2016,24 @@ absl::StatusOr<Allocation> Allocator::State::Prorate() {
   absl::flat_hash_map<GroupKey, uint32_t> group_ids;
   std::vector<GroupKey> group_keys;
   std::vector<GroupTotals> totals;
+  // Grouped by consumer or labels alone, a group is its consumer key: found
+  // by index, not by a hash per (line, consumer).
+  const bool keyed_by_consumer_only = !by_resource && !period_freq && !has_currency && !by_line;
+  std::vector<int32_t> group_of_key(keyed_by_consumer_only ? consumer_key.size() : 0, -1);
   auto group = [&](int32_t consumer, size_t line_index) -> GroupTotals& {
     const Line& line = lines[line_index];
     const GroupKey key{consumer_key[consumer], by_resource ? line.resource : 0,
                        period_freq ? FloorToPeriod(line.start, *period_freq) : 0,
                        has_currency ? line.currency : 0, by_line ? static_cast<int64_t>(line_index) : 0};
+    if (keyed_by_consumer_only) {
+      int32_t& g = group_of_key[key.consumer_key];
+      if (g < 0) {
+        g = static_cast<int32_t>(totals.size());
+        group_keys.push_back(key);
+        totals.emplace_back();
+      }
+      return totals[g];
+    }
     auto [it, inserted] = group_ids.try_emplace(key, static_cast<uint32_t>(totals.size()));
     if (inserted) {
       group_keys.push_back(key);
@@ -2189,20 +2290,7 @@ absl::StatusOr<Allocation> Allocator::State::Prorate() {
     }
     out.keys.push_back(std::move(col));
   }
-  std::vector<uint32_t> order(rows);
-  std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
-    for (const KeyColumn& col : out.keys) {
-      if (col.is_period()) {
-        if (col.period[a] != col.period[b]) return col.period[a] < col.period[b];
-      } else if (col.is_cost_line()) {
-        if (col.cost_line[a] != col.cost_line[b]) return col.cost_line[a] < col.cost_line[b];
-      } else if (col.codes[a] != col.codes[b]) {
-        return col.codes[a] < col.codes[b];
-      }
-    }
-    return false;
-  });
+  const std::vector<uint32_t> order = RowsInKeyOrder(out.keys, rows);
   for (KeyColumn& col : out.keys) {
     if (col.is_period() || col.is_cost_line()) {
       std::vector<int64_t>& values = col.is_period() ? col.period : col.cost_line;

@@ -31,6 +31,14 @@ double MedianOf(double* v, size_t count) {
 // Jittered spacings cluster, so that bucket holds a handful.
 double MedianOfSpacings(int64_t* v, size_t count, std::vector<int64_t>& scratch) {
   if (count == 0) return std::numeric_limits<double>::quiet_NaN();
+  constexpr size_t kFew = 64;  // short series (pods of a few minutes): a select beats the histogram
+  if (count <= kFew) {
+    const size_t mid = count / 2;
+    std::nth_element(v, v + mid, v + count);
+    const auto upper = static_cast<double>(v[mid]);
+    if (count % 2 == 1) return upper;
+    return 0.5 * (static_cast<double>(*std::max_element(v, v + mid)) + upper);
+  }
   const auto [min, max] = std::minmax_element(v, v + count);
   const int64_t lo = *min, hi = *max;
   if (lo == hi) return static_cast<double>(lo);
@@ -168,16 +176,45 @@ struct alignas(64) DeviceCache {
 // to one of them is a copy. More than this many sends the series to the sort.
 constexpr int kTieRows = 4;
 
-// Per-series state of the pass in row order.
-struct ScanState {
+// Per-series state of the pass in row order (one cache line).
+//
+// Jittered scrapes make a series' spacing uneven, and its median would need
+// a second look at its rows. But most of a scraper's differences are one
+// value (a late scrape makes one long and one short difference), and a value
+// that is more than half of the differences is their median, exactly. A
+// majority vote (Boyer-Moore) names the candidate as the rows go by, and
+// `since` counts its differences from the one that made it the candidate:
+// when that alone is over half, the median is known without a second look.
+struct alignas(64) ScanState {
   int64_t last = std::numeric_limits<int64_t>::min();  // latest instant seen
   int64_t first_diff = 0;                              // 0: one distinct instant so far
+  int64_t candidate = 0;                               // the difference the vote favours
   int32_t diffs = 0;                                   // positive differences seen
   int32_t dropped = 0;                                 // copies found in row order
+  int32_t vote = 0;                                    // the vote's count
+  int32_t since = 0;                                   // the candidate's differences since it was named
   std::array<int32_t, kTieRows> tie_rows{};            // rows at `last`, distinct values
   int8_t ties = 0;
   bool irregular = false;
   bool gathered = false;
+
+  void AddDifference(int64_t d) {
+    if (first_diff == 0) first_diff = d;
+    irregular |= d != first_diff;
+    ++diffs;
+    if (d == candidate) {
+      ++vote;
+      ++since;
+    } else if (vote == 0) {
+      candidate = d;
+      vote = 1;
+      since = 1;
+    } else {
+      --vote;
+    }
+  }
+  // The median of the differences when one value is more than half of them.
+  [[nodiscard]] bool MajorityKnown() const { return 2 * static_cast<int64_t>(since) > diffs; }
 };
 
 class Scanner {
@@ -259,7 +296,7 @@ class Scanner {
       return id;
     };
 
-    ForOwnedRows(chunk_, s_, w, [&](int64_t i) {
+    ForOwnedRows(chunk_, s_, w, [&](int64_t i) __attribute__((always_inline)) {
       const int32_t r = rc[i], d = dv[i], c = cc[i];
       // A device is checked only on a resource in the inventory (SEMANTICS 6).
       if (static_cast<uint32_t>(r) >= codes || c < kNullCode || c >= consumers ||
@@ -273,12 +310,7 @@ class Scanner {
       if (t < bounds_.ts_lo || t >= bounds_.ts_hi) [[unlikely]] return;
       ScanState& st = states[id];
       if (t > st.last) [[likely]] {
-        if (st.last != std::numeric_limits<int64_t>::min()) {
-          const int64_t d_t = t - st.last;
-          if (st.first_diff == 0) st.first_diff = d_t;
-          st.irregular |= d_t != st.first_diff;
-          ++st.diffs;
-        }
+        if (st.last != std::numeric_limits<int64_t>::min()) st.AddDifference(t - st.last);
         st.last = t;
         st.tie_rows[0] = static_cast<int32_t>(i);
         st.ties = 1;
@@ -308,6 +340,7 @@ class Scanner {
       if (st.gathered) continue;
       out.duplicates += st.dropped;
       if (st.first_diff != 0 && !st.irregular) out.series[k].spacing_ns = static_cast<double>(st.first_diff) * ticks();
+      if (st.irregular && st.MajorityKnown()) out.series[k].spacing_ns = static_cast<double>(st.candidate) * ticks();
     }
     MedianSpacings(w, states);
     if (any_gathered) Gather(w, states);
@@ -316,16 +349,18 @@ class Scanner {
  private:
   [[nodiscard]] double ticks() const { return static_cast<double>(static_cast<int64_t>(s_.time_unit)); }
 
-  // In-order series with uneven spacing (jittered scrapes): their differences
-  // gathered into one arena by a second look at their rows, then a median each.
+  // In-order series with uneven spacing and no majority: their differences
+  // gathered into one arena by a second look at their rows, then a median
+  // each. They are few, so a byte per series (in cache) skips the others.
   void MedianSpacings(int w, std::vector<ScanState>& states) {
     WorkerSeries& out = chunk_.by_worker[w];
     std::vector<int64_t> offset(states.size() + 1, 0);
+    std::vector<uint8_t> wanted(states.size(), 0);
     bool any = false;
     for (size_t k = 0; k < states.size(); ++k) {
-      const bool wanted = states[k].irregular && !states[k].gathered;
-      offset[k + 1] = wanted ? states[k].diffs : 0;
-      any |= wanted;
+      wanted[k] = states[k].irregular && !states[k].gathered && !states[k].MajorityKnown() ? 1 : 0;
+      offset[k + 1] = wanted[k] ? states[k].diffs : 0;
+      any |= wanted[k] != 0;
     }
     if (!any) return;
     std::partial_sum(offset.begin(), offset.end(), offset.begin());
@@ -336,9 +371,8 @@ class Scanner {
     const int32_t* series_of_row = chunk_.series_of_row.get();
     ForOwnedRows(chunk_, s_, w, [&](int64_t i) {
       const int32_t id = series_of_row[i];
-      if (id < 0 || (id & kDroppedBit) != 0) return;
-      ScanState& st = states[id & kSeriesBits];
-      if (!st.irregular || st.gathered) return;
+      if (id < 0 || (id & kDroppedBit) != 0 || !wanted[id]) return;
+      ScanState& st = states[id];
       const int64_t t = ts[i];
       if (t < bounds_.ts_lo || t >= bounds_.ts_hi || t <= st.last) return;
       if (st.last != std::numeric_limits<int64_t>::min()) arena[at[id]++] = t - st.last;

@@ -833,5 +833,81 @@ TEST(Allocate, ShuffledRowsEqualSeriesOrder) {
   }
 }
 
+TEST(AllocateConsumers, AnyDictionaryOrderGivesOneResult) {
+  // The same samples with the consumer dictionary sorted (taken as it is,
+  // unhashed), reversed, with a name twice under two codes, and split over
+  // two chunks (sorted, then not): one result, rows in name order.
+  CostTable costs;
+  InventoryTable inventory;
+  inventory.AddResource("i-0", 4);
+  costs.Add("i-0", At(0), At(2), 8.0);
+  const std::vector<std::string> pods = {"a", "b", "c", "d"};
+  struct Row {
+    int64_t t;
+    int device;
+    std::string pod;
+  };
+  std::vector<Row> rows;
+  for (int64_t t = At(0); t < At(2); t += kMinute) {
+    for (int d = 0; d < 4; ++d) {
+      const bool late = t >= At(1);  // b and d start in the second hour, after a free GPU
+      const std::string& pod = pods[d];
+      rows.push_back({t, d, late || (d % 2 == 0) ? pod : std::string()});
+    }
+  }
+  auto encode = [&](const std::vector<Row>& part, const std::vector<std::string>& dictionary,
+                    std::vector<std::string_view>& views, std::vector<int32_t>& codes, SampleTable& table) {
+    views.assign(dictionary.begin(), dictionary.end());
+    codes.clear();
+    table = SampleTable();
+    for (const Row& r : part) {
+      table.Add(r.t, "i-0", r.device, r.pod, 1, 0.5, 0);
+      if (r.pod.empty()) {
+        codes.push_back(kNullCode);
+        continue;
+      }
+      // The last code of the name, so that a name twice uses its second code.
+      const auto at = std::find(dictionary.rbegin(), dictionary.rend(), r.pod);
+      codes.push_back(static_cast<int32_t>(dictionary.rend() - at - 1));
+    }
+    SampleColumns columns = table.columns();
+    columns.consumer = StringColumn{codes, views};
+    return columns;
+  };
+  auto allocate = [&](const std::vector<std::vector<Row>>& parts,
+                      const std::vector<std::vector<std::string>>& dictionaries) -> absl::StatusOr<Allocation> {
+    GPUCOST_ASSIGN_OR_RETURN(auto allocator, Allocator::Create(costs.columns(), inventory.columns(), nullptr, {}));
+    for (size_t k = 0; k < parts.size(); ++k) {
+      std::vector<std::string_view> views;
+      std::vector<int32_t> codes;
+      SampleTable table;
+      GPUCOST_RETURN_IF_ERROR(allocator->AddSamples(encode(parts[k], dictionaries[k], views, codes, table)));
+    }
+    return allocator->Finish();
+  };
+  GPUCOST_ASSERT_OK_AND_ASSIGN(Allocation sorted, allocate({rows}, {{"", "a", "b", "c", "d"}}));
+  const std::vector<std::vector<Row>> halves = {std::vector<Row>(rows.begin(), rows.begin() + 240),
+                                                std::vector<Row>(rows.begin() + 240, rows.end())};
+  for (const auto& [parts, dictionaries] :
+       std::vector<std::pair<std::vector<std::vector<Row>>, std::vector<std::vector<std::string>>>>{
+           {{rows}, {{"d", "c", "b", "a", ""}}},
+           {{rows}, {{"a", "b", "b", "c", "d"}}},
+           {halves, {{"a", "c"}, {"d", "c", "b", "a"}}}}) {
+    GPUCOST_ASSERT_OK_AND_ASSIGN(Allocation other, allocate(parts, dictionaries));
+    ASSERT_EQ(other.size(), sorted.size());
+    EXPECT_EQ(other.keys[0].dictionary, sorted.keys[0].dictionary);
+    for (size_t i = 0; i < sorted.size(); ++i) {
+      EXPECT_EQ(other.keys[0].codes[i], sorted.keys[0].codes[i]);
+      EXPECT_DOUBLE_EQ(other.cost[i], sorted.cost[i]);
+    }
+  }
+  // a and c held both hours, b and d the second: 2 + 2 + 1 + 1 of 8 GPU-hours, 2 idle.
+  EXPECT_DOUBLE_EQ(sorted.cost[RowOf(sorted, "a")], 2.0);
+  EXPECT_DOUBLE_EQ(sorted.cost[RowOf(sorted, "b")], 1.0);
+  EXPECT_DOUBLE_EQ(sorted.cost[RowOf(sorted, "__idle__")], 2.0);
+  EXPECT_TRUE(std::is_sorted(sorted.keys[0].dictionary.begin(), sorted.keys[0].dictionary.end()));
+  for (size_t i = 1; i < sorted.size(); ++i) EXPECT_LT(sorted.keys[0].codes[i - 1], sorted.keys[0].codes[i]);
+}
+
 }  // namespace
 }  // namespace gpucost

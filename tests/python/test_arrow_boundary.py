@@ -344,3 +344,33 @@ def test_dictionaries_with_nulls_or_repeated_values_are_encoded_again():
     column = pa.DictionaryArray.from_arrays(pa.array([0, 1, 2, 0], pa.int32()), pa.array(["a", None, "a"]))
     codes, values = Table(pa.table({"s": column}), "t").strings("s")
     assert values == ["a"] and list(codes) == [0, -1, 0, 0]
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_string_columns_encoded_in_place_in_any_shape(threads):
+    """Plain, large and view strings as Arrow holds them (slices, nulls, chunks,
+    empty and non-ASCII values, runs and values out of runs) encode to codes
+    whose values give back every row; one worker or several (a million rows
+    each), values first seen first, each value once."""
+    from gpucost import _core
+    from gpucost.frames import _string_buffers
+    rng = np.random.default_rng(5)
+    pool = np.array(["i-0abc", "", "pod-é-1", "a", "pod-0123456789abcdef-x", "pod-0123456789abcdef-y"] +
+                    [f"pod-{k:05d}" for k in range(5000)], dtype=object)
+    rows = pool[np.repeat(rng.integers(len(pool), size=300_000), rng.integers(1, 12, size=300_000))]
+    rows = rows[: 2_500_000].tolist()
+    rows[7] = None
+    rows[-1] = None
+    for kind in (pa.string(), pa.large_string(), pa.string_view()):
+        whole = pa.array(rows, kind)
+        # A slice whose offset is not a multiple of 8 (validity bits), then two more chunks.
+        column = pa.chunked_array([whole.slice(3, 1_000_003), whole.slice(1_000_006, 5), whole.slice(1_000_011)])
+        codes, values = _core.encode_strings([_string_buffers(c) for c in column.chunks], threads)
+        expected = rows[3:]
+        assert codes.dtype == np.int32 and len(codes) == len(expected)
+        assert len(set(values)) == len(values)
+        decoded = np.asarray(values + [None], dtype=object)[codes]
+        assert decoded.tolist() == expected
+        first_seen = list(dict.fromkeys(v for v in expected if v is not None))
+        assert values == first_seen
+    assert _core.encode_strings([], 2)[1] == []

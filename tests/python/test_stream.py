@@ -258,3 +258,48 @@ def test_output_is_written_whole(fleet, expected, tmp_path):
     assert_frames_close(pq.read_table(out).to_pandas(), result)
     with pytest.raises(gpucost.Error, match="cannot write the result"):
         gpucost.allocate_stream(fleet.costs, fleet.usage, fleet.inventory, output=tmp_path / "no" / "dir.csv")
+
+
+def test_read_ahead_keeps_order_errors_and_closes_the_source():
+    """Chunks read one ahead on a thread come in order; a failure reading an
+    item is raised when that item is reached, after the ones before it; a
+    caller that stops early closes the source."""
+    from gpucost.chunks import read_ahead
+    read = []
+
+    def source(fail_at=None):
+        try:
+            for k in range(5):
+                if k == fail_at:
+                    raise gpucost.InvalidInputError(f"chunk {k} is damaged")
+                read.append(k)
+                yield k
+        finally:
+            read.append("closed")
+
+    assert list(read_ahead(source())) == [0, 1, 2, 3, 4]
+    got = []
+    with pytest.raises(gpucost.InvalidInputError, match="chunk 3 is damaged"):
+        for item in read_ahead(source(fail_at=3)):
+            got.append(item)
+    assert got == [0, 1, 2]
+    read.clear()
+    for item in read_ahead(source()):
+        if item == 1:
+            break
+    assert read[-1] == "closed" and 3 not in read  # at most one item read past the last one used
+
+
+def test_parquet_strings_as_dictionaries_equal_plain_strings(fleet, expected, tmp_path):
+    """Usage Parquet files are read with their string columns as dictionaries
+    (row group by row group), which must give the one-shot result."""
+    path = tmp_path / "usage.parquet"
+    table = pa.Table.from_pandas(fleet.usage, preserve_index=False)
+    table = table.set_column(table.schema.get_field_index("consumer"), "consumer",
+                             table["consumer"].cast(pa.large_string()))
+    pq.write_table(table, path, row_group_size=len(fleet.usage) // 5 + 1)
+    batches = list(gpucost.chunks.iter_chunks(str(path), chunk_rows=len(fleet.usage) // 3))
+    assert all(pa.types.is_dictionary(b.rows.schema.field("consumer").type) for b in batches)
+    result = gpucost.allocate_stream(fleet.costs, str(path), fleet.inventory, fleet.workloads,
+                                     chunk_rows=len(fleet.usage) // 3, threads=2, **POLICY)
+    assert_frames_close(result, expected)
