@@ -1,0 +1,85 @@
+"""The CLI streams a directory of dcgm-exporter scrapes with a stated step
+(issue 29, item 1): a UTC day of scrapes at a time, in time order, into an
+Allocator told its chunks never go back in time. The result and stderr equal
+the in-memory path's, which reads every scrape at once."""
+
+from __future__ import annotations
+
+from io import StringIO
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import gpucost
+from gpucost import cli, plan
+
+START = pd.Timestamp("2026-03-01", tz="UTC")
+DAYS = 3
+STEP = 1800
+HOSTS = ["node-a", "node-b"]
+OFFLINE = "node-c"  # billed, never scraped: its dollars on __unobserved__
+
+
+def scrape(host: str, at: pd.Timestamp, rng: np.random.Generator) -> str:
+    """One scrape of a 2-GPU node: each GPU's holder changes every 6 hours,
+    GPU 1 of node-b is free before noon."""
+    lines = []
+    for gpu in range(2):
+        labels = f'gpu="{gpu}",UUID="GPU-{host}-{gpu}",modelName="NVIDIA A100-SXM4-80GB",Hostname="{host}"'
+        pod = ["train", "infer", "007"][(at.hour // 6 + gpu) % 3]
+        if not (host == "node-b" and gpu == 1 and at.hour < 12):
+            labels += f',namespace="ml",pod="{pod}"'
+        lines.append(f"DCGM_FI_DEV_GPU_UTIL{{{labels}}} {int(rng.integers(0, 101))}")
+        lines.append(f"DCGM_FI_DEV_FB_USED{{{labels}}} {int(rng.integers(0, 80000))}")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture(scope="module")
+def config(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("scrapes")
+    rng = np.random.default_rng(29)
+    (folder / "scrapes").mkdir()
+    for at in pd.date_range(START, periods=DAYS * 86400 // STEP, freq=f"{STEP}s"):
+        for host in HOSTS:
+            if rng.uniform() < 0.05:  # a missed scrape
+                continue
+            (folder / "scrapes" / f"{host}-{at:%Y%m%dT%H%M%SZ}.prom").write_text(scrape(host, at, rng))
+    days = pd.date_range(START, periods=DAYS, freq="D")
+    pd.DataFrame([{"resource_id": h, "start": d, "end": d + pd.Timedelta(days=1), "cost": 48.0 + i}
+                  for i, h in enumerate(HOSTS + [OFFLINE]) for d in days]).to_csv(folder / "costs.csv", index=False)
+    pd.DataFrame([{"resource_id": h, "device": g, "mem_capacity": 80 * 2**30}
+                  for h in HOSTS + [OFFLINE] for g in range(2)]).to_csv(folder / "inventory.csv", index=False)
+    path = folder / "gpucost.toml"
+    path.write_text(f'[sources]\ncosts = "costs.csv"\ninventory = "inventory.csv"\ndcgm_text = "scrapes"\n'
+                    f'step = {STEP}\n\n[policy]\nby = ["consumer"]\n')
+    return path
+
+
+def run(config, capsys) -> tuple[pd.DataFrame, str]:
+    code = cli.main(["allocate", "-c", str(config), "--format", "csv", "--decimals", "raw"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    return pd.read_csv(StringIO(out), keep_default_na=False, na_values=[""], dtype={"consumer": str}), err
+
+
+def test_a_scrape_directory_with_a_step_streams_a_day_at_a_time(config, capsys, monkeypatch):
+    seen = {"added": 0, "ordered": []}
+    add, init = gpucost.Allocator.add, gpucost.Allocator.__init__
+    monkeypatch.setattr(gpucost.Allocator, "add", lambda self, chunk: seen.__setitem__("added", seen["added"] + 1)
+                        or add(self, chunk))
+    monkeypatch.setattr(gpucost.Allocator, "__init__", lambda self, *a, **kw: seen["ordered"].append(
+        kw.get("ordered_chunks")) or init(self, *a, **kw))
+    streamed, streamed_err = run(config, capsys)
+    assert seen == {"added": DAYS, "ordered": [True]}  # a UTC day a chunk, in time order
+    monkeypatch.setattr(plan, "streams", lambda p: False)  # the in-memory path: every scrape at once
+    whole, whole_err = run(config, capsys)
+    assert streamed_err == whole_err and OFFLINE in streamed_err
+    streamed = streamed.sort_values("consumer").reset_index(drop=True)
+    whole = whole.sort_values("consumer").reset_index(drop=True)
+    assert list(streamed.columns) == list(whole.columns)
+    assert streamed["consumer"].tolist() == whole["consumer"].tolist()
+    for column in streamed.columns.drop("consumer"):
+        np.testing.assert_allclose(streamed[column].astype(float), whole[column].astype(float), rtol=1e-9,
+                                   atol=1e-9, err_msg=column)
+    assert streamed["cost"].sum() == pytest.approx(48.0 * DAYS + 49.0 * DAYS + 50.0 * DAYS, rel=1e-12)
