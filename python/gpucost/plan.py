@@ -1445,6 +1445,8 @@ def streams(plan: SourcePlan) -> bool:
         return True
     if source.kind == "dcgm_text":  # a directory of scrapes: a UTC day at a time, each scrape standing for the step
         return source.options["interval"] is not None
+    if source.kind == "nvidia_smi":  # a host's log at a time; each sample has its duration (to its next)
+        return True
     if source.kind == "table":  # gpucost's own usage table
         return plan.step is not None or "duration" in table_columns(source.files[0])
     return False
@@ -1452,7 +1454,8 @@ def streams(plan: SourcePlan) -> bool:
 
 class UsageStream:
     """A plan's telemetry read a chunk at a time (saved answers, scrapes: a
-    UTC day; gpucost's own usage table: ``_TABLE_CHUNK_ROWS`` rows): iterate it
+    UTC day; nvidia-smi logs: a host's log; gpucost's own usage table:
+    ``_TABLE_CHUNK_ROWS`` rows): iterate it
     once, allocating each frame as it comes. ``interval`` is the stated
     step, else the first chunk's spacing; :meth:`usage` is an empty usage
     table whose ``attrs`` are what the whole table's would be (the chunks'

@@ -83,3 +83,11 @@ def test_a_scrape_directory_with_a_step_streams_a_day_at_a_time(config, capsys, 
         np.testing.assert_allclose(streamed[column].astype(float), whole[column].astype(float), rtol=1e-9,
                                    atol=1e-9, err_msg=column)
     assert streamed["cost"].sum() == pytest.approx(48.0 * DAYS + 49.0 * DAYS + 50.0 * DAYS, rel=1e-12)
+
+
+def test_check_streams_the_scrapes_and_says_what_the_whole_read_says(config, capsys, monkeypatch):
+    code = cli.main(["check", "-c", str(config)])
+    streamed = f"{code}\n{capsys.readouterr().out}"
+    monkeypatch.setattr(plan, "streams", lambda p: False)
+    code = cli.main(["check", "-c", str(config)])
+    assert streamed == f"{code}\n{capsys.readouterr().out}" and "samples" in streamed
