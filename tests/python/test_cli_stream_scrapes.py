@@ -5,14 +5,12 @@ the in-memory path's, which reads every scrape at once."""
 
 from __future__ import annotations
 
-from io import StringIO
-
 import numpy as np
 import pandas as pd
 import pytest
 
-import gpucost
-from gpucost import cli, plan
+from gpucost import plan
+from stream_cli import assert_same_showback, record_allocators, run_allocate, run_check
 
 START = pd.Timestamp("2026-03-01", tz="UTC")
 DAYS = 3
@@ -56,38 +54,18 @@ def config(tmp_path_factory):
     return path
 
 
-def run(config, capsys) -> tuple[pd.DataFrame, str]:
-    code = cli.main(["allocate", "-c", str(config), "--format", "csv", "--decimals", "raw"])
-    out, err = capsys.readouterr()
-    assert code == 0, err
-    return pd.read_csv(StringIO(out), keep_default_na=False, na_values=[""], dtype={"consumer": str}), err
-
-
 def test_a_scrape_directory_with_a_step_streams_a_day_at_a_time(config, capsys, monkeypatch):
-    seen = {"added": 0, "ordered": []}
-    add, init = gpucost.Allocator.add, gpucost.Allocator.__init__
-    monkeypatch.setattr(gpucost.Allocator, "add", lambda self, chunk: seen.__setitem__("added", seen["added"] + 1)
-                        or add(self, chunk))
-    monkeypatch.setattr(gpucost.Allocator, "__init__", lambda self, *a, **kw: seen["ordered"].append(
-        kw.get("ordered_chunks")) or init(self, *a, **kw))
-    streamed, streamed_err = run(config, capsys)
+    seen = record_allocators(monkeypatch)
+    streamed, streamed_err = run_allocate(config, capsys)
     assert seen == {"added": DAYS, "ordered": [True]}  # a UTC day a chunk, in time order
     monkeypatch.setattr(plan, "streams", lambda p: False)  # the in-memory path: every scrape at once
-    whole, whole_err = run(config, capsys)
+    whole, whole_err = run_allocate(config, capsys)
     assert streamed_err == whole_err and OFFLINE in streamed_err
-    streamed = streamed.sort_values("consumer").reset_index(drop=True)
-    whole = whole.sort_values("consumer").reset_index(drop=True)
-    assert list(streamed.columns) == list(whole.columns)
-    assert streamed["consumer"].tolist() == whole["consumer"].tolist()
-    for column in streamed.columns.drop("consumer"):
-        np.testing.assert_allclose(streamed[column].astype(float), whole[column].astype(float), rtol=1e-9,
-                                   atol=1e-9, err_msg=column)
+    assert_same_showback(streamed, whole)
     assert streamed["cost"].sum() == pytest.approx(48.0 * DAYS + 49.0 * DAYS + 50.0 * DAYS, rel=1e-12)
 
 
 def test_check_streams_the_scrapes_and_says_what_the_whole_read_says(config, capsys, monkeypatch):
-    code = cli.main(["check", "-c", str(config)])
-    streamed = f"{code}\n{capsys.readouterr().out}"
+    streamed = run_check(config, capsys)
     monkeypatch.setattr(plan, "streams", lambda p: False)
-    code = cli.main(["check", "-c", str(config)])
-    assert streamed == f"{code}\n{capsys.readouterr().out}" and "samples" in streamed
+    assert streamed == run_check(config, capsys) and "samples" in streamed

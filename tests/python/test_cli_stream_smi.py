@@ -5,14 +5,12 @@ equal the in-memory path's, which reads every log at once."""
 
 from __future__ import annotations
 
-from io import StringIO
-
 import numpy as np
 import pandas as pd
 import pytest
 
-import gpucost
-from gpucost import cli, plan
+from gpucost import plan
+from stream_cli import assert_same_showback, record_allocators, run_allocate, run_check
 
 START = pd.Timestamp("2026-03-01", tz="UTC")
 HOURS = 30
@@ -60,39 +58,19 @@ def config(tmp_path_factory):
     return path
 
 
-def run(config, capsys) -> tuple[pd.DataFrame, str]:
-    code = cli.main(["allocate", "-c", str(config), "--format", "csv", "--decimals", "raw"])
-    out, err = capsys.readouterr()
-    assert code == 0, err
-    return pd.read_csv(StringIO(out), keep_default_na=False, na_values=[""], dtype={"consumer": str}), err
-
-
 def test_nvidia_smi_logs_stream_a_host_at_a_time(config, capsys, monkeypatch):
-    seen = {"added": 0, "ordered": []}
-    add, init = gpucost.Allocator.add, gpucost.Allocator.__init__
-    monkeypatch.setattr(gpucost.Allocator, "add", lambda self, chunk: seen.__setitem__("added", seen["added"] + 1)
-                        or add(self, chunk))
-    monkeypatch.setattr(gpucost.Allocator, "__init__", lambda self, *a, **kw: seen["ordered"].append(
-        kw.get("ordered_chunks")) or init(self, *a, **kw))
-    streamed, streamed_err = run(config, capsys)
+    seen = record_allocators(monkeypatch)
+    streamed, streamed_err = run_allocate(config, capsys)
     assert seen == {"added": len(HOSTS), "ordered": [False]}  # a host's log a chunk; hosts are not in time order
     monkeypatch.setattr(plan, "streams", lambda p: False)  # the in-memory path: every log at once
-    whole, whole_err = run(config, capsys)
+    whole, whole_err = run_allocate(config, capsys)
     assert streamed_err == whole_err
-    streamed = streamed.sort_values("consumer").reset_index(drop=True)
-    whole = whole.sort_values("consumer").reset_index(drop=True)
-    assert list(streamed.columns) == list(whole.columns)
-    assert streamed["consumer"].tolist() == whole["consumer"].tolist()
+    assert_same_showback(streamed, whole)
     assert set(streamed["consumer"]) >= {"pid:4000", "pid:4001", "pid:4010", "pid:4011", "__idle__"}
-    for column in streamed.columns.drop("consumer"):
-        np.testing.assert_allclose(streamed[column].astype(float), whole[column].astype(float), rtol=1e-9,
-                                   atol=1e-9, err_msg=column)
     assert streamed["cost"].sum() == pytest.approx(HOURS * (30.0 + 31.0), rel=1e-12)
 
 
 def test_check_streams_the_logs_and_says_what_the_whole_read_says(config, capsys, monkeypatch):
-    code = cli.main(["check", "-c", str(config)])
-    streamed = f"{code}\n{capsys.readouterr().out}"
+    streamed = run_check(config, capsys)
     monkeypatch.setattr(plan, "streams", lambda p: False)
-    code = cli.main(["check", "-c", str(config)])
-    assert streamed == f"{code}\n{capsys.readouterr().out}" and "samples" in streamed
+    assert streamed == run_check(config, capsys) and "samples" in streamed
