@@ -187,7 +187,49 @@ void BM_AllocateFleetEnergy(benchmark::State& state, gpucost_bench::FleetOrder o
   state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(fleet.size()));
 }
 
+// BM_AllocateFleetStream/<order>/ordered:<0|1>: the same fleet fed to an
+// Allocator in chunks of 250,000 rows, as allocate_stream and the CLI feed
+// files: what the record of rows read twice across chunks costs beside the
+// one-shot BM_AllocateFleet (ordered: the chunks told they never go back in
+// time, which only the time order allows).
+void BM_AllocateFleetStream(benchmark::State& state, gpucost_bench::FleetOrder order) {
+  const auto& fleet = FleetFor(static_cast<int>(state.range(0)), order, 0);
+  const gpucost::SampleColumns samples = fleet.samples();
+  gpucost::AllocationPolicy policy;
+  policy.threads = 1;
+  policy.interval_seconds = 60;  // stated, as a stream needs unless its first chunk shows it (shuffled does not)
+  policy.ordered_chunks = state.range(1) != 0;
+  constexpr size_t kChunk = 250'000;
+  for (auto _ : state) {
+    auto allocator = gpucost::Allocator::Create(fleet.costs(), fleet.inventory(), nullptr, policy);
+    absl::Status status = allocator.status();
+    for (size_t begin = 0; status.ok() && begin < samples.size(); begin += kChunk) {
+      status = (*allocator)->AddSamples(samples.Slice(begin, kChunk));
+    }
+    auto result = status.ok() ? (*allocator)->Finish() : absl::StatusOr<gpucost::Allocation>(status);
+    if (!result.ok()) {
+      state.SkipWithError(std::string(result.status().message()).c_str());
+      break;
+    }
+    benchmark::DoNotOptimize(result);
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(fleet.size()));
+}
+
 const bool kFleetRegistered = [] {
+  for (const auto& [order, name] : gpucost_bench::kFleetOrders) {
+    benchmark::RegisterBenchmark(("BM_AllocateFleetStream/" + std::string(name)).c_str(), BM_AllocateFleetStream,
+                                 order)
+        ->ArgNames({"gpus", "ordered"})
+        ->Args({1000, 0})
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+  }
+  benchmark::RegisterBenchmark("BM_AllocateFleetStream/time", BM_AllocateFleetStream, gpucost_bench::FleetOrder::kTime)
+      ->ArgNames({"gpus", "ordered"})
+      ->Args({1000, 1})
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime();
   for (const auto& [order, name] : gpucost_bench::kFleetOrders) {
     benchmark::RegisterBenchmark(("BM_AllocateFleetEnergy/" + std::string(name)).c_str(), BM_AllocateFleetEnergy,
                                  order)

@@ -192,8 +192,13 @@ def fetch_workloads(url: Any, start: Any, end: Any, labels: Mapping[str, str] | 
         0  ml/train-0     llm  research  None  None
     """
     client = _client(url, **http)
-    return workloads_frame(_core.kube_pod_labels(_range_bodies(client, "kube_pod_labels", start, end, step),
-                                                 _keys(labels)))
+    frame = workloads_frame(_core.kube_pod_labels(_range_bodies(client, "kube_pod_labels", start, end, step),
+                                                  _keys(labels)))
+    covered = frame.attrs.get("labels")
+    if covered:  # each point is the last value over the step before it: the history starts a step earlier
+        first = covered["start"] - pd.Timedelta(seconds=step)
+        covered["start"] = max(first, pd.Timestamp(to_ns(start, "start"), tz="UTC"))
+    return frame
 
 
 def fetch_nodes(url: Any, start: Any, end: Any, *, step: float = 3600, **http) -> pd.DataFrame:

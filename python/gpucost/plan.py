@@ -30,6 +30,7 @@ Example (in an empty folder: both problems at once, nothing read):
 from __future__ import annotations
 
 import ctypes
+import itertools
 import math
 import types
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -1111,6 +1112,12 @@ def _read_scrapes(source: Source, reading: Reading, table: str) -> Iterator[pd.D
         files = [(instant, path) for instant, group in source.options["instants"] for path in group]
         yield read([p for _, p in files], timestamp=[t for t, _ in files], **dcgm)
         return
+    if reading.stream:  # a UTC day of scrapes a frame, the days in time order (each scrape stands for the step)
+        instants = sorted(source.options["instants"], key=lambda item: item[0])
+        for _, day in itertools.groupby(instants, key=lambda item: pd.Timestamp(item[0]).floor("D")):
+            yield sources.concat_frames([read(list(group), timestamp=instant, interval=interval, **dcgm)
+                                         for instant, group in day])
+        return
     for instant, group in source.options["instants"]:  # a stated step: each scrape stands for it
         yield read(list(group), timestamp=instant, interval=interval, **dcgm)
 
@@ -1437,14 +1444,19 @@ def streams(plan: SourcePlan) -> bool:
     source = telemetry[0]
     if source.kind == "query_range":
         return True
+    if source.kind == "dcgm_text":  # a directory of scrapes: a UTC day at a time, each scrape standing for the step
+        return source.options["interval"] is not None
+    if source.kind == "nvidia_smi":  # a host's log at a time; each sample has its duration (to its next)
+        return True
     if source.kind == "table":  # gpucost's own usage table
         return plan.step is not None or "duration" in table_columns(source.files[0])
     return False
 
 
 class UsageStream:
-    """A plan's telemetry read a chunk at a time (saved answers: a UTC day;
-    gpucost's own usage table: ``_TABLE_CHUNK_ROWS`` rows): iterate it
+    """A plan's telemetry read a chunk at a time (saved answers, scrapes: a
+    UTC day; nvidia-smi logs: a host's log; gpucost's own usage table:
+    ``_TABLE_CHUNK_ROWS`` rows): iterate it
     once, allocating each frame as it comes. ``interval`` is the stated
     step, else the first chunk's spacing; :meth:`usage` is an empty usage
     table whose ``attrs`` are what the whole table's would be (the chunks'
@@ -1456,7 +1468,7 @@ class UsageStream:
     def __init__(self, plan: SourcePlan, source: Source, reading: Reading):
         self.plan, self.source, self.reading = plan, source, reading
         self.interval: float | None = plan.step
-        self.ordered_chunks = source.kind == "query_range"
+        self.ordered_chunks = source.kind in ("query_range", "dcgm_text")
         self.chunks = 0
         self._reports: list[dict] = []
         self._usage = pd.DataFrame()

@@ -523,6 +523,7 @@ struct Allocator::State {
   // checks them.
   bool ordered = false;
   int64_t newest_instant = std::numeric_limits<int64_t>::min();
+  int64_t newest_before_chunk = std::numeric_limits<int64_t>::min();  // newest_instant before this chunk
   absl::flat_hash_map<SeriesKey, SpacingTally> tallies;
   absl::Status sticky = absl::OkStatus();
   bool finished = false;
@@ -1568,6 +1569,7 @@ absl::Status Allocator::State::CheckNotBeforeEarlierChunks(const SampleColumns& 
   const int64_t* ts = s.timestamp.data();
   const auto ticks = static_cast<int64_t>(s.time_unit);
   const int64_t before = newest_instant;
+  newest_before_chunk = before;
   const auto n = static_cast<int64_t>(s.size());
   for (int64_t i = 0; i < n; ++i) {
     if (!InstantInRange(ts[i], s.time_unit)) continue;
@@ -1666,56 +1668,95 @@ int64_t Allocator::State::FindDuplicates(const SampleColumns& s, internal::Chunk
       old_size[w][k] = seen[w][k]->size();
     }
   }
+  // With ordered chunks a row can repeat only a row of the newest earlier
+  // instant, and only rows at this chunk's newest instant outlive it
+  // (TrimHistory): the rows between are neither looked up nor kept.
+  const int64_t repeatable = ordered ? newest_before_chunk : std::numeric_limits<int64_t>::min();
+  auto wanted = [&](int64_t t) { return !ordered || t == repeatable || t == newest_instant; };
   std::vector<int64_t> found(workers, 0);
   RunOnWorkers(workers, [&](int w) {
     internal::WorkerSeries& mine = chunk.by_worker[w];
     std::vector<std::vector<Item>*>& history_of_series = seen[w];
     const std::vector<size_t>& old = old_size[w];
+    const size_t num_series = mine.series.size();
+    // Each series' newest instant before this chunk, in one small array: a
+    // row past it (every row of an in-order stream) is no copy, and its
+    // history is not touched here.
+    std::vector<int64_t> old_last(num_series, std::numeric_limits<int64_t>::min());
+    for (size_t k = 0; k < num_series; ++k) {
+      if (old[k] > 0) old_last[k] = (*history_of_series[k])[old[k] - 1].first;
+    }
     // A row is a copy when its (instant, values) are in the history from
-    // earlier chunks; otherwise it joins the history. Rows are read in row
-    // order (series in order) or in their gathered copy (time order), never
-    // by random access; an in-order stream's rows lie past the history's end
-    // and cost one comparison.
-    auto copy_of_earlier = [&](size_t k, const Item& item) {
-      const std::vector<Item>& history_of = *history_of_series[k];
-      const size_t n = old[k];
-      if (n == 0 || item.first > history_of[n - 1].first) return false;
-      return std::binary_search(history_of.begin(), history_of.begin() + static_cast<std::ptrdiff_t>(n), item);
+    // earlier chunks; otherwise it is kept, in row order in one buffer, and
+    // appended to its series' history after the pass (series by series, not
+    // a scattered push per row). Rows are read in row order (series in
+    // order) or in their gathered copy (time order), never by random access.
+    struct Kept {
+      int32_t series;
+      Item item;
+    };
+    std::vector<Kept> kept;
+    int64_t owned = chunk.workers == 1 ? static_cast<int64_t>(s.size()) : 0;
+    if (chunk.workers > 1) {
+      for (const auto& [begin, end] : chunk.runs[w]) owned += end - begin;
+    }
+    kept.reserve(static_cast<size_t>(owned));  // at most every row the worker owns, without regrowing
+    std::vector<int64_t> kept_of(num_series + 1, 0);
+    auto add = [&](size_t k, const Item& item) {
+      if (item.first <= old_last[k]) {  // among earlier rows (chunks out of time order): searched, kept at once
+        std::vector<Item>& history_of = *history_of_series[k];
+        if (std::binary_search(history_of.begin(), history_of.begin() + static_cast<std::ptrdiff_t>(old[k]), item)) {
+          return false;  // a copy
+        }
+        history_of.push_back(item);
+        return true;
+      }
+      kept.push_back({static_cast<int32_t>(k), item});
+      ++kept_of[k + 1];
+      return true;
     };
     internal::ForOwnedRows(chunk, s, w, [&](int64_t i) {
       const int32_t id = series_of_row[i];
       if (id == internal::kBadRow || (id & (internal::kDroppedBit | internal::kGatheredBit)) != 0) return;
-      const Item item{ScaleInstant(ts[i], s.time_unit),
-                      fingerprint(s.share[i], s.util[i], s.mem_used[i], s.duration ? (*s.duration)[i] : 0)};
-      if (copy_of_earlier(static_cast<size_t>(id), item)) {
+      const int64_t t = ScaleInstant(ts[i], s.time_unit);
+      if (!wanted(t)) return;
+      const Item item{t, fingerprint(s.share[i], s.util[i], s.mem_used[i], s.duration ? (*s.duration)[i] : 0)};
+      if (!add(static_cast<size_t>(id), item)) {
         series_of_row[i] |= internal::kDroppedBit;
         ++found[w];
-      } else {
-        history_of_series[static_cast<size_t>(id)]->push_back(item);
       }
     });
-    for (size_t k = 0; k < mine.series.size(); ++k) {
+    for (size_t k = 0; k < num_series; ++k) {
       const internal::Series& series = mine.series[k];
       if (!series.gathered) continue;
       for (int64_t p = series.sorted_begin; p < series.sorted_end; ++p) {
         internal::GatheredRow& r = mine.gathered_rows[p];
         if (r.dropped()) continue;
-        const Item item{ScaleInstant(r.t, s.time_unit), fingerprint(r.share, r.util, r.mem, r.duration)};
-        if (copy_of_earlier(k, item)) {
+        const int64_t t = ScaleInstant(r.t, s.time_unit);
+        if (!wanted(t)) continue;
+        if (!add(k, Item{t, fingerprint(r.share, r.util, r.mem, r.duration)})) {
           series_of_row[r.row] |= internal::kDroppedBit;
           r.row = ~r.row;  // the accumulation reads the gathered copy
           ++found[w];
-        } else {
-          history_of_series[k]->push_back(item);
         }
       }
     }
-    // Each history sorted again: the new part (in time order, ties by value
-    // unordered) sorted, then merged when it goes back before the old end.
-    for (size_t k = 0; k < mine.series.size(); ++k) {
+    // The kept rows grouped by series (a stable counting pass), each group
+    // appended to its history at once.
+    std::partial_sum(kept_of.begin(), kept_of.end(), kept_of.begin());
+    std::vector<Item> grouped(kept.size());
+    {
+      std::vector<int64_t> next(kept_of.begin(), kept_of.end() - 1);
+      for (const Kept& k : kept) grouped[next[k.series]++] = k.item;
+    }
+    std::vector<Kept>().swap(kept);
+    for (size_t k = 0; k < num_series; ++k) {
       std::vector<Item>& history_of = *history_of_series[k];
+      history_of.insert(history_of.end(), grouped.begin() + kept_of[k], grouped.begin() + kept_of[k + 1]);
+      if (history_of.size() == old[k]) continue;
+      // The new part (in time order, ties by value unordered) sorted, then
+      // merged when it goes back before the old end.
       const auto middle = history_of.begin() + static_cast<std::ptrdiff_t>(old[k]);
-      if (middle == history_of.end()) continue;
       if (!std::is_sorted(middle, history_of.end())) std::sort(middle, history_of.end());
       if (middle != history_of.begin() && *middle < *(middle - 1)) {
         std::inplace_merge(history_of.begin(), middle, history_of.end());

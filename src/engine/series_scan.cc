@@ -39,6 +39,15 @@ double MedianOfSpacings(int64_t* v, size_t count, std::vector<int64_t>& scratch)
     if (count % 2 == 1) return upper;
     return 0.5 * (static_cast<double>(*std::max_element(v, v + mid)) + upper);
   }
+  // A value that is more than half of them is the median (a scraper's
+  // gaps mostly are one value): a vote and a count, no histogram.
+  int64_t candidate = 0;
+  size_t votes = 0;
+  for (size_t k = 0; k < count; ++k) {
+    if (votes == 0) candidate = v[k];
+    votes += v[k] == candidate ? 1 : static_cast<size_t>(-1);
+  }
+  if (2 * static_cast<size_t>(std::count(v, v + count, candidate)) > count) return static_cast<double>(candidate);
   const auto [min, max] = std::minmax_element(v, v + count);
   const int64_t lo = *min, hi = *max;
   if (lo == hi) return static_cast<double>(lo);

@@ -315,3 +315,37 @@ def test_check_names_the_same_problems_as_the_rule(month):
     checked = check_tables(tables, interval=1800)
     assert checked.exit_code == 0 and checked.report.problems == []
     assert [n.kind for n in checked.report.notes] == ["no_resource_ids"]
+
+
+@pytest.mark.parametrize("hour", [10, 23])
+def test_labels_fetched_over_the_bill_cover_it_at_any_hour(hour):
+    """fetch_workloads' points are last_over_time over the step before each
+    instant (start + step, ...): the history starts a step before its first
+    point, so labels fetched for a one-hour bill cover it, also when the
+    hour ends at midnight (it was then said to start after the bill)."""
+    import re
+
+    class Replay(gpucost.prometheus.PrometheusClient):
+        def __init__(self, answers):
+            super().__init__("http://prometheus:9090")
+            self.answers = answers
+
+        def query_range(self, query, start_s, end_s, step_s):
+            name = next((w for w in re.findall(r"\w+", query) if w in self.answers), None)
+            return json.dumps({"status": "success", "data": {"resultType": "matrix",
+                                                             "result": self.answers.get(name, [])}})
+
+    start = pd.Timestamp("2026-03-01", tz="UTC") + pd.Timedelta(hours=hour)
+    end = start + pd.Timedelta(hours=1)
+    series = {"metric": {"namespace": "ml", "pod": "train-0", "label_team_id": "research"},
+              "values": [[end.value // 10**9, "1"]]}
+    workloads = gpucost.kubernetes.fetch_workloads(Replay({"kube_pod_labels": [series]}), start, end)
+    assert workloads.attrs["labels"] == {"start": start, "end": end}
+    costs = pd.DataFrame({"resource_id": ["node-1"], "start": [start], "end": [end], "cost": [10.0]})
+    inventory = pd.DataFrame({"resource_id": ["node-1"], "device": [0], "mem_capacity": [80 * 2**30]})
+    usage = pd.DataFrame({"timestamp": pd.date_range(start, periods=60, freq="60s"), "resource_id": "node-1",
+                          "device": 0, "consumer": "ml/train-0", "share": 1.0, "util": 0.5, "mem_used": 0.0})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        result = gpucost.allocate(costs, usage, inventory, workloads, by=["team"])
+    assert result.set_index("team")["cost"].to_dict() == {"__idle__": 0.0, "research": 10.0}
