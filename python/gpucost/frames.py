@@ -261,8 +261,9 @@ def _numpy(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
 def _arrow_strings(col: pa.ChunkedArray, threads: int = 1) -> tuple[np.ndarray, list[str]]:
     """(int32 codes, values) of a string or dictionary column. Dictionary
     indices are the codes (uint32 ones, as Polars categoricals have, viewed
-    as int32 without a copy); other columns are dictionary-encoded by Arrow
-    (in C++, without the GIL). Nulls get -1."""
+    as int32 without a copy); plain, large and view strings are encoded from
+    their buffers by ``_core.encode_strings`` on up to ``threads`` threads,
+    other columns by Arrow (both in C++, without the GIL). Nulls get -1."""
     if pa.types.is_string(col.type) or pa.types.is_large_string(col.type) or pa.types.is_string_view(col.type):
         return _core.encode_strings([_string_buffers(c) for c in col.chunks], threads)
     if not pa.types.is_dictionary(col.type):
