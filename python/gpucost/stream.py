@@ -135,8 +135,9 @@ def allocate_stream(
     bar = _progress_bar(total) if progress else None
     seen = 0
     try:
-        chunks = iter_chunks(usage, chunk_rows=chunk_rows, block_size=block_size)
-        if resolve_threads(threads) > 1:  # the next chunk read while this one is allocated
+        cores = resolve_threads(threads)
+        chunks = iter_chunks(usage, chunk_rows=chunk_rows, block_size=block_size, threads=cores)
+        if cores > 1:  # the next chunk read while this one is allocated
             chunks = read_ahead(chunks)
         for chunk in chunks:
             try:

@@ -303,3 +303,22 @@ def test_parquet_strings_as_dictionaries_equal_plain_strings(fleet, expected, tm
     result = gpucost.allocate_stream(fleet.costs, str(path), fleet.inventory, fleet.workloads,
                                      chunk_rows=len(fleet.usage) // 3, threads=2, **POLICY)
     assert_frames_close(result, expected)
+
+
+def test_csv_blocks_parsed_side_by_side_equal_one_after_another(fleet, tmp_path):
+    """An uncompressed CSV cut at line ends into blocks parsed on threads:
+    the same rows, in file order, as Arrow's streaming reader, with or
+    without a last newline; a header alone gives no rows."""
+    from gpucost.chunks import iter_chunks
+    path = tmp_path / "usage.csv"
+    write_csv(fleet.usage.iloc[:5000], path)
+    text = path.read_bytes()
+    for data in (text, text.rstrip(b"\n")):
+        path.write_bytes(data)
+        one = pa.concat_tables(pa.Table.from_batches([c.rows]) for c in iter_chunks(str(path), block_size=1 << 14))
+        side = [c for c in iter_chunks(str(path), block_size=1 << 14, threads=3)]
+        assert len(side) > 3 and [c.first_row for c in side] == list(np.cumsum([0] + [len(c) for c in side[:-1]]))
+        both = pa.concat_tables(pa.Table.from_batches([c.rows]) for c in side)
+        assert both.num_rows == 5000 and both.equals(one.cast(both.schema))
+    path.write_bytes(text.split(b"\n", 1)[0] + b"\n")
+    assert list(iter_chunks(str(path), threads=3)) == []
