@@ -171,6 +171,9 @@ def _csv_batches_parallel(path: str, block_size: int, column_types: dict, thread
         raise InvalidInputError(f"{path}: cannot open: {exc}") from None
     with f, ThreadPoolExecutor(max_workers=threads) as pool:
         header = f.readline()
+        if not header:  # an empty file: the streaming reader's error, not a silent table of no rows
+            yield from _csv_batches(path, block_size, column_types)
+            return
         pending: list = []
         try:
             while True:

@@ -322,3 +322,7 @@ def test_csv_blocks_parsed_side_by_side_equal_one_after_another(fleet, tmp_path)
         assert both.num_rows == 5000 and both.equals(one.cast(both.schema))
     path.write_bytes(text.split(b"\n", 1)[0] + b"\n")
     assert list(iter_chunks(str(path), threads=3)) == []
+    path.write_bytes(b"")  # an empty file is an error on every path, never a table of no rows
+    for threads in (1, 3):
+        with pytest.raises(gpucost.InvalidInputError, match="Empty CSV file"):
+            list(iter_chunks(str(path), threads=threads))
