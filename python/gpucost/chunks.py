@@ -141,15 +141,25 @@ def _csv_batches(path: str, block_size: int, column_types: dict, threads: int = 
     with stream:
         try:
             header = pacsv.open_csv(stream, read_options=pacsv.ReadOptions(block_size=block_size),
-                                    convert_options=pacsv.ConvertOptions(
-                                        column_types=column_types, strings_can_be_null=False,
-                                        quoted_strings_can_be_null=False))
+                                    convert_options=_csv_convert_options(column_types))
             for batch in header:
                 line += batch.num_rows
                 yield batch
         except (pa.ArrowInvalid, pa.ArrowException, OSError, EOFError) as exc:
-            located = _locate_bad_value(path, str(exc), block_size, column_types)
-            raise InvalidInputError(located or f"{path}: after line {line}: {_arrow_message(exc)}") from None
+            raise _csv_failure(path, exc, line, block_size, column_types) from None
+
+
+def _csv_convert_options(column_types: dict) -> pacsv.ConvertOptions:
+    """How usage CSV values convert: the given column types; empty strings stay strings, not nulls."""
+    return pacsv.ConvertOptions(column_types=column_types, strings_can_be_null=False,
+                                quoted_strings_can_be_null=False)
+
+
+def _csv_failure(path: str, exc: BaseException, line: int, block_size: int, column_types: dict) -> InvalidInputError:
+    """A CSV read's failure as an error naming the file and the line: the bad
+    value's own line when Arrow names a value, else the line where the block starts."""
+    located = _locate_bad_value(path, str(exc), block_size, column_types)
+    return InvalidInputError(located or f"{path}: after line {line}: {_arrow_message(exc)}")
 
 
 def _csv_batches_parallel(path: str, block_size: int, column_types: dict, threads: int) -> Iterator[pa.RecordBatch]:
@@ -158,8 +168,7 @@ def _csv_batches_parallel(path: str, block_size: int, column_types: dict, thread
     newline inside a value), each parsed with the header on a pool of
     ``threads``, the batches in file order; at most ``threads`` + 1 blocks held."""
     read = pacsv.ReadOptions(use_threads=False, block_size=max(block_size, 1 << 20))
-    convert = pacsv.ConvertOptions(column_types=column_types, strings_can_be_null=False,
-                                   quoted_strings_can_be_null=False)
+    convert = _csv_convert_options(column_types)
 
     def parse(data: bytes) -> pa.Table:
         return pacsv.read_csv(pa.BufferReader(data), read_options=read, convert_options=convert)
@@ -192,8 +201,7 @@ def _csv_batches_parallel(path: str, block_size: int, column_types: dict, thread
         except (pa.ArrowInvalid, pa.ArrowException, OSError, EOFError) as exc:
             for future in pending:
                 future.cancel()
-            located = _locate_bad_value(path, str(exc), block_size, column_types)
-            raise InvalidInputError(located or f"{path}: after line {line}: {_arrow_message(exc)}") from None
+            raise _csv_failure(path, exc, line, block_size, column_types) from None
 
 
 _CONVERSION_ERROR = re.compile(r"In CSV column #(?P<index>\d+): (?:Row #\d+: )?CSV conversion error to "

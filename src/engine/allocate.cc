@@ -25,7 +25,6 @@
 #include <limits>
 #include <numeric>
 #include <string>
-#include <thread>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -295,20 +294,6 @@ std::vector<uint32_t> RowsInKeyOrder(const std::vector<KeyColumn>& keys, size_t 
     order.swap(next);
   }
   return order;
-}
-
-// f(w) for each worker w in [0, workers): worker 0 on this thread, the
-// others on threads of their own.
-template <typename F>
-void RunOnWorkers(int workers, F&& f) {
-  if (workers == 1) {
-    f(0);
-    return;
-  }
-  std::vector<std::thread> threads;
-  for (int w = 1; w < workers; ++w) threads.emplace_back(f, w);
-  f(0);
-  for (std::thread& t : threads) t.join();
 }
 
 // Key dimension of a result group, in `by` order.
@@ -1674,7 +1659,7 @@ int64_t Allocator::State::FindDuplicates(const SampleColumns& s, internal::Chunk
   const int64_t repeatable = ordered ? newest_before_chunk : std::numeric_limits<int64_t>::min();
   auto wanted = [&](int64_t t) { return !ordered || t == repeatable || t == newest_instant; };
   std::vector<int64_t> found(workers, 0);
-  RunOnWorkers(workers, [&](int w) {
+  internal::RunOnWorkers(workers, [&](int w) {
     internal::WorkerSeries& mine = chunk.by_worker[w];
     std::vector<std::vector<Item>*>& history_of_series = seen[w];
     const std::vector<size_t>& old = old_size[w];
@@ -1855,7 +1840,7 @@ absl::Status Allocator::AddSamples(const SampleColumns& s) {
                           : st.AccumulateWorker<false, false>(s, chunk, w, res_map, con_map, part);
     }
   };
-  RunOnWorkers(workers, work);
+  internal::RunOnWorkers(workers, work);
   // The first error in row order, whatever the number of workers.
   const Partial* failed = nullptr;
   for (const Partial& part : parts) {

@@ -6,7 +6,6 @@
 #include <bit>
 #include <cmath>
 #include <numeric>
-#include <thread>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -525,14 +524,7 @@ ChunkSeries ScanChunkSeries(const SampleColumns& samples, const std::vector<int3
   chunk.by_worker.resize(chunk.workers);
   chunk.runs.resize(chunk.workers);
   Scanner scanner(samples, devices_of_code, chunk);
-  if (chunk.workers == 1) {
-    scanner.Run(0);
-    return chunk;
-  }
-  std::vector<std::thread> threads;
-  for (int w = 1; w < chunk.workers; ++w) threads.emplace_back([&scanner, w] { scanner.Run(w); });
-  scanner.Run(0);
-  for (std::thread& t : threads) t.join();
+  RunOnWorkers(chunk.workers, [&scanner](int w) { scanner.Run(w); });
   return chunk;
 }
 

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -120,6 +121,20 @@ struct ChunkSeries {
 // refuses them with their row. Instants outside the valid range belong to
 // their series but are skipped here (refused by the caller as well).
 ChunkSeries ScanChunkSeries(const SampleColumns& samples, const std::vector<int32_t>& devices_of_code, int workers);
+
+// f(w) for each worker w in [0, workers): worker 0 on this thread, the
+// others on threads of their own.
+template <typename F>
+void RunOnWorkers(int workers, F&& f) {
+  if (workers == 1) {
+    f(0);
+    return;
+  }
+  std::vector<std::thread> threads;
+  for (int w = 1; w < workers; ++w) threads.emplace_back(f, w);
+  f(0);
+  for (std::thread& t : threads) t.join();
+}
 
 // Calls f(row) for every row worker w owns, in row order; an f that
 // returns bool stops the walk by returning false.
