@@ -1112,14 +1112,19 @@ def _read_scrapes(source: Source, reading: Reading, table: str) -> Iterator[pd.D
         files = [(instant, path) for instant, group in source.options["instants"] for path in group]
         yield read([p for _, p in files], timestamp=[t for t, _ in files], **dcgm)
         return
-    if reading.stream:  # a UTC day of scrapes a frame, the days in time order (each scrape stands for the step)
+    def scrape(instant, group) -> pd.DataFrame:
+        # A stated step: each scrape stands for it. It is the allocation's interval, not a duration per sample,
+        # so the engine checks every series' spacing against it (a wrong step is refused, naming a series).
+        frame = read(list(group), timestamp=instant, interval=interval, **dcgm)
+        return frame.drop(columns="duration") if "duration" in frame.columns else frame
+
+    if reading.stream:  # a UTC day of scrapes a frame, the days in time order
         instants = sorted(source.options["instants"], key=lambda item: item[0])
         for _, day in itertools.groupby(instants, key=lambda item: pd.Timestamp(item[0]).floor("D")):
-            yield sources.concat_frames([read(list(group), timestamp=instant, interval=interval, **dcgm)
-                                         for instant, group in day])
+            yield sources.concat_frames([scrape(instant, group) for instant, group in day])
         return
-    for instant, group in source.options["instants"]:  # a stated step: each scrape stands for it
-        yield read(list(group), timestamp=instant, interval=interval, **dcgm)
+    for instant, group in source.options["instants"]:
+        yield scrape(instant, group)
 
 
 def _by_instant(files: Sequence[Path]) -> dict[Any, list[str]]:

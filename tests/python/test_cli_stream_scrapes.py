@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gpucost import plan
+from gpucost import cli, plan
 from stream_cli import assert_same_showback, record_allocators, run_allocate, run_check
 
 START = pd.Timestamp("2026-03-01", tz="UTC")
@@ -69,3 +69,17 @@ def test_check_streams_the_scrapes_and_says_what_the_whole_read_says(config, cap
     streamed = run_check(config, capsys)
     monkeypatch.setattr(plan, "streams", lambda p: False)
     assert streamed == run_check(config, capsys) and "samples" in streamed
+
+
+def test_a_wrong_step_is_refused_streamed_or_whole(config, capsys, monkeypatch):
+    """Scrapes every 30 minutes with step = 60: each scrape would stand for a
+    minute and 97 % of the bill go idle with exit 0. The step is the
+    allocation's interval, so every series' spacing is checked against it."""
+    wrong = config.with_name("wrong.toml")
+    wrong.write_text(config.read_text().replace(f"step = {STEP}", "step = 60"))
+    for streamed in (True, False):
+        if not streamed:
+            monkeypatch.setattr(plan, "streams", lambda p: False)
+        code = cli.main(["allocate", "-c", str(wrong)])
+        err = capsys.readouterr().err
+        assert code == 2 and "but the interval is 60 s (given)" in err and "the series (resource_id 'node-" in err
