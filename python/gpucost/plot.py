@@ -31,6 +31,10 @@ RESERVED_LABELS = {"__down__": "Down (maintenance, drained or failed nodes)", "_
 _RESERVED_COLORS = {"__down__": "#6f6f6f", "__idle__": "#c9c9c9", "__unattributed__": "#8c8c8c", "__unlabelled__": "#e4a11b"}
 _PALETTE = ("#1f77b4", "#2ca02c", "#9467bd", "#d62728", "#17becf", "#8c564b", "#e377c2", "#bcbd22",
             "#ff7f0e", "#393b79", "#637939", "#843c39")  # distinct hues; amber is kept for unlabelled
+# The groups past a chart's ``top`` are drawn as one series (a month by pod is ~6,500 groups: issue 30).
+# Its key is an object no group value can be; its grey is cooler than the reserved ones, so it never reads as
+# idle capacity.
+_OTHER, _OTHER_COLOR = object(), "#9aa5b1"
 
 
 def display_name(value: Any) -> str:
@@ -59,6 +63,26 @@ def team_colors(values: Sequence[Any]) -> dict[str, str]:
             colors[v] = _PALETTE[i % len(_PALETTE)]
             i += 1
     return colors
+
+
+def _top_groups(order: Sequence[Any], top: int | None) -> tuple[list, list, list]:
+    """The groups of ``order`` (largest first) split into those drawn by name
+    (the first ``top`` that are not reserved; every one when ``top`` is None),
+    those summed into one Other series, and the reserved ones (``__idle__``,
+    ...: always drawn on their own, never in Other)."""
+    if top is not None and (isinstance(top, bool) or not isinstance(top, (int, np.integer)) or top < 0):
+        raise InvalidInputError(f"top: expected a whole number >= 0 or None, got {top!r}")
+    reserved = [g for g in order if str(g) in _RESERVED_COLORS]
+    named = [g for g in order if str(g) not in _RESERVED_COLORS]
+    cut = len(named) if top is None else int(top)
+    return named[:cut], named[cut:], reserved
+
+
+def _series_label(group: Any, folded: Sequence[Any]) -> str:
+    """A series' legend entry: the group's name, or the Other series' count."""
+    if group is _OTHER:
+        return f"Other ({len(folded):,} group{'' if len(folded) == 1 else 's'})"
+    return display_name(group)
 
 
 def _in_notebook() -> bool:
@@ -132,9 +156,14 @@ def _require(frame: pd.DataFrame, columns: Sequence[str], what: str) -> None:
 
 
 def spend_over_time(allocation: pd.DataFrame, by: str = "team", *, colors: Mapping[str, str] | None = None,
-                    title: str = "Spend by day"):
+                    title: str = "Spend by day", top: int | None = 12):
     """Stacked daily (or hourly, monthly) spend per group from an allocation
     grouped by ``[by, "period"]``. Returns a matplotlib ``Figure``.
+
+    The ``top`` largest groups (by total; None: every one) are drawn by name,
+    the rest summed into one grey "Other (N groups)" series, drawn above them
+    and below the reserved ones (idle capacity, ...), which are always their
+    own: each bar is the period's whole spend whatever ``top`` is.
 
     Examples:
         An allocation by team and day, as ``gpucost.allocate(...,
@@ -148,13 +177,24 @@ def spend_over_time(allocation: pd.DataFrame, by: str = "team", *, colors: Mappi
         >>> ax.get_title(loc="left"), [text.get_text() for text in ax.get_legend().get_texts()]
         ('Spend by day', ['nlp', 'vision', 'Idle capacity'])
         >>> fig.savefig("spend.svg")
+
+        With more groups than ``top`` (a month by pod is thousands), the
+        smaller ones are one series; the days' totals are unchanged:
+
+        >>> ax = gpucost.plot.spend_over_time(by_day, by="team", top=1).axes[0]
+        >>> [text.get_text() for text in ax.get_legend().get_texts()]
+        ['nlp', 'Other (1 group)', 'Idle capacity']
+        >>> [float(bar.get_y() + bar.get_height()) for bar in ax.patches[-3:]]   # the top of each day's stack
+        [190.0, 195.0, 185.0]
     """
     _require(allocation, [by, "period", "cost"], "allocation")
     table = allocation.pivot_table(index="period", columns=by, values="cost", aggfunc="sum", fill_value=0.0)
-    order = table.sum().sort_values(ascending=False).index
-    reserved = [c for c in order if str(c) in _RESERVED_COLORS]
-    table = table[[c for c in order if c not in reserved] + reserved]
-    colors = dict(colors or team_colors(table.columns))
+    shown, folded, reserved = _top_groups(table.sum().sort_values(ascending=False).index, top)
+    series = [(c, table[c].to_numpy()) for c in shown]
+    if folded:  # one series, its days' sums: every dollar of the groups not named is in the stack
+        series.append((_OTHER, table[folded].sum(axis=1).to_numpy()))
+    series += [(c, table[c].to_numpy()) for c in reserved]
+    colors = dict(colors or team_colors([*shown, *reserved]))
     fig, ax = _figure()
     x = table.index.tz_convert(None) if getattr(table.index, "tz", None) is not None else table.index
     width = 0.8 * (pd.Series(x).diff().min() if len(x) > 1 else pd.Timedelta(days=1))
@@ -164,12 +204,12 @@ def spend_over_time(allocation: pd.DataFrame, by: str = "team", *, colors: Mappi
     # extent, and the first instant's, the bars' width in data units) and other groups' non-zero ones
     # are made; the skipped bars' bottoms stay sticky edges, so the axes' limits are as with every bar.
     skipped, first = [], None
-    for c in table.columns:
-        values = table[c].to_numpy()
+    for c, values in series:
         drawn = np.ones(len(values), dtype=bool) if first is None else (values != 0)
         drawn[0] = True
-        bars = ax.bar(x[drawn], values[drawn], bottom=bottom[drawn], width=width, color=colors[str(c)],
-                      label=display_name(c), linewidth=0)
+        bars = ax.bar(x[drawn], values[drawn], bottom=bottom[drawn], width=width,
+                      color=_OTHER_COLOR if c is _OTHER else colors[str(c)], label=_series_label(c, folded),
+                      linewidth=0)
         first = first if first is not None else bars
         skipped.append(bottom[~drawn])
         bottom += values
@@ -278,10 +318,12 @@ def spend_by_group(allocation: pd.DataFrame, by: Sequence[str] = ("team", "proje
 
 def utilisation_distribution(usage: pd.DataFrame, workloads: pd.DataFrame | None = None, by: str = "team", *,
                              interval: float = 60, bins: int = 20, colors: Mapping[str, str] | None = None,
-                             title: str = "GPU-hours held, by utilisation"):
+                             title: str = "GPU-hours held, by utilisation", top: int | None = 12):
     """Histogram of GPU-hours held (share x sample duration) by utilisation,
     stacked by a workload label when ``workloads`` is given. Samples with no
-    consumer (free GPUs) are left out.
+    consumer (free GPUs) are left out. Past the ``top`` largest label values
+    (None: every one), the rest are one grey "Other (N groups)" series, as in
+    :func:`spend_over_time`.
 
     Examples:
         >>> usage = pd.DataFrame({"consumer": ["a", "a", "b", ""], "util": [0.95, 0.9, 0.2, 0.0], "share": 1.0,
@@ -290,6 +332,9 @@ def utilisation_distribution(usage: pd.DataFrame, workloads: pd.DataFrame | None
         >>> ax = gpucost.plot.utilisation_distribution(usage, workloads, by="team").axes[0]
         >>> [text.get_text() for text in ax.get_legend().get_texts()], float(sum(bar.get_height() for bar in ax.patches))
         (['nlp', 'vision'], 3.0)
+        >>> ax = gpucost.plot.utilisation_distribution(usage, workloads, by="team", top=0).axes[0]
+        >>> ax.get_legend() is None, float(sum(bar.get_height() for bar in ax.patches))   # one series: no legend
+        (True, 3.0)
     """
     _require(usage, ["consumer", "util", "share"], "usage")
     # On the consumers' category codes, never a string per sample (a month is ~17 M samples: issue 29).
@@ -312,17 +357,23 @@ def utilisation_distribution(usage: pd.DataFrame, workloads: pd.DataFrame | None
     kinds, per_name = np.unique(per_name, return_inverse=True)  # each consumer's group, as a code
     group = per_name.astype(np.int32)[codes[held]]
     del codes, held
-    colors = dict(colors or team_colors(kinds[np.unique(group)]))
     totals = pd.Series(weight).groupby(group).sum()  # codes in the groups' sorted order, as the names would be
     order = pd.Series(totals.to_numpy(), index=kinds[totals.index.to_numpy(dtype=np.intp)]).sort_values(
         ascending=False).index
+    shown, folded, reserved = _top_groups(order, top)
+    colors = dict(colors or team_colors([*shown, *reserved]))
+    if folded:  # the named groups, one Other series of the rest (a mask per series, never per group), reserved
+        order = [*shown, _OTHER, *reserved]
     bottom = np.zeros(bins)
     for g in order:
-        mask = None if len(order) == 1 else group == np.searchsorted(kinds, g)  # one group: every sample
+        # one group: every sample; Other: the samples of any group it holds
+        mask = (None if len(order) == 1 else np.isin(group, np.searchsorted(kinds, folded)) if g is _OTHER
+                else group == np.searchsorted(kinds, g))
         counts, _ = np.histogram(util if mask is None else util[mask], bins=edges,
                                  weights=weight if mask is None else weight[mask])
         ax.bar(edges[:-1] * 100, counts, width=100 / bins, align="edge", bottom=bottom,
-               color=colors.get(g, "#1f5fa8"), label=display_name(g), edgecolor="white", linewidth=0.4)
+               color=_OTHER_COLOR if g is _OTHER else colors.get(g, "#1f5fa8"), label=_series_label(g, folded),
+               edgecolor="white", linewidth=0.4)
         bottom += counts
     ax.set_xlabel("GPU utilisation (%)", fontsize=9)
     ax.set_ylabel("GPU-hours", fontsize=9)

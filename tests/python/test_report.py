@@ -190,6 +190,73 @@ def test_plot_helpers_return_figures(fleet):
         gpucost.plot.spend_over_time(by_team)
 
 
+def many_groups(pods: int = 300, seed: int = 3) -> pd.DataFrame:
+    """A month by pod: many groups of a few days each, a credit, and idle and no-GPU costs every day."""
+    rng = np.random.default_rng(seed)
+    days = pd.date_range("2026-03-01", periods=31, freq="D", tz="UTC")
+    rows = [(f"pod-{p:04d}", d, float(rng.gamma(2.0, 10.0 + p))) for p in range(pods) for d in days
+            if rng.random() < 0.2]
+    rows += [("credit", days[4], -500.0)] + [(g, d, float(rng.uniform(50, 90))) for g in ("__idle__", "__unattributed__")
+                                            for d in days]
+    return pd.DataFrame(rows, columns=["consumer", "period", "cost"])
+
+
+def stacked_by_x(ax) -> pd.Series:
+    return pd.Series([p.get_height() for p in ax.patches], index=[p.get_x() for p in ax.patches]).groupby(level=0).sum()
+
+
+def test_many_groups_are_the_top_and_one_other_series_and_every_dollar_is_drawn():
+    """A month by pod (issue 30): the legend names the `top` largest pods, then one Other series, then the
+    reserved groups as before; each day's stack is still the day's whole spend."""
+    by_day = many_groups()
+    totals = by_day.groupby("consumer")["cost"].sum()
+    named = totals.drop(["__idle__", "__unattributed__"]).sort_values(ascending=False)
+    reserved = totals[["__idle__", "__unattributed__"]].sort_values(ascending=False).index
+    for top in (12, 5, 0):
+        ax = gpucost.plot.spend_over_time(by_day, by="consumer", top=top).axes[0]
+        legend = [t.get_text() for t in ax.get_legend().get_texts()]
+        assert legend == [*named.index[:top], f"Other ({len(named) - top:,} groups)",
+                          *map(gpucost.plot.display_name, reserved)]
+        daily = by_day.groupby("period")["cost"].sum()
+        np.testing.assert_allclose(stacked_by_x(ax).to_numpy(), daily.to_numpy(), rtol=1e-12)
+        other = ax.get_legend().legend_handles[top]
+        assert matplotlib.colors.to_hex(other.get_facecolor()) == "#9aa5b1"  # grey, not a reserved one's
+    idle = ax.get_legend().legend_handles[-2]
+    assert matplotlib.colors.to_hex(idle.get_facecolor()) == "#c9c9c9"  # reserved colours as they were
+    with pytest.raises(gpucost.InvalidInputError, match="top: expected a whole number"):
+        gpucost.plot.spend_over_time(by_day, by="consumer", top=-1)
+
+
+def test_up_to_top_groups_draw_as_before():
+    """With no more groups than `top`, the chart is the one every group makes (top=None), to the byte."""
+    from gpucost.plot import to_svg
+    by_day = many_groups(pods=12)
+    assert by_day["consumer"].nunique() == 15  # 12 pods, a credit, two reserved: 13 named
+    for top in (13, 40):
+        assert to_svg(gpucost.plot.spend_over_time(by_day, by="consumer", top=top)) == to_svg(
+            gpucost.plot.spend_over_time(by_day, by="consumer", top=None))
+    assert "Other (" not in to_svg(gpucost.plot.spend_over_time(by_day, by="consumer", top=13))
+    assert "Other (1 group)" in to_svg(gpucost.plot.spend_over_time(by_day, by="consumer", top=12))
+
+
+def test_utilisation_distribution_folds_the_labels_past_top():
+    rng = np.random.default_rng(5)
+    consumers = np.array([f"pod-{i}" for i in range(200)] + [""])
+    usage = pd.DataFrame({"consumer": rng.choice(consumers, 20_000), "util": rng.random(20_000), "share": 1.0,
+                          "duration": 3600.0})  # a GPU-hour each: the stacks are whole numbers, exact
+    workloads = pd.DataFrame({"consumer": consumers[:180], "team": [f"team-{i % 30:02d}" for i in range(180)]})
+    held = usage[usage["consumer"] != ""]
+    expected, _ = np.histogram(held["util"], bins=np.linspace(0, 1, 21), weights=np.ones(len(held)))
+    ax = gpucost.plot.utilisation_distribution(usage, workloads, by="team", top=4).axes[0]
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert len(legend) == 6 and legend[4:] == ["Other (26 groups)", "Unlabelled workloads"]
+    np.testing.assert_array_equal(stacked_by_x(ax).to_numpy(), expected)
+    few = workloads.assign(team=workloads["team"].str[:6] + (workloads.index % 3).astype(str))  # 3 teams
+    from gpucost.plot import to_svg
+    assert to_svg(gpucost.plot.utilisation_distribution(usage, few, by="team")) == to_svg(
+        gpucost.plot.utilisation_distribution(usage, few, by="team", top=None))
+
+
 CHECK = """<script>
 (function () {
   var out = {errors: window.__errors, charts: []};

@@ -140,7 +140,7 @@ def test_the_daily_chart_makes_no_empty_bar_and_keeps_every_bars_axes():
     rows = [(f"pod-{p}", d, abs(float(rng.normal(30, 30)))) for p in range(40) for d in days if rng.random() < 0.3]
     rows += [("credit", days[3], -50.0)] + [("__idle__", d, 0.0) for d in days]  # idle: 0 on top of every stack
     by_day = pd.DataFrame(rows, columns=["team", "period", "cost"])
-    fig = gpucost.plot.spend_over_time(by_day)
+    fig = gpucost.plot.spend_over_time(by_day, top=None)  # every group its own series
     ax = fig.axes[0]
     groups = [display for display in (t.get_text() for t in ax.get_legend().get_texts())]
     table = by_day.pivot_table(index="period", columns="team", values="cost", aggfunc="sum", fill_value=0.0)
