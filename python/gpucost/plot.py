@@ -13,7 +13,7 @@ Typical use::
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -65,15 +65,16 @@ def team_colors(values: Sequence[Any]) -> dict[str, str]:
     return colors
 
 
-def _top_groups(order: Sequence[Any], top: int | None) -> tuple[list, list, list]:
+def _top_groups(order: Sequence[Any], top: int | None, name: Callable[[Any], str] = str) -> tuple[list, list, list]:
     """The groups of ``order`` (largest first) split into those drawn by name
     (the first ``top`` that are not reserved; every one when ``top`` is None),
     those summed into one Other series, and the reserved ones (``__idle__``,
-    ...: always drawn on their own, never in Other)."""
+    ...: always drawn on their own, never in Other). ``name``: a group's
+    value, when ``order`` holds something else (row positions)."""
     if top is not None and (isinstance(top, bool) or not isinstance(top, (int, np.integer)) or top < 0):
         raise InvalidInputError(f"top: expected a whole number >= 0 or None, got {top!r}")
-    reserved = [g for g in order if str(g) in _RESERVED_COLORS]
-    named = [g for g in order if str(g) not in _RESERVED_COLORS]
+    reserved = [g for g in order if name(g) in _RESERVED_COLORS]
+    named = [g for g in order if name(g) not in _RESERVED_COLORS]
     cut = len(named) if top is None else int(top)
     return named[:cut], named[cut:], reserved
 
@@ -259,9 +260,15 @@ def allocated_vs_idle(allocation: pd.DataFrame, by: str = "team", *, title: str 
 
 def cost_per_effective_gpu_hour(allocation: pd.DataFrame, by: str = "team", *,
                                 colors: Mapping[str, str] | None = None,
-                                title: str = "Cost per effective GPU-hour"):
+                                title: str = "Cost per effective GPU-hour", top: int | None = 12):
     """Horizontal bars of ``cost_per_effective_gpu_hour`` per group (groups
     with no effective GPU-hours are left out).
+
+    With more groups than ``top`` (None: every one), the ``top`` largest by
+    ``cost`` have a bar each and the rest one grey "Other (N groups)" bar at
+    the bottom: their cost over their effective GPU-hours (the
+    ``effective_gpu_hours`` column, or the hours each row's rate implies);
+    reserved groups (unlabelled workloads, ...) keep their own bars.
 
     Examples:
         >>> by_team = pd.DataFrame({"team": ["__idle__", "nlp", "vision"], "cost": [75.0, 360.0, 135.0],
@@ -269,18 +276,40 @@ def cost_per_effective_gpu_hour(allocation: pd.DataFrame, by: str = "team", *,
         >>> ax = gpucost.plot.cost_per_effective_gpu_hour(by_team).axes[0]
         >>> [label.get_text() for label in ax.get_yticklabels()], [float(bar.get_width()) for bar in ax.patches]
         (['nlp', 'vision'], [2.1, 3.3])
+        >>> ax = gpucost.plot.cost_per_effective_gpu_hour(by_team, top=1).axes[0]   # vision: $135 over 40.9 h
+        >>> [label.get_text() for label in ax.get_yticklabels()], [round(float(bar.get_width()), 2) for bar in ax.patches]
+        (['Other (1 group)', 'nlp'], [3.3, 2.1])
     """
     _require(allocation, [by, "cost_per_effective_gpu_hour"], "allocation")
     data = allocation[np.isfinite(allocation["cost_per_effective_gpu_hour"])]
     data = data[~data[by].isin(["__idle__", "__unattributed__"])].sort_values("cost_per_effective_gpu_hour")
     colors = dict(colors or team_colors(allocation[by]))
-    fig, ax = _figure(8.0, max(2.0, 0.38 * len(data) + 0.9))
+    values = data["cost_per_effective_gpu_hour"].to_numpy(dtype=np.float64)
+    names = [display_name(v) for v in data[by]]
+    bar_colors = [colors.get(str(v), "#1f5fa8") for v in data[by]]
+    rows, groups = np.arange(len(data)), data[by].astype(str).to_numpy()
+    if "cost" in data.columns:  # the largest spenders are named
+        rows = rows[np.argsort(-data["cost"].to_numpy(dtype=np.float64), kind="stable")]
+    shown, folded, reserved = _top_groups(rows, top, name=groups.__getitem__)
+    if folded:  # one bar at the bottom: the rest's cost over their effective GPU-hours
+        if "cost" not in data.columns:
+            raise InvalidInputError(f"allocation: more than top={top} groups and no 'cost' column to choose the "
+                                    "largest by (top=None draws every group)")
+        keep, rest = np.sort(np.array([*shown, *reserved], dtype=np.intp)), np.array(folded, dtype=np.intp)
+        cost = data["cost"].to_numpy(dtype=np.float64)[rest]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            hours = (data["effective_gpu_hours"].to_numpy(dtype=np.float64)[rest] if "effective_gpu_hours" in data
+                     else cost / values[rest])
+            pooled = np.nansum(cost) / np.nansum(hours) if np.nansum(hours) > 0 else np.nan
+        values = np.concatenate([[pooled], values[keep]])
+        names = [_series_label(_OTHER, folded), *[names[i] for i in keep]]
+        bar_colors = [_OTHER_COLOR, *[bar_colors[i] for i in keep]]
+    fig, ax = _figure(8.0, max(2.0, 0.38 * len(values) + 0.9))
     ax.grid(axis="y", visible=False)
     ax.grid(axis="x", color="#e6e6e6", linewidth=0.8)
-    y = np.arange(len(data))
-    values = data["cost_per_effective_gpu_hour"].to_numpy()
-    ax.barh(y, values, color=[colors.get(str(v), "#1f5fa8") for v in data[by]], height=0.6)
-    ax.set_yticks(y, [display_name(v) for v in data[by]], fontsize=9)
+    y = np.arange(len(values))
+    ax.barh(y, values, color=bar_colors, height=0.6)
+    ax.set_yticks(y, names, fontsize=9)
     for yi, v in zip(y, values):
         ax.annotate(f"${v:,.2f}", (v, yi), xytext=(4, 0), textcoords="offset points", va="center", fontsize=8)
     _money_axis(ax, "x")

@@ -257,6 +257,36 @@ def test_utilisation_distribution_folds_the_labels_past_top():
         gpucost.plot.utilisation_distribution(usage, few, by="team", top=None))
 
 
+def test_cost_per_effective_gpu_hour_names_the_largest_spenders_and_pools_the_rest():
+    rng = np.random.default_rng(11)
+    hours = rng.uniform(1, 100, 400)
+    table = pd.DataFrame({"consumer": [f"pod-{i:03d}" for i in range(400)], "cost": hours * rng.uniform(1, 9, 400),
+                          "effective_gpu_hours": hours})
+    table = pd.concat([table, pd.DataFrame({"consumer": ["__idle__", "__unlabelled__"], "cost": [900.0, 30.0],
+                                            "effective_gpu_hours": [0.0, 10.0]})], ignore_index=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        table["cost_per_effective_gpu_hour"] = np.where(table["effective_gpu_hours"] > 0,
+                                                        table["cost"] / table["effective_gpu_hours"], np.nan)
+    ax = gpucost.plot.cost_per_effective_gpu_hour(table, "consumer", top=12).axes[0]
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    pods = table.iloc[:400]
+    largest = pods.nlargest(12, "cost")
+    assert labels[0] == "Other (388 groups)"
+    assert set(labels[1:]) == {*largest["consumer"], "Unlabelled workloads"}
+    rest = pods[~pods["consumer"].isin(largest["consumer"])]
+    widths = [bar.get_width() for bar in ax.patches]
+    assert widths[0] == pytest.approx(rest["cost"].sum() / rest["effective_gpu_hours"].sum(), rel=1e-12)
+    assert widths[1:] == sorted(widths[1:])  # the named by rate, as before
+    without_hours = gpucost.plot.cost_per_effective_gpu_hour(table.drop(columns="effective_gpu_hours"), "consumer")
+    assert without_hours.axes[0].patches[0].get_width() == pytest.approx(widths[0], rel=1e-12)
+    few = table.iloc[[0, 1, 2, 400, 401]]
+    from gpucost.plot import to_svg
+    assert to_svg(gpucost.plot.cost_per_effective_gpu_hour(few, "consumer")) == to_svg(
+        gpucost.plot.cost_per_effective_gpu_hour(few, "consumer", top=None))
+    with pytest.raises(gpucost.InvalidInputError, match="no 'cost' column"):
+        gpucost.plot.cost_per_effective_gpu_hour(table.drop(columns="cost"), "consumer")
+
+
 CHECK = """<script>
 (function () {
   var out = {errors: window.__errors, charts: []};
