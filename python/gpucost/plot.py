@@ -31,7 +31,7 @@ RESERVED_LABELS = {"__down__": "Down (maintenance, drained or failed nodes)", "_
 _RESERVED_COLORS = {"__down__": "#6f6f6f", "__idle__": "#c9c9c9", "__unattributed__": "#8c8c8c", "__unlabelled__": "#e4a11b"}
 _PALETTE = ("#1f77b4", "#2ca02c", "#9467bd", "#d62728", "#17becf", "#8c564b", "#e377c2", "#bcbd22",
             "#ff7f0e", "#393b79", "#637939", "#843c39")  # distinct hues; amber is kept for unlabelled
-# The groups past a chart's ``top`` are drawn as one series (a month by pod is ~6,500 groups: issue 30).
+# The groups past a chart's ``top`` are drawn as one series (a month by pod is ~6,500 groups).
 # Its key is an object no group value can be; its grey is cooler than the reserved ones, so it never reads as
 # idle capacity.
 _OTHER, _OTHER_COLOR = object(), "#9aa5b1"

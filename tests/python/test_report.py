@@ -206,7 +206,7 @@ def stacked_by_x(ax) -> pd.Series:
 
 
 def test_many_groups_are_the_top_and_one_other_series_and_every_dollar_is_drawn():
-    """A month by pod (issue 30): the legend names the `top` largest pods, then one Other series, then the
+    """A month by pod (~6,500 groups): the legend names the `top` largest pods, then one Other series, then the
     reserved groups as before; each day's stack is still the day's whole spend."""
     by_day = many_groups()
     totals = by_day.groupby("consumer")["cost"].sum()
