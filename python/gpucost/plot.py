@@ -277,7 +277,7 @@ def cost_per_effective_gpu_hour(allocation: pd.DataFrame, by: str = "team", *,
         >>> [label.get_text() for label in ax.get_yticklabels()], [float(bar.get_width()) for bar in ax.patches]
         (['nlp', 'vision'], [2.1, 3.3])
         >>> ax = gpucost.plot.cost_per_effective_gpu_hour(by_team, top=1).axes[0]   # vision: $135 over 40.9 h
-        >>> [label.get_text() for label in ax.get_yticklabels()], [round(float(bar.get_width()), 2) for bar in ax.patches]
+        >>> [label.get_text() for label in ax.get_yticklabels()], [round(float(b.get_width()), 2) for b in ax.patches]
         (['Other (1 group)', 'nlp'], [3.3, 2.1])
     """
     _require(allocation, [by, "cost_per_effective_gpu_hour"], "allocation")

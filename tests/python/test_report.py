@@ -196,8 +196,8 @@ def many_groups(pods: int = 300, seed: int = 3) -> pd.DataFrame:
     days = pd.date_range("2026-03-01", periods=31, freq="D", tz="UTC")
     rows = [(f"pod-{p:04d}", d, float(rng.gamma(2.0, 10.0 + p))) for p in range(pods) for d in days
             if rng.random() < 0.2]
-    rows += [("credit", days[4], -500.0)] + [(g, d, float(rng.uniform(50, 90))) for g in ("__idle__", "__unattributed__")
-                                            for d in days]
+    rows += [("credit", days[4], -500.0)]
+    rows += [(g, d, float(rng.uniform(50, 90))) for g in ("__idle__", "__unattributed__") for d in days]
     return pd.DataFrame(rows, columns=["consumer", "period", "cost"])
 
 
