@@ -21,6 +21,7 @@ import pandas as pd
 
 from gpucost.errors import InvalidInputError, conversion_hint
 from gpucost.frames import str_codes
+from gpucost.spill import UsageChunks
 
 __all__ = ["spend_over_time", "allocated_vs_idle", "cost_per_effective_gpu_hour", "utilisation_distribution",
            "spend_by_group", "team_colors", "RESERVED_LABELS", "display_name"]
@@ -281,7 +282,8 @@ def utilisation_distribution(usage: pd.DataFrame, workloads: pd.DataFrame | None
                              title: str = "GPU-hours held, by utilisation"):
     """Histogram of GPU-hours held (share x sample duration) by utilisation,
     stacked by a workload label when ``workloads`` is given. Samples with no
-    consumer (free GPUs) are left out.
+    consumer (free GPUs) are left out. ``usage`` may be
+    :class:`gpucost.UsageChunks` (read a chunk at a time).
 
     Examples:
         >>> usage = pd.DataFrame({"consumer": ["a", "a", "b", ""], "util": [0.95, 0.9, 0.2, 0.0], "share": 1.0,
@@ -291,6 +293,38 @@ def utilisation_distribution(usage: pd.DataFrame, workloads: pd.DataFrame | None
         >>> [text.get_text() for text in ax.get_legend().get_texts()], float(sum(bar.get_height() for bar in ax.patches))
         (['nlp', 'vision'], 3.0)
     """
+    edges = np.linspace(0.0, 1.0, bins + 1)
+    chunks = usage if isinstance(usage, UsageChunks) else [usage]  # chunks on disk: one at a time
+    held: dict[str, list] = {}  # group -> [GPU-hours, histogram], summed over the chunks
+    for frame in chunks:
+        for g, (total, counts) in _held_by_group(frame, workloads, by, interval, edges).items():
+            if g in held:
+                held[g][0] += total
+                held[g][1] += counts
+            else:
+                held[g] = [total, counts]
+    fig, ax = _figure(8.0, 3.2)
+    order = sorted(held, key=lambda g: (-held[g][0], g))
+    colors = dict(colors or team_colors(sorted(held)))
+    bottom = np.zeros(bins)
+    for g in order:
+        counts = held[g][1]
+        ax.bar(edges[:-1] * 100, counts, width=100 / bins, align="edge", bottom=bottom,
+               color=colors.get(g, "#1f5fa8"), label=display_name(g), edgecolor="white", linewidth=0.4)
+        bottom += counts
+    ax.set_xlabel("GPU utilisation (%)", fontsize=9)
+    ax.set_ylabel("GPU-hours", fontsize=9)
+    ax.set_xlim(0, 100)
+    ax.set_title(title, loc="left", fontsize=11, fontweight="bold")
+    if len(order) > 1:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False, fontsize=8)
+    return fig
+
+
+def _held_by_group(usage: Any, workloads: pd.DataFrame | None, by: str, interval: float,
+                   edges: np.ndarray) -> dict[str, tuple[float, np.ndarray]]:
+    """Per group of one usage table: its GPU-hours held and their histogram
+    over ``edges`` of utilisation (samples with a consumer only)."""
     _require(usage, ["consumer", "util", "share"], "usage")
     # On the consumers' category codes, never a string per sample (a month is ~17 M samples: issue 29).
     codes, names = str_codes(usage["consumer"])
@@ -302,8 +336,6 @@ def utilisation_distribution(usage: pd.DataFrame, workloads: pd.DataFrame | None
         weight *= float(interval)
     weight /= 3600.0
     util = pd.Series(usage["util"]).to_numpy()[held]
-    edges = np.linspace(0.0, 1.0, bins + 1)
-    fig, ax = _figure(8.0, 3.2)
     if workloads is not None and by in getattr(workloads, "columns", ()):
         labels = workloads.set_index("consumer")[by]
         per_name = pd.Series(names, dtype=object).map(labels).fillna("__unlabelled__").astype(str).to_numpy()
@@ -312,25 +344,13 @@ def utilisation_distribution(usage: pd.DataFrame, workloads: pd.DataFrame | None
     kinds, per_name = np.unique(per_name, return_inverse=True)  # each consumer's group, as a code
     group = per_name.astype(np.int32)[codes[held]]
     del codes, held
-    colors = dict(colors or team_colors(kinds[np.unique(group)]))
-    totals = pd.Series(weight).groupby(group).sum()  # codes in the groups' sorted order, as the names would be
-    order = pd.Series(totals.to_numpy(), index=kinds[totals.index.to_numpy(dtype=np.intp)]).sort_values(
-        ascending=False).index
-    bottom = np.zeros(bins)
-    for g in order:
-        mask = None if len(order) == 1 else group == np.searchsorted(kinds, g)  # one group: every sample
-        counts, _ = np.histogram(util if mask is None else util[mask], bins=edges,
-                                 weights=weight if mask is None else weight[mask])
-        ax.bar(edges[:-1] * 100, counts, width=100 / bins, align="edge", bottom=bottom,
-               color=colors.get(g, "#1f5fa8"), label=display_name(g), edgecolor="white", linewidth=0.4)
-        bottom += counts
-    ax.set_xlabel("GPU utilisation (%)", fontsize=9)
-    ax.set_ylabel("GPU-hours", fontsize=9)
-    ax.set_xlim(0, 100)
-    ax.set_title(title, loc="left", fontsize=11, fontweight="bold")
-    if len(order) > 1:
-        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False, fontsize=8)
-    return fig
+    out = {}
+    for code in np.unique(group):
+        mask = None if len(kinds) == 1 else group == code  # one group: every sample
+        w = weight if mask is None else weight[mask]
+        counts, _ = np.histogram(util if mask is None else util[mask], bins=edges, weights=w)
+        out[str(kinds[code])] = (float(w.sum()), counts)
+    return out
 
 
 def to_svg(fig) -> str:
