@@ -1502,41 +1502,6 @@ class UsageStream:
         """The empty usage table with the merged reader report (so far)."""
         return self._usage
 
-    def whole(self, leave_out: Sequence[str] = ()) -> pd.DataFrame:
-        """Every chunk as one usage table, for the commands that need every
-        sample at once (report, the analyses): read a chunk at a time, the
-        columns of ``leave_out`` dropped from each as it comes and string
-        columns kept categorical (the chunks' categories united), so that
-        the peak is the compact table and a chunk, not the whole read's
-        (every column, and the parser's own buffers). Rows in chunk order
-        (the days in time order); ``attrs`` as :meth:`usage` has them."""
-        from pandas.api.types import union_categoricals
-        parts: dict[str, list] = {}
-        sizes: list[int] = []
-        for frame in self:
-            for name in frame.columns:
-                if name not in leave_out and name not in parts:  # a column first seen in a later chunk
-                    parts[name] = [_absent(frame[name], n) for n in sizes]
-            for name, arrays in parts.items():  # copies: the chunk's other columns are freed with it
-                arrays.append(frame[name].array.copy() if name in frame.columns else _absent(arrays[0], len(frame)))
-            sizes.append(len(frame))
-            del frame
-            _give_back_freed_memory()
-        columns = {}
-        for name in list(parts):
-            arrays = parts.pop(name)
-            if all(isinstance(a, pd.Categorical) for a in arrays):
-                columns[name] = union_categoricals(arrays)
-            else:
-                columns[name] = pd.concat([pd.Series(a, copy=False) for a in arrays], ignore_index=True).array
-            del arrays
-            _give_back_freed_memory()
-        if not columns:
-            return self._usage
-        usage = pd.DataFrame(columns, copy=False)
-        usage.attrs = self._usage.attrs
-        return usage
-
 
 def _give_back_freed_memory() -> None:
     """Hands the blocks freed since (a chunk's parse and its columns) back
@@ -1553,20 +1518,13 @@ def _map_large_blocks(size: int = 1 << 20) -> None:
     """From now on this process' blocks of ``size`` bytes or more are
     mapped on their own (glibc's M_MMAP_THRESHOLD, fixed), so that a large
     array freed is given back at once rather than kept in an arena among
-    the blocks still held: a command holding the month (report, analyses)
-    then peaks at what it holds, not at that plus what each allocation
-    freed (issue 29). glibc only; elsewhere nothing."""
+    the blocks still held: a command reading chunks one after another
+    (report, analyses) then peaks at what it holds, not at that plus what
+    each chunk freed (issue 29). glibc only; elsewhere nothing."""
     try:
         ctypes.CDLL(None).mallopt(-3, int(size))  # M_MMAP_THRESHOLD
     except (OSError, AttributeError):
         pass
-
-
-def _absent(like: Any, rows: int) -> Any:
-    """``rows`` missing values of a column like ``like`` (a chunk without that column)."""
-    if isinstance(getattr(like, "dtype", None), pd.CategoricalDtype):
-        return pd.Categorical.from_codes([-1] * rows, categories=like.dtype.categories[:0])
-    return pd.array([float("nan")] * rows, dtype="float64")
 
 
 def _read_telemetry(plan: SourcePlan, telemetry: Sequence[Source], reading: Reading) -> list[pd.DataFrame]:
