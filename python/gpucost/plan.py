@@ -1219,9 +1219,19 @@ def _read_jobstats(source: Source, reading: Reading, table: str) -> Iterator[pd.
     from gpucost.prometheus import read_jobstats
     nodes = _nodes_table(_uses(source, "kube_node_info") or _uses(source, "kubectl_nodes"), _uses(source, "hosts"),
                          reading)
+    def scrape(instant, group) -> pd.DataFrame:
+        return read_jobstats(list(group), timestamp=instant, interval=source.options["interval"], nodes=nodes,
+                             keep_unknown_nodes=source.options["keep_unknown_nodes"])
+
+    if reading.stream:  # scrapes only (streams()): a UTC day a frame, in time order; each sample has its duration
+        for day in _utc_days(source.options["instants"]):
+            frame = sources.concat_frames([scrape(instant, group) for instant, group in day])
+            if len(source.options["instants"]) > 1:
+                frame.attrs = {}  # the report of a lone scrape, which the whole read (joined) has not either
+            yield frame
+        return
     for instant, group in source.options["instants"]:
-        yield read_jobstats(list(group), timestamp=instant, interval=source.options["interval"], nodes=nodes,
-                            keep_unknown_nodes=source.options["keep_unknown_nodes"])
+        yield scrape(instant, group)
 
 
 def _apply_ceems(plan: SourcePlan, usage: pd.DataFrame) -> pd.DataFrame:
@@ -1538,6 +1548,8 @@ def streams(plan: SourcePlan) -> bool:
         return True
     if source.kind == "dcgm_text":  # a directory of scrapes: a UTC day at a time, each scrape standing for the
         return True  # step, else the first day's spacing, in the whole read too (_scrape_days)
+    if source.kind == "jobstats":  # scrapes (not saved answers, read in one call): a UTC day of them at a time;
+        return None not in dict(source.options["instants"])  # each sample has its duration, an instant's own
     if source.kind == "nvidia_smi":  # a host's log at a time; each sample has its duration (to its next)
         return True
     if source.kind == "table":  # gpucost's own usage table
@@ -1560,7 +1572,7 @@ class UsageStream:
     def __init__(self, plan: SourcePlan, source: Source, reading: Reading):
         self.plan, self.source, self.reading = plan, source, reading
         self.interval: float | None = plan.step
-        self.ordered_chunks = source.kind in ("query_range", "dcgm_text")
+        self.ordered_chunks = source.kind in ("query_range", "dcgm_text", "jobstats")
         self.chunks = 0
         self._reports: list[dict] = []
         self._usage = pd.DataFrame()

@@ -33,6 +33,17 @@ def scrape(host: str, at: pd.Timestamp, rng: np.random.Generator) -> str:
     return "\n".join(lines) + "\n"
 
 
+def bill_files(folder, hosts: list) -> None:
+    """costs.csv (a day's line per host and day, $48, $49, ... a day) and
+    inventory.csv (2 GPUs a host) of ``hosts`` and OFFLINE."""
+    hosts = list(hosts) + [OFFLINE]
+    days = pd.date_range(START, periods=DAYS, freq="D")
+    pd.DataFrame([{"resource_id": h, "start": d, "end": d + pd.Timedelta(days=1), "cost": 48.0 + i}
+                  for i, h in enumerate(hosts) for d in days]).to_csv(folder / "costs.csv", index=False)
+    pd.DataFrame([{"resource_id": h, "device": g, "mem_capacity": 80 * 2**30}
+                  for h in hosts for g in range(2)]).to_csv(folder / "inventory.csv", index=False)
+
+
 @pytest.fixture(scope="module")
 def config(tmp_path_factory):
     folder = tmp_path_factory.mktemp("scrapes")
@@ -43,11 +54,7 @@ def config(tmp_path_factory):
             if rng.uniform() < 0.05:  # a missed scrape
                 continue
             (folder / "scrapes" / f"{host}-{at:%Y%m%dT%H%M%SZ}.prom").write_text(scrape(host, at, rng))
-    days = pd.date_range(START, periods=DAYS, freq="D")
-    pd.DataFrame([{"resource_id": h, "start": d, "end": d + pd.Timedelta(days=1), "cost": 48.0 + i}
-                  for i, h in enumerate(HOSTS + [OFFLINE]) for d in days]).to_csv(folder / "costs.csv", index=False)
-    pd.DataFrame([{"resource_id": h, "device": g, "mem_capacity": 80 * 2**30}
-                  for h in HOSTS + [OFFLINE] for g in range(2)]).to_csv(folder / "inventory.csv", index=False)
+    bill_files(folder, HOSTS)
     path = folder / "gpucost.toml"
     path.write_text(f'[sources]\ncosts = "costs.csv"\ninventory = "inventory.csv"\ndcgm_text = "scrapes"\n'
                     f'step = {STEP}\n\n[policy]\nby = ["consumer"]\n')
@@ -100,12 +107,7 @@ def unstated_folder(folder, spacing: dict, jitter: int = 0) -> None:
                     continue
                 at += pd.Timedelta(seconds=int(rng.integers(-jitter, jitter + 1))) if jitter else pd.Timedelta(0)
                 (folder / "scrapes" / f"{host}-{at:%Y%m%dT%H%M%SZ}.prom").write_text(scrape(host, at, rng))
-    hosts = list(spacing) + [OFFLINE]
-    days = pd.date_range(START, periods=DAYS, freq="D")
-    pd.DataFrame([{"resource_id": h, "start": d, "end": d + pd.Timedelta(days=1), "cost": 48.0 + i}
-                  for i, h in enumerate(hosts) for d in days]).to_csv(folder / "costs.csv", index=False)
-    pd.DataFrame([{"resource_id": h, "device": g, "mem_capacity": 80 * 2**30}
-                  for h in hosts for g in range(2)]).to_csv(folder / "inventory.csv", index=False)
+    bill_files(folder, list(spacing))
     (folder / "gpucost.toml").write_text('[sources]\ncosts = "costs.csv"\ninventory = "inventory.csv"\n'
                                          'dcgm_text = "scrapes"\n\n[policy]\nby = ["consumer"]\n')
 
@@ -166,3 +168,43 @@ def test_one_series_spaced_unlike_the_interval_is_refused_streamed_or_whole(tmp_
         err = capsys.readouterr().err
         assert code == 2 and "but the interval is 1800 s (given)" in err, err
         assert "the series (resource_id 'node-e'" in err
+
+
+def jobstats_scrape(host: str, at: pd.Timestamp, rng: np.random.Generator) -> str:
+    """One scrape of Princeton jobstats' GPU exporter on a 2-GPU node: each
+    GPU's job changes every 6 hours, GPU 1 of node-b is free before noon."""
+    lines = []
+    for gpu in range(2):
+        labels = f'minor_number="{gpu}",name="NVIDIA A100-SXM4-80GB",uuid="GPU-{host}-{gpu}"'
+        job = 0 if host == "node-b" and gpu == 1 and at.hour < 12 else 7000 + (at.hour // 6 + gpu) % 3
+        lines += [f"nvidia_gpu_duty_cycle{{{labels}}} {int(rng.integers(0, 101))}",
+                  f"nvidia_gpu_memory_used_bytes{{{labels}}} {int(rng.integers(0, 80 * 2**30))}",
+                  f"nvidia_gpu_jobId{{{labels}}} {job}"]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("step", [None, STEP])
+def test_jobstats_scrapes_stream_a_day_at_a_time(tmp_path, capsys, monkeypatch, step):
+    """jobstats scrapes (each an instant of its own, each sample standing for
+    the step, else 60 s) stream a UTC day at a time, in time order, to the
+    numbers and words of the whole read."""
+    rng = np.random.default_rng(31)
+    (tmp_path / "jobstats").mkdir()
+    for at in pd.date_range(START, periods=DAYS * 86400 // STEP, freq=f"{STEP}s"):
+        for host in HOSTS:
+            if rng.uniform() >= 0.05:  # else a missed scrape
+                (tmp_path / "jobstats" / f"{host}.{at:%Y%m%dT%H%M%SZ}.prom").write_text(jobstats_scrape(host, at, rng))
+    bill_files(tmp_path, HOSTS)
+    stated = "" if step is None else f"step = {step}\n"
+    config = tmp_path / "gpucost.toml"
+    config.write_text(f'[sources]\ncosts = "costs.csv"\ninventory = "inventory.csv"\n'
+                      f'jobstats = "jobstats/*.prom"\n{stated}\n[policy]\nby = ["consumer"]\n')
+    seen = record_allocators(monkeypatch)
+    streamed, streamed_err = run_allocate(config, capsys)
+    assert seen == {"added": DAYS, "ordered": [True]}
+    streamed_check = run_check(config, capsys)
+    monkeypatch.setattr(plan, "streams", lambda p: False)
+    whole, whole_err = run_allocate(config, capsys)
+    assert streamed_err == whole_err and OFFLINE in streamed_err
+    assert_same_showback(streamed, whole)
+    assert streamed_check == run_check(config, capsys) and "samples" in streamed_check
