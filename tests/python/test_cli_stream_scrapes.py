@@ -92,6 +92,20 @@ def test_a_wrong_step_is_refused_streamed_or_whole(config, capsys, monkeypatch):
         assert code == 2 and "but the interval is 60 s (given)" in err and "the series (resource_id 'node-" in err
 
 
+def assert_streamed_as_whole(config, capsys, monkeypatch) -> None:
+    """allocate and check streamed (a UTC day a chunk, in time order) say
+    what the whole read says, to 1e-9."""
+    seen = record_allocators(monkeypatch)
+    streamed, streamed_err = run_allocate(config, capsys)
+    assert seen == {"added": DAYS, "ordered": [True]}
+    streamed_check = run_check(config, capsys)
+    monkeypatch.setattr(plan, "streams", lambda p: False)
+    whole, whole_err = run_allocate(config, capsys)
+    assert streamed_err == whole_err and OFFLINE in streamed_err
+    assert_same_showback(streamed, whole)
+    assert streamed_check == run_check(config, capsys) and "samples" in streamed_check
+
+
 def unstated_folder(folder, spacing: dict, jitter: int = 0) -> None:
     """Scrapes of every host in ``spacing`` (host -> seconds apart, or a
     function of the day giving them) over DAYS days, each scrape up to
@@ -128,15 +142,7 @@ def test_scrapes_without_a_step_stream_at_the_first_days_spacing(unstated, capsy
     over the month), give the same numbers."""
     first = plan.read_plan(plan.plan_sources(cli.load_config(unstated)), stream=True).stream
     assert [f.attrs["telemetry"]["spacing_seconds"] for f in first] == [first.interval] * DAYS
-    seen = record_allocators(monkeypatch)
-    streamed, streamed_err = run_allocate(unstated, capsys)
-    assert seen == {"added": DAYS, "ordered": [True]}
-    streamed_check = run_check(unstated, capsys)
-    monkeypatch.setattr(plan, "streams", lambda p: False)
-    whole, whole_err = run_allocate(unstated, capsys)
-    assert streamed_err == whole_err and OFFLINE in streamed_err
-    assert_same_showback(streamed, whole)
-    assert streamed_check == run_check(unstated, capsys) and "samples" in streamed_check
+    assert_streamed_as_whole(unstated, capsys, monkeypatch)
     whole_tables = plan.read_plan(plan.plan_sources(cli.load_config(unstated)))
     assert whole_tables.interval == first.interval and "duration" not in whole_tables.usage.columns
     assert abs(first.interval - STEP) <= 40  # the first day's spacing, jitter and all
@@ -199,12 +205,4 @@ def test_jobstats_scrapes_stream_a_day_at_a_time(tmp_path, capsys, monkeypatch, 
     config = tmp_path / "gpucost.toml"
     config.write_text(f'[sources]\ncosts = "costs.csv"\ninventory = "inventory.csv"\n'
                       f'jobstats = "jobstats/*.prom"\n{stated}\n[policy]\nby = ["consumer"]\n')
-    seen = record_allocators(monkeypatch)
-    streamed, streamed_err = run_allocate(config, capsys)
-    assert seen == {"added": DAYS, "ordered": [True]}
-    streamed_check = run_check(config, capsys)
-    monkeypatch.setattr(plan, "streams", lambda p: False)
-    whole, whole_err = run_allocate(config, capsys)
-    assert streamed_err == whole_err and OFFLINE in streamed_err
-    assert_same_showback(streamed, whole)
-    assert streamed_check == run_check(config, capsys) and "samples" in streamed_check
+    assert_streamed_as_whole(config, capsys, monkeypatch)
