@@ -58,6 +58,7 @@ from gpucost.owned import owned_costs
 from gpucost.focus import to_focus
 from gpucost.energy import estimate_power
 from gpucost.stream import allocate_stream
+from gpucost.spill import UsageChunks
 from gpucost import plot
 from gpucost.report import report
 from gpucost import money, sheets
@@ -96,7 +97,7 @@ __all__ += ["advise_commitments", "amortize", "autoscaling_estimate", "budget_st
 __all__ += ["read_azure_costs", "read_cur", "read_focus", "read_gcp_billing", "read_invoice", "to_focus"]
 __all__ += ["attribute_tagged", "share_costs", "owned_costs", "estimate_power"]
 __all__ += ["plot", "report"]
-__all__ += ["allocate_stream", "available_cores", "get_num_threads", "result_attrs", "set_num_threads"]
+__all__ += ["UsageChunks", "allocate_stream", "available_cores", "get_num_threads", "result_attrs", "set_num_threads"]
 # What joined and what did not, and the one warning rule (docs/semantics.md).
 __all__ += ["JoinError", "JoinReport", "JoinWarning", "check_join", "join_report", "convert_currency"]
 __all__ += ["money", "sheets"]

@@ -14,6 +14,7 @@ from gpucost.errors import InvalidInputError, shift_rows
 from gpucost.frames import JoinTable, Table, allocation_result, check_output
 from gpucost.model import CostDriver
 from gpucost.join import check_public_call
+from gpucost.spill import UsageChunks
 
 
 def check_not_allocated(costs: Any) -> None:
@@ -402,7 +403,9 @@ def allocate(
         workloads: optional ``consumer`` plus label columns (team, project, ...).
             Each table may be a pandas DataFrame, a pyarrow Table, RecordBatch
             or RecordBatchReader, a Polars DataFrame or LazyFrame, a DuckDB
-            relation, or anything with the Arrow PyCapsule interface.
+            relation, or anything with the Arrow PyCapsule interface; usage
+            may also be :class:`gpucost.UsageChunks` (streamed a chunk at a
+            time, as :class:`gpucost.Allocator` would).
         basis: ``"allocated"`` (GPU time held), ``"used"`` (GPU time busy) or
             ``"blended"`` (``alpha`` of GPU time, the rest memory).
         idle: ``"keep"`` leaves idle cost on an ``__idle__`` row; ``"share"``
@@ -497,13 +500,22 @@ def allocate(
     output = check_output(output)
     policy = _policy(basis, alpha, idle, interval, by, freq, threads)
     _memory_for_blended(usage, basis)
-    costs_table, usage_table = Table(costs, "costs"), Table(usage, "usage")
-    energy = _energy(pue, carbon_intensity)
-    tables = (_with_regions(cost_columns(costs_table), costs_table, energy), usage_columns(usage_table, threads),
-              inventory_columns(inventory), workload_columns(workloads))
-    raw = _core.allocate(*tables, **policy, downtime=downtime_columns(downtime), **energy)
-    raw = _with_estimated_energy(raw, tables, usage_table, dict(policy, downtime=downtime_columns(downtime), **energy))
-    result = allocation_result(raw, output)
+    costs_table = Table(costs, "costs")
+    if isinstance(usage, UsageChunks) and "power_estimated" not in usage.columns:
+        # Chunks kept on disk are streamed (estimated power needs every sample twice: read whole below).
+        allocator = Allocator(costs_table, inventory, workloads, basis=basis, alpha=alpha, idle=idle,
+                              interval=interval, by=by, freq=freq, threads=threads, downtime=downtime, pue=pue,
+                              carbon_intensity=carbon_intensity, ordered_chunks=usage.ordered)
+        result = allocator.add_all(usage.arrow_chunks() if usage.is_plain() else usage).finish(output=output)
+    else:
+        usage_table = Table(usage, "usage")
+        energy = _energy(pue, carbon_intensity)
+        tables = (_with_regions(cost_columns(costs_table), costs_table, energy), usage_columns(usage_table, threads),
+                  inventory_columns(inventory), workload_columns(workloads))
+        raw = _core.allocate(*tables, **policy, downtime=downtime_columns(downtime), **energy)
+        raw = _with_estimated_energy(raw, tables, usage_table,
+                                     dict(policy, downtime=downtime_columns(downtime), **energy))
+        result = allocation_result(raw, output)
     # pandas costs keep their attrs (the bill reader's report); Arrow ones are read once.
     check_public_call(result, costs_table.data, usage, strict=strict, workloads=workloads, downtime=downtime)
     return result

@@ -580,27 +580,28 @@ def _tables(config: Config, args, *, basis: str | None = None, stream: bool = Fa
 _UNREAD_SAMPLE_COLUMNS = ("node", "gpu_uuid", "mig_profile", "tensor_active", "mem_copy_util", "mem_free")
 
 
-def _whole_tables(config: Config, args) -> Tables:
-    """The tables of a command that needs every sample at once (report, the
-    analyses). Where the plan streams saved Prometheus answers and the step
-    or interval is stated (so the interval is not the whole read's spacing),
-    the month is read a UTC day at a time into one compact table
-    (:meth:`~gpucost.plan.UsageStream.whole`: categorical strings, the
-    columns these commands never read left out): the same samples as the
-    whole read, in bounded memory (issue 29); otherwise read whole."""
-    plan = plan_sources(config)
-    answers = plan.step is not None and streams(plan) and [s.kind for s in plan.feeding("usage")
-                                                            if s.key in USAGE_KEYS] == ["query_range"]
-    tables = _tables(config, args, stream=answers)
+def _chunked_tables(config: Config, args) -> Tables:
+    """The tables of a command that looks at the samples more than once
+    (report, the analyses). Where the plan streams (:func:`streams`), the
+    telemetry is read a chunk at a time (a UTC day of saved answers or
+    scrapes, a host's nvidia-smi log) into :class:`gpucost.UsageChunks` on
+    disk, without the columns these commands never read: each use reads it
+    back a chunk at a time, so the peak is a chunk and the results, not the
+    month (issue 29). The interval is the stated one, else the first
+    chunk's spacing, as for ``allocate``. Otherwise read whole."""
+    tables = _tables(config, args, stream=True)
     if tables.stream is None:
         return tables
-    # The allocations' and analyses' buffers given back when freed, not kept beside the month (mapped each
-    # time, a day's blocks make the read take 1.3x the CPU; set after the read, glibc's thresholds raised by
-    # the read leave more beside the month: 2.2 GiB for the report, not 1.8).
+    # Each chunk's buffers given back when freed, not kept in glibc's arenas beside the next one's.
     _map_large_blocks()
+    stream = tables.stream
     with _reader_warnings(config, args):
-        tables.usage = tables.stream.whole(leave_out=_UNREAD_SAMPLE_COLUMNS)
+        tables.usage = gpucost.UsageChunks.spill(stream, leave_out=_UNREAD_SAMPLE_COLUMNS,
+                                                 ordered=stream.ordered_chunks)
+    tables.usage.attrs = stream.usage().attrs
     tables.stream = None
+    if stream.interval is not None:
+        tables.interval = stream.interval
     config.policy.setdefault("interval", tables.interval)
     return tables
 
@@ -844,7 +845,7 @@ def _write_focus(args: argparse.Namespace, config: Config, tables: Tables, polic
 
 def cmd_report(args: argparse.Namespace) -> int:
     config = configure(args)
-    tables = _whole_tables(config, args)
+    tables = _chunked_tables(config, args)
     output = args.output or config.report.get("output") or "gpucost-report.html"
     title = args.title or config.report.get("title") or "GPU showback"
     policy = _policy(config, tables)
@@ -895,7 +896,7 @@ def cmd_analysis(args: argparse.Namespace) -> int:
     if getattr(gpucost, args.analysis, None) is None:  # before reading any input
         raise gpucost.Error(f"this build of gpucost has no gpucost.{args.analysis} (an analysis not merged yet)")
     config = configure(args)
-    tables = _whole_tables(config, args)
+    tables = _chunked_tables(config, args)
     key = {"find_idle": "idle", "spot_runs": Purchase.SPOT, "advise_commitments": "advice", "budget_status": "budgets",
            "buy_vs_rent": "buy_vs_rent"}[args.analysis]
     if key == "budgets" and tables.budgets is None:

@@ -1103,14 +1103,24 @@ def _read_answers(source: Source, reading: Reading, table: str) -> Iterator[pd.D
 
 
 def _read_scrapes(source: Source, reading: Reading, table: str) -> Iterator[pd.DataFrame]:
+    """A directory of scrapes: a UTC day per frame when streaming (in time
+    order), else one frame (the stated step's scrapes an instant per frame).
+    Each scrape stands for the allocation's interval (no ``duration``): the
+    stated step, else the first day's spacing (:func:`_scrape_days`)."""
     read = _need("prometheus.read_dcgm_text", "the telemetry issue")
     dcgm = _dcgm_options(source, reading)
     interval = source.options["interval"]
     if interval is None:
-        # Every instant in one call: each series' spacing (its samples' durations) comes from its own scrapes,
-        # not a 60 s default for each lone scrape.
-        files = [(instant, path) for instant, group in source.options["instants"] for path in group]
-        yield read([p for _, p in files], timestamp=[t for t, _ in files], **dcgm)
+        days = _scrape_days(source, read, dcgm)
+        if reading.stream:
+            yield from days
+            return
+        # The days read as the stream reads them, so the whole read's interval is the streamed one.
+        from gpucost.prometheus import merge_telemetry
+        frames = list(days)
+        usage = sources.concat_frames(frames)
+        usage.attrs["telemetry"] = merge_telemetry([f.attrs.get("telemetry", {}) for f in frames])
+        yield usage
         return
     def scrape(instant, group) -> pd.DataFrame:
         # A stated step: each scrape stands for it. It is the allocation's interval, not a duration per sample,
@@ -1119,12 +1129,77 @@ def _read_scrapes(source: Source, reading: Reading, table: str) -> Iterator[pd.D
         return frame.drop(columns="duration") if "duration" in frame.columns else frame
 
     if reading.stream:  # a UTC day of scrapes a frame, the days in time order
-        instants = sorted(source.options["instants"], key=lambda item: item[0])
-        for _, day in itertools.groupby(instants, key=lambda item: pd.Timestamp(item[0]).floor("D")):
+        for day in _utc_days(source.options["instants"]):
             yield sources.concat_frames([scrape(instant, group) for instant, group in day])
         return
     for instant, group in source.options["instants"]:
         yield scrape(instant, group)
+
+
+def _utc_days(instants: Sequence[tuple[Any, Sequence[str]]]) -> list[list[tuple[Any, Sequence[str]]]]:
+    """Scrape instants (instant, files) grouped by UTC day, the days and their instants in time order."""
+    ordered = sorted(instants, key=lambda item: item[0])
+    return [list(day) for _, day in itertools.groupby(ordered, key=lambda item: pd.Timestamp(item[0]).floor("D"))]
+
+
+#: How far a later day's scrape spacing may be from the interval (the first day's): the readers' jitter bound.
+_SCRAPE_JITTER = 1.25
+
+
+def _scrape_days(source: Source, read: Callable, dcgm: dict) -> Iterator[pd.DataFrame]:
+    """Scrapes without a stated step, a UTC day per reader call (every
+    instant of the day together, so the day's spacing is known), in time
+    order. Each scrape stands for the interval, the first day's spacing
+    (the first frame takes in the next days until its scrapes have one),
+    as saved answers' streams take theirs: ``duration`` is dropped, so the
+    engine checks every series against the interval. A later day whose
+    spacing is more than 1.25x away from it (the exporter's rate changed:
+    its scrapes would stand for the wrong time, within the engine's 2x) is
+    an error naming the day and a series of it. Every frame's reader report
+    gives the interval as its spacing, so the whole read (these frames
+    joined) and the stream allocate at the same interval."""
+    days = _utc_days(source.options["instants"])
+
+    def day_frame(chosen: Sequence[list]) -> pd.DataFrame:
+        files = [(instant, path) for day in chosen for instant, group in day for path in group]
+        frame = read([p for _, p in files], timestamp=[t for t, _ in files], **dcgm)
+        return frame.drop(columns="duration") if "duration" in frame.columns else frame
+
+    taken, first = 1, None  # the first frame: days taken in, doubling, until its scrapes have a spacing
+    while days:
+        first = day_frame(days[:taken])
+        if _reported_spacing(first) is not None or taken >= len(days):
+            break
+        taken = min(2 * taken, len(days))
+    if first is None:
+        return
+    interval = _reported_spacing(first)
+    yield first
+    for day in days[taken:]:
+        frame = day_frame([day])
+        own = _reported_spacing(frame)
+        if own is not None and interval is not None:
+            if max(own / interval, interval / own) > _SCRAPE_JITTER:
+                raise InvalidInputError(_scrape_rate_changed(frame, day[0][0], own, interval))
+            frame.attrs["telemetry"]["spacing_seconds"] = interval
+        yield frame
+
+
+def _scrape_rate_changed(frame: pd.DataFrame, day: Any, own: float, interval: float) -> str:
+    """The error of a day of scrapes spaced unlike the first day, naming the
+    day and its series spaced furthest from the interval."""
+    ts = frame["timestamp"].to_numpy(dtype="datetime64[ns]").view("int64")
+    keys = ["resource_id", "device", "consumer"]
+    samples = frame[keys].astype(str).assign(ts=ts).drop_duplicates().sort_values([*keys, "ts"])
+    gaps = samples.groupby(keys, sort=False)["ts"].diff().div(1e9)
+    by_series = gaps.groupby([samples[k] for k in keys], sort=False).median().dropna()
+    worst = (by_series / interval).map(lambda r: max(r, 1 / r)).idxmax() if len(by_series) else None
+    series = "" if worst is None else (f": the series (resource_id '{worst[0]}', device {worst[1]}, consumer "
+                                       f"'{worst[2]}') has a sample every {by_series[worst]:g} s")
+    return (f"telemetry: the scrapes of {pd.Timestamp(day):%Y-%m-%d} are {own:g} s apart{series}, but the "
+            f"interval is {interval:g} s (the first day's spacing): the exporter's rate changed, and each scrape "
+            "would stand for the wrong time; give the step each scrape stands for (step in [sources], --step), "
+            "or read the days of each rate apart")
 
 
 def _by_instant(files: Sequence[Path]) -> dict[Any, list[str]]:
@@ -1144,9 +1219,19 @@ def _read_jobstats(source: Source, reading: Reading, table: str) -> Iterator[pd.
     from gpucost.prometheus import read_jobstats
     nodes = _nodes_table(_uses(source, "kube_node_info") or _uses(source, "kubectl_nodes"), _uses(source, "hosts"),
                          reading)
+    def scrape(instant, group) -> pd.DataFrame:
+        return read_jobstats(list(group), timestamp=instant, interval=source.options["interval"], nodes=nodes,
+                             keep_unknown_nodes=source.options["keep_unknown_nodes"])
+
+    if reading.stream:  # scrapes only (streams()): a UTC day a frame, in time order; each sample has its duration
+        for day in _utc_days(source.options["instants"]):
+            frame = sources.concat_frames([scrape(instant, group) for instant, group in day])
+            if len(source.options["instants"]) > 1:
+                frame.attrs = {}  # the report of a lone scrape, which the whole read (joined) has not either
+            yield frame
+        return
     for instant, group in source.options["instants"]:
-        yield read_jobstats(list(group), timestamp=instant, interval=source.options["interval"], nodes=nodes,
-                            keep_unknown_nodes=source.options["keep_unknown_nodes"])
+        yield scrape(instant, group)
 
 
 def _apply_ceems(plan: SourcePlan, usage: pd.DataFrame) -> pd.DataFrame:
@@ -1363,13 +1448,14 @@ def read_plan(plan: SourcePlan, *, progress: bool = False, basis: str | None = N
                       downtime=_downtime(plan, reading), stream=stream)
     frames = _read_telemetry(plan, telemetry, reading)
     step = plan.step if plan.step is not None else 60.0
-    usage = sources.concat_usage(frames, [step] * len(frames), [s.key for s in telemetry],
+    # Without a stated step, scrapes (no duration) stand for their own interval beside other sources.
+    usage = sources.concat_usage(frames, [step if plan.step is not None or "duration" in f.columns else
+                                          _reported_spacing(f) or step for f in frames], [s.key for s in telemetry],
                                  [[s.options["url"]] if s.kind == "prometheus" else [str(p) for p in s.files]
                                   for s in telemetry])
     usage = _apply_ceems(plan, usage)
     if plan.step is None:
-        spacing = usage.attrs.get("telemetry", {}).get("spacing_seconds") if isinstance(
-            usage.attrs.get("telemetry"), dict) else None
+        spacing = _reported_spacing(usage)
         if spacing:
             step = float(spacing)
         elif "duration" not in usage.columns and len(usage):
@@ -1392,6 +1478,13 @@ def read_plan(plan: SourcePlan, *, progress: bool = False, basis: str | None = N
                   rates=_extra(plan, "rates", reading), interval=step,
                   existing=None if existing_source is None else existing_source.frame(reading),
                   downtime=_downtime(plan, reading))
+
+
+def _reported_spacing(usage: pd.DataFrame) -> float | None:
+    """The spacing in one source's reader report (``attrs["telemetry"]``), if any."""
+    report = usage.attrs.get("telemetry")
+    spacing = report.get("spacing_seconds") if isinstance(report, dict) else None
+    return float(spacing) if spacing else None
 
 
 def _bill_parts(parts: Sequence[pd.DataFrame]) -> pd.DataFrame:
@@ -1429,10 +1522,14 @@ def _downtime(plan: SourcePlan, reading: Reading) -> pd.DataFrame | None:
 def streams(plan: SourcePlan) -> bool:
     """Whether a plan's telemetry can be read a chunk at a time, each chunk
     allocated as it comes (:class:`UsageStream`), to the same numbers as the
-    whole read: one source, either saved Prometheus answers (UTC days) or
-    gpucost's own usage table (chunks of rows) where the interval does not
-    depend on every sample (a stated step or interval, or a ``duration``
-    column: without them the whole read infers it from all series), and
+    whole read: one source, either saved Prometheus answers or a directory
+    of dcgm-exporter scrapes (UTC days; the interval is the stated step,
+    else the first day's spacing, for scrapes in the whole read too, each
+    scrape standing for it: a later day spaced more than 1.25x away from it
+    is an error), nvidia-smi logs (a host's log), or gpucost's own usage
+    table (chunks of rows) where the interval does not depend on every
+    sample (a stated step or interval, or a ``duration`` column: without
+    them the whole read infers it from all series), and
     nothing that needs every sample at once (the demo, [owned]'s measured
     power, a CEEMS map or Slurm accounting joined to the samples,
     [labels.namespaces] over the consumers).
@@ -1449,8 +1546,10 @@ def streams(plan: SourcePlan) -> bool:
     source = telemetry[0]
     if source.kind == "query_range":
         return True
-    if source.kind == "dcgm_text":  # a directory of scrapes: a UTC day at a time, each scrape standing for the step
-        return source.options["interval"] is not None
+    if source.kind == "dcgm_text":  # a directory of scrapes: a UTC day at a time, each scrape standing for the
+        return True  # step, else the first day's spacing, in the whole read too (_scrape_days)
+    if source.kind == "jobstats":  # scrapes (not saved answers, read in one call): a UTC day of them at a time;
+        return None not in dict(source.options["instants"])  # each sample has its duration, an instant's own
     if source.kind == "nvidia_smi":  # a host's log at a time; each sample has its duration (to its next)
         return True
     if source.kind == "table":  # gpucost's own usage table
@@ -1473,7 +1572,7 @@ class UsageStream:
     def __init__(self, plan: SourcePlan, source: Source, reading: Reading):
         self.plan, self.source, self.reading = plan, source, reading
         self.interval: float | None = plan.step
-        self.ordered_chunks = source.kind in ("query_range", "dcgm_text")
+        self.ordered_chunks = source.kind in ("query_range", "dcgm_text", "jobstats")
         self.chunks = 0
         self._reports: list[dict] = []
         self._usage = pd.DataFrame()
@@ -1502,41 +1601,6 @@ class UsageStream:
         """The empty usage table with the merged reader report (so far)."""
         return self._usage
 
-    def whole(self, leave_out: Sequence[str] = ()) -> pd.DataFrame:
-        """Every chunk as one usage table, for the commands that need every
-        sample at once (report, the analyses): read a chunk at a time, the
-        columns of ``leave_out`` dropped from each as it comes and string
-        columns kept categorical (the chunks' categories united), so that
-        the peak is the compact table and a chunk, not the whole read's
-        (every column, and the parser's own buffers). Rows in chunk order
-        (the days in time order); ``attrs`` as :meth:`usage` has them."""
-        from pandas.api.types import union_categoricals
-        parts: dict[str, list] = {}
-        sizes: list[int] = []
-        for frame in self:
-            for name in frame.columns:
-                if name not in leave_out and name not in parts:  # a column first seen in a later chunk
-                    parts[name] = [_absent(frame[name], n) for n in sizes]
-            for name, arrays in parts.items():  # copies: the chunk's other columns are freed with it
-                arrays.append(frame[name].array.copy() if name in frame.columns else _absent(arrays[0], len(frame)))
-            sizes.append(len(frame))
-            del frame
-            _give_back_freed_memory()
-        columns = {}
-        for name in list(parts):
-            arrays = parts.pop(name)
-            if all(isinstance(a, pd.Categorical) for a in arrays):
-                columns[name] = union_categoricals(arrays)
-            else:
-                columns[name] = pd.concat([pd.Series(a, copy=False) for a in arrays], ignore_index=True).array
-            del arrays
-            _give_back_freed_memory()
-        if not columns:
-            return self._usage
-        usage = pd.DataFrame(columns, copy=False)
-        usage.attrs = self._usage.attrs
-        return usage
-
 
 def _give_back_freed_memory() -> None:
     """Hands the blocks freed since (a chunk's parse and its columns) back
@@ -1553,20 +1617,13 @@ def _map_large_blocks(size: int = 1 << 20) -> None:
     """From now on this process' blocks of ``size`` bytes or more are
     mapped on their own (glibc's M_MMAP_THRESHOLD, fixed), so that a large
     array freed is given back at once rather than kept in an arena among
-    the blocks still held: a command holding the month (report, analyses)
-    then peaks at what it holds, not at that plus what each allocation
-    freed (issue 29). glibc only; elsewhere nothing."""
+    the blocks still held: a command reading chunks one after another
+    (report, analyses) then peaks at what it holds, not at that plus what
+    each chunk freed (issue 29). glibc only; elsewhere nothing."""
     try:
         ctypes.CDLL(None).mallopt(-3, int(size))  # M_MMAP_THRESHOLD
     except (OSError, AttributeError):
         pass
-
-
-def _absent(like: Any, rows: int) -> Any:
-    """``rows`` missing values of a column like ``like`` (a chunk without that column)."""
-    if isinstance(getattr(like, "dtype", None), pd.CategoricalDtype):
-        return pd.Categorical.from_codes([-1] * rows, categories=like.dtype.categories[:0])
-    return pd.array([float("nan")] * rows, dtype="float64")
 
 
 def _read_telemetry(plan: SourcePlan, telemetry: Sequence[Source], reading: Reading) -> list[pd.DataFrame]:

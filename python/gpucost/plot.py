@@ -21,6 +21,7 @@ import pandas as pd
 
 from gpucost.errors import InvalidInputError, conversion_hint
 from gpucost.frames import str_codes
+from gpucost.spill import UsageChunks
 
 __all__ = ["spend_over_time", "allocated_vs_idle", "cost_per_effective_gpu_hour", "utilisation_distribution",
            "spend_by_group", "team_colors", "RESERVED_LABELS", "display_name"]
@@ -350,9 +351,10 @@ def utilisation_distribution(usage: pd.DataFrame, workloads: pd.DataFrame | None
                              title: str = "GPU-hours held, by utilisation", top: int | None = 12):
     """Histogram of GPU-hours held (share x sample duration) by utilisation,
     stacked by a workload label when ``workloads`` is given. Samples with no
-    consumer (free GPUs) are left out. Past the ``top`` largest label values
-    (None: every one), the rest are one grey "Other (N groups)" series, as in
-    :func:`spend_over_time`.
+    consumer (free GPUs) are left out. ``usage`` may be
+    :class:`gpucost.UsageChunks` (read a chunk at a time). Past the ``top``
+    largest label values (None: every one), the rest are one grey "Other (N
+    groups)" series, as in :func:`spend_over_time`.
 
     Examples:
         >>> usage = pd.DataFrame({"consumer": ["a", "a", "b", ""], "util": [0.95, 0.9, 0.2, 0.0], "share": 1.0,
@@ -365,41 +367,26 @@ def utilisation_distribution(usage: pd.DataFrame, workloads: pd.DataFrame | None
         >>> ax.get_legend() is None, float(sum(bar.get_height() for bar in ax.patches))   # one series: no legend
         (True, 3.0)
     """
-    _require(usage, ["consumer", "util", "share"], "usage")
-    # On the consumers' category codes, never a string per sample (a month is ~17 M samples: issue 29).
-    codes, names = str_codes(usage["consumer"])
-    held = (names != "")[codes]  # a mask, not indices: a byte per sample
-    weight = pd.Series(usage["share"]).to_numpy(dtype=np.float64)[held]  # share x seconds / 3600, in place
-    if "duration" in usage:
-        weight *= pd.Series(usage["duration"]).to_numpy(dtype=np.float64)[held]
-    else:
-        weight *= float(interval)
-    weight /= 3600.0
-    util = pd.Series(usage["util"]).to_numpy()[held]
     edges = np.linspace(0.0, 1.0, bins + 1)
+    chunks = usage if isinstance(usage, UsageChunks) else [usage]  # chunks on disk: one at a time
+    held: dict[str, list] = {}  # group -> [GPU-hours, histogram], summed over the chunks
+    for frame in chunks:
+        for g, (total, counts) in _held_by_group(frame, workloads, by, interval, edges).items():
+            if g in held:
+                held[g][0] += total
+                held[g][1] += counts
+            else:
+                held[g] = [total, counts]
     fig, ax = _figure(8.0, 3.2)
-    if workloads is not None and by in getattr(workloads, "columns", ()):
-        labels = workloads.set_index("consumer")[by]
-        per_name = pd.Series(names, dtype=object).map(labels).fillna("__unlabelled__").astype(str).to_numpy()
-    else:
-        per_name = np.full(len(names), "all", dtype=object)
-    kinds, per_name = np.unique(per_name, return_inverse=True)  # each consumer's group, as a code
-    group = per_name.astype(np.int32)[codes[held]]
-    del codes, held
-    totals = pd.Series(weight).groupby(group).sum()  # codes in the groups' sorted order, as the names would be
-    order = pd.Series(totals.to_numpy(), index=kinds[totals.index.to_numpy(dtype=np.intp)]).sort_values(
-        ascending=False).index
+    order = sorted(held, key=lambda g: (-held[g][0], g))
     shown, folded, reserved = _top_groups(order, top)
     colors = dict(colors or team_colors([*shown, *reserved]))
-    if folded:  # the named groups, one Other series of the rest (a mask per series, never per group), reserved
+    if folded:  # the named groups, one Other series of the rest's histograms summed, the reserved ones
+        other = np.sum([held[g][1] for g in folded], axis=0)
         order = [*shown, _OTHER, *reserved]
     bottom = np.zeros(bins)
     for g in order:
-        # one group: every sample; Other: the samples of any group it holds
-        mask = (None if len(order) == 1 else np.isin(group, np.searchsorted(kinds, folded)) if g is _OTHER
-                else group == np.searchsorted(kinds, g))
-        counts, _ = np.histogram(util if mask is None else util[mask], bins=edges,
-                                 weights=weight if mask is None else weight[mask])
+        counts = other if g is _OTHER else held[g][1]
         ax.bar(edges[:-1] * 100, counts, width=100 / bins, align="edge", bottom=bottom,
                color=_OTHER_COLOR if g is _OTHER else colors.get(g, "#1f5fa8"), label=_series_label(g, folded),
                edgecolor="white", linewidth=0.4)
@@ -411,6 +398,38 @@ def utilisation_distribution(usage: pd.DataFrame, workloads: pd.DataFrame | None
     if len(order) > 1:
         ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False, fontsize=8)
     return fig
+
+
+def _held_by_group(usage: Any, workloads: pd.DataFrame | None, by: str, interval: float,
+                   edges: np.ndarray) -> dict[str, tuple[float, np.ndarray]]:
+    """Per group of one usage table: its GPU-hours held and their histogram
+    over ``edges`` of utilisation (samples with a consumer only)."""
+    _require(usage, ["consumer", "util", "share"], "usage")
+    # On the consumers' category codes, never a string per sample (a month is ~17 M samples: issue 29).
+    codes, names = str_codes(usage["consumer"])
+    held = (names != "")[codes]  # a mask, not indices: a byte per sample
+    weight = pd.Series(usage["share"]).to_numpy(dtype=np.float64)[held]  # share x seconds / 3600, in place
+    if "duration" in usage:
+        weight *= pd.Series(usage["duration"]).to_numpy(dtype=np.float64)[held]
+    else:
+        weight *= float(interval)
+    weight /= 3600.0
+    util = pd.Series(usage["util"]).to_numpy()[held]
+    if workloads is not None and by in getattr(workloads, "columns", ()):
+        labels = workloads.set_index("consumer")[by]
+        per_name = pd.Series(names, dtype=object).map(labels).fillna("__unlabelled__").astype(str).to_numpy()
+    else:
+        per_name = np.full(len(names), "all", dtype=object)
+    kinds, per_name = np.unique(per_name, return_inverse=True)  # each consumer's group, as a code
+    group = per_name.astype(np.int32)[codes[held]]
+    del codes, held
+    out = {}
+    for code in np.unique(group):
+        mask = None if len(kinds) == 1 else group == code  # one group: every sample
+        w = weight if mask is None else weight[mask]
+        counts, _ = np.histogram(util if mask is None else util[mask], bins=edges, weights=w)
+        out[str(kinds[code])] = (float(w.sum()), counts)
+    return out
 
 
 def to_svg(fig) -> str:

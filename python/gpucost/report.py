@@ -37,6 +37,7 @@ from gpucost.frames import Table, str_isin
 from gpucost.join import JoinReport, apply_rule, called_from_gpucost, join_report
 from gpucost.model import Basis, CostDriver, Purchase, Reserved
 from gpucost.money import minor_unit, round_half_away, round_parts
+from gpucost.spill import UsageChunks
 
 __all__ = ["report", "Report", "Section", "html_table", "analysis"]
 
@@ -676,11 +677,13 @@ def _measured_only(allocation: pd.DataFrame, keys: list[str], assumed: pd.DataFr
 
 def _measured_usage(usage: Any, workloads: Any) -> Any:
     """Usage samples of workloads whose utilisation is measured."""
-    if workloads is None or not isinstance(usage, pd.DataFrame) or "utilization_source" not in getattr(
+    if workloads is None or not isinstance(usage, pd.DataFrame | UsageChunks) or "utilization_source" not in getattr(
             workloads, "columns", ()):
         return usage
-    assumed = workloads.loc[workloads["utilization_source"].astype(str) == "assumed", "consumer"].astype(str)
-    return usage[~str_isin(usage["consumer"], set(assumed))]
+    assumed = set(workloads.loc[workloads["utilization_source"].astype(str) == "assumed", "consumer"].astype(str))
+    if isinstance(usage, UsageChunks):  # each chunk as it is read
+        return usage.map(lambda chunk: chunk[~str_isin(chunk["consumer"], assumed)])
+    return usage[~str_isin(usage["consumer"], assumed)]
 
 
 def _kpis(by_team: pd.DataFrame, team: str, total: float, assumed: pd.DataFrame | None = None) -> dict:
@@ -802,8 +805,10 @@ def _section_spot(spot_runs, ctx) -> tuple[Section, dict] | str:
         if not spot:
             return "no spot lines in the bill"
         on_spot = set(allocation.loc[allocation["resource_id"].isin(spot), "consumer"])
-        on_spot |= set(ctx["usage"].loc[np.asarray(ctx["usage"]["resource_id"].astype(str).isin(spot)),
-                                        "consumer"].astype(str))
+        usage = ctx["usage"]
+        held = usage.of_resources(spot) if isinstance(usage, UsageChunks) else usage.loc[
+            np.asarray(usage["resource_id"].astype(str).isin(spot))]
+        on_spot |= set(held["consumer"].astype(str))
         jobs = set(workloads.loc[workloads["consumer"].isin(on_spot), "job"].dropna())
         workloads = workloads[workloads["job"].isin(jobs)]
         allocation = allocation[allocation["consumer"].isin(set(workloads["consumer"]))]

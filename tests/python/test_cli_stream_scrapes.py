@@ -1,4 +1,4 @@
-"""The CLI streams a directory of dcgm-exporter scrapes with a stated step
+"""The CLI streams a directory of dcgm-exporter scrapes, with a stated step or not
 (issue 29, item 1): a UTC day of scrapes at a time, in time order, into an
 Allocator told its chunks never go back in time. The result and stderr equal
 the in-memory path's, which reads every scrape at once."""
@@ -33,6 +33,17 @@ def scrape(host: str, at: pd.Timestamp, rng: np.random.Generator) -> str:
     return "\n".join(lines) + "\n"
 
 
+def bill_files(folder, hosts: list) -> None:
+    """costs.csv (a day's line per host and day, $48, $49, ... a day) and
+    inventory.csv (2 GPUs a host) of ``hosts`` and OFFLINE."""
+    hosts = list(hosts) + [OFFLINE]
+    days = pd.date_range(START, periods=DAYS, freq="D")
+    pd.DataFrame([{"resource_id": h, "start": d, "end": d + pd.Timedelta(days=1), "cost": 48.0 + i}
+                  for i, h in enumerate(hosts) for d in days]).to_csv(folder / "costs.csv", index=False)
+    pd.DataFrame([{"resource_id": h, "device": g, "mem_capacity": 80 * 2**30}
+                  for h in hosts for g in range(2)]).to_csv(folder / "inventory.csv", index=False)
+
+
 @pytest.fixture(scope="module")
 def config(tmp_path_factory):
     folder = tmp_path_factory.mktemp("scrapes")
@@ -43,11 +54,7 @@ def config(tmp_path_factory):
             if rng.uniform() < 0.05:  # a missed scrape
                 continue
             (folder / "scrapes" / f"{host}-{at:%Y%m%dT%H%M%SZ}.prom").write_text(scrape(host, at, rng))
-    days = pd.date_range(START, periods=DAYS, freq="D")
-    pd.DataFrame([{"resource_id": h, "start": d, "end": d + pd.Timedelta(days=1), "cost": 48.0 + i}
-                  for i, h in enumerate(HOSTS + [OFFLINE]) for d in days]).to_csv(folder / "costs.csv", index=False)
-    pd.DataFrame([{"resource_id": h, "device": g, "mem_capacity": 80 * 2**30}
-                  for h in HOSTS + [OFFLINE] for g in range(2)]).to_csv(folder / "inventory.csv", index=False)
+    bill_files(folder, HOSTS)
     path = folder / "gpucost.toml"
     path.write_text(f'[sources]\ncosts = "costs.csv"\ninventory = "inventory.csv"\ndcgm_text = "scrapes"\n'
                     f'step = {STEP}\n\n[policy]\nby = ["consumer"]\n')
@@ -83,3 +90,119 @@ def test_a_wrong_step_is_refused_streamed_or_whole(config, capsys, monkeypatch):
         code = cli.main(["allocate", "-c", str(wrong)])
         err = capsys.readouterr().err
         assert code == 2 and "but the interval is 60 s (given)" in err and "the series (resource_id 'node-" in err
+
+
+def assert_streamed_as_whole(config, capsys, monkeypatch) -> None:
+    """allocate and check streamed (a UTC day a chunk, in time order) say
+    what the whole read says, to 1e-9."""
+    seen = record_allocators(monkeypatch)
+    streamed, streamed_err = run_allocate(config, capsys)
+    assert seen == {"added": DAYS, "ordered": [True]}
+    streamed_check = run_check(config, capsys)
+    monkeypatch.setattr(plan, "streams", lambda p: False)
+    whole, whole_err = run_allocate(config, capsys)
+    assert streamed_err == whole_err and OFFLINE in streamed_err
+    assert_same_showback(streamed, whole)
+    assert streamed_check == run_check(config, capsys) and "samples" in streamed_check
+
+
+def unstated_folder(folder, spacing: dict, jitter: int = 0) -> None:
+    """Scrapes of every host in ``spacing`` (host -> seconds apart, or a
+    function of the day giving them) over DAYS days, each scrape up to
+    ``jitter`` seconds early or late, 5 % missed; the bill and inventory as
+    above; no step stated."""
+    rng = np.random.default_rng(2929)
+    (folder / "scrapes").mkdir()
+    for host, every in spacing.items():
+        for day in range(DAYS):
+            seconds = every(day) if callable(every) else every
+            for at in pd.date_range(START + pd.Timedelta(days=day), periods=86400 // seconds, freq=f"{seconds}s"):
+                if rng.uniform() < 0.05:
+                    continue
+                at += pd.Timedelta(seconds=int(rng.integers(-jitter, jitter + 1))) if jitter else pd.Timedelta(0)
+                (folder / "scrapes" / f"{host}-{at:%Y%m%dT%H%M%SZ}.prom").write_text(scrape(host, at, rng))
+    bill_files(folder, list(spacing))
+    (folder / "gpucost.toml").write_text('[sources]\ncosts = "costs.csv"\ninventory = "inventory.csv"\n'
+                                         'dcgm_text = "scrapes"\n\n[policy]\nby = ["consumer"]\n')
+
+
+@pytest.fixture(scope="module")
+def unstated(tmp_path_factory):
+    """Scrapes every half hour, each up to 40 s early or late, no step stated."""
+    folder = tmp_path_factory.mktemp("unstated")
+    unstated_folder(folder, {host: STEP for host in HOSTS}, jitter=40)
+    return folder / "gpucost.toml"
+
+
+def test_scrapes_without_a_step_stream_at_the_first_days_spacing(unstated, capsys, monkeypatch):
+    """Without a step the scrapes stream a UTC day at a time too, each
+    standing for the first day's spacing. The whole read takes the same
+    interval (it reads the days as the stream does), so jittered scrapes,
+    whose spacing differs from day to day (1806, 1798 and 1804 s here, 1805 s
+    over the month), give the same numbers."""
+    first = plan.read_plan(plan.plan_sources(cli.load_config(unstated)), stream=True).stream
+    assert [f.attrs["telemetry"]["spacing_seconds"] for f in first] == [first.interval] * DAYS
+    assert_streamed_as_whole(unstated, capsys, monkeypatch)
+    whole_tables = plan.read_plan(plan.plan_sources(cli.load_config(unstated)))
+    assert whole_tables.interval == first.interval and "duration" not in whole_tables.usage.columns
+    assert abs(first.interval - STEP) <= 40  # the first day's spacing, jitter and all
+
+
+def test_a_scrape_rate_that_changes_later_is_refused_streamed_or_whole(tmp_path, capsys, monkeypatch):
+    """Scrapes every 30 minutes on the first day and every 5 minutes later:
+    each later scrape would stand for 30 minutes, without a step stated as
+    with a wrong one. The day is refused, naming a series of it."""
+    unstated_folder(tmp_path, {host: (lambda day: STEP if day == 0 else 300) for host in HOSTS})
+    for streamed in (True, False):
+        if not streamed:
+            monkeypatch.setattr(plan, "streams", lambda p: False)
+        code = cli.main(["allocate", "-c", str(tmp_path / "gpucost.toml")])
+        err = capsys.readouterr().err
+        assert code == 2 and "the scrapes of 2026-03-02 are 300 s apart" in err, err
+        assert "the series (resource_id 'node-" in err and "but the interval is 1800 s (the first day's" in err
+
+
+def test_one_series_spaced_unlike_the_interval_is_refused_streamed_or_whole(tmp_path, capsys, monkeypatch):
+    """A host scraped every 90 minutes among hosts scraped every 30: each
+    day's spacing is the interval, and the engine refuses the series spaced
+    more than 2x from it, streamed or whole."""
+    unstated_folder(tmp_path, {"node-a": STEP, "node-b": STEP, "node-d": STEP, "node-e": 3 * STEP})
+    for streamed in (True, False):
+        if not streamed:
+            monkeypatch.setattr(plan, "streams", lambda p: False)
+        code = cli.main(["allocate", "-c", str(tmp_path / "gpucost.toml")])
+        err = capsys.readouterr().err
+        assert code == 2 and "but the interval is 1800 s (given)" in err, err
+        assert "the series (resource_id 'node-e'" in err
+
+
+def jobstats_scrape(host: str, at: pd.Timestamp, rng: np.random.Generator) -> str:
+    """One scrape of Princeton jobstats' GPU exporter on a 2-GPU node: each
+    GPU's job changes every 6 hours, GPU 1 of node-b is free before noon."""
+    lines = []
+    for gpu in range(2):
+        labels = f'minor_number="{gpu}",name="NVIDIA A100-SXM4-80GB",uuid="GPU-{host}-{gpu}"'
+        job = 0 if host == "node-b" and gpu == 1 and at.hour < 12 else 7000 + (at.hour // 6 + gpu) % 3
+        lines += [f"nvidia_gpu_duty_cycle{{{labels}}} {int(rng.integers(0, 101))}",
+                  f"nvidia_gpu_memory_used_bytes{{{labels}}} {int(rng.integers(0, 80 * 2**30))}",
+                  f"nvidia_gpu_jobId{{{labels}}} {job}"]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("step", [None, STEP])
+def test_jobstats_scrapes_stream_a_day_at_a_time(tmp_path, capsys, monkeypatch, step):
+    """jobstats scrapes (each an instant of its own, each sample standing for
+    the step, else 60 s) stream a UTC day at a time, in time order, to the
+    numbers and words of the whole read."""
+    rng = np.random.default_rng(31)
+    (tmp_path / "jobstats").mkdir()
+    for at in pd.date_range(START, periods=DAYS * 86400 // STEP, freq=f"{STEP}s"):
+        for host in HOSTS:
+            if rng.uniform() >= 0.05:  # else a missed scrape
+                (tmp_path / "jobstats" / f"{host}.{at:%Y%m%dT%H%M%SZ}.prom").write_text(jobstats_scrape(host, at, rng))
+    bill_files(tmp_path, HOSTS)
+    stated = "" if step is None else f"step = {step}\n"
+    config = tmp_path / "gpucost.toml"
+    config.write_text(f'[sources]\ncosts = "costs.csv"\ninventory = "inventory.csv"\n'
+                      f'jobstats = "jobstats/*.prom"\n{stated}\n[policy]\nby = ["consumer"]\n')
+    assert_streamed_as_whole(config, capsys, monkeypatch)

@@ -1,8 +1,9 @@
-"""``gpucost report`` and the analyses over saved Prometheus answers with a
-stated step (issue 29): the month is read a UTC day at a time into one
-compact table (categorical strings, the columns they never read left out),
-and every table of the report, every analysis' rows and the page itself are
-those of the month read whole."""
+"""``gpucost report`` and the analyses over saved Prometheus answers (issue
+29): the month is read a UTC day at a time into :class:`gpucost.UsageChunks`
+on disk (the columns they never read left out), read back a day at a time
+by each allocation, a group of resources at a time by find_idle, and every
+table of the report, every analysis' rows and the page itself are those of
+the month read whole."""
 
 from __future__ import annotations
 
@@ -63,7 +64,7 @@ def month(tmp_path_factory):
 
 def whole_read(monkeypatch) -> None:
     """The path before issue 29's report part: the month read whole."""
-    monkeypatch.setattr(cli, "_whole_tables", cli._tables)
+    monkeypatch.setattr(cli, "_chunked_tables", cli._tables)
 
 
 REPORT = gpucost.report
@@ -90,8 +91,8 @@ def report(month, tmp_path, capsys, monkeypatch) -> tuple[object, pd.DataFrame, 
 
 def test_the_report_read_a_day_at_a_time_is_the_report_read_whole(month, tmp_path, capsys, monkeypatch):
     streamed, usage, streamed_page = report(month, tmp_path, capsys, monkeypatch)
-    # The compact month: categorical strings, the columns no section reads left out.
-    assert isinstance(usage["consumer"].dtype, pd.CategoricalDtype)
+    # The month in chunks on disk, a day each, without the columns no section reads.
+    assert isinstance(usage, gpucost.UsageChunks) and usage.chunks == DAYS
     assert not set(cli._UNREAD_SAMPLE_COLUMNS) & set(usage.columns)
     whole_read(monkeypatch)
     whole, whole_usage, whole_page = report(month, tmp_path, capsys, monkeypatch)
@@ -122,14 +123,13 @@ def test_an_analysis_read_a_day_at_a_time_is_the_analysis_read_whole(month, caps
     assert streamed == whole
 
 
-def test_an_unstated_step_reads_the_month_whole(month, monkeypatch):
-    """Without a step the interval is the whole read's spacing: the month is read whole, as before."""
+def test_an_unstated_step_streams_with_the_first_days_spacing(month, monkeypatch):
+    """Without a step the interval is the first day's spacing, as ``allocate`` streams it."""
     config = gpucost.config.load_config(month / "gpucost.toml")
     del config.sources["step"]
-    seen = []
-    monkeypatch.setattr(plan.UsageStream, "whole", lambda self, leave_out=(): seen.append(1))
-    tables = cli._whole_tables(config, cli.build_parser().parse_args(["idle"]))
-    assert not seen and tables.stream is None and "gpu_uuid" in tables.usage.columns
+    tables = cli._chunked_tables(config, cli.build_parser().parse_args(["idle"]))
+    assert isinstance(tables.usage, gpucost.UsageChunks) and tables.usage.chunks == DAYS
+    assert tables.interval == 60.0 and config.policy["interval"] == 60.0
 
 
 def test_the_daily_chart_makes_no_empty_bar_and_keeps_every_bars_axes():

@@ -1,0 +1,248 @@
+"""Usage samples kept on disk in chunks, read back a chunk at a time.
+
+A month of telemetry is too big to hold for the commands that look at it
+more than once (the report allocates it by team, by day, by project, finds
+idle spans, draws its utilisation). :class:`UsageChunks` writes each chunk
+as it is read (an Arrow IPC file, a UTC day say) and gives it back at each
+use: :func:`gpucost.allocate` streams it, :func:`gpucost.find_idle` reads it
+a group of resources at a time, and everything else that takes a usage
+table reads it whole through the Arrow interface (issue 29).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+__all__ = ["UsageChunks"]
+
+# Buffers of the chunks' filters and conversions from malloc, not Arrow's own pool: freed, they go
+# back to the system at once (the CLI maps large blocks: plan._map_large_blocks) rather than be kept.
+_POOL = pa.system_memory_pool()
+
+#: Samples per group of resources :func:`gpucost.find_idle` reads at once from chunks (about 100 MiB).
+RESOURCE_GROUP_SAMPLES = 2_000_000
+
+
+class UsageChunks:
+    """Usage samples kept in chunks on disk (Arrow IPC files in a temporary
+    folder) and read back one chunk at a time at each use, so that a table
+    too big to hold (a month of a fleet) can still be looked at many times.
+    :func:`gpucost.allocate` and :func:`gpucost.report` take it where they
+    take a usage table and give the same numbers, in the memory of a chunk:
+    allocations stream the chunks (``ordered``: they never go back in time,
+    as a day at a time does); idle spans are found a group of resources at a
+    time; anything else reads the chunks whole. ``attrs`` are the usage's
+    (the telemetry reader's report). The files are deleted by :meth:`close`
+    (or ``with``), or when the object is collected.
+
+    Examples:
+        Two days of samples, kept as two chunks and allocated from them:
+
+        >>> t = pd.date_range("2026-03-01 23:00", periods=4, freq="30min", tz="UTC")
+        >>> usage = pd.DataFrame({"timestamp": t, "resource_id": "node-1", "device": 0,
+        ...                       "consumer": ["train", "train", "infer", "infer"], "share": 1.0, "util": 0.5,
+        ...                       "mem_used": 0.0})
+        >>> costs = pd.DataFrame({"resource_id": ["node-1"], "start": [t[0]], "end": [t[0] + pd.Timedelta("2h")],
+        ...                       "cost": [8.0]})
+        >>> inventory = pd.DataFrame({"resource_id": ["node-1"], "device": [0], "mem_capacity": [80 * 2**30]})
+        >>> with gpucost.UsageChunks.spill([usage.iloc[:2], usage.iloc[2:]]) as chunks:
+        ...     print(len(chunks), chunks.chunks)
+        ...     print(gpucost.allocate(costs, chunks, inventory, interval=1800)[["consumer", "cost"]])
+        4 2
+           consumer  cost
+        0  __idle__   0.0
+        1     infer   4.0
+        2     train   4.0
+    """
+
+    def __init__(self, paths: Sequence[str], rows: Sequence[int], columns: Sequence[str],
+                 per_resource: dict[str, int], *, attrs: dict | None = None, ordered: bool = True,
+                 folder: str | None = None, transform: Callable[[pd.DataFrame], pd.DataFrame] | None = None,
+                 owner: UsageChunks | None = None):
+        self._paths, self._rows = list(paths), list(rows)
+        self.columns = list(columns)
+        self._per_resource = dict(per_resource)
+        self.attrs: dict = dict(attrs or {})
+        self.ordered = ordered
+        self._folder = folder  # deleted with this object (None: a view of another's files)
+        self._transform = transform
+        self._owner = owner  # a view keeps the object whose files it reads
+
+    @classmethod
+    def spill(cls, frames: Iterable[Any], *, folder: str | os.PathLike | None = None,
+              leave_out: Sequence[str] = (), ordered: bool = True) -> UsageChunks:
+        """Each frame of ``frames`` (pandas or Arrow usage tables, in time
+        order when ``ordered``) written to a file of its own in a new
+        temporary folder (in ``folder``, else the system's: ``TMPDIR``),
+        without the columns of ``leave_out``; one frame is held at a time.
+        ``attrs`` are the last frame's."""
+        where = tempfile.mkdtemp(prefix="gpucost-usage-", dir=None if folder is None else os.fspath(folder))
+        paths, rows, columns, per_resource, attrs = [], [], {}, {}, {}
+        try:
+            for frame in frames:
+                attrs = dict(getattr(frame, "attrs", None) or {}) or attrs
+                table = frame if isinstance(frame, pa.Table) else pa.Table.from_pandas(frame, preserve_index=False)
+                table = table.drop_columns([c for c in leave_out if c in table.column_names])
+                columns.update(dict.fromkeys(table.column_names))
+                _count_resources(table, per_resource)
+                path = os.path.join(where, f"{len(paths):06d}.arrow")
+                with pa.OSFile(path, "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+                    writer.write_table(table)
+                paths.append(path)
+                rows.append(table.num_rows)
+                del table, frame
+        except BaseException:
+            shutil.rmtree(where, ignore_errors=True)
+            raise
+        return cls(paths, rows, list(columns), per_resource, attrs=attrs, ordered=ordered, folder=where)
+
+    @property
+    def chunks(self) -> int:
+        """How many chunks there are."""
+        return len(self._paths)
+
+    def __len__(self) -> int:
+        """The number of samples (before any :meth:`map`)."""
+        return sum(self._rows)
+
+    def __iter__(self) -> Iterator[pd.DataFrame]:
+        """Each chunk as a pandas DataFrame (categorical strings), in order."""
+        for table in self.arrow_chunks():
+            frame = table.to_pandas(memory_pool=_POOL)
+            yield frame if self._transform is None else self._transform(frame)
+
+    def arrow_chunks(self) -> Iterator[pa.Table]:
+        """Each chunk as it was written, an Arrow table (before any :meth:`map`)."""
+        for path in self._paths:
+            yield pa.ipc.open_file(pa.memory_map(path)).read_all()
+
+    def is_plain(self) -> bool:
+        """Whether the chunks are read as written (no :meth:`map`)."""
+        return self._transform is None
+
+    def map(self, transform: Callable[[pd.DataFrame], pd.DataFrame]) -> UsageChunks:
+        """The same chunks, each passed through ``transform`` as it is read
+        (a filter, say); the files stay this object's."""
+        before = self._transform
+        chained = transform if before is None else (lambda frame: transform(before(frame)))
+        return UsageChunks(self._paths, self._rows, self.columns, self._per_resource, attrs=self.attrs,
+                           ordered=self.ordered, folder=None, transform=chained, owner=self._owner or self)
+
+    def samples_per_resource(self) -> dict[str, int]:
+        """Samples of each ``resource_id`` (before any :meth:`map`)."""
+        return dict(self._per_resource)
+
+    def of_resources(self, resources: Iterable[str]) -> pd.DataFrame:
+        """The samples of ``resources`` only, as one table (chunk order)."""
+        if not self.is_plain():
+            return _concat([frame[_in(frame["resource_id"], resources)] for frame in self])
+        return self.arrow_of_resources(resources).to_pandas()
+
+    def arrow_of_resources(self, resources: Iterable[str]) -> pa.Table:
+        """:meth:`of_resources` as an Arrow table, filtered before any
+        conversion (the chunks as written: no :meth:`map`)."""
+        wanted = set(resources)
+        parts = [_detached(pc.filter(table, _in(table.column("resource_id"), wanted), memory_pool=_POOL))
+                 for table in self.arrow_chunks()]
+        return pa.concat_tables(parts, promote_options="permissive", memory_pool=_POOL)
+
+    def whole(self) -> pd.DataFrame:
+        """Every chunk as one pandas table (the memory of the whole)."""
+        usage = _concat(list(self))
+        usage.attrs = self.attrs
+        return usage
+
+    def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
+        # Anything taking a table through the Arrow interface reads the chunks whole.
+        tables = list(self.arrow_chunks()) if self.is_plain() else \
+            [pa.Table.from_pandas(frame, preserve_index=False) for frame in self]
+        if not tables:
+            raise ValueError("usage: no chunks")
+        whole = pa.concat_tables(tables, promote_options="permissive")
+        return whole.__arrow_c_stream__(requested_schema)
+
+    def close(self) -> None:
+        """Deletes the files (this object's, not a :meth:`map` view's)."""
+        if self._folder is not None:
+            shutil.rmtree(self._folder, ignore_errors=True)
+            self._folder = None
+            self._paths = []
+
+    def __enter__(self) -> UsageChunks:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"UsageChunks({len(self):,} samples in {self.chunks} chunks; columns {', '.join(self.columns)})"
+
+
+def _detached(table: pa.Table) -> pa.Table:
+    """A filtered chunk that no longer refers to its file: a filter copies
+    the values but keeps each dictionary column's dictionary, a slice of the
+    chunk's memory-mapped file, which would keep the whole file resident."""
+    for k, field in enumerate(table.schema):
+        if pa.types.is_dictionary(field.type):
+            column = table.column(k)
+            copies = [pa.DictionaryArray.from_arrays(c.indices, pa.array(c.dictionary.to_pylist(),
+                                                                         type=c.dictionary.type))
+                      for c in column.chunks]
+            table = table.set_column(k, field, pa.chunked_array(copies, type=field.type))
+    return table
+
+
+def _in(column: Any, names: set[str]) -> np.ndarray:
+    """Which rows of a string column (pandas or Arrow, dictionary-encoded
+    or not) hold one of ``names``: on the dictionary, never a string per row."""
+    if isinstance(column, pd.Series):
+        column = pa.chunked_array([pa.array(column.array)]) if isinstance(column.dtype, pd.CategoricalDtype) \
+            else pa.chunked_array([pa.array(column.astype(object).to_numpy(), type=pa.string(), from_pandas=True)])
+    parts = []
+    for chunk in (column.chunks if isinstance(column, pa.ChunkedArray) else [column]):
+        if pa.types.is_dictionary(chunk.type):
+            keep = np.asarray([v in names for v in chunk.dictionary.to_pylist()] + [False], dtype=bool)
+            codes = chunk.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+            parts.append(keep[codes])
+        else:
+            parts.append(pc.is_in(chunk, value_set=pa.array(sorted(names), type=pa.string())).fill_null(
+                False).to_numpy(zero_copy_only=False))
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=bool)
+
+
+def _count_resources(table: pa.Table, counts: dict[str, int]) -> None:
+    if "resource_id" not in table.column_names:
+        return
+    for item in table.column("resource_id").value_counts().to_pylist():
+        name = "" if item["values"] is None else str(item["values"])
+        counts[name] = counts.get(name, 0) + int(item["counts"])
+
+
+def _concat(parts: list[pd.DataFrame]) -> pd.DataFrame:
+    """Frames as one, categorical columns kept categorical (their categories united)."""
+    from pandas.api.types import union_categoricals
+    if not parts:
+        return pd.DataFrame()
+    if len(parts) == 1:
+        return parts[0].reset_index(drop=True)
+    columns = {}
+    for name in dict.fromkeys(c for part in parts for c in part.columns):
+        arrays = [part[name] for part in parts if name in part.columns]
+        if len(arrays) == len(parts) and all(isinstance(a.dtype, pd.CategoricalDtype) for a in arrays):
+            columns[name] = union_categoricals([a.array for a in arrays])
+        else:
+            columns[name] = pd.concat([part[name] if name in part.columns else pd.Series(pd.NA, index=part.index)
+                                       for part in parts], ignore_index=True).array
+    return pd.DataFrame(columns, copy=False)

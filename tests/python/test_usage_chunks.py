@@ -1,0 +1,146 @@
+"""gpucost.UsageChunks (issue 29): usage kept on disk a day at a time gives
+what the same samples in one table give, to every reader of usage: the
+allocations (streamed), find_idle and idle_policy (a group of resources at a
+time), the utilisation histogram (a chunk at a time), and anything else
+through the Arrow interface (read whole)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+import gpucost
+from gpucost import prometheus
+from gpucost.analyses import idle as idle_module
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from prometheus_month import START_S, write_month  # noqa: E402  (the benchmark's generator, small)
+
+DAYS = 3
+DAY_NS = 86_400 * 10**9
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory):
+    """Three days of answers (4 nodes of 2 GPUs, one in MIG mode) read whole,
+    the same samples as one chunk per UTC day, and a bill by node and day
+    with one node billed a day longer than it reports."""
+    folder = tmp_path_factory.mktemp("chunks")
+    answers = write_month(folder / "answers", days=DAYS, nodes=4, gpus_per_node=2, mig_nodes=1)
+    usage = prometheus.read_query_range([str(p) for p in answers.files], step=60)
+    hosts = sorted(map(str, usage["resource_id"].unique()))
+    start = pd.Timestamp(START_S, unit="s", tz="UTC")
+    days = pd.date_range(start, periods=DAYS + 1, freq="D")
+    costs = pd.DataFrame([{"resource_id": h, "start": d, "end": d + pd.Timedelta(days=1), "cost": 40.0 + i}
+                          for i, h in enumerate(hosts) for d in (days if i == 0 else days[:-1])])
+    inventory = pd.DataFrame([{"resource_id": h, "device": g, "mem_capacity": 80 * 2**30} for h in hosts
+                              for g in range(2)])
+    day = (usage["timestamp"].astype("int64").to_numpy() - START_S * 10**9) // DAY_NS
+    order = np.argsort(day, kind="stable")
+    by_day = [usage.iloc[order[day[order] == d]].reset_index(drop=True) for d in range(DAYS)]
+    chunks = gpucost.UsageChunks.spill(by_day)
+    chunks.attrs = usage.attrs
+    yield usage, chunks, costs, inventory
+    chunks.close()
+
+
+def same(a: pd.DataFrame, b: pd.DataFrame) -> None:
+    # The same samples in day order, not series order: sums may differ in their last bits.
+    pd.testing.assert_frame_equal(a.reset_index(drop=True), b.reset_index(drop=True), check_exact=False,
+                                  rtol=1e-12, atol=1e-9)
+
+
+@pytest.mark.parametrize("policy", [dict(by=["consumer"]), dict(by=["consumer", "period"], freq="D"),
+                                    dict(by=["resource_id"], idle="share")])
+def test_an_allocation_of_chunks_is_the_allocation_of_the_table(fleet, policy):
+    usage, chunks, costs, inventory = fleet
+    whole = gpucost.allocate(costs, usage, inventory, interval=60, **policy)
+    streamed = gpucost.allocate(costs, chunks, inventory, interval=60, **policy)
+    same(streamed, whole)
+    assert streamed["cost"].sum() == pytest.approx(costs["cost"].sum(), rel=1e-12)  # money in == money out
+    assert streamed.attrs["diagnostics"] == whole.attrs["diagnostics"]
+
+
+def test_idle_spans_found_a_few_resources_at_a_time_are_the_whole_reads(fleet, monkeypatch):
+    usage, chunks, costs, inventory = fleet
+    whole = gpucost.find_idle(usage, costs, inventory, interval=60)
+    groups = []
+    run = idle_module._core.find_idle
+
+    def counted(*args):
+        groups.append(args)
+        return run(*args)
+
+    monkeypatch.setattr(idle_module, "RESOURCE_GROUP_SAMPLES", 1)  # every resource a group of its own
+    monkeypatch.setattr(idle_module._core, "find_idle", counted)
+    streamed = gpucost.find_idle(chunks, costs, inventory, interval=60)
+    assert len(groups) == costs["resource_id"].nunique()
+    assert len(whole.findings) > 0 and (whole.findings["action"] == "terminate").any()
+    for name in ("findings", "spans", "daily"):
+        same(getattr(streamed, name), getattr(whole, name))
+    assert streamed.diagnostics == whole.diagnostics
+    same(gpucost.idle_policy(chunks, costs, inventory, interval=60),
+         gpucost.idle_policy(usage, costs, inventory, interval=60))
+
+
+def test_the_utilisation_histogram_of_chunks_is_the_tables(fleet):
+    usage, chunks, _, _ = fleet
+    workloads = pd.DataFrame({"consumer": sorted(c for c in map(str, usage["consumer"].unique()) if c)})
+    workloads["team"] = workloads["consumer"].str.split("/").str[0]
+
+    def bars(data):
+        ax = gpucost.plot.utilisation_distribution(data, workloads, "team").axes[0]
+        return [t.get_text() for t in ax.get_legend().get_texts()], [(p.get_x(), p.get_height()) for p in ax.patches]
+
+    (names, whole), (names_chunked, chunked) = bars(usage), bars(chunks)
+    assert names == names_chunked and len(names) > 1
+    np.testing.assert_allclose(chunked, whole, rtol=1e-12)
+
+
+def test_a_view_filters_each_chunk_and_resources_are_read_alone(fleet):
+    usage, chunks, costs, inventory = fleet
+    holders = usage["consumer"].astype(str) != ""
+    view = chunks.map(lambda chunk: chunk[chunk["consumer"].astype(str) != ""])
+    assert sum(len(chunk) for chunk in view) == int(holders.sum())
+    same(gpucost.allocate(costs, view, inventory, interval=60), gpucost.allocate(costs, usage[holders], inventory,
+                                                                                   interval=60))
+    host = str(usage["resource_id"].iloc[0])
+    alone = chunks.of_resources({host})
+    assert len(alone) == int((usage["resource_id"] == host).sum()) == chunks.samples_per_resource()[host]
+    assert set(alone["resource_id"].astype(str)) == {host}
+
+
+def test_anything_else_reads_the_chunks_whole_through_arrow(fleet):
+    usage, chunks, _, _ = fleet
+    table = pa.table(chunks)
+    assert table.num_rows == len(usage) == len(chunks)
+    assert table.column("util").to_numpy().sum() == pytest.approx(usage["util"].sum(), rel=1e-12)
+    whole = chunks.whole()
+    assert len(whole) == len(usage) and whole.attrs == chunks.attrs
+    assert isinstance(whole["consumer"].dtype, pd.CategoricalDtype)
+
+
+def test_chunks_that_go_back_in_time_are_refused_and_files_are_deleted(fleet, tmp_path):
+    usage, chunks, costs, inventory = fleet
+    days = list(chunks)
+    backwards = gpucost.UsageChunks.spill(days[::-1], folder=tmp_path)
+    folder = Path(backwards._paths[0]).parent
+    with pytest.raises(gpucost.InvalidInputError, match="newest instant of an earlier chunk"):
+        gpucost.allocate(costs, backwards, inventory, interval=60)
+    unordered = gpucost.UsageChunks.spill(days[::-1], folder=tmp_path, ordered=False)
+    same(gpucost.allocate(costs, unordered, inventory, interval=60),
+         gpucost.allocate(costs, usage, inventory, interval=60))
+    view = backwards.map(lambda chunk: chunk)
+    del backwards
+    assert folder.exists() and sum(len(chunk) for chunk in view) == len(usage)  # a view keeps the files
+    del view
+    assert not folder.exists()
+    unordered.close()
+    assert os.listdir(tmp_path) == []
