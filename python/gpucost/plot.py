@@ -381,8 +381,8 @@ def utilisation_distribution(usage: pd.DataFrame, workloads: pd.DataFrame | None
     order = sorted(held, key=lambda g: (-held[g][0], g))
     shown, folded, reserved = _top_groups(order, top)
     colors = dict(colors or team_colors([*shown, *reserved]))
-    if folded:  # the named groups, one Other series of the rest's histograms summed, the reserved ones
-        other = np.sum([held[g][1] for g in folded], axis=0)
+    other = np.sum([held[g][1] for g in folded], axis=0) if folded else None  # the rest's histograms, summed
+    if folded:  # the named groups, the Other series, the reserved ones
         order = [*shown, _OTHER, *reserved]
     bottom = np.zeros(bins)
     for g in order:
