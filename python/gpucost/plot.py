@@ -36,6 +36,8 @@ _PALETTE = ("#1f77b4", "#2ca02c", "#9467bd", "#d62728", "#17becf", "#8c564b", "#
 # Its key is an object no group value can be; its grey is cooler than the reserved ones, so it never reads as
 # idle capacity.
 _OTHER, _OTHER_COLOR = object(), "#9aa5b1"
+#: How many groups a chart names by default (its ``top``): as many as the palette has distinct hues.
+TOP_GROUPS = len(_PALETTE)
 
 
 def display_name(value: Any) -> str:
@@ -158,7 +160,7 @@ def _require(frame: pd.DataFrame, columns: Sequence[str], what: str) -> None:
 
 
 def spend_over_time(allocation: pd.DataFrame, by: str = "team", *, colors: Mapping[str, str] | None = None,
-                    title: str = "Spend by day", top: int | None = 12):
+                    title: str = "Spend by day", top: int | None = TOP_GROUPS):
     """Stacked daily (or hourly, monthly) spend per group from an allocation
     grouped by ``[by, "period"]``. Returns a matplotlib ``Figure``.
 
@@ -261,7 +263,7 @@ def allocated_vs_idle(allocation: pd.DataFrame, by: str = "team", *, title: str 
 
 def cost_per_effective_gpu_hour(allocation: pd.DataFrame, by: str = "team", *,
                                 colors: Mapping[str, str] | None = None,
-                                title: str = "Cost per effective GPU-hour", top: int | None = 12):
+                                title: str = "Cost per effective GPU-hour", top: int | None = TOP_GROUPS):
     """Horizontal bars of ``cost_per_effective_gpu_hour`` per group (groups
     with no effective GPU-hours are left out).
 
@@ -348,7 +350,7 @@ def spend_by_group(allocation: pd.DataFrame, by: Sequence[str] = ("team", "proje
 
 def utilisation_distribution(usage: pd.DataFrame, workloads: pd.DataFrame | None = None, by: str = "team", *,
                              interval: float = 60, bins: int = 20, colors: Mapping[str, str] | None = None,
-                             title: str = "GPU-hours held, by utilisation", top: int | None = 12):
+                             title: str = "GPU-hours held, by utilisation", top: int | None = TOP_GROUPS):
     """Histogram of GPU-hours held (share x sample duration) by utilisation,
     stacked by a workload label when ``workloads`` is given. Samples with no
     consumer (free GPUs) are left out. ``usage`` may be
