@@ -357,7 +357,10 @@ def report(costs: Any, usage: Any, inventory: Any, workloads: Any = None, *, pat
     if not called_from_gpucost(1):
         apply_rule(join, strict=strict, stacklevel=3)
     data["join"] = join.resources
-    colors = plot.team_colors(by_team[team])
+    # Every group a color, the largest the palette's distinct hues: the charts name only their top groups,
+    # and 6,500 pods sharing 12 hues would give named ones the same color (as before with 12 groups or fewer).
+    named = by_team[~by_team[team].astype(str).isin(list(plot.RESERVED_LABELS))]
+    colors = {**plot.team_colors(by_team[team]), **plot.team_colors(named.nlargest(plot.TOP_GROUPS, "cost")[team])}
 
     cost_start = pd.to_datetime(costs["start"], utc=True)
     cost_end = pd.to_datetime(costs["end"], utc=True)

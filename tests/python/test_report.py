@@ -606,6 +606,23 @@ def test_month_fee_lines_are_spread_in_the_daily_charts(month_report):
 
 
 
+def test_a_month_by_pod_names_the_largest_pods_each_in_its_own_color():
+    """About 600 pods (by = ["consumer"], as the CLI's month by pod): the daily chart names the 12 largest, in
+    12 distinct hues (not the palette's 12 hues cycled over 600 names), then Other, then the reserved rows."""
+    costs, usage, inventory, _ = month_fleet()  # no workloads table: the CLI's grouping is then the consumer
+    r = gpucost.report(costs, usage, inventory, None, interval=3600, by=["consumer"], analyses=[])
+    svg = r.html[r.html.index('data-chart="spend_over_time"'):]
+    legend = svg[svg.index('id="legend_1"'):svg.index("</svg>")]
+    labels = re.findall(r"<text[^>]*>([^<]+)</text>", legend)
+    fills = re.findall(r"fill: (#[0-9a-f]{6})", legend)
+    pods = r.data["by_team"]
+    pods = pods[~pods["consumer"].isin(list(gpucost.plot.RESERVED_LABELS))]
+    assert len(pods) > 500 and set(labels[:12]) == set(pods.nlargest(12, "cost")["consumer"])
+    assert labels[12] == f"Other ({len(pods) - 12} groups)"
+    assert labels[13:] == ["Idle capacity", "Not on a GPU (storage, network, commitments)"]
+    assert len(set(fills[:12])) == 12 and fills[12:] == ["#9aa5b1", "#c9c9c9", "#8c8c8c"]
+
+
 @pytest.mark.skipif(services.chromium() is None, reason="Debian's chromium is not installed (make test installs it)")
 def test_month_tables_fit_their_cards_in_chromium_at_1400_px(month_report, tmp_path):
     r, _, _ = month_report
