@@ -417,21 +417,24 @@ def _held_by_group(usage: Any, workloads: pd.DataFrame | None, by: str, interval
         weight *= float(interval)
     weight /= 3600.0
     util = pd.Series(usage["util"]).to_numpy()[held]
-    if workloads is not None and by in getattr(workloads, "columns", ()):
+    if workloads is not None and by == "consumer":  # each workload its own group
+        per_name = names.astype(str)
+    elif workloads is not None and by in getattr(workloads, "columns", ()):
         labels = workloads.set_index("consumer")[by]
         per_name = pd.Series(names, dtype=object).map(labels).fillna("__unlabelled__").astype(str).to_numpy()
     else:
         per_name = np.full(len(names), "all", dtype=object)
     kinds, per_name = np.unique(per_name, return_inverse=True)  # each consumer's group, as a code
-    group = per_name.astype(np.int32)[codes[held]]
+    group = per_name.astype(np.int64)[codes[held]]
     del codes, held
-    out = {}
-    for code in np.unique(group):
-        mask = None if len(kinds) == 1 else group == code  # one group: every sample
-        w = weight if mask is None else weight[mask]
-        counts, _ = np.histogram(util if mask is None else util[mask], bins=edges, weights=w)
-        out[str(kinds[code])] = (float(w.sum()), counts)
-    return out
+    # Every group's histogram in one weighted count (np.histogram's bins: [a, b), the last one [a, b]).
+    bins = len(edges) - 1
+    cell = np.minimum(np.searchsorted(edges, util, side="right") - 1, bins - 1)
+    inside = (util >= edges[0]) & (util <= edges[-1])
+    counts = np.bincount(group[inside] * bins + cell[inside], weights=weight[inside],
+                         minlength=len(kinds) * bins).reshape(len(kinds), bins)
+    totals = np.bincount(group, weights=weight, minlength=len(kinds))
+    return {str(kinds[g]): (float(totals[g]), counts[g]) for g in np.unique(group)}
 
 
 def to_svg(fig) -> str:

@@ -144,3 +144,19 @@ def test_chunks_that_go_back_in_time_are_refused_and_files_are_deleted(fleet, tm
     assert not folder.exists()
     unordered.close()
     assert os.listdir(tmp_path) == []
+
+
+def test_the_histograms_are_numpys_and_a_workload_may_be_its_own_group():
+    """One weighted count for every group: np.histogram's bins ([a, b), the last [a, b]; values outside
+    left out), on util values at the edges; by="consumer" with a workloads table groups by workload."""
+    rng = np.random.default_rng(3)
+    util = np.concatenate([rng.random(500), [0.0, 0.05, 0.5, 0.95, 1.0, 1.2, -0.1, np.nan]])
+    usage = pd.DataFrame({"consumer": rng.choice(["a", "b", "c", ""], len(util)), "util": util,
+                          "share": rng.random(len(util)), "duration": 60.0})
+    workloads = pd.DataFrame({"consumer": ["a", "b", "c"], "team": ["x", "x", "y"]})
+    ax = gpucost.plot.utilisation_distribution(usage, workloads, by="consumer", bins=20).axes[0]
+    assert sorted(t.get_text() for t in ax.get_legend().get_texts()) == ["a", "b", "c"]
+    heights = np.asarray([p.get_height() for p in ax.patches]).reshape(3, 20)
+    held = usage[usage["consumer"] != ""]
+    expected, _ = np.histogram(held["util"], bins=np.linspace(0, 1, 21), weights=held["share"] * 60 / 3600)
+    np.testing.assert_allclose(heights.sum(axis=0), expected, rtol=1e-12)
