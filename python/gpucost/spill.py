@@ -28,6 +28,10 @@ __all__ = ["UsageChunks"]
 # back to the system at once (the CLI maps large blocks: plan._map_large_blocks) rather than be kept.
 _POOL = pa.system_memory_pool()
 
+# Telemetry compresses ~10x (a month by pod: 839 MB -> 87 MB), written and read back faster than raw
+# bytes go to disk; decompressed chunks own their memory (no file kept mapped by a column's slice).
+_LZ4 = pa.ipc.IpcWriteOptions(compression="lz4")
+
 #: Samples per group of resources :func:`gpucost.find_idle` reads at once from chunks (about 100 MiB).
 RESOURCE_GROUP_SAMPLES = 2_000_000
 
@@ -36,6 +40,7 @@ class UsageChunks:
     """Usage samples kept in chunks on disk (Arrow IPC files in a temporary
     folder) and read back one chunk at a time at each use, so that a table
     too big to hold (a month of a fleet) can still be looked at many times.
+    (LZ4-compressed: a month of a 256-GPU fleet by pod is about 90 MB).
     :func:`gpucost.allocate` and :func:`gpucost.report` take it where they
     take a usage table and give the same numbers, in the memory of a chunk:
     allocations stream the chunks (``ordered``: they never go back in time,
@@ -95,7 +100,7 @@ class UsageChunks:
                 columns.update(dict.fromkeys(table.column_names))
                 _count_resources(table, per_resource)
                 path = os.path.join(where, f"{len(paths):06d}.arrow")
-                with pa.OSFile(path, "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+                with pa.OSFile(path, "wb") as sink, pa.ipc.new_file(sink, table.schema, options=_LZ4) as writer:
                     writer.write_table(table)
                 paths.append(path)
                 rows.append(table.num_rows)
@@ -123,7 +128,7 @@ class UsageChunks:
     def arrow_chunks(self) -> Iterator[pa.Table]:
         """Each chunk as it was written, an Arrow table (before any :meth:`map`)."""
         for path in self._paths:
-            yield pa.ipc.open_file(pa.memory_map(path)).read_all()
+            yield pa.ipc.open_file(pa.memory_map(path), memory_pool=_POOL).read_all()
 
     def is_plain(self) -> bool:
         """Whether the chunks are read as written (no :meth:`map`)."""
@@ -151,7 +156,7 @@ class UsageChunks:
         """:meth:`of_resources` as an Arrow table, filtered before any
         conversion (the chunks as written: no :meth:`map`)."""
         wanted = set(resources)
-        parts = [_detached(pc.filter(table, _in(table.column("resource_id"), wanted), memory_pool=_POOL))
+        parts = [pc.filter(table, _in(table.column("resource_id"), wanted), memory_pool=_POOL)
                  for table in self.arrow_chunks()]
         return pa.concat_tables(parts, promote_options="permissive", memory_pool=_POOL)
 
@@ -188,20 +193,6 @@ class UsageChunks:
 
     def __repr__(self) -> str:
         return f"UsageChunks({len(self):,} samples in {self.chunks} chunks; columns {', '.join(self.columns)})"
-
-
-def _detached(table: pa.Table) -> pa.Table:
-    """A filtered chunk that no longer refers to its file: a filter copies
-    the values but keeps each dictionary column's dictionary, a slice of the
-    chunk's memory-mapped file, which would keep the whole file resident."""
-    for k, field in enumerate(table.schema):
-        if pa.types.is_dictionary(field.type):
-            column = table.column(k)
-            copies = [pa.DictionaryArray.from_arrays(c.indices, pa.array(c.dictionary.to_pylist(),
-                                                                         type=c.dictionary.type))
-                      for c in column.chunks]
-            table = table.set_column(k, field, pa.chunked_array(copies, type=field.type))
-    return table
 
 
 def _in(column: Any, names: set[str]) -> np.ndarray:
