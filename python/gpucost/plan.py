@@ -1103,16 +1103,22 @@ def _read_answers(source: Source, reading: Reading, table: str) -> Iterator[pd.D
 
 
 def _read_scrapes(source: Source, reading: Reading, table: str) -> Iterator[pd.DataFrame]:
-    """A directory of scrapes: a UTC day per frame when streaming (in time
+    """A directory of dcgm-exporter scrapes (:func:`_scrape_frames`)."""
+    read = _need("prometheus.read_dcgm_text", "the telemetry issue")
+    yield from _scrape_frames(source.options["instants"], source.options["interval"], reading.stream, read,
+                              _dcgm_options(source, reading))
+
+
+def _scrape_frames(instants: Sequence[tuple[Any, Sequence[str]]], interval: float | None, stream: bool,
+                   read: Callable, options: dict) -> Iterator[pd.DataFrame]:
+    """Scrapes (instant, files) read by ``read`` (dcgm-exporter's, jobstats'
+    reader) with ``options``: a UTC day per frame when streaming (in time
     order), else one frame (the stated step's scrapes an instant per frame).
     Each scrape stands for the allocation's interval (no ``duration``): the
     stated step, else the first day's spacing (:func:`_scrape_days`)."""
-    read = _need("prometheus.read_dcgm_text", "the telemetry issue")
-    dcgm = _dcgm_options(source, reading)
-    interval = source.options["interval"]
     if interval is None:
-        days = _scrape_days(source, read, dcgm)
-        if reading.stream:
+        days = _scrape_days(instants, read, options)
+        if stream:
             yield from days
             return
         # The days read as the stream reads them, so the whole read's interval is the streamed one.
@@ -1125,14 +1131,14 @@ def _read_scrapes(source: Source, reading: Reading, table: str) -> Iterator[pd.D
     def scrape(instant, group) -> pd.DataFrame:
         # A stated step: each scrape stands for it. It is the allocation's interval, not a duration per sample,
         # so the engine checks every series' spacing against it (a wrong step is refused, naming a series).
-        frame = read(list(group), timestamp=instant, interval=interval, **dcgm)
+        frame = read(list(group), timestamp=instant, interval=interval, **options)
         return frame.drop(columns="duration") if "duration" in frame.columns else frame
 
-    if reading.stream:  # a UTC day of scrapes a frame, the days in time order
-        for day in _utc_days(source.options["instants"]):
+    if stream:  # a UTC day of scrapes a frame, the days in time order
+        for day in _utc_days(instants):
             yield sources.concat_frames([scrape(instant, group) for instant, group in day])
         return
-    for instant, group in source.options["instants"]:
+    for instant, group in instants:
         yield scrape(instant, group)
 
 
@@ -1146,7 +1152,8 @@ def _utc_days(instants: Sequence[tuple[Any, Sequence[str]]]) -> list[list[tuple[
 _SCRAPE_JITTER = 1.25
 
 
-def _scrape_days(source: Source, read: Callable, dcgm: dict) -> Iterator[pd.DataFrame]:
+def _scrape_days(instants: Sequence[tuple[Any, Sequence[str]]], read: Callable,
+                 options: dict) -> Iterator[pd.DataFrame]:
     """Scrapes without a stated step, a UTC day per reader call (every
     instant of the day together, so the day's spacing is known), in time
     order. Each scrape stands for the interval, the first day's spacing
@@ -1158,11 +1165,11 @@ def _scrape_days(source: Source, read: Callable, dcgm: dict) -> Iterator[pd.Data
     an error naming the day and a series of it. Every frame's reader report
     gives the interval as its spacing, so the whole read (these frames
     joined) and the stream allocate at the same interval."""
-    days = _utc_days(source.options["instants"])
+    days = _utc_days(instants)
 
     def day_frame(chosen: Sequence[list]) -> pd.DataFrame:
         files = [(instant, path) for day in chosen for instant, group in day for path in group]
-        frame = read([p for _, p in files], timestamp=[t for t, _ in files], **dcgm)
+        frame = read([p for _, p in files], timestamp=[t for t, _ in files], **options)
         return frame.drop(columns="duration") if "duration" in frame.columns else frame
 
     taken, first = 1, None  # the first frame: days taken in, doubling, until its scrapes have a spacing
@@ -1215,23 +1222,23 @@ def _by_instant(files: Sequence[Path]) -> dict[Any, list[str]]:
 
 
 def _read_jobstats(source: Source, reading: Reading, table: str) -> Iterator[pd.DataFrame]:
-    """Princeton jobstats' GPU exporter: the scrapes of one instant (or saved answers) per call."""
+    """Princeton jobstats' GPU exporter: saved answers in one call (each
+    sample its duration, from the answers' own spacing), scrapes as
+    dcgm-exporter's are read (:func:`_scrape_frames`): each stands for the
+    stated step, else the first day's spacing, checked against the data."""
     from gpucost.prometheus import read_jobstats
     nodes = _nodes_table(_uses(source, "kube_node_info") or _uses(source, "kubectl_nodes"), _uses(source, "hosts"),
                          reading)
-    def scrape(instant, group) -> pd.DataFrame:
-        return read_jobstats(list(group), timestamp=instant, interval=source.options["interval"], nodes=nodes,
-                             keep_unknown_nodes=source.options["keep_unknown_nodes"])
-
-    if reading.stream:  # scrapes only (streams()): a UTC day a frame, in time order; each sample has its duration
-        for day in _utc_days(source.options["instants"]):
-            frame = sources.concat_frames([scrape(instant, group) for instant, group in day])
-            if len(source.options["instants"]) > 1:
-                frame.attrs = {}  # the report of a lone scrape, which the whole read (joined) has not either
-            yield frame
-        return
-    for instant, group in source.options["instants"]:
-        yield scrape(instant, group)
+    options = {"nodes": nodes, "keep_unknown_nodes": source.options["keep_unknown_nodes"]}
+    interval = source.options["interval"]
+    answers = [path for instant, group in source.options["instants"] if instant is None for path in group]
+    scrapes = [(instant, group) for instant, group in source.options["instants"] if instant is not None]
+    if answers:  # never streamed (streams())
+        yield read_jobstats(answers, interval=interval, **options)
+    for frame in _scrape_frames(scrapes, interval, reading.stream, read_jobstats, options) if scrapes else ():
+        if answers:  # beside answers' durations, each scrape's sample stands for the scrapes' interval
+            frame = frame.assign(duration=float(interval or _reported_spacing(frame) or 60.0))
+        yield frame
 
 
 def _apply_ceems(plan: SourcePlan, usage: pd.DataFrame) -> pd.DataFrame:
@@ -1523,7 +1530,7 @@ def streams(plan: SourcePlan) -> bool:
     """Whether a plan's telemetry can be read a chunk at a time, each chunk
     allocated as it comes (:class:`UsageStream`), to the same numbers as the
     whole read: one source, either saved Prometheus answers or a directory
-    of dcgm-exporter scrapes (UTC days; the interval is the stated step,
+    of dcgm-exporter or jobstats scrapes (UTC days; the interval is the stated step,
     else the first day's spacing, for scrapes in the whole read too, each
     scrape standing for it: a later day spaced more than 1.25x away from it
     is an error), nvidia-smi logs (a host's log), or gpucost's own usage
@@ -1548,8 +1555,8 @@ def streams(plan: SourcePlan) -> bool:
         return True
     if source.kind == "dcgm_text":  # a directory of scrapes: a UTC day at a time, each scrape standing for the
         return True  # step, else the first day's spacing, in the whole read too (_scrape_days)
-    if source.kind == "jobstats":  # scrapes (not saved answers, read in one call): a UTC day of them at a time;
-        return None not in dict(source.options["instants"])  # each sample has its duration, an instant's own
+    if source.kind == "jobstats":  # scrapes (not saved answers, read in one call): a UTC day of them at a time,
+        return None not in dict(source.options["instants"])  # as dcgm_text's (_scrape_frames)
     if source.kind == "nvidia_smi":  # a host's log at a time; each sample has its duration (to its next)
         return True
     if source.kind == "table":  # gpucost's own usage table

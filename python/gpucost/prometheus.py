@@ -723,7 +723,7 @@ def read_dcgm_text(paths: Any, *, timestamp: Any = None, interval: Any = None, n
 
 
 def _scrape_instants(timestamp: Any, files: int) -> int | list[int] | None:
-    """``timestamp`` of :func:`read_dcgm_text`: None, one instant, or one per file."""
+    """``timestamp`` of :func:`read_dcgm_text` and :func:`read_jobstats`: None, one instant, or one per file."""
     if timestamp is None:
         return None
     if isinstance(timestamp, (list, tuple, np.ndarray, pd.Index, pd.Series)):
@@ -807,13 +807,16 @@ def _series_points(paths: Any, timestamp: Any, metrics: Sequence[str]) -> pd.Dat
     """Points of the ``metrics`` series in exposition text files or saved
     query answers (JSON, told by the first character): metric, source,
     line (0 for JSON), ts (ns), value, and every label as a column ("" where
-    a series lacks it)."""
+    a series lacks it). ``timestamp``: the instant of lines without one, for
+    every file or one per file (:func:`_scrape_instants`)."""
     files = [str(p) for p in _paths(paths)]
     bodies = {f: _read(f) for f in files}
-    default_ts = to_ns(timestamp, "timestamp") if timestamp is not None else None
+    stamps = _scrape_instants(timestamp, len(files))
+    stamp_of = dict(zip(files, stamps if isinstance(stamps, list) else [stamps] * len(files)))
     parts = []
-    for is_json in (False, True):
-        inputs = [(bodies[f], f, "") for f in files if bodies[f].lstrip().startswith("{") == is_json]
+    for is_json, default_ts in [(is_json, ts) for is_json in (False, True) for ts in dict.fromkeys(stamp_of.values())]:
+        inputs = [(bodies[f], f, "") for f in files
+                  if bodies[f].lstrip().startswith("{") == is_json and stamp_of[f] == default_ts]
         if not inputs:
             continue
         raw = _core.prom_series(inputs, is_json, default_ts, list(metrics))
@@ -935,7 +938,10 @@ def read_jobstats(paths: Any, *, timestamp: Any = None, interval: Any = None, no
     ``job_mapping`` names the source ("jobstats nvidia_gpu_jobId") for the
     join report. MIG instances (``GPU_I_ID``) are an error: whole GPUs only.
     Durations as for :func:`read_dcgm_text`; ``timestamp`` is the instant of
-    scrape lines without one, ``interval`` the seconds one scrape stands for.
+    scrape lines without one (one for every file, or one per file: a
+    directory of scrapes read together, so that each GPU's spacing is
+    known), ``interval`` the seconds a lone scrape stands for. The report's
+    ``spacing_seconds`` is the scrapes' own (None for lone scrapes).
 
     Examples:
         One scrape of a node with two GPUs, job 1234567 on GPU 0 (the
@@ -1019,7 +1025,8 @@ def read_jobstats(paths: Any, *, timestamp: Any = None, interval: Any = None, no
         "job_mapping": pd.Categorical(np.where(job != "", JOBSTATS_SOURCE, None)),
     })
     frame = frame.sort_values(["resource_id", "device", "timestamp"], kind="stable").reset_index(drop=True)
-    frame.attrs["diagnostics"] = {"series": int(len(pd.unique(codes_by_gpu(samples)))), "spacing_seconds": spacing,
+    series = int(len(pd.unique(codes_by_gpu(samples))))  # a sample per GPU and instant: a GPU has a gap if n > series
+    frame.attrs["diagnostics"] = {"series": series, "spacing_seconds": spacing if n > series else 0.0,
                                   "samples": int(n), "samples_without_util": int(np.isnan(util).sum()),
                                   "samples_without_memory": int(np.isnan(mem).sum()),
                                   "samples_with_job": int((job != "").sum())}

@@ -189,20 +189,60 @@ def jobstats_scrape(host: str, at: pd.Timestamp, rng: np.random.Generator) -> st
     return "\n".join(lines) + "\n"
 
 
-@pytest.mark.parametrize("step", [None, STEP])
-def test_jobstats_scrapes_stream_a_day_at_a_time(tmp_path, capsys, monkeypatch, step):
-    """jobstats scrapes (each an instant of its own, each sample standing for
-    the step, else 60 s) stream a UTC day at a time, in time order, to the
-    numbers and words of the whole read."""
+def jobstats_folder(folder, step) -> tuple:
+    """jobstats scrapes of every host every 30 minutes over DAYS days (5 %
+    missed), the bill and inventory as above, ``step`` stated (None: not);
+    the config and the GPU-hours the jobs held (30 minutes a sample)."""
     rng = np.random.default_rng(31)
-    (tmp_path / "jobstats").mkdir()
+    (folder / "jobstats").mkdir()
+    held = 0.0
     for at in pd.date_range(START, periods=DAYS * 86400 // STEP, freq=f"{STEP}s"):
         for host in HOSTS:
             if rng.uniform() >= 0.05:  # else a missed scrape
-                (tmp_path / "jobstats" / f"{host}.{at:%Y%m%dT%H%M%SZ}.prom").write_text(jobstats_scrape(host, at, rng))
-    bill_files(tmp_path, HOSTS)
+                (folder / "jobstats" / f"{host}.{at:%Y%m%dT%H%M%SZ}.prom").write_text(jobstats_scrape(host, at, rng))
+                held += (1 if host == "node-b" and at.hour < 12 else 2) * STEP / 3600
+    bill_files(folder, HOSTS)
     stated = "" if step is None else f"step = {step}\n"
-    config = tmp_path / "gpucost.toml"
+    config = folder / "gpucost.toml"
     config.write_text(f'[sources]\ncosts = "costs.csv"\ninventory = "inventory.csv"\n'
                       f'jobstats = "jobstats/*.prom"\n{stated}\n[policy]\nby = ["consumer"]\n')
+    return config, held
+
+
+@pytest.mark.parametrize("step", [None, STEP])
+def test_jobstats_scrapes_stream_a_day_at_a_time(tmp_path, capsys, monkeypatch, step):
+    """jobstats scrapes (each standing for the step, else the first day's
+    spacing, as dcgm-exporter's) stream a UTC day at a time, in time order,
+    to the numbers and words of the whole read."""
+    config, _ = jobstats_folder(tmp_path, step)
     assert_streamed_as_whole(config, capsys, monkeypatch)
+
+
+def test_jobstats_scrapes_without_a_step_stand_for_their_spacing(tmp_path, capsys, monkeypatch):
+    """jobstats scrapes every 30 minutes, no step stated: each stands for 30
+    minutes (it stood for 60 s: 1/30 of the GPU-hours, exit 0), streamed or
+    whole, and the interval is the first day's spacing."""
+    config, held = jobstats_folder(tmp_path, None)
+    tables = plan.read_plan(plan.plan_sources(cli.load_config(config)), stream=True)
+    assert [f.attrs["telemetry"]["spacing_seconds"] for f in tables.stream] == [STEP] * DAYS
+    whole_tables = plan.read_plan(plan.plan_sources(cli.load_config(config)))
+    assert whole_tables.interval == STEP and "duration" not in whole_tables.usage.columns
+    for streamed in (True, False):
+        if not streamed:
+            monkeypatch.setattr(plan, "streams", lambda p: False)
+        showback, _ = run_allocate(config, capsys)
+        jobs = showback[showback["consumer"].str.fullmatch(r"700[0-2]")]
+        assert len(jobs) == 3 and jobs["gpu_hours"].sum() == pytest.approx(held, rel=1e-9)
+
+
+@pytest.mark.parametrize("streamed", [True, False])
+def test_a_wrong_jobstats_step_is_refused_naming_a_series(tmp_path, capsys, monkeypatch, streamed):
+    """jobstats scrapes every 30 minutes with step = 60: each scrape stood
+    for a minute with exit 0. The step is the allocation's interval, so
+    every series' spacing is checked against it, streamed or whole."""
+    config, _ = jobstats_folder(tmp_path, 60)
+    if not streamed:
+        monkeypatch.setattr(plan, "streams", lambda p: False)
+    code = cli.main(["allocate", "-c", str(config)])
+    err = capsys.readouterr().err
+    assert code == 2 and "but the interval is 60 s (given)" in err and "the series (resource_id 'node-" in err, err

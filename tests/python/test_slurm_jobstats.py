@@ -124,6 +124,23 @@ def test_jobstats_0_2_2_job_from_the_jobid_label_and_ordinal_not_minor_number():
     assert list(usage["power_w"]) == [645.0, 72.0]
 
 
+def test_jobstats_scrapes_read_together_take_each_files_instant_and_their_spacing(tmp_path):
+    """A directory of scrapes read in one call, an instant per file: each
+    GPU's samples 30 minutes apart, the report's spacing theirs; a lone
+    scrape has none (it stands for ``interval``, else 60 s)."""
+    files = []
+    for i in range(3):
+        files.append(tmp_path / f"jobstats_0.{i}.prom")
+        files[-1].write_text((DATA / "jobstats_0.1.prom").read_text())
+    at = ["2026-03-01 10:00", "2026-03-01 10:30", "2026-03-01 11:00"]
+    usage = prometheus.read_jobstats(files, timestamp=at)
+    assert len(usage) == 6 and usage.attrs["telemetry"]["spacing_seconds"] == 1800
+    assert list(usage["duration"]) == [1800.0] * 6
+    assert sorted(set(usage["timestamp"])) == list(pd.to_datetime(at, utc=True))
+    lone = prometheus.read_jobstats(files[0], timestamp=at[0])
+    assert lone.attrs["telemetry"]["spacing_seconds"] is None and list(lone["duration"]) == [60.0, 60.0]
+
+
 def test_bad_jobstats_input_names_the_file_line_and_field(tmp_path):
     path = tmp_path / "gpu01.prom"
     path.write_text('nvidia_gpu_duty_cycle{minor_number="0",uuid="GPU-a"} 85\n'
