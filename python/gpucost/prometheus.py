@@ -1018,8 +1018,10 @@ def read_jobstats(paths: Any, *, timestamp: Any = None, interval: Any = None, no
         "mem_used": np.nan_to_num(mem),
         "duration": duration,
         "node": pd.Categorical(samples["node"].to_numpy(dtype=object)),
-        "gpu_uuid": pd.Categorical(points["uuid"].to_numpy(dtype=object)[first] if "uuid" in points else ""),
-        "gpu_model": pd.Categorical(points["name"].to_numpy(dtype=object)[first] if "name" in points else ""),
+        "gpu_uuid": pd.Categorical(points["uuid"].to_numpy(dtype=object)[first] if "uuid" in points
+                                   else np.full(n, "", dtype=object)),
+        "gpu_model": pd.Categorical(points["name"].to_numpy(dtype=object)[first] if "name" in points
+                                    else np.full(n, "", dtype=object)),
         "power_w": column("nvidia_gpu_power_usage_milliwatts", 1e-3),
         "mem_free": total - np.nan_to_num(mem),
         "job_mapping": pd.Categorical(np.where(job != "", JOBSTATS_SOURCE, None)),

@@ -382,3 +382,13 @@ def test_sacct_idx_is_named_as_the_placement(tmp_path):
     placement = joined.report["jobs"].set_index("consumer")["placement"].to_dict()
     assert placement == {"101": "hpc_job label", "100_2": "hpc_job label", "201": "sacct IDX", "202": "sacct IDX",
                          "203": "sacct IDX"}
+
+
+def test_jobstats_without_uuid_or_name_labels_reads_empty_strings(tmp_path):
+    """A scrape whose GPU series carry no ``uuid`` or ``name`` label (an older or stripped exporter): empty
+    strings, not a TypeError from pandas."""
+    path = tmp_path / "bare.prom"
+    path.write_text('nvidia_gpu_duty_cycle{minor_number="0"} 85\nnvidia_gpu_duty_cycle{minor_number="1"} 40\n')
+    usage = prometheus.read_jobstats(path, timestamp="2026-03-01 10:00", interval=30)
+    assert list(usage["util"]) == [0.85, 0.40]
+    assert list(usage["gpu_uuid"].astype(str)) == ["", ""] and list(usage["gpu_model"].astype(str)) == ["", ""]
