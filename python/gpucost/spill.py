@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
@@ -47,7 +48,8 @@ class UsageChunks:
     as a day at a time does); idle spans are found a group of resources at a
     time; anything else reads the chunks whole. ``attrs`` are the usage's
     (the telemetry reader's report). The files are deleted by :meth:`close`
-    (or ``with``), or when the object is collected.
+    (or ``with``), when the object is collected, or at the latest when
+    Python exits.
 
     Examples:
         Two days of samples, kept as two chunks and allocated from them:
@@ -79,6 +81,8 @@ class UsageChunks:
         self.attrs: dict = dict(attrs or {})
         self.ordered = ordered
         self._folder = folder  # deleted with this object (None: a view of another's files)
+        # Deleted when collected, closed, or at the latest when the interpreter exits.
+        self._delete = weakref.finalize(self, shutil.rmtree, folder, True) if folder is not None else None
         self._transform = transform
         self._owner = owner  # a view keeps the object whose files it reads
 
@@ -177,8 +181,8 @@ class UsageChunks:
 
     def close(self) -> None:
         """Deletes the files (this object's, not a :meth:`map` view's)."""
-        if self._folder is not None:
-            shutil.rmtree(self._folder, ignore_errors=True)
+        if self._delete is not None:
+            self._delete()
             self._folder = None
             self._paths = []
 
@@ -186,9 +190,6 @@ class UsageChunks:
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-    def __del__(self) -> None:
         self.close()
 
     def __repr__(self) -> str:
