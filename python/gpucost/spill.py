@@ -80,8 +80,7 @@ class UsageChunks:
         self._per_resource = dict(per_resource)
         self.attrs: dict = dict(attrs or {})
         self.ordered = ordered
-        self._folder = folder  # deleted with this object (None: a view of another's files)
-        # Deleted when collected, closed, or at the latest when the interpreter exits.
+        # The folder (None: a view of another's files) deleted when collected, closed, or at exit at the latest.
         self._delete = weakref.finalize(self, shutil.rmtree, folder, True) if folder is not None else None
         self._transform = transform
         self._owner = owner  # a view keeps the object whose files it reads
@@ -183,7 +182,6 @@ class UsageChunks:
         """Deletes the files (this object's, not a :meth:`map` view's)."""
         if self._delete is not None:
             self._delete()
-            self._folder = None
             self._paths = []
 
     def __enter__(self) -> UsageChunks:
