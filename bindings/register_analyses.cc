@@ -1,4 +1,4 @@
-// gpucost._core.find_idle and gpucost._core.profile_usage: the analyses
+// gpucost._core.IdleStream and gpucost._core.profile_usage: the analyses
 // passes over every usage sample. Tables arrive as dicts of numpy arrays
 // prepared by python/gpucost/allocation.py; results leave as numpy arrays
 // that own the C++ vectors. No logic and no row loops here; the GIL is
@@ -114,32 +114,54 @@ py::dict ToPython(UsageProfile&& p) {
 }  // namespace
 
 void RegisterAnalyses(py::module_& m) {
-  m.def(
-      "find_idle",
-      [](const py::dict& costs, const py::dict& usage, const py::dict& inventory,
-         const std::vector<std::string>& exempt, double threshold, double window, double resolution,
-         double interval, double grace) {
-        IdleOptions options;
-        options.threshold = threshold;
-        options.window_ns = Nanos(window);
-        options.resolution_ns = Nanos(resolution);
-        options.interval_seconds = interval;
-        options.grace_ns = Nanos(grace);
-        CostHolder c(costs);
-        SampleHolder s(usage);
-        InventoryHolder i(inventory);
-        std::vector<std::string_view> exempt_views(exempt.begin(), exempt.end());
-        absl::StatusOr<IdleResult> result;
-        {
-          py::gil_scoped_release release;
-          result = FindIdle(c.view(), s.view(), i.view(), exempt_views, options);
-        }
-        return ToPython(ValueOrThrow(std::move(result)));
-      },
-      py::arg("costs"), py::arg("usage"), py::arg("inventory"), py::arg("exempt"), py::arg("threshold"),
-      py::arg("window"), py::arg("resolution"), py::arg("interval"), py::arg("grace"),
-      R"pbdoc(Idle spans, their holders and the idle policy's decisions
-(include/gpucost/analyses/idle.h). Durations in seconds.)pbdoc");
+  py::class_<IdleStream>(m, "IdleStream",
+                         R"pbdoc(Idle spans, their holders and the idle policy's decisions over
+usage given a chunk at a time, in time order (include/gpucost/analyses/idle.h).
+Durations in seconds.)pbdoc")
+      .def(py::init([](const py::dict& costs, const py::dict& inventory, const std::vector<std::string>& exempt,
+                       double threshold, double window, double resolution, double interval, double grace) {
+             IdleOptions options;
+             options.threshold = threshold;
+             options.window_ns = Nanos(window);
+             options.resolution_ns = Nanos(resolution);
+             options.interval_seconds = interval;
+             options.grace_ns = Nanos(grace);
+             CostHolder c(costs);
+             InventoryHolder i(inventory);
+             std::vector<std::string_view> exempt_views(exempt.begin(), exempt.end());
+             std::optional<absl::StatusOr<IdleStream>> stream;
+             {
+               py::gil_scoped_release release;
+               stream.emplace(IdleStream::Create(c.view(), i.view(), exempt_views, options));
+             }
+             return ValueOrThrow(std::move(*stream));
+           }),
+           py::arg("costs"), py::arg("inventory"), py::arg("exempt"), py::arg("threshold"), py::arg("window"),
+           py::arg("resolution"), py::arg("interval"), py::arg("grace"))
+      .def(
+          "add",
+          [](IdleStream& stream, const py::dict& usage, bool last) {
+            SampleHolder s(usage);
+            absl::Status status;
+            {
+              py::gil_scoped_release release;
+              status = stream.Add(s.view(), last);
+            }
+            ThrowIfError(status);
+          },
+          py::arg("usage"), py::arg("last") = false,
+          "Adds a chunk; ``last``: no chunk follows (decides every bin now).")
+      .def(
+          "finish",
+          [](IdleStream& stream) {
+            absl::StatusOr<IdleResult> result;
+            {
+              py::gil_scoped_release release;
+              result = std::move(stream).Finish();
+            }
+            return ToPython(ValueOrThrow(std::move(result)));
+          },
+          "The result, as dicts of arrays; the stream is spent.");
 
   m.def(
       "profile_usage",

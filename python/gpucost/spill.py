@@ -4,9 +4,9 @@ A month of telemetry is too big to hold for the commands that look at it
 more than once (the report allocates it by team, by day, by project, finds
 idle spans, draws its utilisation). :class:`UsageChunks` writes each chunk
 as it is read (an Arrow IPC file, a UTC day say) and gives it back at each
-use: :func:`gpucost.allocate` streams it, :func:`gpucost.find_idle` reads it
-a group of resources at a time, and everything else that takes a usage
-table reads it whole through the Arrow interface (issue 29).
+use: :func:`gpucost.allocate` and :func:`gpucost.find_idle` stream it, and
+everything else that takes a usage table reads it whole through the Arrow
+interface (issue 29).
 """
 
 from __future__ import annotations
@@ -33,8 +33,6 @@ _POOL = pa.system_memory_pool()
 # bytes go to disk; decompressed chunks own their memory (no file kept mapped by a column's slice).
 _LZ4 = pa.ipc.IpcWriteOptions(compression="lz4")
 
-#: Samples per group of resources :func:`gpucost.find_idle` reads at once from chunks (about 100 MiB).
-RESOURCE_GROUP_SAMPLES = 2_000_000
 
 
 class UsageChunks:
@@ -44,9 +42,9 @@ class UsageChunks:
     (LZ4-compressed: a month of a 256-GPU fleet by pod is about 90 MB).
     :func:`gpucost.allocate` and :func:`gpucost.report` take it where they
     take a usage table and give the same numbers, in the memory of a chunk:
-    allocations stream the chunks (``ordered``: they never go back in time,
-    as a day at a time does); idle spans are found a group of resources at a
-    time; anything else reads the chunks whole. ``attrs`` are the usage's
+    allocations and idle spans stream the chunks (``ordered``: they never go
+    back in time, as a day at a time does); anything else reads the chunks
+    whole. ``attrs`` are the usage's
     (the telemetry reader's report). The files are deleted by :meth:`close`
     (or ``with``), when the object is collected, or at the latest when
     Python exits.

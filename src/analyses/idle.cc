@@ -1,10 +1,12 @@
 // Idle detection (include/gpucost/analyses/idle.h). Layout of the work:
 //
-// 1. Index the inventory, the cost lines' billed intervals per resource, and
-//    the samples grouped by device (a counting sort; every row validated).
+// 1. Index the inventory and the cost lines' billed intervals per resource;
+//    each chunk's samples grouped by device (a counting sort; every row
+//    validated).
 // 2. Per resource, on a grid of `resolution` from its first billed instant to
 //    its last: each device's busy, held and observed time per bin, and
-//    whether an exempt workload held it.
+//    whether an exempt workload held it. Only the bins near the chunks'
+//    frontier are kept; the rest are decided (steps 3-5) and dropped.
 // 3. Per device, windows of `window` bins that are wholly billed and average
 //    below `threshold`; their union is the device's idle time.
 // 4. Idle bins get a kind (terminate / release / exempt / right-size); runs
@@ -18,11 +20,13 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "gpucost/status.h"
 #include "samples.h"
 
@@ -93,298 +97,533 @@ absl::StatusOr<std::vector<std::vector<Interval>>> BilledIntervals(const CostCol
   return out;
 }
 
-// Working arrays of one resource, reused across resources.
+}  // namespace
+
+namespace idle_internal {
+
+// A sample that may still overlap an undecided bin, kept for the holders.
+struct HeldSample {
+  int32_t consumer;
+  int64_t start;
+  int64_t end;
+  double share;
+  double util;
+};
+
+// Per cell (bin and device) of a grid: busy, held and observed ns, and
+// whether an exempt workload held it.
+struct Cells {
+  std::vector<double> busy, held, observed;
+  std::vector<uint8_t> exempt;
+  void Clear() {
+    busy.clear();
+    held.clear();
+    observed.clear();
+    exempt.clear();
+  }
+};
+
+// One billed resource: its grid of `bins` steps from `t0`, and the part of it
+// kept in memory, bins [base, base + span), device-major with room for
+// `stride` bins per device ([device * stride + b - base]); cells past `span`
+// are zero.
+struct Grid {
+  int32_t resource = 0;
+  int32_t devices = 0;
+  int64_t t0 = 0;
+  int64_t res = 0;
+  int64_t bins = 0;
+  int64_t billing_end = 0;
+  std::vector<uint8_t> billed;  // [bin]
+  int64_t base = 0;
+  int64_t span = 0;
+  int64_t stride = 0;
+  int64_t decided = 0;  // bins before it have their spans and decisions
+  Cells cells;
+  std::vector<std::vector<HeldSample>> carry;  // [device]: samples reaching past `decided`
+  std::vector<int64_t> open;                   // per slot (devices, terminate, no telemetry): its last span, or -1
+  // The policy between decisions.
+  int policy_state = 0;
+  int64_t reset = 0;
+  int64_t alert_bin = 0;
+  int64_t terminate_row = -1;
+
+  [[nodiscard]] int64_t BinStart(int64_t b) const { return t0 + b * res; }
+  [[nodiscard]] size_t cell(int64_t b, int32_t d) const { return static_cast<size_t>(d * stride + (b - base)); }
+  // Keeps bins [base, end) in memory; a wider stride copies each device's row once.
+  void ExtendTo(int64_t end) {
+    const int64_t need = end - base;
+    if (need <= span) return;
+    if (need > stride) {
+      const int64_t wider = std::max(need, stride + stride / 2);
+      Cells moved;
+      if (span > 0) std::swap(moved, cells);  // else the cells' memory is reused
+      const auto size = static_cast<size_t>(wider * devices);
+      cells.busy.assign(size, 0.0);
+      cells.held.assign(size, 0.0);
+      cells.observed.assign(size, 0.0);
+      cells.exempt.assign(size, 0);
+      for (int32_t d = 0; d < devices && span > 0; ++d) {
+        const auto from = static_cast<std::ptrdiff_t>(d * stride), to = static_cast<std::ptrdiff_t>(d * wider);
+        std::copy_n(moved.busy.begin() + from, span, cells.busy.begin() + to);
+        std::copy_n(moved.held.begin() + from, span, cells.held.begin() + to);
+        std::copy_n(moved.observed.begin() + from, span, cells.observed.begin() + to);
+        std::copy_n(moved.exempt.begin() + from, span, cells.exempt.begin() + to);
+      }
+      stride = wider;
+    }
+    span = need;
+  }
+  // Forgets the bins before `bin`: each device's row moves to the front.
+  void DropBefore(int64_t bin) {
+    const int64_t cut = std::min(bin - base, span);
+    if (cut <= 0) return;
+    const int64_t left = span - cut;
+    auto shift = [&](auto& column, auto zero) {
+      for (int32_t d = 0; d < devices; ++d) {
+        auto row = column.begin() + static_cast<std::ptrdiff_t>(d * stride);
+        std::copy(row + cut, row + span, row);
+        std::fill(row + left, row + span, zero);
+      }
+    };
+    shift(cells.busy, 0.0);
+    shift(cells.held, 0.0);
+    shift(cells.observed, 0.0);
+    shift(cells.exempt, uint8_t{0});
+    base += cut;
+    span = left;
+  }
+  // A decided grid gives its cells' memory away.
+  void Release(Cells& spare) {
+    cells.Clear();
+    if (cells.busy.capacity() > spare.busy.capacity()) std::swap(cells, spare);
+    cells = {};
+    span = stride = 0;
+  }
+};
+
+// A chunk's rows of known resources, grouped by device, with its consumers
+// numbered as the stream numbers them.
+struct ChunkRows {
+  const SampleReader& reader;
+  const DeviceRows& rows;
+  const std::vector<int32_t>& consumer_ids;
+  [[nodiscard]] int32_t consumer(int64_t i) const {
+    const int32_t c = reader.consumer(i);
+    return c < 0 ? -1 : consumer_ids[c];
+  }
+};
+
+// A held span's part decided in one step.
+struct Piece {
+  int64_t span;
+  int64_t start;
+  int64_t end;
+};
+
+// Working arrays of one decision step, over the bins [base, frontier) of a grid.
 struct Workspace {
-  std::vector<double> busy, held, observed;  // [device * bins + bin], ns
-  std::vector<uint8_t> exempt, idle;         // [device * bins + bin]
-  std::vector<uint8_t> billed;               // [bin]
-  std::vector<int64_t> billed_prefix;        // [bin + 1]
-  std::vector<double> prefix;                // [bin + 1]
-  std::vector<int64_t> observed_prefix;      // [bin + 1]: bins of the device with a sample
-  std::vector<uint8_t> instance_observed;    // [bin]: any device of the resource has a sample
-  std::vector<int32_t> diff;                 // [bin + 1]
+  std::vector<int64_t> billed_prefix;      // [bin + 1]
+  std::vector<uint8_t> idle;               // [device * bins + bin]
+  std::vector<double> prefix;              // [bin + 1]
+  std::vector<int64_t> observed_prefix;    // [bin + 1]: bins of the device with a sample
+  std::vector<int32_t> diff;               // [bin + 1]
   std::vector<uint8_t> all_unheld, terminate;  // [bin]
-  std::vector<double> instance_busy;         // [bin]
-  std::vector<uint8_t> instance_exempt;      // [bin]
+  std::vector<uint8_t> instance_observed;  // [bin]: any device of the resource has a sample
+  std::vector<double> instance_busy;       // [bin]
+  std::vector<uint8_t> instance_exempt;    // [bin]
+  std::vector<double> busy_prefix;         // [bin + 1]
+  std::vector<int64_t> exempt_prefix, instance_observed_prefix;  // [bin + 1]
+  std::vector<Piece> held_pieces;
 };
 
-class IdlePass {
- public:
-  IdlePass(const IdleOptions& options, const DeviceIndex& index, const SampleReader& reader, const DeviceRows& rows,
-           const std::vector<uint8_t>& exempt, IdleResult& out)
-      : o_(options), index_(index), reader_(reader), rows_(rows), exempt_(exempt), out_(out) {}
+enum PolicyState : int8_t { kWatching = 0, kGrace = 1, kTerminated = 2 };
 
-  absl::Status Resource(int32_t r, const std::vector<Interval>& lines);
+}  // namespace idle_internal
 
- private:
-  void Accumulate(int64_t device, int64_t base);
-  void MarkIdle(int64_t base);
-  int64_t AddSpan(int32_t r, int32_t device, int32_t devices, IdleKind kind, int64_t b0, int64_t b1, double busy,
-                  double observed);
-  void Holders(int64_t device, const std::vector<int64_t>& spans);
-  void Policy(int32_t r, int32_t devices, int64_t billing_end);
+using namespace idle_internal;  // NOLINT: this file's own helpers
 
-  [[nodiscard]] int64_t BinStart(int64_t b) const { return t0_ + b * o_.resolution_ns; }
+// How far a bin's spans and decisions look: an idle mark reads the windows
+// around it (one window each side), trimming a busy edge reads at most two
+// windows further, a terminate run's length one more; the policy looks back
+// a window or its grace. Bins are decided `margin` bins behind the frontier
+// and kept `margin` bins behind the decided ones.
+struct IdleStream::State {
+  IdleOptions options;
+  DeviceIndex index;
+  int64_t window_bins = 0;
+  int64_t grace_bins = 0;
+  int64_t margin = 0;
+  std::vector<int32_t> grid_of;  // per resource: its grid, or -1 when no cost line bills it
+  std::vector<Grid> grids;
+  absl::flat_hash_set<std::string> exempt_names;
+  absl::flat_hash_map<std::string, int32_t> consumer_ids;
+  std::vector<uint8_t> exempt;  // per consumer
+  std::vector<uint8_t> seen;    // per global device: any sample
+  int64_t newest = std::numeric_limits<int64_t>::min();
+  bool last = false;  // no chunk follows the one being added
+  bool finished = false;
+  int64_t chunk_end = 0;  // the chunk's latest sample end
+  std::vector<std::vector<HeldSample>> fresh;  // [device]: the chunk's samples to carry
+  IdleResult out;
+  Workspace w;
+  Cells spare;  // a decided grid's cells, for the next
+  absl::flat_hash_map<uint64_t, uint32_t> holder_ids;
 
-  const IdleOptions& o_;
-  const DeviceIndex& index_;
-  const SampleReader& reader_;
-  const DeviceRows& rows_;
-  const std::vector<uint8_t>& exempt_;
-  IdleResult& out_;
-  Workspace w_;
-  int64_t t0_ = 0;    // grid origin of the current resource
-  int64_t bins_ = 0;  // bins of the current resource
-  absl::flat_hash_map<uint64_t, uint32_t> holder_ids_;
+  void TakeSpare(Grid& g) {
+    if (g.cells.busy.capacity() == 0) std::swap(g.cells, spare);
+  }
+
+  std::vector<int32_t> Consumers(const SampleReader& reader);
+  // The bins a step decides, [decided, until), from those before `frontier`.
+  struct Step {
+    int64_t frontier;
+    int64_t until;
+  };
+  [[nodiscard]] Step Plan(const Grid& g, bool finishing) const;
+  absl::Status Accumulate(Grid& g, const ChunkRows& chunk, int64_t until);
+  void Settle(Grid& g);
+  void Decide(Grid& g, int64_t frontier, int64_t until, const ChunkRows* chunk);
+  void MarkIdle(const Grid& g, int32_t d, int64_t bins);
+  int64_t AddPiece(Grid& g, size_t slot, int32_t device, IdleKind kind, int64_t b0, int64_t b1, double busy,
+                   double observed);
+  void Holders(Grid& g, int32_t d, const ChunkRows* chunk);
+  void Policy(Grid& g, int64_t lo, int64_t hi);
 };
 
-absl::Status IdlePass::Resource(int32_t r, const std::vector<Interval>& lines) {
-  const int64_t res = o_.resolution_ns;
-  int64_t lo = std::numeric_limits<int64_t>::max(), hi = std::numeric_limits<int64_t>::min();
-  for (const Interval& line : lines) {
-    lo = std::min(lo, line.start);
-    hi = std::max(hi, line.end);
-  }
-  t0_ = FloorDiv(lo, res) * res;
-  bins_ = FloorDiv(hi - t0_ + res - 1, res);
-  const int32_t n = index_.device_count[r];
-  if (static_cast<double>(bins_) * n > 2e9) {
-    return ParameterError("resolution", absl::StrCat("resource ", analyses_internal::Quoted(index_.names[r]),
-                                                     " is billed for ", bins_, " steps of the grid; use a coarser "
-                                                     "resolution or a shorter range"));
-  }
-  const auto cells = static_cast<size_t>(bins_ * n);
-  const auto bins = static_cast<size_t>(bins_);
-  w_.busy.assign(cells, 0.0);
-  w_.held.assign(cells, 0.0);
-  w_.observed.assign(cells, 0.0);
-  w_.exempt.assign(cells, 0);
-  w_.idle.assign(cells, 0);
-  w_.diff.assign(bins + 1, 0);
-  for (const Interval& line : lines) {
-    w_.diff[(line.start - t0_) / res] += 1;
-    w_.diff[FloorDiv(line.end - t0_ + res - 1, res)] -= 1;
-  }
-  w_.billed.assign(bins, 0);
-  w_.billed_prefix.assign(bins + 1, 0);
-  for (int64_t b = 0, active = 0; b < bins_; ++b) {
-    active += w_.diff[b];
-    w_.billed[b] = active > 0 ? 1 : 0;
-    w_.billed_prefix[b + 1] = w_.billed_prefix[b] + w_.billed[b];
-  }
 
-  out_.diagnostics.devices_billed += n;
-  for (int32_t d = 0; d < n; ++d) {
-    const int64_t g = index_.first_device[r] + d;
-    if (rows_.offsets[g] == rows_.offsets[g + 1]) ++out_.diagnostics.devices_unobserved;
-    Accumulate(g, d * bins_);
-    MarkIdle(d * bins_);
+std::vector<int32_t> IdleStream::State::Consumers(const SampleReader& reader) {
+  std::vector<int32_t> ids(reader.consumer_names().size());
+  for (size_t c = 0; c < ids.size(); ++c) {
+    const std::string& name = reader.consumer_names()[c];
+    auto [it, inserted] = consumer_ids.try_emplace(name, static_cast<int32_t>(out.consumer_names.size()));
+    if (inserted) {
+      out.consumer_names.push_back(name);
+      exempt.push_back(exempt_names.contains(name) ? 1 : 0);
+    }
+    ids[c] = it->second;
   }
+  return ids;
+}
+
+// Adds the chunk's samples of the grid's resource to its bins, and keeps
+// aside the held ones that reach past `until`, for the holders of later steps.
+absl::Status IdleStream::State::Accumulate(Grid& g, const ChunkRows& chunk, int64_t until) {
+  const int64_t res = g.res;
+  const int64_t grid_end = g.BinStart(g.bins);
+  const int64_t keep_after = g.BinStart(until);
+  const SampleReader& reader = chunk.reader;
+  TakeSpare(g);
+  g.ExtendTo((std::clamp(chunk_end, g.t0 + 1, grid_end) - 1 - g.t0) / res + 1);  // grown once, not sample by sample
+  fresh.resize(static_cast<size_t>(std::max<int64_t>(g.devices, static_cast<int64_t>(fresh.size()))));
+  // Locals, not members: the byte stores below may alias any member.
+  int64_t outside = 0, unheld = 0;
+  const int64_t t0 = g.t0, bins = g.bins, base = g.base;
+  const uint8_t* billed_bins = g.billed.data();
+  for (int32_t d = 0; d < g.devices; ++d) {
+    fresh[d].clear();
+    double* busy = g.cells.busy.data() + g.cell(base, d);  // indexed by bin - base
+    double* held = g.cells.held.data() + g.cell(base, d);
+    double* observed = g.cells.observed.data() + g.cell(base, d);
+    uint8_t* exempt_cells = g.cells.exempt.data() + g.cell(base, d);
+    const int64_t device = index.first_device[g.resource] + d;
+    for (int64_t k = chunk.rows.offsets[device]; k < chunk.rows.offsets[device + 1]; ++k) {
+      const int64_t i = chunk.rows.rows[k];
+      const int32_t c = chunk.consumer(i);
+      unheld += c < 0 ? 1 : 0;
+      const int64_t s = reader.start(i);
+      const int64_t e = s + reader.duration(i);
+      if (e <= t0 || s >= grid_end) {
+        ++outside;
+        continue;
+      }
+      const int64_t lo = std::max(s, t0), hi = std::min(e, grid_end);
+      const int64_t first = (lo - t0) / res;
+      if (first < base) return absl::InternalError("idle stream: a sample reaches a bin already decided");
+      const double busy_rate = reader.share(i) * reader.util(i);
+      const double held_rate = c >= 0 ? reader.share(i) : 0.0;
+      const uint8_t is_exempt = c >= 0 ? exempt[c] : 0;
+      if (c >= 0 && e > keep_after) fresh[d].push_back({c, s, e, reader.share(i), reader.util(i)});
+      bool billed = false;
+      for (int64_t b = first; b < bins; ++b) {
+        const int64_t bs = t0 + b * res;
+        if (bs >= hi) break;
+        const auto o = static_cast<double>(std::min(hi, bs + res) - std::max(lo, bs));
+        const int64_t at = b - base;
+        busy[at] += busy_rate * o;
+        observed[at] += o;
+        held[at] += held_rate * o;
+        exempt_cells[at] |= is_exempt;
+        billed |= billed_bins[b] != 0;
+      }
+      if (!billed) ++outside;
+    }
+  }
+  out.diagnostics.samples_outside_billing += outside;
+  out.diagnostics.samples_no_consumer += unheld;
+  return absl::OkStatus();
+}
+
+// Where the next step ends: `margin` bins behind the bins no later sample can
+// reach (all of them once the newest sample is past the grid, or when no
+// chunk follows); when finishing, in steps that keep a few windows beyond a
+// step in memory. `until` is `decided` when there is too little to decide.
+IdleStream::State::Step IdleStream::State::Plan(const Grid& g, bool finishing) const {
+  constexpr int64_t kStepBins = int64_t{1} << 14;
+  const int64_t reached = newest == std::numeric_limits<int64_t>::min()
+                              ? 0
+                              : std::clamp(FloorDiv(newest - g.t0, g.res), int64_t{0}, g.bins);
+  const int64_t frontier = finishing || last ? g.bins : reached;
+  const int64_t step_end = finishing ? std::min(frontier, g.decided + kStepBins + margin) : frontier;
+  const int64_t until = step_end == g.bins ? g.bins : step_end - margin;
+  // A step shorter than the margin would redo more than it decides.
+  if (until <= g.decided || (until < g.bins && until - g.decided < margin)) return {step_end, g.decided};
+  return {step_end, until};
+}
+
+// After a step: the held samples still reaching past the decided bins are
+// carried (with the chunk's, set aside by Accumulate), the bins no later step
+// reads are dropped, and a finished grid's cells go to the next grid that
+// needs some (no fresh pages per resource).
+void IdleStream::State::Settle(Grid& g) {
+  const int64_t cut = g.BinStart(g.decided);
+  for (int32_t d = 0; d < g.devices; ++d) {
+    std::vector<HeldSample>& kept = g.carry[d];
+    std::erase_if(kept, [&](const HeldSample& x) { return x.end <= cut; });
+    if (static_cast<size_t>(d) < fresh.size()) {
+      kept.insert(kept.end(), fresh[d].begin(), fresh[d].end());
+      fresh[d].clear();
+    }
+  }
+  g.DropBefore(std::max(int64_t{0}, g.decided - margin));
+  if (g.decided == g.bins) g.Release(spare);
+}
+
+// Spans and decisions of the bins [decided, until), from the bins
+// [base, frontier) in memory.
+void IdleStream::State::Decide(Grid& g, int64_t frontier, int64_t until, const ChunkRows* chunk) {
+  TakeSpare(g);
+  g.ExtendTo(frontier);
+  const int64_t res = g.res;
+  const int64_t base = g.base;
+  const int64_t bins = frontier - base;
+  const int64_t lo = g.decided - base, hi = until - base;
+  const int32_t n = g.devices;
+  const int64_t window = window_bins;
+  const auto count = static_cast<size_t>(bins);
+  // Rows of device d, indexed by bin - base.
+  auto row = [&](const auto& column, int32_t d) { return column.data() + g.cell(base, d); };
+  auto busy_at = [&](int64_t b, int32_t d) { return std::min(row(g.cells.busy, d)[b], static_cast<double>(res)); };
+  auto observed_at = [&](int64_t b, int32_t d) {
+    return std::min(row(g.cells.observed, d)[b], static_cast<double>(res));
+  };
+
+  w.billed_prefix.assign(count + 1, 0);
+  for (int64_t b = 0; b < bins; ++b) w.billed_prefix[b + 1] = w.billed_prefix[b] + g.billed[base + b];
+  w.idle.assign(count * n, 0);
+  for (int32_t d = 0; d < n; ++d) MarkIdle(g, d, bins);
 
   // Bins where every device is idle and nobody holds any; runs of at least a
   // window are terminate spans.
-  const int64_t window_bins = o_.window_ns / res;
-  w_.all_unheld.assign(bins, 1);
-  w_.terminate.assign(bins, 0);
+  w.all_unheld.assign(count, 1);
+  w.terminate.assign(count, 0);
   for (int32_t d = 0; d < n; ++d) {
-    const int64_t base = d * bins_;
-    for (int64_t b = 0; b < bins_; ++b) {
-      if (!w_.idle[base + b] || w_.held[base + b] > 0) w_.all_unheld[b] = 0;
+    const uint8_t* idle = w.idle.data() + d * bins;
+    const double* held = row(g.cells.held, d);
+    for (int64_t b = 0; b < bins; ++b) {
+      if (!idle[b] || held[b] > 0) w.all_unheld[b] = 0;
     }
   }
-  for (int64_t b = 0; b < bins_;) {
-    if (!w_.all_unheld[b]) {
+  for (int64_t b = 0; b < bins;) {
+    if (!w.all_unheld[b]) {
       ++b;
       continue;
     }
     int64_t e = b;
-    while (e < bins_ && w_.all_unheld[e]) ++e;
-    if (e - b >= window_bins) {
-      double busy = 0, observed = 0;
-      for (int32_t d = 0; d < n; ++d) {
-        for (int64_t k = b; k < e; ++k) {
-          busy += std::min(w_.busy[d * bins_ + k], static_cast<double>(res));
-          observed += std::min(w_.observed[d * bins_ + k], static_cast<double>(res));
+    while (e < bins && w.all_unheld[e]) ++e;
+    if (e - b >= window) {
+      std::fill(w.terminate.begin() + b, w.terminate.begin() + e, 1);
+      const int64_t p0 = std::max(b, lo), p1 = std::min(e, hi);
+      if (p0 < p1) {
+        double busy = 0, observed = 0;
+        for (int32_t d = 0; d < n; ++d) {
+          for (int64_t k = p0; k < p1; ++k) {
+            busy += busy_at(k, d);
+            observed += observed_at(k, d);
+          }
         }
+        AddPiece(g, n, -1, IdleKind::kTerminate, base + p0, base + p1, busy, observed);
       }
-      std::fill(w_.terminate.begin() + b, w_.terminate.begin() + e, 1);
-      AddSpan(r, -1, n, IdleKind::kTerminate, b, e, busy, observed);
     }
     b = e;
   }
 
   // Billed stretches of at least a window where no device has a sample:
   // "no telemetry" spans, reported apart from idle and never flagged.
-  w_.instance_observed.assign(bins, 0);
+  w.instance_observed.assign(count, 0);
   for (int32_t d = 0; d < n; ++d) {
-    const int64_t base = d * bins_;
-    for (int64_t b = 0; b < bins_; ++b) w_.instance_observed[b] |= w_.observed[base + b] > 0 ? 1 : 0;
+    const double* observed = row(g.cells.observed, d);
+    for (int64_t b = 0; b < bins; ++b) w.instance_observed[b] |= observed[b] > 0 ? 1 : 0;
   }
-  for (int64_t b = 0; b < bins_;) {
-    if (w_.instance_observed[b] || !w_.billed[b]) {
+  for (int64_t b = 0; b < bins;) {
+    if (w.instance_observed[b] || !g.billed[base + b]) {
       ++b;
       continue;
     }
     int64_t e = b;
-    while (e < bins_ && !w_.instance_observed[e] && w_.billed[e]) ++e;
-    if (e - b >= window_bins) AddSpan(r, -1, n, IdleKind::kNoTelemetry, b, e, 0.0, 0.0);
+    while (e < bins && !w.instance_observed[e] && g.billed[base + e]) ++e;
+    const int64_t p0 = std::max(b, lo), p1 = std::min(e, hi);
+    if (e - b >= window && p0 < p1) AddPiece(g, n + 1, -1, IdleKind::kNoTelemetry, base + p0, base + p1, 0.0, 0.0);
     b = e;
   }
 
   // Per device: runs of release / exempt / right-size bins.
-  std::vector<int64_t> held_spans;
   for (int32_t d = 0; d < n; ++d) {
-    const int64_t base = d * bins_;
-    held_spans.clear();
+    w.held_pieces.clear();
+    const uint8_t* idle = w.idle.data() + d * bins;
+    const double* held = row(g.cells.held, d);
+    const uint8_t* exempt_cells = row(g.cells.exempt, d);
     auto kind_of = [&](int64_t b) -> int {
-      if (!w_.idle[base + b]) return -1;
-      if (w_.held[base + b] > 0) {
-        return static_cast<int>(w_.exempt[base + b] ? IdleKind::kExempt : IdleKind::kRelease);
-      }
-      return w_.terminate[b] ? -1 : static_cast<int>(IdleKind::kRightSize);
+      if (!idle[b]) return -1;
+      if (held[b] > 0) return static_cast<int>(exempt_cells[b] ? IdleKind::kExempt : IdleKind::kRelease);
+      return w.terminate[b] ? -1 : static_cast<int>(IdleKind::kRightSize);
     };
-    for (int64_t b = 0; b < bins_;) {
+    for (int64_t b = lo; b < hi;) {
       const int kind = kind_of(b);
       int64_t e = b + 1;
-      while (e < bins_ && kind_of(e) == kind) ++e;
+      while (e < hi && kind_of(e) == kind) ++e;
       if (kind >= 0) {
         double busy = 0, observed = 0;
         for (int64_t k = b; k < e; ++k) {
-          busy += std::min(w_.busy[base + k], static_cast<double>(res));
-          observed += std::min(w_.observed[base + k], static_cast<double>(res));
+          busy += busy_at(k, d);
+          observed += observed_at(k, d);
         }
-        const int64_t span = AddSpan(r, d, 1, static_cast<IdleKind>(kind), b, e, busy, observed);
-        if (kind != static_cast<int>(IdleKind::kRightSize)) held_spans.push_back(span);
+        const int64_t span = AddPiece(g, d, d, static_cast<IdleKind>(kind), base + b, base + e, busy, observed);
+        if (kind != static_cast<int>(IdleKind::kRightSize)) {
+          w.held_pieces.push_back({span, g.BinStart(base + b), g.BinStart(base + e)});
+        }
       }
       b = e;
     }
-    if (!held_spans.empty()) Holders(index_.first_device[r] + d, held_spans);
+    if (!w.held_pieces.empty()) Holders(g, d, chunk);
   }
 
-  Policy(r, n, hi);
-  return absl::OkStatus();
+  Policy(g, lo, hi);
+  g.decided = until;
 }
 
-void IdlePass::Accumulate(int64_t device, int64_t base) {
-  const int64_t res = o_.resolution_ns;
-  const int64_t grid_end = BinStart(bins_);
-  for (int64_t k = rows_.offsets[device]; k < rows_.offsets[device + 1]; ++k) {
-    const int64_t i = rows_.rows[k];
-    const int32_t c = reader_.consumer(i);
-    if (c < 0) ++out_.diagnostics.samples_no_consumer;
-    const int64_t s = reader_.start(i);
-    const int64_t e = s + reader_.duration(i);
-    if (e <= t0_ || s >= grid_end) {
-      ++out_.diagnostics.samples_outside_billing;
-      continue;
-    }
-    const int64_t lo = std::max(s, t0_), hi = std::min(e, grid_end);
-    const double busy_rate = reader_.share(i) * reader_.util(i);
-    const double held_rate = c >= 0 ? reader_.share(i) : 0.0;
-    const uint8_t is_exempt = c >= 0 ? exempt_[c] : 0;
-    bool billed = false;
-    for (int64_t b = (lo - t0_) / res; b < bins_; ++b) {
-      const int64_t bs = BinStart(b);
-      if (bs >= hi) break;
-      const auto o = static_cast<double>(std::min(hi, bs + res) - std::max(lo, bs));
-      w_.busy[base + b] += busy_rate * o;
-      w_.observed[base + b] += o;
-      w_.held[base + b] += held_rate * o;
-      w_.exempt[base + b] |= is_exempt;
-      billed |= w_.billed[b] != 0;
-    }
-    if (!billed) ++out_.diagnostics.samples_outside_billing;
+// Idle marks of device d over the bins in memory: windows wholly billed and
+// observed that average below the threshold, less busy steps at their edges.
+void IdleStream::State::MarkIdle(const Grid& g, int32_t d, int64_t bins) {
+  const int64_t res = g.res;
+  const int64_t window = window_bins;
+  const auto count = static_cast<size_t>(bins);
+  uint8_t* idle = w.idle.data() + d * bins;
+  const double* busy_cells = g.cells.busy.data() + g.cell(g.base, d);
+  const double* observed_cells = g.cells.observed.data() + g.cell(g.base, d);
+  auto busy_at = [&](int64_t b) { return std::min(busy_cells[b], static_cast<double>(res)); };
+  w.prefix.assign(count + 1, 0.0);
+  w.observed_prefix.assign(count + 1, 0);
+  for (int64_t b = 0; b < bins; ++b) {
+    w.prefix[b + 1] = w.prefix[b] + busy_at(b);
+    w.observed_prefix[b + 1] = w.observed_prefix[b] + (observed_cells[b] > 0 ? 1 : 0);
   }
-}
-
-void IdlePass::MarkIdle(int64_t base) {
-  const int64_t res = o_.resolution_ns;
-  const int64_t window_bins = o_.window_ns / res;
-  w_.prefix.assign(bins_ + 1, 0.0);
-  w_.observed_prefix.assign(bins_ + 1, 0);
-  for (int64_t b = 0; b < bins_; ++b) {
-    w_.prefix[b + 1] = w_.prefix[b] + std::min(w_.busy[base + b], static_cast<double>(res));
-    w_.observed_prefix[b + 1] = w_.observed_prefix[b] + (w_.observed[base + b] > 0 ? 1 : 0);
-  }
-  std::fill(w_.diff.begin(), w_.diff.end(), 0);
-  const double limit = o_.threshold * static_cast<double>(o_.window_ns);
-  for (int64_t k = 0; k + window_bins <= bins_; ++k) {
-    if (w_.billed_prefix[k + window_bins] - w_.billed_prefix[k] != window_bins) continue;
+  w.diff.assign(count + 1, 0);
+  const double limit = options.threshold * static_cast<double>(options.window_ns);
+  for (int64_t k = 0; k + window <= bins; ++k) {
+    if (w.billed_prefix[k + window] - w.billed_prefix[k] != window) continue;
     // Time without a sample is unobserved, not idle (SEMANTICS 2): only
     // windows the telemetry covers can be idle.
-    if (w_.observed_prefix[k + window_bins] - w_.observed_prefix[k] != window_bins) continue;
-    if (w_.prefix[k + window_bins] - w_.prefix[k] < limit) {
-      w_.diff[k] += 1;
-      w_.diff[k + window_bins] -= 1;
+    if (w.observed_prefix[k + window] - w.observed_prefix[k] != window) continue;
+    if (w.prefix[k + window] - w.prefix[k] < limit) {
+      w.diff[k] += 1;
+      w.diff[k + window] -= 1;
     }
   }
-  for (int64_t b = 0, active = 0; b < bins_; ++b) {
-    active += w_.diff[b];
-    w_.idle[base + b] = active > 0 ? 1 : 0;
+  for (int64_t b = 0, active = 0; b < bins; ++b) {
+    active += w.diff[b];
+    idle[b] = active > 0 ? 1 : 0;
   }
   // A low window may begin or end with a few busy steps (5 busy minutes
   // still average below 5 % over 2 h); an idle span starts and ends idle.
-  const double busy_step = o_.threshold * static_cast<double>(res);
-  auto busy = [&](int64_t b) { return std::min(w_.busy[base + b], static_cast<double>(res)) >= busy_step; };
-  for (int64_t b = 0; b < bins_;) {
-    if (!w_.idle[base + b]) {
+  const double busy_step = options.threshold * static_cast<double>(res);
+  auto busy = [&](int64_t b) { return busy_at(b) >= busy_step; };
+  for (int64_t b = 0; b < bins;) {
+    if (!idle[b]) {
       ++b;
       continue;
     }
     int64_t e = b;
-    while (e < bins_ && w_.idle[base + e]) ++e;
-    for (int64_t k = b; k < e && busy(k); ++k) w_.idle[base + k] = 0;
-    for (int64_t k = e - 1; k >= b && w_.idle[base + k] && busy(k); --k) w_.idle[base + k] = 0;
+    while (e < bins && idle[e]) ++e;
+    for (int64_t k = b; k < e && busy(k); ++k) idle[k] = 0;
+    for (int64_t k = e - 1; k >= b && idle[k] && busy(k); --k) idle[k] = 0;
     b = e;
   }
 }
 
-int64_t IdlePass::AddSpan(int32_t r, int32_t device, int32_t devices, IdleKind kind, int64_t b0, int64_t b1,
-                          double busy, double observed) {
-  IdleSpans& s = out_.spans;
-  s.resource.push_back(r);
+// A span's part over bins [b0, b1): joined to the slot's last span when
+// that one ends where it starts with the same kind (a run cut by a step).
+int64_t IdleStream::State::AddPiece(Grid& g, size_t slot, int32_t device, IdleKind kind, int64_t b0, int64_t b1, double busy,
+                        double observed) {
+  IdleSpans& s = out.spans;
+  int64_t& open = g.open[slot];
+  if (open >= 0 && s.kind[open] == static_cast<int8_t>(kind) && s.end[open] == g.BinStart(b0)) {
+    s.end[open] = g.BinStart(b1);
+    s.busy_ns[open] += busy;
+    s.observed_ns[open] += observed;
+    return open;
+  }
+  s.resource.push_back(g.resource);
   s.device.push_back(device);
-  s.devices.push_back(devices);
+  s.devices.push_back(device < 0 ? g.devices : 1);
   s.kind.push_back(static_cast<int8_t>(kind));
-  s.start.push_back(BinStart(b0));
-  s.end.push_back(BinStart(b1));
+  s.start.push_back(g.BinStart(b0));
+  s.end.push_back(g.BinStart(b1));
   s.busy_ns.push_back(busy);
   s.observed_ns.push_back(observed);
-  return static_cast<int64_t>(s.size()) - 1;
+  open = static_cast<int64_t>(s.size()) - 1;
+  return open;
 }
 
-// Adds, for every held span of `device` (in time order), the time each
-// workload held and used it inside the span.
-void IdlePass::Holders(int64_t device, const std::vector<int64_t>& spans) {
-  const IdleSpans& s = out_.spans;
-  IdleHolders& h = out_.holders;
-  for (int64_t k = rows_.offsets[device]; k < rows_.offsets[device + 1]; ++k) {
-    const int64_t i = rows_.rows[k];
-    const int32_t c = reader_.consumer(i);
-    if (c < 0) continue;
-    const int64_t start = reader_.start(i);
-    const int64_t end = start + reader_.duration(i);
-    auto it = std::upper_bound(spans.begin(), spans.end(), start,
-                               [&](int64_t t, int64_t span) { return t < s.end[span]; });
-    for (; it != spans.end() && s.start[*it] < end; ++it) {
-      const int64_t o = std::min(end, s.end[*it]) - std::max(start, s.start[*it]);
+// Adds, for the held pieces of device d just decided (in time order), the
+// time each workload held and used them: from the samples carried from
+// earlier chunks and the chunk's own.
+void IdleStream::State::Holders(Grid& g, int32_t d, const ChunkRows* chunk) {
+  IdleHolders& h = out.holders;
+  const std::vector<Piece>& pieces = w.held_pieces;
+  auto add = [&](int32_t c, int64_t start, int64_t end, double share, double util) {
+    auto it = std::upper_bound(pieces.begin(), pieces.end(), start,
+                               [](int64_t t, const Piece& p) { return t < p.end; });
+    for (; it != pieces.end() && it->start < end; ++it) {
+      const int64_t o = std::min(end, it->end) - std::max(start, it->start);
       if (o <= 0) continue;
-      const uint64_t key = (static_cast<uint64_t>(*it) << 32) | static_cast<uint32_t>(c);
-      auto [slot, inserted] = holder_ids_.try_emplace(key, static_cast<uint32_t>(h.size()));
+      const uint64_t key = (static_cast<uint64_t>(it->span) << 32) | static_cast<uint32_t>(c);
+      auto [slot, inserted] = holder_ids.try_emplace(key, static_cast<uint32_t>(h.size()));
       if (inserted) {
-        h.span.push_back(*it);
+        h.span.push_back(it->span);
         h.consumer.push_back(c);
         h.held_ns.push_back(0);
         h.used_ns.push_back(0);
       }
-      h.held_ns[slot->second] += reader_.share(i) * static_cast<double>(o);
-      h.used_ns[slot->second] += reader_.share(i) * reader_.util(i) * static_cast<double>(o);
+      h.held_ns[slot->second] += share * static_cast<double>(o);
+      h.used_ns[slot->second] += share * util * static_cast<double>(o);
     }
+  };
+  for (const HeldSample& x : g.carry[d]) add(x.consumer, x.start, x.end, x.share, x.util);
+  if (chunk == nullptr) return;
+  const SampleReader& reader = chunk->reader;
+  const int64_t device = index.first_device[g.resource] + d;
+  for (int64_t k = chunk->rows.offsets[device]; k < chunk->rows.offsets[device + 1]; ++k) {
+    const int64_t i = chunk->rows.rows[k];
+    const int32_t c = chunk->consumer(i);
+    if (c < 0) continue;
+    const int64_t start = reader.start(i);
+    add(c, start, start + reader.duration(i), reader.share(i), reader.util(i));
   }
 }
 
 // The seed policy, evaluated at every grid instant t (after the bin ending
-// at t is complete):
+// at t is complete), for the bins [lo, hi) of the step (offsets from base):
 //   watching:   alert when the window ending at t is wholly billed, began
 //               after the last activity, holds no exempt workload and the
 //               instance's mean busy fraction over it is below threshold;
@@ -392,97 +631,103 @@ void IdlePass::Holders(int64_t device, const std::vector<int64_t>& spans) {
 //               or an exempt workload); "ended" when billing stops;
 //               terminate when the grace period passes without either;
 //   terminated: the idle stretch lasts until activity or end of billing.
-void IdlePass::Policy(int32_t r, int32_t devices, int64_t billing_end) {
-  const int64_t res = o_.resolution_ns;
-  const int64_t window_bins = o_.window_ns / res;
-  const int64_t grace_bins = o_.grace_ns / res;
+void IdleStream::State::Policy(Grid& g, int64_t lo, int64_t hi) {
+  const int64_t res = g.res;
+  const int64_t base = g.base;
+  const int64_t bins = static_cast<int64_t>(w.instance_observed.size());
+  const auto count = static_cast<size_t>(bins);
+  const int32_t devices = g.devices;
   const double capacity = static_cast<double>(devices) * static_cast<double>(res);  // per bin
-  w_.instance_busy.assign(bins_, 0.0);
-  w_.instance_exempt.assign(bins_, 0);
+  w.instance_busy.assign(count, 0.0);
+  w.instance_exempt.assign(count, 0);
   for (int32_t d = 0; d < devices; ++d) {
-    for (int64_t b = 0; b < bins_; ++b) {
-      w_.instance_busy[b] += std::min(w_.busy[d * bins_ + b], static_cast<double>(res));
-      w_.instance_exempt[b] |= w_.exempt[d * bins_ + b];
+    const double* busy = g.cells.busy.data() + g.cell(base, d);
+    const uint8_t* exempt_cells = g.cells.exempt.data() + g.cell(base, d);
+    for (int64_t b = 0; b < bins; ++b) {
+      w.instance_busy[b] += std::min(busy[b], static_cast<double>(res));
+      w.instance_exempt[b] |= exempt_cells[b];
     }
   }
-  std::vector<double> busy_prefix(bins_ + 1, 0.0);
-  std::vector<int64_t> exempt_prefix(bins_ + 1, 0);
-  std::vector<int64_t> observed_prefix(bins_ + 1, 0);
-  for (int64_t b = 0; b < bins_; ++b) {
-    busy_prefix[b + 1] = busy_prefix[b] + w_.instance_busy[b];
-    exempt_prefix[b + 1] = exempt_prefix[b] + w_.instance_exempt[b];
-    observed_prefix[b + 1] = observed_prefix[b] + w_.instance_observed[b];
+  w.busy_prefix.assign(count + 1, 0.0);
+  w.exempt_prefix.assign(count + 1, 0);
+  w.instance_observed_prefix.assign(count + 1, 0);
+  for (int64_t b = 0; b < bins; ++b) {
+    w.busy_prefix[b + 1] = w.busy_prefix[b] + w.instance_busy[b];
+    w.exempt_prefix[b + 1] = w.exempt_prefix[b] + w.instance_exempt[b];
+    w.instance_observed_prefix[b + 1] = w.instance_observed_prefix[b] + w.instance_observed[b];
   }
   // A bin without telemetry stops a pending decision, as activity does:
   // nobody terminates what nothing measured.
   auto active = [&](int64_t b) {
-    return w_.instance_busy[b] >= o_.threshold * capacity || w_.instance_exempt[b] != 0 ||
-           w_.instance_observed[b] == 0;
+    return w.instance_busy[b] >= options.threshold * capacity || w.instance_exempt[b] != 0 ||
+           w.instance_observed[b] == 0;
   };
-  PolicyDecisions& out = out_.decisions;
+  PolicyDecisions& out_rows = out.decisions;
+  // Bins here are offsets from base; decisions name grid instants.
   auto emit = [&](int64_t time, PolicyDecision decision, int64_t from_bin, int64_t to_bin) {
-    out.resource.push_back(r);
-    out.time.push_back(time);
-    out.decision.push_back(static_cast<int8_t>(decision));
-    out.window_start.push_back(BinStart(from_bin));
+    out_rows.resource.push_back(g.resource);
+    out_rows.time.push_back(time);
+    out_rows.decision.push_back(static_cast<int8_t>(decision));
+    out_rows.window_start.push_back(g.BinStart(base + from_bin));
     const double span = capacity * static_cast<double>(to_bin - from_bin);
-    out.util.push_back(span > 0 ? (busy_prefix[to_bin] - busy_prefix[from_bin]) / span : 0.0);
-    out.until.push_back(kMissingInstant);
+    out_rows.util.push_back(span > 0 ? (w.busy_prefix[to_bin] - w.busy_prefix[from_bin]) / span : 0.0);
+    out_rows.until.push_back(kMissingInstant);
   };
-  enum class State { kWatching, kGrace, kTerminated };
-  State state = State::kWatching;
-  int64_t reset = 0;        // the next window may not start before this bin
-  int64_t alert_bin = 0;    // grid instant of the pending alert
-  size_t terminate_row = 0;
-  const double limit = o_.threshold * capacity * static_cast<double>(window_bins);
-  for (int64_t k = 1; k <= bins_; ++k) {
+  auto at = [&](int64_t b) { return g.BinStart(base + b); };
+  const int64_t window = window_bins;
+  const double limit = options.threshold * capacity * static_cast<double>(window);
+  auto state = static_cast<PolicyState>(g.policy_state);
+  int64_t reset = g.reset - base;  // the next window may not start before this bin
+  int64_t alert_bin = g.alert_bin - base;
+  for (int64_t k = lo + 1; k <= hi; ++k) {
     const int64_t b = k - 1;  // the bin that just completed
     switch (state) {
-      case State::kWatching: {
-        const int64_t from = k - window_bins;
-        if (from < reset) break;
-        if (w_.billed_prefix[k] - w_.billed_prefix[from] != window_bins) break;
-        if (exempt_prefix[k] != exempt_prefix[from]) break;
-        if (observed_prefix[k] - observed_prefix[from] != window_bins) break;
-        if (!(busy_prefix[k] - busy_prefix[from] < limit)) break;
-        emit(BinStart(k), PolicyDecision::kAlert, from, k);
+      case kWatching: {
+        const int64_t from = k - window;
+        if (from < reset || from < 0) break;
+        if (w.billed_prefix[k] - w.billed_prefix[from] != window) break;
+        if (w.exempt_prefix[k] != w.exempt_prefix[from]) break;
+        if (w.instance_observed_prefix[k] - w.instance_observed_prefix[from] != window) break;
+        if (!(w.busy_prefix[k] - w.busy_prefix[from] < limit)) break;
+        emit(at(k), PolicyDecision::kAlert, from, k);
         alert_bin = k;
-        state = State::kGrace;
+        state = kGrace;
         if (grace_bins == 0) {
-          emit(BinStart(k), PolicyDecision::kTerminate, k, k);
-          terminate_row = out.size() - 1;
-          state = State::kTerminated;
+          emit(at(k), PolicyDecision::kTerminate, k, k);
+          g.terminate_row = static_cast<int64_t>(out_rows.size()) - 1;
+          state = kTerminated;
         }
         break;
       }
-      case State::kGrace:
-        if (!w_.billed[b]) {
-          emit(BinStart(b), PolicyDecision::kEnded, alert_bin, b);
-          state = State::kWatching;
+      case kGrace:
+        if (!g.billed[base + b]) {
+          emit(at(b), PolicyDecision::kEnded, alert_bin, b);
+          state = kWatching;
           reset = k;
         } else if (active(b)) {
-          emit(BinStart(k), PolicyDecision::kCancel, alert_bin, k);
-          state = State::kWatching;
+          emit(at(k), PolicyDecision::kCancel, alert_bin, k);
+          state = kWatching;
           reset = k;
         } else if (k == alert_bin + grace_bins) {
-          emit(BinStart(k), PolicyDecision::kTerminate, alert_bin, k);
-          terminate_row = out.size() - 1;
-          state = State::kTerminated;
+          emit(at(k), PolicyDecision::kTerminate, alert_bin, k);
+          g.terminate_row = static_cast<int64_t>(out_rows.size()) - 1;
+          state = kTerminated;
         }
         break;
-      case State::kTerminated:
-        if (!w_.billed[b] || active(b)) {
-          out.until[terminate_row] = BinStart(b);
-          state = State::kWatching;
+      case kTerminated:
+        if (!g.billed[base + b] || active(b)) {
+          out_rows.until[g.terminate_row] = at(b);
+          state = kWatching;
           reset = k;
         }
         break;
     }
   }
-  if (state == State::kTerminated) out.until[terminate_row] = std::min(BinStart(bins_), billing_end);
+  g.policy_state = state;
+  g.reset = reset + base;
+  g.alert_bin = alert_bin + base;
 }
 
-}  // namespace
 
 std::string_view IdleKindName(IdleKind kind) {
   switch (kind) {
@@ -505,57 +750,217 @@ std::string_view PolicyDecisionName(PolicyDecision decision) {
   return "?";
 }
 
-absl::StatusOr<IdleResult> FindIdle(const CostColumns& costs, const SampleColumns& samples,
-                                    const InventoryColumns& inventory,
-                                    std::span<const std::string_view> exempt_consumers, const IdleOptions& options) {
+IdleStream::IdleStream(std::unique_ptr<State> state) : state_(std::move(state)) {}
+IdleStream::IdleStream(IdleStream&&) noexcept = default;
+IdleStream& IdleStream::operator=(IdleStream&&) noexcept = default;
+IdleStream::~IdleStream() = default;
+
+absl::StatusOr<IdleStream> IdleStream::Create(const CostColumns& costs, const InventoryColumns& inventory,
+                                              std::span<const std::string_view> exempt_consumers,
+                                              const IdleOptions& options) {
   GPUCOST_RETURN_IF_ERROR(CheckOptions(options));
-  GPUCOST_ASSIGN_OR_RETURN(DeviceIndex index, analyses_internal::IndexDevices(inventory));
-  GPUCOST_ASSIGN_OR_RETURN(auto billed, BilledIntervals(costs, index));
-  GPUCOST_ASSIGN_OR_RETURN(SampleReader reader, SampleReader::Create(samples, index, options.interval_seconds));
-  GPUCOST_ASSIGN_OR_RETURN(DeviceRows rows, analyses_internal::GroupByDevice(reader, index));
-
-  IdleResult out;
-  out.resource_names = index.names;
-  out.resource_devices = index.device_count;
-  out.consumer_names = reader.consumer_names();
-  absl::flat_hash_set<std::string> exempt_names;
-  for (std::string_view name : exempt_consumers) exempt_names.insert(std::string(name));
-  std::vector<uint8_t> exempt(out.consumer_names.size(), 0);
-  for (size_t c = 0; c < exempt.size(); ++c) exempt[c] = exempt_names.contains(out.consumer_names[c]) ? 1 : 0;
-
-  out.diagnostics.samples_total = static_cast<int64_t>(reader.size());
-  out.diagnostics.samples_unknown_resource = rows.unknown_resource;
-  out.diagnostics.devices = index.num_devices();
-  IdlePass pass(options, index, reader, rows, exempt, out);
+  auto st = std::make_unique<State>();
+  st->options = options;
+  GPUCOST_ASSIGN_OR_RETURN(st->index, analyses_internal::IndexDevices(inventory));
+  GPUCOST_ASSIGN_OR_RETURN(auto billed, BilledIntervals(costs, st->index));
+  const DeviceIndex& index = st->index;
+  const int64_t res = options.resolution_ns;
+  st->window_bins = options.window_ns / res;
+  st->grace_bins = options.grace_ns / res;
+  st->margin = 4 * st->window_bins + st->grace_bins + 2;
+  for (std::string_view name : exempt_consumers) st->exempt_names.insert(std::string(name));
+  st->out.resource_names = index.names;
+  st->out.resource_devices = index.device_count;
+  st->out.diagnostics.devices = index.num_devices();
+  st->seen.assign(static_cast<size_t>(index.num_devices()), 0);
+  st->grid_of.assign(index.names.size(), -1);
   for (int32_t r = 0; r < static_cast<int32_t>(index.names.size()); ++r) {
-    if (billed[r].empty()) {
+    if (billed[r].empty()) continue;
+    Grid g;
+    g.resource = r;
+    g.devices = index.device_count[r];
+    g.res = res;
+    int64_t lo = std::numeric_limits<int64_t>::max(), hi = std::numeric_limits<int64_t>::min();
+    for (const Interval& line : billed[r]) {
+      lo = std::min(lo, line.start);
+      hi = std::max(hi, line.end);
+    }
+    g.t0 = FloorDiv(lo, res) * res;
+    g.bins = FloorDiv(hi - g.t0 + res - 1, res);
+    g.billing_end = hi;
+    if (static_cast<double>(g.bins) * g.devices > 2e9) {
+      return ParameterError("resolution", absl::StrCat("resource ", analyses_internal::Quoted(index.names[r]),
+                                                       " is billed for ", g.bins, " steps of the grid; use a coarser "
+                                                       "resolution or a shorter range"));
+    }
+    std::vector<int32_t> diff(static_cast<size_t>(g.bins) + 1, 0);
+    for (const Interval& line : billed[r]) {
+      diff[(line.start - g.t0) / res] += 1;
+      diff[FloorDiv(line.end - g.t0 + res - 1, res)] -= 1;
+    }
+    g.billed.assign(static_cast<size_t>(g.bins), 0);
+    for (int64_t b = 0, active = 0; b < g.bins; ++b) {
+      active += diff[b];
+      g.billed[b] = active > 0 ? 1 : 0;
+    }
+    g.carry.resize(static_cast<size_t>(g.devices));
+    g.open.assign(static_cast<size_t>(g.devices) + 2, -1);
+    st->out.diagnostics.devices_billed += g.devices;
+    st->grid_of[r] = static_cast<int32_t>(st->grids.size());
+    st->grids.push_back(std::move(g));
+  }
+  return IdleStream(std::move(st));
+}
+
+absl::Status IdleStream::Add(const SampleColumns& samples, bool last) {
+  State& st = *state_;
+  if (st.finished) return absl::FailedPreconditionError("idle stream: Add after Finish");
+  st.last = last;
+  GPUCOST_ASSIGN_OR_RETURN(SampleReader reader,
+                           SampleReader::Create(samples, st.index, st.options.interval_seconds));
+  GPUCOST_ASSIGN_OR_RETURN(DeviceRows rows, analyses_internal::GroupByDevice(reader, st.index));
+  const auto n = static_cast<int64_t>(reader.size());
+  // Every row has an instant (GroupByDevice checked), and a unit's scaling keeps the order.
+  int64_t lo = std::numeric_limits<int64_t>::max(), hi = std::numeric_limits<int64_t>::min();
+  for (const int64_t t : samples.timestamp) {
+    lo = std::min(lo, t);
+    hi = std::max(hi, t);
+  }
+  if (n > 0 && ToNanos(lo, samples.time_unit) < st.newest) {
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t start = reader.start(i);
+      if (start >= st.newest) continue;
+      return RowError(analyses_internal::kUsage, i, "timestamp",
+                      absl::StrCat(absl::FormatTime("%Y-%m-%dT%H:%M:%E*SZ", absl::FromUnixNanos(start),
+                                                    absl::UTCTimeZone()),
+                                   " is before the newest sample of an earlier chunk (",
+                                   absl::FormatTime("%Y-%m-%dT%H:%M:%E*SZ", absl::FromUnixNanos(st.newest),
+                                                    absl::UTCTimeZone()),
+                                   "): idle detection takes chunks in time order"));
+    }
+  }
+  int64_t longest = std::llround(st.options.interval_seconds * 1e9);
+  if (samples.duration.has_value()) {
+    longest = 0;
+    for (const int64_t duration : *samples.duration) longest = std::max(longest, duration);
+    longest = ToNanos(longest, samples.time_unit);
+  }
+  const int64_t newest = n > 0 ? std::max(st.newest, ToNanos(hi, samples.time_unit)) : st.newest;
+  if (n > 0) st.chunk_end = std::max(st.chunk_end, newest + longest);
+  const std::vector<int32_t> ids = st.Consumers(reader);
+  const ChunkRows chunk{reader, rows, ids};
+  IdleDiagnostics& diag = st.out.diagnostics;
+  diag.samples_total += n;
+  diag.samples_unknown_resource += rows.unknown_resource;
+  for (int64_t g = 0; g < st.index.num_devices(); ++g) {
+    if (rows.offsets[g] != rows.offsets[g + 1]) st.seen[g] = 1;
+  }
+  st.newest = newest;
+  for (int32_t r = 0; r < static_cast<int32_t>(st.index.names.size()); ++r) {
+    if (st.grid_of[r] < 0) {
       // Not billed: its samples waste nothing; they count as outside billing.
-      const int64_t first = index.first_device[r];
-      const int64_t last = first + index.device_count[r];
-      out.diagnostics.samples_outside_billing += rows.offsets[last] - rows.offsets[first];
-      for (int64_t k = rows.offsets[first]; k < rows.offsets[last]; ++k) {
-        if (reader.consumer(rows.rows[k]) < 0) ++out.diagnostics.samples_no_consumer;
+      const int64_t first = st.index.first_device[r];
+      for (int64_t k = rows.offsets[first]; k < rows.offsets[first + st.index.device_count[r]]; ++k) {
+        ++diag.samples_outside_billing;
+        if (chunk.consumer(rows.rows[k]) < 0) ++diag.samples_no_consumer;
       }
       continue;
     }
-    GPUCOST_RETURN_IF_ERROR(pass.Resource(r, billed[r]));
+    // One resource at a time: a chunk's grid is decided before the next one grows.
+    Grid& g = st.grids[st.grid_of[r]];
+    const State::Step step = st.Plan(g, /*finishing=*/false);
+    GPUCOST_RETURN_IF_ERROR(st.Accumulate(g, chunk, step.until));
+    if (step.until > g.decided) st.Decide(g, step.frontier, step.until, &chunk);
+    st.Settle(g);
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<IdleResult> IdleStream::Finish() && {
+  State& st = *state_;
+  if (st.finished) return absl::FailedPreconditionError("idle stream: Finish called twice");
+  st.finished = true;
+  for (Grid& g : st.grids) {
+    while (g.decided < g.bins) {
+      const State::Step step = st.Plan(g, /*finishing=*/true);
+      st.Decide(g, step.frontier, step.until, nullptr);
+      st.Settle(g);
+    }
+    if (g.policy_state == kTerminated) {
+      st.out.decisions.until[g.terminate_row] = std::min(g.BinStart(g.bins), g.billing_end);
+    }
+    for (int32_t d = 0; d < g.devices; ++d) {
+      if (!st.seen[st.index.first_device[g.resource] + d]) ++st.out.diagnostics.devices_unobserved;
+    }
+  }
+  IdleResult out = std::move(st.out);
+  // FindIdle's order: per resource its terminate spans, its no-telemetry
+  // spans, then each device's, each in time order.
+  IdleSpans& s = out.spans;
+  auto group = [&](size_t k) {
+    if (s.kind[k] == static_cast<int8_t>(IdleKind::kTerminate)) return -2;
+    if (s.kind[k] == static_cast<int8_t>(IdleKind::kNoTelemetry)) return -1;
+    return s.device[k];
+  };
+  std::vector<int64_t> order(s.size());
+  for (size_t k = 0; k < order.size(); ++k) order[k] = static_cast<int64_t>(k);
+  std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    return std::tuple(s.resource[a], group(a), s.start[a]) < std::tuple(s.resource[b], group(b), s.start[b]);
+  });
+  std::vector<int64_t> renumber(s.size());
+  IdleSpans spans;
+  for (int64_t k : order) {
+    renumber[k] = static_cast<int64_t>(spans.size());
+    spans.resource.push_back(s.resource[k]);
+    spans.device.push_back(s.device[k]);
+    spans.devices.push_back(s.devices[k]);
+    spans.kind.push_back(s.kind[k]);
+    spans.start.push_back(s.start[k]);
+    spans.end.push_back(s.end[k]);
+    spans.busy_ns.push_back(s.busy_ns[k]);
+    spans.observed_ns.push_back(s.observed_ns[k]);
+  }
+  out.spans = std::move(spans);
   // Holders in (span, consumer) order.
   IdleHolders& h = out.holders;
-  std::vector<uint32_t> order(h.size());
-  for (uint32_t k = 0; k < order.size(); ++k) order[k] = k;
-  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+  for (int64_t& span : h.span) span = renumber[span];
+  std::vector<uint32_t> rows(h.size());
+  for (uint32_t k = 0; k < rows.size(); ++k) rows[k] = k;
+  std::sort(rows.begin(), rows.end(), [&](uint32_t a, uint32_t b) {
     return h.span[a] != h.span[b] ? h.span[a] < h.span[b] : h.consumer[a] < h.consumer[b];
   });
-  IdleHolders sorted;
-  for (uint32_t k : order) {
-    sorted.span.push_back(h.span[k]);
-    sorted.consumer.push_back(h.consumer[k]);
-    sorted.held_ns.push_back(h.held_ns[k]);
-    sorted.used_ns.push_back(h.used_ns[k]);
+  IdleHolders holders;
+  for (uint32_t k : rows) {
+    holders.span.push_back(h.span[k]);
+    holders.consumer.push_back(h.consumer[k]);
+    holders.held_ns.push_back(h.held_ns[k]);
+    holders.used_ns.push_back(h.used_ns[k]);
   }
-  out.holders = std::move(sorted);
+  out.holders = std::move(holders);
+  // Decisions per resource, each in time order.
+  PolicyDecisions& p = out.decisions;
+  std::vector<int64_t> by(p.size());
+  for (size_t k = 0; k < by.size(); ++k) by[k] = static_cast<int64_t>(k);
+  std::stable_sort(by.begin(), by.end(), [&](int64_t a, int64_t b) { return p.resource[a] < p.resource[b]; });
+  PolicyDecisions decisions;
+  for (int64_t k : by) {
+    decisions.resource.push_back(p.resource[k]);
+    decisions.time.push_back(p.time[k]);
+    decisions.decision.push_back(p.decision[k]);
+    decisions.window_start.push_back(p.window_start[k]);
+    decisions.util.push_back(p.util[k]);
+    decisions.until.push_back(p.until[k]);
+  }
+  out.decisions = std::move(decisions);
   return out;
+}
+
+absl::StatusOr<IdleResult> FindIdle(const CostColumns& costs, const SampleColumns& samples,
+                                    const InventoryColumns& inventory,
+                                    std::span<const std::string_view> exempt_consumers, const IdleOptions& options) {
+  GPUCOST_ASSIGN_OR_RETURN(IdleStream stream, IdleStream::Create(costs, inventory, exempt_consumers, options));
+  GPUCOST_RETURN_IF_ERROR(stream.Add(samples, /*last=*/true));
+  return std::move(stream).Finish();
 }
 
 }  // namespace gpucost

@@ -1,6 +1,10 @@
 #include "gpucost/analyses/idle.h"
 
+#include <algorithm>
+#include <map>
+#include <random>
 #include <string>
+#include <tuple>
 #include <string_view>
 #include <vector>
 
@@ -17,6 +21,7 @@ using ::gpucost::testing::CostTable;
 using ::gpucost::testing::InventoryTable;
 using ::gpucost::testing::IsOk;
 using ::gpucost::testing::kGiB;
+using ::gpucost::testing::kMinute;
 using ::gpucost::testing::SampleTable;
 using ::gpucost::testing::StatusIs;
 using ::testing::HasSubstr;
@@ -209,6 +214,138 @@ TEST_F(Idle, BadInputNamesTableRowAndColumn) {
   IdleOptions negative;
   negative.threshold = -0.1;
   EXPECT_THAT(Run(negative), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("parameter 'threshold'")));
+}
+
+
+// The stream equals the whole pass over the same samples, whatever the chunk
+// sizes: four days of a small fleet in time order, with busy, held-idle,
+// unheld, exempt and silent stretches, scrape jitter, a billing gap and an
+// idle weekend-long tail, cut into chunks of a few rows to a day.
+class IdleStreamVersusWhole : public ::testing::TestWithParam<std::tuple<int, int64_t, int64_t>> {};
+
+TEST_P(IdleStreamVersusWhole, SameSpansHoldersAndDecisions) {
+  const auto [seed, window_min, grace_min] = GetParam();
+  std::mt19937_64 rng(seed);
+  CostTable costs;
+  InventoryTable inventory;
+  const std::vector<std::pair<std::string, int>> fleet = {{"i-a", 2}, {"i-b", 2}, {"i-c", 4}, {"i-d", 1}};
+  constexpr int kHours = 4 * 24;
+  for (const auto& [name, devices] : fleet) {
+    inventory.AddResource(name, devices);
+    for (int h = 0; h < kHours; ++h) {
+      if (name == "i-b" && h >= 30 && h < 40) continue;  // not billed for 10 hours
+      if (name == "i-d" && h < 20) continue;             // starts late
+      costs.Add(name, At(h), At(h + 1), 3.0);
+    }
+  }
+  // (time, resource, device, consumer, share, util)
+  std::vector<std::tuple<int64_t, std::string, int, std::string, double, double>> rows;
+  const std::vector<std::string> pods = {"train", "serve", "ci-wait", "notebook"};
+  for (const auto& [name, devices] : fleet) {
+    for (int d = 0; d < devices; ++d) {
+      const int64_t jitter = static_cast<int64_t>(rng() % 1000) * 1'000'000;  // the scrape's offset, ms
+      for (int64_t m = 0; m < kHours * 60 + 120;) {
+        const auto stretch = static_cast<int64_t>(30 + rng() % 400);
+        const int regime = static_cast<int>(rng() % 6);
+        const std::string pod = pods[rng() % pods.size()];
+        for (int64_t k = m; k < std::min<int64_t>(m + stretch, kHours * 60 + 120); ++k) {
+          const int64_t t = At(0) + k * kMinute + jitter;
+          switch (regime) {
+            case 0: rows.emplace_back(t, name, d, pod, 1.0, 0.7); break;          // busy
+            case 1: rows.emplace_back(t, name, d, pod, 1.0, 0.0); break;          // held, idle
+            case 2: rows.emplace_back(t, name, d, "", 1.0, 0.0); break;           // free
+            case 3: break;                                                        // silent
+            case 4: rows.emplace_back(t, name, d, pod, 0.5, 0.02 * (k % 3)); break;  // time-sliced, low
+            default: rows.emplace_back(t, name, d, k % 7 == 0 ? pod : "", 1.0, k % 7 == 0 ? 0.9 : 0.0);
+          }
+        }
+        m += stretch;
+      }
+    }
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return std::get<0>(a) < std::get<0>(b); });
+  auto table = [&](size_t from, size_t to) {
+    SampleTable t;
+    for (size_t i = from; i < to; ++i) {
+      const auto& [time, r, d, c, share, util] = rows[i];
+      t.Add(time, r, d, c, share, util, 0.0);
+    }
+    return t;
+  };
+  IdleOptions options;
+  options.window_ns = window_min * kMinute;
+  options.grace_ns = grace_min * kMinute;
+  const std::vector<std::string_view> exempt = {"ci-wait"};
+  SampleTable all = table(0, rows.size());
+  GPUCOST_ASSERT_OK_AND_ASSIGN(IdleResult whole, FindIdle(costs.columns(), all.columns(), inventory.columns(),
+                                                          exempt, options));
+  ASSERT_GT(whole.spans.size(), 20u);
+  ASSERT_GT(whole.holders.size(), 5u);
+  ASSERT_GT(whole.decisions.size(), 5u);
+
+  for (const size_t chunk_rows : {size_t{97}, size_t{5'000}, rows.size() / 4 + 13}) {
+    SCOPED_TRACE(chunk_rows);
+    GPUCOST_ASSERT_OK_AND_ASSIGN(IdleStream stream,
+                                 IdleStream::Create(costs.columns(), inventory.columns(), exempt, options));
+    for (size_t from = 0; from < rows.size(); from += chunk_rows) {
+      SampleTable chunk = table(from, std::min(rows.size(), from + chunk_rows));
+      ASSERT_THAT(stream.Add(chunk.columns()), IsOk());
+    }
+    GPUCOST_ASSERT_OK_AND_ASSIGN(IdleResult r, std::move(stream).Finish());
+    auto near = [](double a, double b) { return std::abs(a - b) <= 1e-9 * std::max({1.0, std::abs(a), std::abs(b)}); };
+    ASSERT_EQ(r.spans.size(), whole.spans.size());
+    for (size_t k = 0; k < r.spans.size(); ++k) {
+      EXPECT_EQ(r.spans.resource[k], whole.spans.resource[k]) << k;
+      EXPECT_EQ(r.spans.device[k], whole.spans.device[k]) << k;
+      EXPECT_EQ(r.spans.devices[k], whole.spans.devices[k]) << k;
+      EXPECT_EQ(r.spans.kind[k], whole.spans.kind[k]) << k;
+      EXPECT_EQ(r.spans.start[k], whole.spans.start[k]) << k;
+      EXPECT_EQ(r.spans.end[k], whole.spans.end[k]) << k;
+      EXPECT_TRUE(near(r.spans.busy_ns[k], whole.spans.busy_ns[k])) << k;
+      EXPECT_TRUE(near(r.spans.observed_ns[k], whole.spans.observed_ns[k])) << k;
+    }
+    ASSERT_EQ(r.holders.size(), whole.holders.size());
+    for (size_t k = 0; k < r.holders.size(); ++k) {
+      EXPECT_EQ(r.holders.span[k], whole.holders.span[k]) << k;
+      EXPECT_EQ(r.consumer_names[r.holders.consumer[k]], whole.consumer_names[whole.holders.consumer[k]]) << k;
+      EXPECT_TRUE(near(r.holders.held_ns[k], whole.holders.held_ns[k])) << k;
+      EXPECT_TRUE(near(r.holders.used_ns[k], whole.holders.used_ns[k])) << k;
+    }
+    ASSERT_EQ(r.decisions.size(), whole.decisions.size());
+    for (size_t k = 0; k < r.decisions.size(); ++k) {
+      EXPECT_EQ(r.decisions.resource[k], whole.decisions.resource[k]) << k;
+      EXPECT_EQ(r.decisions.time[k], whole.decisions.time[k]) << k;
+      EXPECT_EQ(r.decisions.decision[k], whole.decisions.decision[k]) << k;
+      EXPECT_EQ(r.decisions.window_start[k], whole.decisions.window_start[k]) << k;
+      EXPECT_EQ(r.decisions.until[k], whole.decisions.until[k]) << k;
+      EXPECT_TRUE(near(r.decisions.util[k], whole.decisions.util[k])) << k;
+    }
+    const IdleDiagnostics& a = r.diagnostics;
+    const IdleDiagnostics& b = whole.diagnostics;
+    EXPECT_EQ(std::tie(a.samples_total, a.samples_no_consumer, a.samples_unknown_resource, a.samples_outside_billing,
+                       a.devices, a.devices_billed, a.devices_unobserved),
+              std::tie(b.samples_total, b.samples_no_consumer, b.samples_unknown_resource, b.samples_outside_billing,
+                       b.devices, b.devices_billed, b.devices_unobserved));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(SeedsWindowsGraces, IdleStreamVersusWhole,
+                         ::testing::Values(std::tuple{1, int64_t{120}, int64_t{30}}, std::tuple{2, int64_t{120}, int64_t{30}},
+                                           std::tuple{3, int64_t{30}, int64_t{0}}, std::tuple{4, int64_t{240}, int64_t{60}}));
+
+// A chunk that goes back in time is refused, naming its row.
+TEST(IdleStream, ChunkBeforeAnEarlierOneIsAnError) {
+  CostTable costs;
+  InventoryTable inventory;
+  inventory.AddResource("i-a", 1);
+  costs.Add("i-a", At(0), At(6), 6.0);
+  SampleTable later, earlier;
+  later.AddSeries(At(2), At(3), "i-a", 0, "train", 1.0, 0.5, 0.0);
+  earlier.AddSeries(At(1), At(2), "i-a", 0, "train", 1.0, 0.5, 0.0);
+  GPUCOST_ASSERT_OK_AND_ASSIGN(IdleStream stream, IdleStream::Create(costs.columns(), inventory.columns(), {}, {}));
+  ASSERT_THAT(stream.Add(later.columns()), IsOk());
+  EXPECT_THAT(stream.Add(earlier.columns()),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("before the newest sample of an earlier chunk")));
 }
 
 }  // namespace

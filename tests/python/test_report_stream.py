@@ -1,7 +1,7 @@
 """``gpucost report`` and the analyses over saved Prometheus answers (issue
 29): the month is read a UTC day at a time into :class:`gpucost.UsageChunks`
 on disk (the columns they never read left out), read back a day at a time
-by each allocation, a group of resources at a time by find_idle, and every
+by each allocation and by find_idle, and every
 table of the report, every analysis' rows and the page itself are those of
 the month read whole."""
 

@@ -1,8 +1,8 @@
 """gpucost.UsageChunks (issue 29): usage kept on disk a day at a time gives
 what the same samples in one table give, to every reader of usage: the
-allocations (streamed), find_idle and idle_policy (a group of resources at a
-time), the utilisation histogram (a chunk at a time), and anything else
-through the Arrow interface (read whole)."""
+allocations, find_idle and idle_policy (streamed), the utilisation
+histogram (a chunk at a time), and anything else through the Arrow interface
+(read whole)."""
 
 from __future__ import annotations
 
@@ -68,26 +68,38 @@ def test_an_allocation_of_chunks_is_the_allocation_of_the_table(fleet, policy):
     assert streamed.attrs["diagnostics"] == whole.attrs["diagnostics"]
 
 
-def test_idle_spans_found_a_few_resources_at_a_time_are_the_whole_reads(fleet, monkeypatch):
+def test_idle_spans_streamed_a_day_at_a_time_are_the_whole_reads(fleet, monkeypatch):
     usage, chunks, costs, inventory = fleet
     whole = gpucost.find_idle(usage, costs, inventory, interval=60)
-    groups = []
-    run = idle_module._core.find_idle
+    added = []
+    real = idle_module._core.IdleStream
 
-    def counted(*args):
-        groups.append(args)
-        return run(*args)
+    class Counted:
+        def __init__(self, *args):
+            self._stream = real(*args)
 
-    monkeypatch.setattr(idle_module, "RESOURCE_GROUP_SAMPLES", 1)  # every resource a group of its own
-    monkeypatch.setattr(idle_module._core, "find_idle", counted)
+        def add(self, columns, last=False):
+            added.append(last)
+            self._stream.add(columns, last)
+
+        def finish(self):
+            return self._stream.finish()
+
+    monkeypatch.setattr(idle_module._core, "IdleStream", Counted)
     streamed = gpucost.find_idle(chunks, costs, inventory, interval=60)
-    assert len(groups) == costs["resource_id"].nunique()
+    assert added == [False] * DAYS  # a day at a time, never the month
     assert len(whole.findings) > 0 and (whole.findings["action"] == "terminate").any()
+    assert (whole.spans["kind"] == "release").any() and whole.spans["start"].dt.day.nunique() > 1
     for name in ("findings", "spans", "daily"):
         same(getattr(streamed, name), getattr(whole, name))
     assert streamed.diagnostics == whole.diagnostics
     same(gpucost.idle_policy(chunks, costs, inventory, interval=60),
          gpucost.idle_policy(usage, costs, inventory, interval=60))
+    # Chunks that may go back in time are read as one.
+    added.clear()
+    with gpucost.UsageChunks.spill(list(chunks)[::-1], ordered=False) as backwards:
+        same(gpucost.find_idle(backwards, costs, inventory, interval=60).spans, whole.spans)
+    assert added == [True]
 
 
 def test_the_utilisation_histogram_of_chunks_is_the_tables(fleet):

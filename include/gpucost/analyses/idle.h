@@ -27,6 +27,10 @@
 // decisions. Dollars are not computed here: the Python layer prices spans with
 // gpucost::Allocate, so they reconcile with the allocation.
 //
+// IdleStream takes the samples in chunks that never go back in time (days of
+// a month) and keeps only a few windows of grid per resource: memory is set by
+// the chunk, not the month. FindIdle is the stream fed one chunk.
+//
 // Example:
 //   gpucost::IdleOptions options;                    // 5 %, 2 h, 1 min grid
 //   absl::StatusOr<gpucost::IdleResult> idle =
@@ -35,6 +39,7 @@
 #define GPUCOST_ANALYSES_IDLE_H_
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -132,6 +137,43 @@ struct IdleResult {
     const InventoryColumns& inventory,
     std::span<const std::string_view> exempt_consumers,
     const IdleOptions& options);
+
+// Idle detection over samples given a chunk at a time, in time order: no
+// sample of a chunk starts before the newest sample of an earlier chunk
+// (equal instants allowed). Bins no later sample can reach are decided as
+// chunks arrive, each with the windows around it that its decision depends
+// on; the result equals FindIdle's over the chunks concatenated (spans cut at
+// decision points are joined again; sums to rounding).
+//
+// Example:
+//   GPUCOST_ASSIGN_OR_RETURN(gpucost::IdleStream stream,
+//                            gpucost::IdleStream::Create(costs, inventory, {}, options));
+//   for (const gpucost::SampleColumns& day : days) GPUCOST_RETURN_IF_ERROR(stream.Add(day));
+//   GPUCOST_ASSIGN_OR_RETURN(gpucost::IdleResult idle, std::move(stream).Finish());
+class IdleStream {
+ public:
+  // Validates the options, the cost lines and the inventory, and copies what
+  // it needs: the tables may go once it returns.
+  [[nodiscard]] static absl::StatusOr<IdleStream> Create(const CostColumns& costs,
+                                                         const InventoryColumns& inventory,
+                                                         std::span<const std::string_view> exempt_consumers,
+                                                         const IdleOptions& options);
+  IdleStream(IdleStream&&) noexcept;
+  IdleStream& operator=(IdleStream&&) noexcept;
+  ~IdleStream();
+
+  // Adds a chunk (rows checked as FindIdle checks them; errors name the
+  // chunk's row). A chunk that goes back in time is an error. `last`: no
+  // chunk follows, so every bin is decided now, a resource at a time.
+  [[nodiscard]] absl::Status Add(const SampleColumns& samples, bool last = false);
+  // Decides the rest and returns the result, in FindIdle's order.
+  [[nodiscard]] absl::StatusOr<IdleResult> Finish() &&;
+
+ private:
+  struct State;
+  explicit IdleStream(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
 
 }  // namespace gpucost
 

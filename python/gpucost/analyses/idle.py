@@ -32,7 +32,7 @@ from gpucost.analyses._tables import frame, instants_ns, strings
 from gpucost.model import CostDriver, Purchase
 from gpucost.frames import str_isin
 from gpucost.prometheus import to_ns
-from gpucost.spill import RESOURCE_GROUP_SAMPLES, UsageChunks
+from gpucost.spill import UsageChunks
 
 __all__ = ["IdleReport", "find_idle", "idle_policy", "EXEMPT_VALUES"]
 
@@ -117,66 +117,20 @@ def _exempt_consumers(labels: pd.DataFrame, exempt_label: str | None, exempt_val
 
 def _run(usage, costs, inventory, workloads, threshold, window, resolution, interval, grace, exempt_label,
          exempt_values) -> tuple[dict, pd.DataFrame]:
+    """The C++ idle pass. Usage kept in chunks that never go back in time is
+    fed a chunk at a time (the pass keeps a few windows of grid per resource,
+    not the month); anything else is one chunk."""
     labels = labels_frame(workloads)
     exempt = _exempt_consumers(labels, exempt_label, exempt_values)
-    options = (float(threshold), seconds(window, "window"), seconds(resolution, "resolution"), float(interval),
-               seconds(grace, "grace"))
-    if isinstance(usage, UsageChunks):
-        return _run_by_resources(usage, costs, inventory, exempt, options), labels
-    return _core.find_idle(cost_columns(costs), usage_columns(usage), inventory_columns(inventory), exempt,
-                           *options), labels
-
-
-def _run_by_resources(usage: UsageChunks, costs: Any, inventory: Any, exempt: list, options: tuple) -> dict:
-    """:func:`_run` over usage kept in chunks: a group of resources at a
-    time (about :data:`~gpucost.spill.RESOURCE_GROUP_SAMPLES` samples), each
-    with its cost lines and inventory rows, the results joined. Each
-    resource's spans and decisions depend on its own samples and lines only,
-    and the groups follow the inventory's order (the engine's resource
-    order), so the result is the whole read's."""
-    inv = as_frame(inventory, "inventory")
-    lines = as_frame(costs, "costs")
-    inv_ids = inv["resource_id"].astype(str).to_numpy(dtype=object)
-    line_ids = lines["resource_id"].astype(str).to_numpy(dtype=object)
-    order = pd.unique(inv_ids)
-    per = usage.samples_per_resource()
-    rest = set(per) - set(order)  # samples of resources the inventory does not know: counted in the first group
-    groups, group, size = [], list(rest), sum(per[r] for r in rest)
-    for name in order:
-        if group and size + per.get(name, 0) > RESOURCE_GROUP_SAMPLES:
-            groups.append(group)
-            group, size = [], 0
-        group.append(name)
-        size += per.get(name, 0)
-    groups.append(group)
-    parts = []
-    for k, names in enumerate(groups):
-        mine = set(names)
-        lines_in = np.isin(line_ids, list(mine)) | (~np.isin(line_ids, order) if k == 0 else False)
-        samples = usage.arrow_of_resources(mine) if usage.is_plain() else usage.of_resources(mine)
-        parts.append(_core.find_idle(cost_columns(lines[lines_in]), usage_columns(samples),
-                                     inventory_columns(inv[np.isin(inv_ids, list(mine))]), exempt, *options))
-        del samples
-    return _joined_runs(parts)
-
-
-def _joined_runs(parts: list[dict]) -> dict:
-    """Results of :func:`_core.find_idle` over disjoint groups of resources
-    as one: resource, span and consumer numbers shifted by the groups before."""
-    out = dict(parts[0])
-    for key in ("resource_names", "consumer_names"):
-        out[key] = [name for raw in parts for name in raw[key]]
-    out["resource_devices"] = np.concatenate([np.asarray(raw["resource_devices"]) for raw in parts])
-    shift = {"resource": np.cumsum([0] + [len(raw["resource_names"]) for raw in parts[:-1]]),
-             "span": np.cumsum([0] + [len(raw["spans"]["start"]) for raw in parts[:-1]]),
-             "consumer": np.cumsum([0] + [len(raw["consumer_names"]) for raw in parts[:-1]])}
-    for table in ("spans", "holders", "decisions"):
-        out[table] = {column: np.concatenate([np.asarray(raw[table][column]) + (shift[column][k] if column in shift
-                                                                                 else 0)
-                                              for k, raw in enumerate(parts)])
-                      for column in parts[0][table]}
-    out["diagnostics"] = {key: sum(raw["diagnostics"][key] for raw in parts) for key in parts[0]["diagnostics"]}
-    return out
+    stream = _core.IdleStream(cost_columns(costs), inventory_columns(inventory), exempt, float(threshold),
+                              seconds(window, "window"), seconds(resolution, "resolution"), float(interval),
+                              seconds(grace, "grace"))
+    if isinstance(usage, UsageChunks) and usage.ordered:
+        for chunk in (usage.arrow_chunks() if usage.is_plain() else usage):
+            stream.add(usage_columns(chunk))
+    else:
+        stream.add(usage_columns(usage), last=True)
+    return stream.finish(), labels
 
 
 def _device_spans(raw: dict) -> pd.DataFrame:
