@@ -101,8 +101,7 @@ class UsageChunks:
                 columns.update(dict.fromkeys(table.column_names))
                 _count_resources(table, per_resource)
                 path = os.path.join(where, f"{len(paths):06d}.arrow")
-                with pa.OSFile(path, "wb") as sink, pa.ipc.new_file(sink, table.schema, options=_LZ4) as writer:
-                    writer.write_table(table)
+                _write(path, table)
                 paths.append(path)
                 rows.append(table.num_rows)
                 del table, frame
@@ -129,7 +128,7 @@ class UsageChunks:
     def arrow_chunks(self) -> Iterator[pa.Table]:
         """Each chunk as it was written, an Arrow table (before any :meth:`map`)."""
         for path in self._paths:
-            yield pa.ipc.open_file(pa.memory_map(path), memory_pool=_POOL).read_all()
+            yield _read(path)
 
     def is_plain(self) -> bool:
         """Whether the chunks are read as written (no :meth:`map`)."""
@@ -142,6 +141,47 @@ class UsageChunks:
         chained = transform if before is None else (lambda frame: transform(before(frame)))
         return UsageChunks(self._paths, self._rows, self.columns, self._per_resource, attrs=self.attrs,
                            ordered=self.ordered, folder=None, transform=chained, owner=self._owner or self)
+
+    def by_day(self) -> UsageChunks:
+        """The same samples as chunks that never go back in time, for the
+        readers that need them (the idle pass): ``self`` when ``ordered``;
+        otherwise new chunks, a UTC day of ``timestamp`` each, made holding
+        one chunk and then one day at a time (each chunk is cut by day into
+        pieces on disk; a day's pieces are joined into its chunk). Close
+        them when done (a new object's files are its own).
+
+        >>> t = pd.date_range("2026-03-01 23:00", periods=4, freq="30min", tz="UTC")
+        >>> usage = pd.DataFrame({"timestamp": t, "resource_id": ["a", "b"] * 2, "device": 0,
+        ...                       "consumer": "train", "share": 1.0, "util": 0.5, "mem_used": 0.0})
+        >>> hosts = gpucost.UsageChunks.spill([usage[usage.resource_id == "a"], usage[usage.resource_id == "b"]],
+        ...                                   ordered=False)
+        >>> with hosts.by_day() as days:
+        ...     print(days.ordered, [list(day["timestamp"].dt.strftime("%d %H:%M")) for day in days])
+        True [['01 23:00', '01 23:30'], ['02 00:00', '02 00:30']]
+        """
+        if self.ordered:
+            return self
+        where = tempfile.mkdtemp(prefix="gpucost-days-")
+        try:
+            pieces: dict[int, list[str]] = {}
+            tables = self.arrow_chunks() if self.is_plain() else \
+                (pa.Table.from_pandas(frame, preserve_index=False) for frame in self)
+            for k, table in enumerate(tables):
+                day = table.column("timestamp").to_numpy().astype("datetime64[D]").astype(np.int64)
+                order = np.argsort(day, kind="stable")
+                days, starts = np.unique(day[order], return_index=True)
+                for d, lo, hi in zip(days, starts, np.append(starts[1:], len(order))):
+                    path = os.path.join(where, f"{int(d)}-{k:06d}.arrow")
+                    _write(path, table.take(pa.array(order[lo:hi])))
+                    pieces.setdefault(int(d), []).append(path)
+                del table
+            # A day's pieces as one batch (an IPC file holds one dictionary per column).
+            frames = (pa.concat_tables([_read(path) for path in pieces[d]], promote_options="permissive",
+                                       memory_pool=_POOL).unify_dictionaries(_POOL).combine_chunks(_POOL)
+                      for d in sorted(pieces))
+            return UsageChunks.spill(frames, ordered=True)
+        finally:
+            shutil.rmtree(where, ignore_errors=True)
 
     def samples_per_resource(self) -> dict[str, int]:
         """Samples of each ``resource_id`` (before any :meth:`map`)."""
@@ -190,6 +230,15 @@ class UsageChunks:
 
     def __repr__(self) -> str:
         return f"UsageChunks({len(self):,} samples in {self.chunks} chunks; columns {', '.join(self.columns)})"
+
+
+def _write(path: str, table: pa.Table) -> None:
+    with pa.OSFile(path, "wb") as sink, pa.ipc.new_file(sink, table.schema, options=_LZ4) as writer:
+        writer.write_table(table)
+
+
+def _read(path: str) -> pa.Table:
+    return pa.ipc.open_file(pa.memory_map(path), memory_pool=_POOL).read_all()
 
 
 def _in(column: Any, names: set[str]) -> np.ndarray:

@@ -5,11 +5,13 @@ equal the in-memory path's, which reads every log at once."""
 
 from __future__ import annotations
 
+from io import StringIO
+
 import numpy as np
 import pandas as pd
 import pytest
 
-from gpucost import plan
+from gpucost import cli, plan
 from stream_cli import assert_same_showback, record_allocators, run_allocate, run_check
 
 START = pd.Timestamp("2026-03-01", tz="UTC")
@@ -74,3 +76,26 @@ def test_check_streams_the_logs_and_says_what_the_whole_read_says(config, capsys
     streamed = run_check(config, capsys)
     monkeypatch.setattr(plan, "streams", lambda p: False)
     assert streamed == run_check(config, capsys) and "samples" in streamed
+
+
+def test_idle_over_the_logs_cuts_them_into_days_and_finds_what_the_whole_read_finds(config, capsys, monkeypatch):
+    """A host's log a chunk goes back in time from host to host: the idle pass
+    gets the samples re-cut into UTC days (two here), not the logs whole."""
+    from gpucost import spill
+    cut = []
+    by_day = spill.UsageChunks.by_day
+    monkeypatch.setattr(spill.UsageChunks, "by_day", lambda self: cut.append(self.chunks) or by_day(self))
+
+    def run() -> str:
+        code = cli.main(["idle", "-c", str(config), "--format", "csv", "--decimals", "raw"])
+        out, err = capsys.readouterr()
+        assert code == 0, err
+        return out
+
+    streamed = run()
+    assert cut == [len(HOSTS)]
+    monkeypatch.setattr(plan, "streams", lambda p: False)
+    whole = run()
+    findings = pd.read_csv(StringIO(whole))
+    assert (findings["action"] == "right-size").any()  # GPU 1 free while GPU 0 works, the first 15 hours
+    assert streamed == whole

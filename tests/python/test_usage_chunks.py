@@ -95,11 +95,12 @@ def test_idle_spans_streamed_a_day_at_a_time_are_the_whole_reads(fleet, monkeypa
     assert streamed.diagnostics == whole.diagnostics
     same(gpucost.idle_policy(chunks, costs, inventory, interval=60),
          gpucost.idle_policy(usage, costs, inventory, interval=60))
-    # Chunks that may go back in time are read as one.
+    # Chunks that may go back in time (a host's log each, as nvidia-smi's) are cut into days first.
     added.clear()
-    with gpucost.UsageChunks.spill(list(chunks)[::-1], ordered=False) as backwards:
-        same(gpucost.find_idle(backwards, costs, inventory, interval=60).spans, whole.spans)
-    assert added == [True]
+    hosts = [usage[usage["resource_id"] == h] for h in reversed(inventory["resource_id"].unique())]
+    with gpucost.UsageChunks.spill(hosts, ordered=False) as by_host:
+        same(gpucost.find_idle(by_host, costs, inventory, interval=60).spans, whole.spans)
+    assert added == [False] * DAYS
 
 
 def test_the_utilisation_histogram_of_chunks_is_the_tables(fleet):

@@ -117,19 +117,25 @@ def _exempt_consumers(labels: pd.DataFrame, exempt_label: str | None, exempt_val
 
 def _run(usage, costs, inventory, workloads, threshold, window, resolution, interval, grace, exempt_label,
          exempt_values) -> tuple[dict, pd.DataFrame]:
-    """The C++ idle pass. Usage kept in chunks that never go back in time is
-    fed a chunk at a time (the pass keeps a few windows of grid per resource,
-    not the month); anything else is one chunk."""
+    """The C++ idle pass. Usage kept in chunks is fed a chunk at a time, in
+    time order (:meth:`UsageChunks.by_day` when the chunks may go back in
+    time): the pass keeps a few windows of grid per resource, not the
+    month. Anything else is one chunk."""
     labels = labels_frame(workloads)
     exempt = _exempt_consumers(labels, exempt_label, exempt_values)
     stream = _core.IdleStream(cost_columns(costs), inventory_columns(inventory), exempt, float(threshold),
                               seconds(window, "window"), seconds(resolution, "resolution"), float(interval),
                               seconds(grace, "grace"))
-    if isinstance(usage, UsageChunks) and usage.ordered:
-        for chunk in (usage.arrow_chunks() if usage.is_plain() else usage):
-            stream.add(usage_columns(chunk))
-    else:
+    if not isinstance(usage, UsageChunks):
         stream.add(usage_columns(usage), last=True)
+        return stream.finish(), labels
+    days = usage.by_day()
+    try:
+        for chunk in (days.arrow_chunks() if days.is_plain() else days):
+            stream.add(usage_columns(chunk))
+    finally:
+        if days is not usage:
+            days.close()
     return stream.finish(), labels
 
 
