@@ -1248,9 +1248,12 @@ def _apply_ceems(plan: SourcePlan, usage: pd.DataFrame) -> pd.DataFrame:
         return usage
     from gpucost.prometheus import read_ceems_gpu_map
     from gpucost.slurm import apply_gpu_map
-    maps = [read_ceems_gpu_map(group, timestamp=t, interval=ceems.options["interval"])
-            for t, group in _by_instant(ceems.files).items()]
-    return apply_gpu_map(usage, sources.concat_frames(maps) if len(maps) > 1 else maps[0])
+    # One read of every scrape (each with its instant) and answer: a mapping holds until its GPU's next one,
+    # at most the scrapes' spacing; read alone, each scrape would stand for the stated step or a minute.
+    instant_of = {path: t for t, group in _by_instant(ceems.files).items() for path in group}
+    files = list(instant_of)
+    return apply_gpu_map(usage, read_ceems_gpu_map(files, timestamp=[instant_of[f] for f in files],
+                                                   interval=ceems.options["interval"]))
 
 
 def _read_nvidia_smi(source: Source, reading: Reading, table: str) -> Iterator[pd.DataFrame]:

@@ -723,13 +723,14 @@ def read_dcgm_text(paths: Any, *, timestamp: Any = None, interval: Any = None, n
 
 
 def _scrape_instants(timestamp: Any, files: int) -> int | list[int] | None:
-    """``timestamp`` of :func:`read_dcgm_text` and :func:`read_jobstats`: None, one instant, or one per file."""
+    """``timestamp`` of :func:`read_dcgm_text` and :func:`read_jobstats`: None, one instant, or one per file
+    (None for a file whose points carry their own, a saved answer's)."""
     if timestamp is None:
         return None
     if isinstance(timestamp, (list, tuple, np.ndarray, pd.Index, pd.Series)):
         if len(timestamp) != files:
             raise InvalidInputError(f"parameter 'timestamp': {len(timestamp)} instants for {files} files")
-        return [to_ns(t, "timestamp") for t in timestamp]  # one per file
+        return [None if t is None else to_ns(t, "timestamp") for t in timestamp]  # one per file
     return to_ns(timestamp, "timestamp")
 
 

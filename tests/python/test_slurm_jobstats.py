@@ -392,3 +392,33 @@ def test_jobstats_without_uuid_or_name_labels_reads_empty_strings(tmp_path):
     usage = prometheus.read_jobstats(path, timestamp="2026-03-01 10:00", interval=30)
     assert list(usage["util"]) == [0.85, 0.40]
     assert list(usage["gpu_uuid"].astype(str)) == ["", ""] and list(usage["gpu_model"].astype(str)) == ["", ""]
+
+
+def test_ceems_scrapes_each_stand_for_their_spacing_not_a_minute(capsys, tmp_path):
+    """A directory of CEEMS scrapes every 5 minutes, taken 2 minutes after
+    DCGM's readings (separate scrape targets) and no stated step: each
+    scrape holds until the next (their spacing), so every DCGM reading finds
+    its job and the chargeback is the hand arithmetic's. Each scrape used to
+    be read alone and stand for 60 s: 4 of 5 readings were left free, the
+    jobs' dollars moved to idle, exit 0."""
+    config = write_month(tmp_path)
+    for path in tmp_path.glob("DCGM_FI_*.json"):
+        path.unlink()
+    write_dcgm(tmp_path, mapped=set())
+    answer = json.loads(write_ceems(tmp_path).read_text())
+    (tmp_path / "ceems.json").unlink()
+    scrapes: dict[int, list[str]] = {}
+    for series in answer["data"]["result"]:
+        labels = ",".join(f'{k}="{v}"' for k, v in series["metric"].items() if k != "__name__")
+        for t, value in series["values"]:
+            scrapes.setdefault(int(t) + 120, []).append(f"ceems_compute_unit_gpu_index_flag{{{labels}}} {value}")
+    (tmp_path / "ceems").mkdir()
+    first = min(scrapes)
+    for t in range(first, max(scrapes) + 1, STEP):  # every 5 minutes, empty when no job holds a GPU
+        name = pd.Timestamp(t, unit="s", tz="UTC").strftime("%Y%m%dT%H%M%SZ")
+        (tmp_path / "ceems" / f"ceems-{name}.prom").write_text("\n".join(scrapes.get(t, [])) + "\n")
+    config.write_text(config.read_text().replace("[sources]\n", '[sources]\nceems = "ceems/*.prom"\n'))
+    account, _ = cli_table(capsys, config, "project")
+    assert money(account, "project") == BY_ACCOUNT
+    code, out, _ = run(capsys, "check", "-c", config)
+    assert code == 0 and "2 by CEEMS, 3 placed in start order" in out  # as the saved answers give
