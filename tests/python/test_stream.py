@@ -326,3 +326,33 @@ def test_csv_blocks_parsed_side_by_side_equal_one_after_another(fleet, tmp_path)
     for threads in (1, 3):
         with pytest.raises(gpucost.InvalidInputError, match="Empty CSV file"):
             list(iter_chunks(str(path), threads=threads))
+
+
+def test_parquet_row_groups_in_time_order_stream_as_ordered_chunks(fleet, expected, tmp_path, monkeypatch):
+    """A table sorted by time in row groups (a lake's): its statistics say no
+    row group goes back in time, so it is read a row group at a time as
+    ordered chunks, untold; shuffled inside each group it still is, and a
+    file whose groups go back in time is read as before. Same numbers each time."""
+    seen = []
+    init = gpucost.Allocator.__init__
+    monkeypatch.setattr(gpucost.Allocator, "__init__",
+                        lambda self, *a, **kw: seen.append(kw.get("ordered_chunks")) or init(self, *a, **kw))
+    by_time = fleet.usage.sort_values("timestamp", kind="stable").reset_index(drop=True)
+    rng = np.random.default_rng(3)
+    inside = np.concatenate([i + rng.permutation(min(1_000, len(by_time) - i))
+                             for i in range(0, len(by_time), 1_000)])  # shuffled within each group of 1,000
+    groups = [np.arange(i, min(i + 1_000, len(by_time))) for i in range(0, len(by_time), 1_000)]
+    backwards = np.concatenate(groups[::-1])
+    for name, frame, ordered in [("sorted", by_time, True), ("inside", by_time.iloc[inside], True),
+                                 ("groups backwards", by_time.iloc[backwards], False)]:
+        path = tmp_path / f"{name}.parquet"
+        pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), path, row_group_size=1_000)
+        assert gpucost.chunks.parquet_in_time_order(path, 4_000) is ordered, name
+        seen.clear()
+        result = gpucost.allocate_stream(fleet.costs, path, fleet.inventory, fleet.workloads, chunk_rows=1_000,
+                                         **POLICY)
+        assert seen == [ordered], name
+        assert_frames_close(result, expected)
+    assert len(by_time) > 5_000  # several groups
+    # Groups bigger than 4 chunks are read in chunks, as before.
+    assert not gpucost.chunks.parquet_in_time_order(tmp_path / "sorted.parquet", 999)
