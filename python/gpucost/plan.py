@@ -757,6 +757,15 @@ def read_table(path: Path, name: str) -> pd.DataFrame:
     return _own_columns(frame, path)
 
 
+def table_in_time_order(path: Path, rows: int | None = None) -> bool:
+    """Whether gpucost's own usage table is Parquet whose row groups never go
+    back in time (:func:`gpucost.chunks.parquet_in_time_order`, groups of at
+    most 4 chunks): :func:`iter_table` then gives a row group a chunk, and
+    the stream's chunks are ordered."""
+    from gpucost.chunks import parquet_in_time_order
+    return parquet_in_time_order(str(path), 4 * (rows or _TABLE_CHUNK_ROWS))
+
+
 def iter_table(path: Path, name: str, rows: int | None = None) -> Iterator[pd.DataFrame]:
     """gpucost's own table ``rows`` rows at a time (default
     ``_TABLE_CHUNK_ROWS``): Parquet by record batches, CSV by pandas'
@@ -779,6 +788,10 @@ def iter_table(path: Path, name: str, rows: int | None = None) -> Iterator[pd.Da
         import pyarrow as pa
         import pyarrow.parquet as pq
         file = pq.ParquetFile(path)
+        if table_in_time_order(path, rows):  # whole row groups: chunks that never go back in time
+            for group in range(file.num_row_groups):
+                yield file.read_row_group(group).to_pandas()
+            return
         for batch in file.iter_batches(batch_size=rows):
             yield pa.Table.from_batches([batch], schema=file.schema_arrow).to_pandas()
         return
@@ -1575,14 +1588,16 @@ class UsageStream:
     step, else the first chunk's spacing; :meth:`usage` is an empty usage
     table whose ``attrs`` are what the whole table's would be (the chunks'
     reader reports merged), for the join report. ``ordered_chunks``: the
-    chunks never go back in time (saved answers' UTC days, in order), so an
+    chunks never go back in time (saved answers' UTC days, in order; a
+    Parquet usage table's row groups when their statistics say so), so an
     Allocator fed them may be told so and keep no record of earlier
-    chunks' rows; a usage table's rows come in no promised order."""
+    chunks' rows; a usage table's rows otherwise come in no promised order."""
 
     def __init__(self, plan: SourcePlan, source: Source, reading: Reading):
         self.plan, self.source, self.reading = plan, source, reading
         self.interval: float | None = plan.step
-        self.ordered_chunks = source.kind in ("query_range", "dcgm_text", "jobstats")
+        self.ordered_chunks = source.kind in ("query_range", "dcgm_text", "jobstats") or (
+            source.kind == "table" and table_in_time_order(source.files[0]))
         self.chunks = 0
         self._reports: list[dict] = []
         self._usage = pd.DataFrame()

@@ -167,3 +167,18 @@ def test_a_bad_value_in_a_later_chunk_names_the_same_line(tmp_path):
     with pytest.raises(gpucost.InvalidInputError) as streamed:
         list(plan.iter_table(path, "usage", rows=CHUNK))
     assert str(streamed.value) == str(whole.value) and f"line {2 * CHUNK + 7}" in str(whole.value)
+
+
+def test_a_parquet_table_in_time_order_streams_its_row_groups_as_ordered_chunks(tmp_path, capsys, monkeypatch,
+                                                                                 small_chunks):
+    """The same month sorted by time (a lake's table): its row groups'
+    statistics say the chunks never go back in time, so the Allocator is
+    told so and gets a row group a chunk; the numbers are the whole read's."""
+    config = write(tmp_path, samples(True).sort_values("timestamp", kind="stable"), "usage.parquet")
+    streamed, streamed_err = run(config, capsys)
+    assert small_chunks["ordered"] == [True]
+    assert set(small_chunks["added"][:-1]) == {2 * CHUNK}  # row groups, not CHUNK-row batches
+    monkeypatch.setattr(plan, "streams", lambda p: False)
+    whole, whole_err = run(config, capsys)
+    assert streamed_err == whole_err
+    equal(streamed, whole)
