@@ -89,6 +89,21 @@ def cli_allocate(files: list[str], threads: int):
     return table[["consumer", "gpu_hours", "cost"]], len(table)
 
 
+def python_stream(files: list[str], threads: int):
+    """What the CLI does, from Python: the days of ``iter_query_range`` fed to
+    ``allocate_stream`` in time order, over the config's costs and inventory."""
+    import pandas as pd
+    import gpucost
+    folder = Path(files[0]).parent
+    days = gpucost.prometheus.iter_query_range(files, step=60, basis="allocated", threads=threads)
+    table = gpucost.allocate_stream(pd.read_csv(folder / "costs.csv", parse_dates=["start", "end"]), days,
+                                    pd.read_csv(folder / "inventory.csv"), interval=60, threads=threads,
+                                    ordered_chunks=True)
+    table = table.assign(consumer=table["consumer"].astype(str))[["consumer", "gpu_hours", "cost"]]
+    table.attrs = {}  # the join report is not what is compared
+    return table, len(table)
+
+
 def cli_command(command: str, files: list[str], threads: int):
     """``gpucost report`` or an analysis (``gpucost idle``) over the month's config; the report's data
     tables are written beside its HTML (``--xlsx`` is not asked: the workbook is not what is measured)."""
@@ -222,6 +237,7 @@ RUNS = {
     "duckdb": duckdb_sums,
     "polars": polars_sums,
     "cli": cli_allocate,
+    "python_stream": python_stream,
     "cli_report": lambda f, t: cli_command("report", f, t),
     "cli_idle": lambda f, t: cli_command("idle", f, t),
 }
@@ -293,6 +309,7 @@ def main() -> None:
                 table = pd.read_parquet(out)
                 tables[name] = table.sort_values(KEYS if "resource_id" in table else "consumer").reset_index(drop=True)
     reference = tables.get("gpucost")
+    cli_table = tables.get("cli")
     if reference is not None and "cli" in tables:  # the CLI's GPU-hours per pod are gpucost's sums
         cli_hours = tables.pop("cli").set_index("consumer")["gpu_hours"]
         cli_hours = cli_hours[~cli_hours.index.str.startswith("__")]  # pods; idle also counts billed time unsampled
@@ -302,6 +319,14 @@ def main() -> None:
                   .sort_values("d").to_string())
             raise AssertionError("cli: GPU-hours differ from gpucost's sums")
         print(f"cli: {len(cli_hours)} consumers' GPU-hours checked against gpucost's sums")
+    if "python_stream" in tables and cli_table is not None:  # from Python the CLI's showback, to the cent
+        streamed = tables.pop("python_stream").set_index("consumer")
+        same = cli_table.set_index("consumer").reindex(streamed.index)
+        if not np.allclose(streamed[["gpu_hours", "cost"]], same[["gpu_hours", "cost"]], rtol=1e-9, atol=1e-9):
+            raise AssertionError("python_stream: the showback differs from the CLI's")
+        print(f"python_stream: {len(streamed)} consumers' GPU-hours and dollars checked against the CLI's")
+    tables.pop("cli", None)
+    tables.pop("python_stream", None)
     for name, table in tables.items():
         if reference is None or name == "gpucost":
             continue
