@@ -820,33 +820,38 @@ absl::Status IdleStream::Add(const SampleColumns& samples, bool last) {
                            SampleReader::Create(samples, st.index, st.options.interval_seconds));
   GPUCOST_ASSIGN_OR_RETURN(DeviceRows rows, analyses_internal::GroupByDevice(reader, st.index));
   const auto n = static_cast<int64_t>(reader.size());
-  // Every row has an instant (GroupByDevice checked), and a unit's scaling keeps the order.
-  int64_t lo = std::numeric_limits<int64_t>::max(), hi = std::numeric_limits<int64_t>::min();
-  for (const int64_t t : samples.timestamp) {
-    lo = std::min(lo, t);
-    hi = std::max(hi, t);
-  }
-  if (n > 0 && ToNanos(lo, samples.time_unit) < st.newest) {
-    for (int64_t i = 0; i < n; ++i) {
-      const int64_t start = reader.start(i);
-      if (start >= st.newest) continue;
-      return RowError(analyses_internal::kUsage, i, "timestamp",
-                      absl::StrCat(absl::FormatTime("%Y-%m-%dT%H:%M:%E*SZ", absl::FromUnixNanos(start),
-                                                    absl::UTCTimeZone()),
-                                   " is before the newest sample of an earlier chunk (",
-                                   absl::FormatTime("%Y-%m-%dT%H:%M:%E*SZ", absl::FromUnixNanos(st.newest),
-                                                    absl::UTCTimeZone()),
-                                   "): idle detection takes chunks in time order"));
+  int64_t newest = st.newest;
+  if (last && st.newest == std::numeric_limits<int64_t>::min()) {
+    st.chunk_end = std::numeric_limits<int64_t>::max();  // one chunk: no order to check, every bin decided now
+  } else if (n > 0) {
+    // Every row has an instant (GroupByDevice checked), and a unit's scaling keeps the order.
+    int64_t lo = std::numeric_limits<int64_t>::max(), hi = std::numeric_limits<int64_t>::min();
+    for (const int64_t t : samples.timestamp) {
+      lo = std::min(lo, t);
+      hi = std::max(hi, t);
     }
+    if (ToNanos(lo, samples.time_unit) < st.newest) {
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t start = reader.start(i);
+        if (start >= st.newest) continue;
+        return RowError(analyses_internal::kUsage, i, "timestamp",
+                        absl::StrCat(absl::FormatTime("%Y-%m-%dT%H:%M:%E*SZ", absl::FromUnixNanos(start),
+                                                      absl::UTCTimeZone()),
+                                     " is before the newest sample of an earlier chunk (",
+                                     absl::FormatTime("%Y-%m-%dT%H:%M:%E*SZ", absl::FromUnixNanos(st.newest),
+                                                      absl::UTCTimeZone()),
+                                     "): idle detection takes chunks in time order"));
+      }
+    }
+    int64_t longest = std::llround(st.options.interval_seconds * 1e9);
+    if (samples.duration.has_value()) {
+      longest = 0;
+      for (const int64_t duration : *samples.duration) longest = std::max(longest, duration);
+      longest = ToNanos(longest, samples.time_unit);
+    }
+    newest = std::max(st.newest, ToNanos(hi, samples.time_unit));
+    st.chunk_end = std::max(st.chunk_end, newest + longest);
   }
-  int64_t longest = std::llround(st.options.interval_seconds * 1e9);
-  if (samples.duration.has_value()) {
-    longest = 0;
-    for (const int64_t duration : *samples.duration) longest = std::max(longest, duration);
-    longest = ToNanos(longest, samples.time_unit);
-  }
-  const int64_t newest = n > 0 ? std::max(st.newest, ToNanos(hi, samples.time_unit)) : st.newest;
-  if (n > 0) st.chunk_end = std::max(st.chunk_end, newest + longest);
   const std::vector<int32_t> ids = st.Consumers(reader);
   const ChunkRows chunk{reader, rows, ids};
   IdleDiagnostics& diag = st.out.diagnostics;
@@ -904,26 +909,29 @@ absl::StatusOr<IdleResult> IdleStream::Finish() && {
   };
   std::vector<int64_t> order(s.size());
   for (size_t k = 0; k < order.size(); ++k) order[k] = static_cast<int64_t>(k);
-  std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+  auto span_before = [&](int64_t a, int64_t b) {
     return std::tuple(s.resource[a], group(a), s.start[a]) < std::tuple(s.resource[b], group(b), s.start[b]);
-  });
-  std::vector<int64_t> renumber(s.size());
-  IdleSpans spans;
-  for (int64_t k : order) {
-    renumber[k] = static_cast<int64_t>(spans.size());
-    spans.resource.push_back(s.resource[k]);
-    spans.device.push_back(s.device[k]);
-    spans.devices.push_back(s.devices[k]);
-    spans.kind.push_back(s.kind[k]);
-    spans.start.push_back(s.start[k]);
-    spans.end.push_back(s.end[k]);
-    spans.busy_ns.push_back(s.busy_ns[k]);
-    spans.observed_ns.push_back(s.observed_ns[k]);
-  }
-  out.spans = std::move(spans);
-  // Holders in (span, consumer) order.
+  };
   IdleHolders& h = out.holders;
-  for (int64_t& span : h.span) span = renumber[span];
+  if (!std::is_sorted(order.begin(), order.end(), span_before)) {  // one chunk decided at once is in order
+    std::sort(order.begin(), order.end(), span_before);
+    std::vector<int64_t> renumber(s.size());
+    IdleSpans spans;
+    for (int64_t k : order) {
+      renumber[k] = static_cast<int64_t>(spans.size());
+      spans.resource.push_back(s.resource[k]);
+      spans.device.push_back(s.device[k]);
+      spans.devices.push_back(s.devices[k]);
+      spans.kind.push_back(s.kind[k]);
+      spans.start.push_back(s.start[k]);
+      spans.end.push_back(s.end[k]);
+      spans.busy_ns.push_back(s.busy_ns[k]);
+      spans.observed_ns.push_back(s.observed_ns[k]);
+    }
+    out.spans = std::move(spans);
+    for (int64_t& span : h.span) span = renumber[span];
+  }
+  // Holders in (span, consumer) order.
   std::vector<uint32_t> rows(h.size());
   for (uint32_t k = 0; k < rows.size(); ++k) rows[k] = k;
   std::sort(rows.begin(), rows.end(), [&](uint32_t a, uint32_t b) {
@@ -939,6 +947,7 @@ absl::StatusOr<IdleResult> IdleStream::Finish() && {
   out.holders = std::move(holders);
   // Decisions per resource, each in time order.
   PolicyDecisions& p = out.decisions;
+  if (std::is_sorted(p.resource.begin(), p.resource.end())) return out;
   std::vector<int64_t> by(p.size());
   for (size_t k = 0; k < by.size(); ++k) by[k] = static_cast<int64_t>(k);
   std::stable_sort(by.begin(), by.end(), [&](int64_t a, int64_t b) { return p.resource[a] < p.resource[b]; });

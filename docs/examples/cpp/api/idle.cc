@@ -1,8 +1,10 @@
 // gpucost/analyses/idle.h by example: idle spans and the idle-termination
 // policy on a node whose GPUs go quiet (run by ctest as cpp_example_idle).
 #include <cstdio>
+#include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "example_check.h"
@@ -91,5 +93,36 @@ int main() {
   for (size_t i = 0; i < exempted->decisions.size(); ++i)
     CHECK(exempted->decisions.decision[i] != static_cast<int8_t>(gpucost::PolicyDecision::kTerminate));
   // [PolicyDecisions]
+
+  // [IdleStream]
+  // The same samples a chunk at a time (a day each, in a month's run), in
+  // time order: the first three hours, then the last three. Bins are
+  // decided as no later chunk can reach them; the spans are FindIdle's.
+  const size_t half = ts.size() / 2;  // the rows before 03:00
+  auto rows = [&](size_t from, size_t to) {
+    return gpucost::SampleColumns{
+        .timestamp = std::span<const int64_t>(ts).subspan(from, to - from),
+        .resource_id = {std::span<const int32_t>(sample_resource.codes).subspan(from, to - from),
+                        sample_resource.value_views},
+        .device = std::span<const int32_t>(device).subspan(from, to - from),
+        .consumer = {std::span<const int32_t>(consumer.codes).subspan(from, to - from), consumer.value_views},
+        .share = std::span<const double>(share).subspan(from, to - from),
+        .util = std::span<const double>(util).subspan(from, to - from),
+        .mem_used = std::span<const double>(mem).subspan(from, to - from)};
+  };
+  absl::StatusOr<gpucost::IdleStream> stream = gpucost::IdleStream::Create(costs, inventory, /*exempt=*/{}, options);
+  CHECK_OK(stream);
+  CHECK_OK(stream->Add(rows(0, half)));
+  CHECK_OK(stream->Add(rows(half, ts.size())));
+  absl::StatusOr<gpucost::IdleResult> streamed = std::move(*stream).Finish();
+  CHECK_OK(streamed);
+  CHECK(streamed->spans.start == spans.start && streamed->spans.end == spans.end &&
+        streamed->spans.kind == spans.kind && streamed->decisions.time == decisions.time);
+  // A chunk that goes back in time is refused, naming its row.
+  absl::StatusOr<gpucost::IdleStream> backwards = gpucost::IdleStream::Create(costs, inventory, {}, options);
+  CHECK_OK(backwards);
+  CHECK_OK(backwards->Add(rows(half, ts.size())));
+  CHECK(!backwards->Add(rows(0, half)).ok());
+  // [IdleStream]
   return 0;
 }
