@@ -130,6 +130,8 @@ py::dict DcgmResult(DcgmUsage&& u) {
   out["mem_copy_util"] = MoveToNumpy(std::move(u.mem_copy_util));
   out["power_w"] = MoveToNumpy(std::move(u.power_w));
   out["mem_free"] = MoveToNumpy(std::move(u.mem_free));
+  // Only where some sample's utilisation is not measured: no column otherwise.
+  if (u.diagnostics.samples_without_util > 0) out["util_measured"] = MoveToNumpy(std::move(u.util_measured));
   const DcgmDiagnostics& d = u.diagnostics;
   py::dict diag;
   diag["units"] = std::string(DcgmUnitsName(d.units));

@@ -60,10 +60,13 @@ class TelemetrySummary:
     first: pd.Timestamp | None = None
     last: pd.Timestamp | None = None
     durations: bool = False
+    unmeasured: int = 0  # samples without a utilisation field (a reader's util_measured False)
 
     def add(self, usage: pd.DataFrame) -> None:
         self.samples += len(usage)
         self.durations |= "duration" in usage.columns
+        if "util_measured" in usage.columns:
+            self.unmeasured += int((~usage["util_measured"].fillna(True).to_numpy(dtype=bool)).sum())
         if not len(usage):
             return
         keys = usage[["resource_id", "device", "consumer"]].drop_duplicates()
@@ -100,6 +103,10 @@ def _source_lines(tables: Any, names: dict, interval: Any, stated: bool,
     span = f"{t.first:%Y-%m-%d %H:%M} .. {t.last:%Y-%m-%d %H:%M} UTC" if t.samples else "no samples"
     lines.append(f"  telemetry  {names.get('telemetry', 'usage')}: {t.samples:,} samples in {len(t.series):,} "
                  f"series, {span}, {spacing}")
+    if t.unmeasured:  # a note: the allocated basis is right; utilisation, idle and effective GPU-hours are not read
+        lines.append(f"             {t.unmeasured:,} of them without a utilisation field (MIG instances without "
+                     "DCGM_FI_PROF_GR_ENGINE_ACTIVE, or no utilisation metric): util read as 0 in effective "
+                     "GPU-hours, left out of idle detection")
     inv = tables.inventory
     lines.append(f"  inventory  {inv['resource_id'].nunique():,} GPU resources, {len(inv):,} GPUs")
     if tables.workloads is not None:

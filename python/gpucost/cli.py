@@ -610,16 +610,18 @@ def _chunked_tables(config: Config, args) -> Tables:
 
 @contextlib.contextmanager
 def _reader_warnings(config: Config, args):
-    """The readers' JoinWarnings as ``warning:`` lines on stderr, after the
-    reading; under --strict, exit 2."""
+    """The readers' (and the analyses') JoinWarnings as ``warning:`` lines on
+    stderr, each once, after the work; under --strict, exit 2."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", gpucost.JoinWarning)
         yield
-    said = False
+    said: set[str] = set()
     for w in caught:
         if issubclass(w.category, gpucost.JoinWarning):
-            print(f"gpucost {args.command}: warning: {cli_message(str(w.message))}", file=sys.stderr)
-            said = True
+            message = cli_message(str(w.message))
+            if message not in said:  # the same input seen by several passes (a report's allocations)
+                print(f"gpucost {args.command}: warning: {message}", file=sys.stderr)
+                said.add(message)
         else:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     if said and config.policy.get("strict", False):
@@ -853,10 +855,11 @@ def cmd_report(args: argparse.Namespace) -> int:
     policy = _policy(config, tables)
     by = _by(config, ["team", "project"])
     attributed = bool(config.attribution.get("tag") or config.attribution.get("shared"))
-    report = gpucost.report(tables.costs, tables.usage, tables.inventory, tables.workloads,
-                            path=None, title=title, by=by, bill=tables.bill,
-                            budgets=tables.budgets, interruptions=tables.interruptions, rates=tables.rates,
-                            existing=tables.existing, today=config.budgets.get("today"), **policy)
+    with _reader_warnings(config, args):
+        report = gpucost.report(tables.costs, tables.usage, tables.inventory, tables.workloads,
+                                path=None, title=title, by=by, bill=tables.bill,
+                                budgets=tables.budgets, interruptions=tables.interruptions, rates=tables.rates,
+                                existing=tables.existing, today=config.budgets.get("today"), **policy)
     _check_join(None, tables, config, args, report=report.join)
     if attributed:
         _attribution_section(report, config, tables, by, policy, title)
@@ -907,10 +910,11 @@ def cmd_analysis(args: argparse.Namespace) -> int:
         raise UsageError("gpucost advise needs purchase options: --rates FILE or rates in [sources]")
     _check_join(None, tables, config, args)
     _give_back_freed_memory()  # the quiet allocation's buffers, before the analysis' own
-    result = analysis(key, tables.costs, tables.usage, tables.inventory, tables.workloads, bill=tables.bill,
-                      budgets=tables.budgets, interruptions=tables.interruptions, rates=tables.rates,
-                      existing=tables.existing, today=config.budgets.get("today"),
-                      by=_by(config, ["team", "project"]), **_policy(config, tables))
+    with _reader_warnings(config, args):
+        result = analysis(key, tables.costs, tables.usage, tables.inventory, tables.workloads, bill=tables.bill,
+                          budgets=tables.budgets, interruptions=tables.interruptions, rates=tables.rates,
+                          existing=tables.existing, today=config.budgets.get("today"),
+                          by=_by(config, ["team", "project"]), **_policy(config, tables))
     _write(args, result, tables)
     return EXIT_OK
 

@@ -632,7 +632,7 @@ def usage_frame(raw: dict) -> pd.DataFrame:
         "timestamp": pd.DatetimeIndex(raw["timestamp"].view("datetime64[ns]")).tz_localize("UTC"),
     }
     order = ["resource_id", "device", "consumer", "share", "util", "mem_used", "duration", "node", "gpu_uuid",
-             "gpu_model", "mig_profile", "tensor_active", "mem_copy_util", "power_w", "mem_free"]
+             "gpu_model", "mig_profile", "tensor_active", "mem_copy_util", "power_w", "mem_free", "util_measured"]
     for name in order:
         if name not in raw:
             continue
@@ -643,6 +643,8 @@ def usage_frame(raw: dict) -> pd.DataFrame:
             columns[name] = value / 1e9
         elif name == "power_w" and np.isnan(value).all():
             continue  # the source logged no power: no column, so no energy columns (docs/semantics.md, 9)
+        elif name == "util_measured":  # only where some utilisation was not: False there (util read as 0)
+            columns[name] = value.astype(bool)
         else:
             columns[name] = value
     frame = pd.DataFrame(columns, copy=False)

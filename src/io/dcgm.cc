@@ -852,6 +852,7 @@ absl::StatusOr<DcgmUsage> DcgmToUsage(const PromSamples& s, const DcgmOptions& o
                                       &out.power_w, &out.mem_free}) {
     column->reserve(n_obs);
   }
+  out.util_measured.reserve(n_obs);
   u.timestamp.reserve(n_obs);
   u.device.reserve(n_obs);
   u.resource_id.codes.reserve(n_obs);
@@ -940,6 +941,7 @@ absl::StatusOr<DcgmUsage> DcgmToUsage(const PromSamples& s, const DcgmOptions& o
       out.power_w.push_back(obs.Field(o, DcgmField::kPowerUsage));
       if (energy_seen) energy_mj.push_back(obs.Field(o, DcgmField::kTotalEnergy));
       out.mem_free.push_back(obs.Field(o, DcgmField::kFbFree));
+      out.util_measured.push_back(util_expected ? 1 : 0);
       if (id.mig) ++diag.samples_mig;
       if (k > 1) ++diag.samples_time_sliced;
     }

@@ -121,6 +121,15 @@ def test_an_analysis_read_a_day_at_a_time_is_the_analysis_read_whole(month, caps
     whole = run()
     assert len(pd.read_csv(StringIO(whole[0]))) > 0
     assert streamed == whole
+    if command == "idle":  # the MIG nodes print no GR_ENGINE_ACTIVE: left out of idle detection, and said
+        assert "gpucost idle: warning: " in streamed[1] and "without a utilisation field" in streamed[1]
+        assert streamed[1].count("without a utilisation field") == 1
+
+
+def test_check_says_how_many_samples_have_no_utilisation(month, capsys):
+    code = cli.main(["check", "-c", str(month / "gpucost.toml")])
+    out = capsys.readouterr().out
+    assert code == 0 and re.search(r"[\d,]+ of them without a utilisation field \(MIG instances", out)
 
 
 def test_an_unstated_step_streams_with_the_first_days_spacing(month, monkeypatch):

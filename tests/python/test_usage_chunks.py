@@ -68,6 +68,8 @@ def test_an_allocation_of_chunks_is_the_allocation_of_the_table(fleet, policy):
     assert streamed.attrs["diagnostics"] == whole.attrs["diagnostics"]
 
 
+# The fleet's MIG node has no DCGM_FI_PROF_GR_ENGINE_ACTIVE: find_idle says so (the next test checks it).
+@pytest.mark.filterwarnings("ignore:.*without a utilisation field:gpucost.errors.JoinWarning")
 def test_idle_spans_streamed_a_day_at_a_time_are_the_whole_reads(fleet, monkeypatch):
     usage, chunks, costs, inventory = fleet
     whole = gpucost.find_idle(usage, costs, inventory, interval=60)
@@ -101,6 +103,25 @@ def test_idle_spans_streamed_a_day_at_a_time_are_the_whole_reads(fleet, monkeypa
     with gpucost.UsageChunks.spill(hosts, ordered=False) as by_host:
         same(gpucost.find_idle(by_host, costs, inventory, interval=60).spans, whole.spans)
     assert added == [False] * DAYS
+
+
+def test_mig_instances_without_a_utilisation_field_are_never_idle_and_said(fleet):
+    """The MIG node's instances print memory only (no GR_ENGINE_ACTIVE): the
+    reader marks their samples (``util_measured`` False, util 0), find_idle
+    leaves that time out (no release or right-size span on them, no dollars
+    wasted: the whole node is "no telemetry") and warns naming the GPUs;
+    whole GPUs keep their findings."""
+    usage, chunks, costs, inventory = fleet
+    mig = usage.loc[usage["mig_profile"].astype(str) != "", "resource_id"].astype(str).unique()
+    assert len(mig) == 1 and not usage.loc[usage["resource_id"] == mig[0], "util_measured"].any()
+    assert usage.loc[usage["resource_id"] != mig[0], "util_measured"].all()
+    for data in (usage, chunks):
+        with pytest.warns(gpucost.JoinWarning, match=rf"2 GPUs \({mig[0]} GPU 0, {mig[0]} GPU 1\) have samples "
+                                                     "without a utilisation field"):
+            report = gpucost.find_idle(data, costs, inventory, interval=60)
+        on_mig = report.findings[report.findings["resource_id"] == mig[0]]
+        assert set(on_mig["action"]) == {"no telemetry"} and on_mig["dollars_wasted"].sum() == 0
+        assert (report.findings.loc[report.findings["resource_id"] != mig[0], "dollars_wasted"] > 0).any()
 
 
 def test_the_utilisation_histogram_of_chunks_is_the_tables(fleet):

@@ -211,6 +211,10 @@ struct DcgmUsage {
   UsageSamples samples;
   EncodedStrings node, gpu_uuid, gpu_model, mig_profile;
   std::vector<double> tensor_active, mem_copy_util, power_w, mem_free;
+  // 0 where the input has no utilisation field for the GPU (util read as 0,
+  // counted in samples_without_util: a MIG instance without
+  // DCGM_FI_PROF_GR_ENGINE_ACTIVE, holder-only telemetry), else 1.
+  std::vector<uint8_t> util_measured;
   DcgmDiagnostics diagnostics;
 
   [[nodiscard]] size_t size() const { return samples.size(); }

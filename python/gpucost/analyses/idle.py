@@ -9,11 +9,14 @@ hands each decision to a callback of yours. gpucost never calls a cloud API.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from gpucost import _core
 from gpucost.allocation import cost_columns, inventory_columns, usage_columns
@@ -30,6 +33,7 @@ from gpucost.analyses._common import (
 )
 from gpucost.analyses._tables import frame, instants_ns, strings
 from gpucost.model import CostDriver, Purchase
+from gpucost.errors import JoinWarning
 from gpucost.frames import str_isin
 from gpucost.prometheus import to_ns
 from gpucost.spill import UsageChunks
@@ -126,17 +130,53 @@ def _run(usage, costs, inventory, workloads, threshold, window, resolution, inte
     stream = _core.IdleStream(cost_columns(costs), inventory_columns(inventory), exempt, float(threshold),
                               seconds(window, "window"), seconds(resolution, "resolution"), float(interval),
                               seconds(grace, "grace"))
+    unmeasured: set = set()
     if not isinstance(usage, UsageChunks):
-        stream.add(usage_columns(usage), last=True)
-        return stream.finish(), labels
-    days = usage.by_day()
-    try:
-        for chunk in (days.arrow_chunks() if days.is_plain() else days):
-            stream.add(usage_columns(chunk))
-    finally:
-        if days is not usage:
-            days.close()
+        stream.add(usage_columns(_utilisation_measured(usage, unmeasured)), last=True)
+    else:
+        days = usage.by_day()
+        try:
+            for chunk in (days.arrow_chunks() if days.is_plain() else days):
+                stream.add(usage_columns(_utilisation_measured(chunk, unmeasured)))
+        finally:
+            if days is not usage:
+                days.close()
+    if unmeasured:
+        warnings.warn(JoinWarning(
+            f"{len(unmeasured):,} GPUs ({_first_gpus(unmeasured)}) have samples without a utilisation field "
+            "(MIG instances without DCGM_FI_PROF_GR_ENGINE_ACTIVE, or telemetry with no utilisation metric): "
+            "that time is left out of idle detection, neither idle nor busy (shown as no telemetry where a whole "
+            "resource has none); export DCGM_FI_PROF_GR_ENGINE_ACTIVE to measure it"), stacklevel=3)
     return stream.finish(), labels
+
+
+def _utilisation_measured(usage: Any, unmeasured: set) -> Any:
+    """The samples whose utilisation was measured (a reader's ``util_measured``
+    column, where it has one: util 0 stands for "not measured" there, not
+    for idle); the GPUs of the others are added to ``unmeasured``. A pandas
+    or Arrow table; anything else is passed on as it is."""
+    if isinstance(usage, pd.DataFrame):
+        if "util_measured" not in usage.columns:
+            return usage
+        missing = ~usage["util_measured"].fillna(True).to_numpy(dtype=bool)
+        if missing.any():
+            gone = usage.loc[missing, ["resource_id", "device"]].drop_duplicates()
+            unmeasured.update(zip(gone["resource_id"].astype(str), gone["device"].astype(int)))
+            return usage[~missing]
+        return usage
+    if not isinstance(usage, pa.Table) or "util_measured" not in usage.column_names:
+        return usage  # gpucost's readers give pandas (or chunks of Arrow); other tables have no such column
+    measured = pc.fill_null(usage.column("util_measured"), True)
+    if pc.all(measured).as_py():
+        return usage
+    gone = usage.filter(pc.invert(measured)).select(["resource_id", "device"]).to_pandas().drop_duplicates()
+    unmeasured.update(zip(gone["resource_id"].astype(str), gone["device"].astype(int)))
+    return usage.filter(measured)
+
+
+def _first_gpus(gpus: set) -> str:
+    names = [f"{r} GPU {d}" for r, d in sorted(gpus)[:3]]
+    return ", ".join(names) + (", ..." if len(gpus) > 3 else "")
 
 
 def _device_spans(raw: dict) -> pd.DataFrame:
