@@ -61,8 +61,11 @@ class TelemetrySummary:
     last: pd.Timestamp | None = None
     durations: bool = False
     unmeasured: int = 0  # samples without a utilisation field (a reader's util_measured False)
+    spacing: float | None = None  # the reader's spacing of the series (saved answers), from the first chunk
 
     def add(self, usage: pd.DataFrame) -> None:
+        if self.spacing is None:
+            self.spacing = (usage.attrs.get("telemetry") or {}).get("spacing_seconds")
         self.samples += len(usage)
         self.durations |= "duration" in usage.columns
         if "util_measured" in usage.columns:
@@ -107,6 +110,12 @@ def _source_lines(tables: Any, names: dict, interval: Any, stated: bool,
         lines.append(f"             {t.unmeasured:,} of them without a utilisation field (MIG instances without "
                      "DCGM_FI_PROF_GR_ENGINE_ACTIVE, or no utilisation metric): util read as 0 in effective "
                      "GPU-hours, left out of idle detection")
+    if stated and interval is not None and t.durations and t.spacing and \
+            abs(float(t.spacing) - float(interval)) > 0.01 * float(interval):
+        # A note, not a problem: each sample counts its own spacing; the step is only checked within 2x.
+        lines.append(f"             the step stated is {float(interval):g} s, the series are spaced "
+                     f"{float(t.spacing):g} s: each sample counts the gap to its series' next (the data's "
+                     "spacing); the step only checks it (within 2x)")
     inv = tables.inventory
     lines.append(f"  inventory  {inv['resource_id'].nunique():,} GPU resources, {len(inv):,} GPUs")
     if tables.workloads is not None:

@@ -164,3 +164,17 @@ def test_the_daily_chart_makes_no_empty_bar_and_keeps_every_bars_axes():
     bars = sorted((p.get_x(), p.get_y(), p.get_height()) for p in ax.patches if p.get_height())
     assert bars == sorted((p.get_x(), p.get_y(), p.get_height()) for p in every.patches if p.get_height())
     assert len(ax.patches) < len(every.patches) / 2
+
+
+def test_check_notes_a_stated_step_the_answers_do_not_have(month, capsys):
+    """step = 45 over answers at 60 s: each sample counts its own gap, so the
+    numbers do not change (the step is only checked within 2x), and check
+    says so, exit 0: a note, not a problem."""
+    config = month / "step45.toml"
+    config.write_text((month / "gpucost.toml").read_text().replace("step = 60", "step = 45"))
+    assert "step = 45" in config.read_text()
+    code = cli.main(["check", "-c", str(config)])
+    out = capsys.readouterr().out
+    assert code == 0 and "the step stated is 45 s, the series are spaced 60 s" in out
+    code = cli.main(["check", "-c", str(month / "gpucost.toml")])
+    assert code == 0 and "the step stated" not in capsys.readouterr().out
