@@ -21,6 +21,7 @@
 #include <limits>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -46,6 +47,18 @@ struct Interval {
 };
 
 int64_t FloorDiv(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0)) ? 1 : 0); }
+
+// Each column's values in `order` (row indices).
+template <typename... Column>
+void Reorder(const std::vector<int64_t>& order, Column&... columns) {
+  auto one = [&](auto& column) {
+    std::remove_reference_t<decltype(column)> out;
+    out.reserve(order.size());
+    for (int64_t k : order) out.push_back(column[k]);
+    column = std::move(out);
+  };
+  (one(columns), ...);
+}
 
 absl::Status CheckOptions(const IdleOptions& o) {
   if (!(o.threshold >= 0.0 && o.threshold <= 1.0)) {
@@ -916,51 +929,25 @@ absl::StatusOr<IdleResult> IdleStream::Finish() && {
   if (!std::is_sorted(order.begin(), order.end(), span_before)) {  // one chunk decided at once is in order
     std::sort(order.begin(), order.end(), span_before);
     std::vector<int64_t> renumber(s.size());
-    IdleSpans spans;
-    for (int64_t k : order) {
-      renumber[k] = static_cast<int64_t>(spans.size());
-      spans.resource.push_back(s.resource[k]);
-      spans.device.push_back(s.device[k]);
-      spans.devices.push_back(s.devices[k]);
-      spans.kind.push_back(s.kind[k]);
-      spans.start.push_back(s.start[k]);
-      spans.end.push_back(s.end[k]);
-      spans.busy_ns.push_back(s.busy_ns[k]);
-      spans.observed_ns.push_back(s.observed_ns[k]);
-    }
-    out.spans = std::move(spans);
+    for (size_t k = 0; k < order.size(); ++k) renumber[order[k]] = static_cast<int64_t>(k);
+    Reorder(order, s.resource, s.device, s.devices, s.kind, s.start, s.end, s.busy_ns, s.observed_ns);
     for (int64_t& span : h.span) span = renumber[span];
   }
   // Holders in (span, consumer) order.
-  std::vector<uint32_t> rows(h.size());
-  for (uint32_t k = 0; k < rows.size(); ++k) rows[k] = k;
-  std::sort(rows.begin(), rows.end(), [&](uint32_t a, uint32_t b) {
+  std::vector<int64_t> rows(h.size());
+  for (size_t k = 0; k < rows.size(); ++k) rows[k] = static_cast<int64_t>(k);
+  std::sort(rows.begin(), rows.end(), [&](int64_t a, int64_t b) {
     return h.span[a] != h.span[b] ? h.span[a] < h.span[b] : h.consumer[a] < h.consumer[b];
   });
-  IdleHolders holders;
-  for (uint32_t k : rows) {
-    holders.span.push_back(h.span[k]);
-    holders.consumer.push_back(h.consumer[k]);
-    holders.held_ns.push_back(h.held_ns[k]);
-    holders.used_ns.push_back(h.used_ns[k]);
-  }
-  out.holders = std::move(holders);
+  Reorder(rows, h.span, h.consumer, h.held_ns, h.used_ns);
   // Decisions per resource, each in time order.
   PolicyDecisions& p = out.decisions;
-  if (std::is_sorted(p.resource.begin(), p.resource.end())) return out;
-  std::vector<int64_t> by(p.size());
-  for (size_t k = 0; k < by.size(); ++k) by[k] = static_cast<int64_t>(k);
-  std::stable_sort(by.begin(), by.end(), [&](int64_t a, int64_t b) { return p.resource[a] < p.resource[b]; });
-  PolicyDecisions decisions;
-  for (int64_t k : by) {
-    decisions.resource.push_back(p.resource[k]);
-    decisions.time.push_back(p.time[k]);
-    decisions.decision.push_back(p.decision[k]);
-    decisions.window_start.push_back(p.window_start[k]);
-    decisions.util.push_back(p.util[k]);
-    decisions.until.push_back(p.until[k]);
+  if (!std::is_sorted(p.resource.begin(), p.resource.end())) {
+    std::vector<int64_t> by(p.size());
+    for (size_t k = 0; k < by.size(); ++k) by[k] = static_cast<int64_t>(k);
+    std::stable_sort(by.begin(), by.end(), [&](int64_t a, int64_t b) { return p.resource[a] < p.resource[b]; });
+    Reorder(by, p.resource, p.time, p.decision, p.window_start, p.util, p.until);
   }
-  out.decisions = std::move(decisions);
   return out;
 }
 
