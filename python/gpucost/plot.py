@@ -353,7 +353,9 @@ def utilisation_distribution(usage: pd.DataFrame, workloads: pd.DataFrame | None
                              title: str = "GPU-hours held, by utilisation", top: int | None = TOP_GROUPS):
     """Histogram of GPU-hours held (share x sample duration) by utilisation,
     stacked by a workload label when ``workloads`` is given. Samples with no
-    consumer (free GPUs) are left out. ``usage`` may be
+    consumer (free GPUs) are left out, and so are samples whose utilisation
+    was not measured (a reader's ``util_measured`` False: MIG instances
+    without ``DCGM_FI_PROF_GR_ENGINE_ACTIVE``). ``usage`` may be
     :class:`gpucost.UsageChunks` (read a chunk at a time). Past the ``top``
     largest label values (None: every one), the rest are one grey "Other (N
     groups)" series, as in :func:`spend_over_time`.
@@ -368,6 +370,10 @@ def utilisation_distribution(usage: pd.DataFrame, workloads: pd.DataFrame | None
         >>> ax = gpucost.plot.utilisation_distribution(usage, workloads, by="team", top=0).axes[0]
         >>> ax.get_legend() is None, float(sum(bar.get_height() for bar in ax.patches))   # one series: no legend
         (True, 3.0)
+        >>> unmeasured = usage.assign(util_measured=[True, False, True, True])   # a's second hour: no util field
+        >>> ax = gpucost.plot.utilisation_distribution(unmeasured, workloads, by="team").axes[0]
+        >>> float(sum(bar.get_height() for bar in ax.patches))
+        2.0
     """
     edges = np.linspace(0.0, 1.0, bins + 1)
     chunks = usage if isinstance(usage, UsageChunks) else [usage]  # chunks on disk: one at a time
@@ -410,6 +416,8 @@ def _held_by_group(usage: Any, workloads: pd.DataFrame | None, by: str, interval
     # On the consumers' category codes, never a string per sample (a month is ~17 M samples: issue 29).
     codes, names = str_codes(usage["consumer"])
     held = (names != "")[codes]  # a mask, not indices: a byte per sample
+    if "util_measured" in usage.columns:  # util 0 there is "not measured" (a reader's mark), not 0 %
+        held &= pd.Series(usage["util_measured"]).fillna(True).to_numpy(dtype=bool)
     weight = pd.Series(usage["share"]).to_numpy(dtype=np.float64)[held]  # share x seconds / 3600, in place
     if "duration" in usage:
         weight *= pd.Series(usage["duration"]).to_numpy(dtype=np.float64)[held]
