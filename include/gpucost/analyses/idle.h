@@ -10,6 +10,9 @@
 // telemetry covers can be idle: a window with a bin that no sample of the
 // device covers is not idle, and billed time that no sample of the resource
 // covers for at least `window` is a kNoTelemetry span ("no telemetry").
+// A sample's util is taken as measured: leave out samples whose reader did
+// not measure it (DcgmUsage::util_measured 0, util read as 0), as the Python
+// layer does, or their time reads as idle.
 //
 // Idle time is cut into spans of one kind (docs/analyses.md):
 //   kTerminate  every device of the resource is idle and nobody holds any of
