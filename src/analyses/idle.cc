@@ -576,8 +576,8 @@ void IdleStream::State::MarkIdle(const Grid& g, int32_t d, int64_t bins) {
 
 // A span's part over bins [b0, b1): joined to the slot's last span when
 // that one ends where it starts with the same kind (a run cut by a step).
-int64_t IdleStream::State::AddPiece(Grid& g, size_t slot, int32_t device, IdleKind kind, int64_t b0, int64_t b1, double busy,
-                        double observed) {
+int64_t IdleStream::State::AddPiece(Grid& g, size_t slot, int32_t device, IdleKind kind, int64_t b0, int64_t b1,
+                                    double busy, double observed) {
   IdleSpans& s = out.spans;
   int64_t& open = g.open[slot];
   if (open >= 0 && s.kind[open] == static_cast<int8_t>(kind) && s.end[open] == g.BinStart(b0)) {

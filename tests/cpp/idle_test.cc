@@ -220,7 +220,8 @@ TEST_F(Idle, BadInputNamesTableRowAndColumn) {
 // The stream equals the whole pass over the same samples, whatever the chunk
 // sizes: four days of a small fleet in time order, with busy, held-idle,
 // unheld, exempt and silent stretches, scrape jitter, a billing gap and an
-// idle weekend-long tail, cut into chunks of a few rows to a day.
+// idle weekend-long tail (and, from seed 5, durations of their own), cut
+// into chunks of a few rows to a day.
 class IdleStreamVersusWhole : public ::testing::TestWithParam<std::tuple<int, int64_t, int64_t>> {};
 
 TEST_P(IdleStreamVersusWhole, SameSpansHoldersAndDecisions) {
@@ -263,12 +264,17 @@ TEST_P(IdleStreamVersusWhole, SameSpansHoldersAndDecisions) {
       }
     }
   }
-  std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return std::get<0>(a) < std::get<0>(b); });
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const auto& a, const auto& b) { return std::get<0>(a) < std::get<0>(b); });
+  // Seeds 5 and up: each sample with its own duration, 30 s to 10 min (overlapping the next or leaving gaps).
+  const bool durations = seed >= 5;
   auto table = [&](size_t from, size_t to) {
     SampleTable t;
+    if (durations) t.duration.emplace();
     for (size_t i = from; i < to; ++i) {
       const auto& [time, r, d, c, share, util] = rows[i];
       t.Add(time, r, d, c, share, util, 0.0);
+      if (durations) t.duration->push_back(static_cast<int64_t>(30 + (i * 7919) % 571) * kNanosPerSecond);
     }
     return t;
   };
@@ -329,9 +335,14 @@ TEST_P(IdleStreamVersusWhole, SameSpansHoldersAndDecisions) {
   }
 }
 
+// (seed, window minutes, grace minutes)
 INSTANTIATE_TEST_SUITE_P(SeedsWindowsGraces, IdleStreamVersusWhole,
-                         ::testing::Values(std::tuple{1, int64_t{120}, int64_t{30}}, std::tuple{2, int64_t{120}, int64_t{30}},
-                                           std::tuple{3, int64_t{30}, int64_t{0}}, std::tuple{4, int64_t{240}, int64_t{60}}));
+                         ::testing::Values(std::tuple{1, int64_t{120}, int64_t{30}},
+                                           std::tuple{2, int64_t{120}, int64_t{30}},
+                                           std::tuple{3, int64_t{30}, int64_t{0}},
+                                           std::tuple{4, int64_t{240}, int64_t{60}},
+                                           std::tuple{5, int64_t{120}, int64_t{30}},
+                                           std::tuple{6, int64_t{60}, int64_t{0}}));
 
 // A chunk that goes back in time is refused, naming its row.
 TEST(IdleStream, ChunkBeforeAnEarlierOneIsAnError) {
