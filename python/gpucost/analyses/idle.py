@@ -169,8 +169,9 @@ def _utilisation_measured(usage: Any, unmeasured: set) -> Any:
     measured = pc.fill_null(usage.column("util_measured"), True)
     if pc.all(measured).as_py():
         return usage
-    gone = usage.filter(pc.invert(measured)).select(["resource_id", "device"]).to_pandas().drop_duplicates()
-    unmeasured.update(zip(gone["resource_id"].astype(str), gone["device"].astype(int)))
+    gone = usage.filter(pc.invert(measured)).select(["resource_id", "device"]).group_by(
+        ["resource_id", "device"]).aggregate([])  # the GPUs, not a row per sample
+    unmeasured.update(zip(map(str, gone.column(0).to_pylist()), map(int, gone.column(1).to_pylist())))
     return usage.filter(measured)
 
 
