@@ -220,8 +220,10 @@ TEST_F(Idle, BadInputNamesTableRowAndColumn) {
 // The stream equals the whole pass over the same samples, whatever the chunk
 // sizes: four days of a small fleet in time order, with busy, held-idle,
 // unheld, exempt and silent stretches, scrape jitter, a billing gap and an
-// idle weekend-long tail (and, from seed 5, durations of their own), cut
-// into chunks of a few rows to a day.
+// idle weekend-long tail (and, from seed 5, durations of their own; from
+// seed 7, stretches of minutes and a level just above the threshold, so that
+// idle runs and their busy edges meet the decision points: a margin of one
+// window fails there), cut into chunks of a few rows to a day.
 class IdleStreamVersusWhole : public ::testing::TestWithParam<std::tuple<int, int64_t, int64_t>> {};
 
 TEST_P(IdleStreamVersusWhole, SameSpansHoldersAndDecisions) {
@@ -246,8 +248,9 @@ TEST_P(IdleStreamVersusWhole, SameSpansHoldersAndDecisions) {
     for (int d = 0; d < devices; ++d) {
       const int64_t jitter = static_cast<int64_t>(rng() % 1000) * 1'000'000;  // the scrape's offset, ms
       for (int64_t m = 0; m < kHours * 60 + 120;) {
-        const auto stretch = static_cast<int64_t>(30 + rng() % 400);
-        const int regime = static_cast<int>(rng() % 6);
+        // Seeds 7 and up: short stretches, so idle runs start and end near many decision points.
+        const auto stretch = static_cast<int64_t>(seed >= 7 ? 3 + rng() % 40 : 30 + rng() % 400);
+        const int regime = static_cast<int>(rng() % (seed >= 7 ? 7 : 6));
         const std::string pod = pods[rng() % pods.size()];
         for (int64_t k = m; k < std::min<int64_t>(m + stretch, kHours * 60 + 120); ++k) {
           const int64_t t = At(0) + k * kMinute + jitter;
@@ -257,6 +260,7 @@ TEST_P(IdleStreamVersusWhole, SameSpansHoldersAndDecisions) {
             case 2: rows.emplace_back(t, name, d, "", 1.0, 0.0); break;           // free
             case 3: break;                                                        // silent
             case 4: rows.emplace_back(t, name, d, pod, 0.5, 0.02 * (k % 3)); break;  // time-sliced, low
+            case 6: rows.emplace_back(t, name, d, pod, 1.0, 0.06); break;         // just above the threshold
             default: rows.emplace_back(t, name, d, k % 7 == 0 ? pod : "", 1.0, k % 7 == 0 ? 0.9 : 0.0);
           }
         }
@@ -342,7 +346,10 @@ INSTANTIATE_TEST_SUITE_P(SeedsWindowsGraces, IdleStreamVersusWhole,
                                            std::tuple{3, int64_t{30}, int64_t{0}},
                                            std::tuple{4, int64_t{240}, int64_t{60}},
                                            std::tuple{5, int64_t{120}, int64_t{30}},
-                                           std::tuple{6, int64_t{60}, int64_t{0}}));
+                                           std::tuple{6, int64_t{60}, int64_t{0}},
+                                           std::tuple{7, int64_t{20}, int64_t{10}},
+                                           std::tuple{8, int64_t{10}, int64_t{0}},
+                                           std::tuple{9, int64_t{30}, int64_t{5}}));
 
 // A chunk that goes back in time is refused, naming its row.
 TEST(IdleStream, ChunkBeforeAnEarlierOneIsAnError) {
