@@ -506,7 +506,7 @@ def allocate(
         allocator = Allocator(costs_table, inventory, workloads, basis=basis, alpha=alpha, idle=idle,
                               interval=interval, by=by, freq=freq, threads=threads, downtime=downtime, pue=pue,
                               carbon_intensity=carbon_intensity, ordered_chunks=usage.ordered)
-        result = allocator.add_all(usage.arrow_chunks() if usage.is_plain() else usage).finish(output=output)
+        result = allocator.add_all(usage.tables()).finish(output=output)
     else:
         usage_table = Table(usage, "usage")
         energy = _energy(pue, carbon_intensity)

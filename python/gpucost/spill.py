@@ -130,6 +130,17 @@ class UsageChunks:
         for path in self._paths:
             yield _read(path)
 
+    def tables(self) -> Iterator[Any]:
+        """Each chunk in the cheapest form a reader of usage takes: the Arrow
+        table as written, or, after a :meth:`map`, its pandas frame."""
+        return self.arrow_chunks() if self.is_plain() else iter(self)
+
+    def _arrow_tables(self) -> Iterator[pa.Table]:
+        """Each chunk as an Arrow table, after any :meth:`map`."""
+        if self.is_plain():
+            return self.arrow_chunks()
+        return (pa.Table.from_pandas(frame, preserve_index=False) for frame in self)
+
     def is_plain(self) -> bool:
         """Whether the chunks are read as written (no :meth:`map`)."""
         return self._transform is None
@@ -164,9 +175,7 @@ class UsageChunks:
         where = tempfile.mkdtemp(prefix="gpucost-days-")
         try:
             pieces: dict[int, list[str]] = {}
-            tables = self.arrow_chunks() if self.is_plain() else \
-                (pa.Table.from_pandas(frame, preserve_index=False) for frame in self)
-            for k, table in enumerate(tables):
+            for k, table in enumerate(self._arrow_tables()):
                 day = table.column("timestamp").to_numpy().astype("datetime64[D]").astype(np.int64)
                 order = np.argsort(day, kind="stable")
                 days, starts = np.unique(day[order], return_index=True)
@@ -209,8 +218,7 @@ class UsageChunks:
 
     def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
         # Anything taking a table through the Arrow interface reads the chunks whole.
-        tables = list(self.arrow_chunks()) if self.is_plain() else \
-            [pa.Table.from_pandas(frame, preserve_index=False) for frame in self]
+        tables = list(self._arrow_tables())
         if not tables:
             raise ValueError("usage: no chunks")
         whole = pa.concat_tables(tables, promote_options="permissive")

@@ -136,7 +136,7 @@ def _run(usage, costs, inventory, workloads, threshold, window, resolution, inte
     else:
         days = usage.by_day()
         try:
-            for chunk in (days.arrow_chunks() if days.is_plain() else days):
+            for chunk in days.tables():
                 stream.add(usage_columns(_utilisation_measured(chunk, unmeasured)))
         finally:
             if days is not usage:
