@@ -276,7 +276,7 @@ struct IdleStream::State {
   int64_t newest = std::numeric_limits<int64_t>::min();
   bool last = false;  // no chunk follows the one being added
   bool finished = false;
-  int64_t chunk_end = 0;  // the chunk's latest sample end
+  int64_t chunk_end = 0;  // the latest sample end of the chunks so far
   std::vector<std::vector<HeldSample>> fresh;  // [device]: the chunk's samples to carry
   IdleResult out;
   Workspace w;

@@ -194,3 +194,20 @@ def test_the_histograms_are_numpys_and_a_workload_may_be_its_own_group():
     held = usage[usage["consumer"] != ""]
     expected, _ = np.histogram(held["util"], bins=np.linspace(0, 1, 21), weights=held["share"] * 60 / 3600)
     np.testing.assert_allclose(heights.sum(axis=0), expected, rtol=1e-12)
+
+
+@pytest.mark.filterwarnings("ignore:.*without a utilisation field:gpucost.errors.JoinWarning")
+def test_a_bad_row_is_named_as_the_usage_counts_it(fleet):
+    """A bad value in the second day, after MIG samples the idle pass leaves
+    out: the error names its row counted over the days, those samples
+    included, as the Allocator names it."""
+    usage, chunks, costs, inventory = fleet
+    days = list(chunks)
+    bad = days[1].copy()
+    row = int(np.flatnonzero(bad["util_measured"].to_numpy())[-1])  # a measured sample after unmeasured ones
+    bad.loc[row, "share"] = 1.5
+    with gpucost.UsageChunks.spill([days[0], bad, *days[2:]]) as broken:
+        with pytest.raises(gpucost.InvalidInputError, match=rf"^usage: row {len(days[0]) + row}, column 'share'"):
+            gpucost.find_idle(broken, costs, inventory, interval=60)
+        with pytest.raises(gpucost.InvalidInputError, match=rf"^usage: row {len(days[0]) + row}, column 'share'"):
+            gpucost.allocate(costs, broken, inventory, interval=60)

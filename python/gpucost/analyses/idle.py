@@ -33,7 +33,7 @@ from gpucost.analyses._common import (
 )
 from gpucost.analyses._tables import frame, instants_ns, strings
 from gpucost.model import CostDriver, Purchase
-from gpucost.errors import JoinWarning
+from gpucost.errors import ROW_ERROR, InvalidInputError, JoinWarning, shift_rows
 from gpucost.frames import str_isin
 from gpucost.prometheus import to_ns
 from gpucost.spill import UsageChunks
@@ -132,12 +132,14 @@ def _run(usage, costs, inventory, workloads, threshold, window, resolution, inte
                               seconds(grace, "grace"))
     unmeasured: set = set()
     if not isinstance(usage, UsageChunks):
-        stream.add(usage_columns(_utilisation_measured(usage, unmeasured)), last=True)
+        _add_chunk(stream, usage, unmeasured, 0, last=True)
     else:
         days = usage.by_day()
         try:
+            seen = 0
             for chunk in days.tables():
-                stream.add(usage_columns(_utilisation_measured(chunk, unmeasured)))
+                _add_chunk(stream, chunk, unmeasured, seen)
+                seen += len(chunk)
         finally:
             if days is not usage:
                 days.close()
@@ -150,29 +152,45 @@ def _run(usage, costs, inventory, workloads, threshold, window, resolution, inte
     return stream.finish(), labels
 
 
-def _utilisation_measured(usage: Any, unmeasured: set) -> Any:
+def _add_chunk(stream: Any, usage: Any, unmeasured: set, first_row: int, last: bool = False) -> None:
+    """One chunk into the idle pass, its samples without a measured
+    utilisation left out (:func:`_utilisation_measured`); a bad row is named
+    as the usage counts it (from ``first_row``, the rows left out counted)."""
+    kept, rows = _utilisation_measured(usage, unmeasured)
+    try:
+        stream.add(usage_columns(kept), last=last)
+    except InvalidInputError as exc:
+        match = ROW_ERROR.match(str(exc))
+        if not match or match["table"] != "usage":
+            raise
+        row = int(match["row"])
+        raise shift_rows(exc, "usage", first_row + (row if rows is None else int(rows[row])) - row) from None
+
+
+def _utilisation_measured(usage: Any, unmeasured: set) -> tuple[Any, np.ndarray | None]:
     """The samples whose utilisation was measured (a reader's ``util_measured``
     column, where it has one: util 0 stands for "not measured" there, not
-    for idle); the GPUs of the others are added to ``unmeasured``. A pandas
-    or Arrow table; anything else is passed on as it is."""
+    for idle), and their rows in ``usage`` (None: every row); the GPUs of the
+    others are added to ``unmeasured``. A pandas or Arrow table; anything
+    else is passed on as it is."""
     if isinstance(usage, pd.DataFrame):
         if "util_measured" not in usage.columns:
-            return usage
+            return usage, None
         missing = ~usage["util_measured"].fillna(True).to_numpy(dtype=bool)
-        if missing.any():
-            gone = usage.loc[missing, ["resource_id", "device"]].drop_duplicates()
-            unmeasured.update(zip(gone["resource_id"].astype(str), gone["device"].astype(int)))
-            return usage[~missing]
-        return usage
+        if not missing.any():
+            return usage, None
+        gone = usage.loc[missing, ["resource_id", "device"]].drop_duplicates()
+        unmeasured.update(zip(gone["resource_id"].astype(str), gone["device"].astype(int)))
+        return usage[~missing], np.flatnonzero(~missing)
     if not isinstance(usage, pa.Table) or "util_measured" not in usage.column_names:
-        return usage  # gpucost's readers give pandas (or chunks of Arrow); other tables have no such column
+        return usage, None  # gpucost's readers give pandas (or chunks of Arrow); other tables have no such column
     measured = pc.fill_null(usage.column("util_measured"), True)
     if pc.all(measured).as_py():
-        return usage
+        return usage, None
     gone = usage.filter(pc.invert(measured)).select(["resource_id", "device"]).group_by(
         ["resource_id", "device"]).aggregate([])  # the GPUs, not a row per sample
     unmeasured.update(zip(map(str, gone.column(0).to_pylist()), map(int, gone.column(1).to_pylist())))
-    return usage.filter(measured)
+    return usage.filter(measured), np.flatnonzero(measured.to_numpy(zero_copy_only=False))
 
 
 def _first_gpus(gpus: set) -> str:
