@@ -19,7 +19,7 @@ import pandas as pd
 
 import gpucost
 from gpucost.currency import currencies
-from gpucost.frames import Table
+from gpucost.frames import Table, utilisation_measured
 from gpucost.join import RESERVED, JoinReport, format_money, join_report
 
 __all__ = ["CheckResult", "check_tables"]
@@ -68,8 +68,9 @@ class TelemetrySummary:
             self.spacing = (usage.attrs.get("telemetry") or {}).get("spacing_seconds")
         self.samples += len(usage)
         self.durations |= "duration" in usage.columns
-        if "util_measured" in usage.columns:
-            self.unmeasured += int((~usage["util_measured"].fillna(True).to_numpy(dtype=bool)).sum())
+        measured = utilisation_measured(usage)
+        if measured is not None:
+            self.unmeasured += int((~measured).sum())
         if not len(usage):
             return
         keys = usage[["resource_id", "device", "consumer"]].drop_duplicates()

@@ -605,6 +605,16 @@ def str_codes(column: Any) -> tuple[np.ndarray, np.ndarray]:
     return column.cat.codes.to_numpy(), names
 
 
+def utilisation_measured(usage: pd.DataFrame) -> np.ndarray | None:
+    """Which samples' utilisation was measured, from a reader's
+    ``util_measured`` column (False where the input had no utilisation field:
+    util 0 there means "not measured"); None when every sample's was (no
+    such column)."""
+    if "util_measured" not in usage.columns:
+        return None
+    return pd.Series(usage["util_measured"]).fillna(True).to_numpy(dtype=bool)
+
+
 def str_isin(column: Any, values: Any) -> np.ndarray:
     """``column.astype(str).isin(values)`` as a boolean array, on the
     categories (:func:`str_codes`)."""

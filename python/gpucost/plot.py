@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from gpucost.errors import InvalidInputError, conversion_hint
-from gpucost.frames import str_codes
+from gpucost.frames import str_codes, utilisation_measured
 from gpucost.spill import UsageChunks
 
 __all__ = ["spend_over_time", "allocated_vs_idle", "cost_per_effective_gpu_hour", "utilisation_distribution",
@@ -416,8 +416,9 @@ def _held_by_group(usage: Any, workloads: pd.DataFrame | None, by: str, interval
     # On the consumers' category codes, never a string per sample (a month is ~17 M samples: issue 29).
     codes, names = str_codes(usage["consumer"])
     held = (names != "")[codes]  # a mask, not indices: a byte per sample
-    if "util_measured" in usage.columns:  # util 0 there is "not measured" (a reader's mark), not 0 %
-        held &= pd.Series(usage["util_measured"]).fillna(True).to_numpy(dtype=bool)
+    measured = utilisation_measured(usage)
+    if measured is not None:  # util 0 there is "not measured" (a reader's mark), not 0 %
+        held &= measured
     weight = pd.Series(usage["share"]).to_numpy(dtype=np.float64)[held]  # share x seconds / 3600, in place
     if "duration" in usage:
         weight *= pd.Series(usage["duration"]).to_numpy(dtype=np.float64)[held]

@@ -34,7 +34,7 @@ from gpucost.analyses._common import (
 from gpucost.analyses._tables import frame, instants_ns, strings
 from gpucost.model import CostDriver, Purchase
 from gpucost.errors import ROW_ERROR, InvalidInputError, JoinWarning, shift_rows
-from gpucost.frames import str_isin
+from gpucost.frames import str_isin, utilisation_measured
 from gpucost.prometheus import to_ns
 from gpucost.spill import UsageChunks
 
@@ -174,11 +174,10 @@ def _utilisation_measured(usage: Any, unmeasured: set) -> tuple[Any, np.ndarray 
     others are added to ``unmeasured``. A pandas or Arrow table; anything
     else is passed on as it is."""
     if isinstance(usage, pd.DataFrame):
-        if "util_measured" not in usage.columns:
+        measured = utilisation_measured(usage)
+        if measured is None or measured.all():
             return usage, None
-        missing = ~usage["util_measured"].fillna(True).to_numpy(dtype=bool)
-        if not missing.any():
-            return usage, None
+        missing = ~measured
         gone = usage.loc[missing, ["resource_id", "device"]].drop_duplicates()
         unmeasured.update(zip(gone["resource_id"].astype(str), gone["device"].astype(int)))
         return usage[~missing], np.flatnonzero(~missing)
