@@ -129,30 +129,54 @@ void SortByInstant(GatheredRow* b, GatheredRow* e, std::vector<GatheredRow>& scr
   std::copy(scratch.begin(), scratch.end(), b);
 }
 
-// Resource codes to workers, by rows: the largest resources first, each to
-// the worker with the fewest rows so far. Rows are counted on a sample of
-// about 65,536 evenly spaced rows: ownership only balances the work (the
-// result is the same for any owners), and a full count was a serial pass
-// over every row before the workers start.
+// Resource codes to workers: contiguous ranges of resources in the order
+// they first appear in the chunk, each range about a worker's share of the
+// rows. Telemetry lists a node's (or a series') rows together and nodes in
+// a steady order (scrape after scrape, instant after instant), so each
+// worker then owns long runs of rows and reads only its own cache lines;
+// owners interleaved node by node made both workers read every line. The
+// order is read from the first 65,536 rows (every node of a scrape), then
+// from a sample of about 65,536 evenly spaced rows (series order, where a
+// resource first appears late), which also counts the rows: ownership only
+// balances the work (the result is the same for any owners), and a full
+// count was a serial pass over every row before the workers start.
 std::vector<uint8_t> AssignOwners(const SampleColumns& s, int workers) {
   const size_t codes = s.resource_id.dictionary.size();
   std::vector<uint8_t> owner(codes, 0);
   if (workers == 1) return owner;
-  std::vector<int64_t> rows(codes, 0);
+  const int32_t* rc = s.resource_id.codes.data();
   const size_t n = s.resource_id.codes.size();
-  const size_t stride = std::max<size_t>(1, n >> 16);
-  for (size_t i = 0; i < n; i += stride) {
-    const int32_t c = s.resource_id.codes[i];
-    if (static_cast<uint32_t>(c) < codes) ++rows[c];
+  std::vector<int64_t> rows(codes, 0);
+  std::vector<uint8_t> seen(codes, 0);
+  std::vector<int32_t> order;  // codes by first appearance
+  order.reserve(codes);
+  auto see = [&](int32_t c) {
+    if (seen[c] == 0) {
+      seen[c] = 1;
+      order.push_back(c);
+    }
+  };
+  constexpr size_t kPrefix = size_t{1} << 16;
+  for (size_t i = 0; i < std::min(n, kPrefix); ++i) {
+    if (static_cast<uint32_t>(rc[i]) < codes) see(rc[i]);
   }
-  std::vector<int32_t> order(codes);
-  std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return rows[a] > rows[b]; });
-  std::vector<int64_t> load(workers, 0);
+  const size_t stride = std::max<size_t>(1, n >> 16);
+  int64_t sampled = 0;
+  for (size_t i = 0; i < n; i += stride) {
+    const int32_t c = rc[i];
+    if (static_cast<uint32_t>(c) >= codes) continue;
+    see(c);
+    ++rows[c];
+    ++sampled;
+  }
+  // Each resource goes to the worker whose share of the sampled rows its
+  // middle row falls in; resources neither read nor sampled are small and
+  // stay with worker 0.
+  int64_t before = 0;
   for (int32_t c : order) {
-    const auto w = static_cast<size_t>(std::min_element(load.begin(), load.end()) - load.begin());
-    owner[c] = static_cast<uint8_t>(w);
-    load[w] += rows[c];
+    const int64_t middle = 2 * before + rows[c];
+    owner[c] = static_cast<uint8_t>(std::min<int64_t>(workers - 1, middle * workers / std::max<int64_t>(1, 2 * sampled)));
+    before += rows[c];
   }
   return owner;
 }
@@ -235,9 +259,15 @@ class Scanner {
  public:
   Scanner(const SampleColumns& s, const std::vector<int32_t>& devices_of_code, ChunkSeries& chunk)
       : s_(s), devices_of_code_(devices_of_code), chunk_(chunk), bounds_(BoundsOf(s.time_unit)) {
+    // Devices in the dense table: the inventory's, and those of a sample of
+    // rows (resources outside the inventory). A row beyond them is hashed:
+    // correct, only slower, and a full pass for the maximum was a serial
+    // read of every row before the workers start.
     const auto n = static_cast<int64_t>(s.size());
     int32_t max_device = -1;
-    for (int64_t i = 0; i < n; ++i) max_device = std::max(max_device, s.device[i]);
+    for (int32_t devices : devices_of_code) max_device = std::max(max_device, devices - 1);
+    const int64_t stride = std::max<int64_t>(1, n >> 16);
+    for (int64_t i = 0; i < n; i += stride) max_device = std::max(max_device, s.device[i]);
     devices_ = static_cast<int64_t>(max_device) + 1;
     const auto codes = static_cast<int64_t>(s.resource_id.dictionary.size());
     // A dense table of devices unless absurd device numbers make it huge
@@ -291,7 +321,9 @@ class Scanner {
     const auto consumers = static_cast<int32_t>(s_.consumer.dictionary.size());
     bool any_gathered = false;
     auto cache_of = [&](int32_t r, int32_t d) -> DeviceCache& {
-      if (dense_ && d >= 0) [[likely]] return caches_[static_cast<size_t>(r * devices_ + d)];
+      if (dense_ && static_cast<uint32_t>(d) < static_cast<uint64_t>(devices_)) [[likely]] {
+        return caches_[static_cast<size_t>(r * devices_ + d)];
+      }
       const uint64_t key = (static_cast<uint64_t>(r) << 32) | static_cast<uint32_t>(d);
       auto [it, inserted] = device_slots.try_emplace(key, static_cast<int32_t>(hashed_caches.size()));
       if (inserted) hashed_caches.emplace_back();

@@ -406,6 +406,47 @@ TEST(AllocateOrders, AnyDeviceNumberOfAResourceOutsideTheInventoryIsCounted) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("row 0, column 'device': device -1 of 'i-0'")));
 }
 
+TEST(AllocateOrders, DevicesTheRowSampleMissesAreFoundByHash) {
+  // The pass keeps a dense table of the inventory's devices and those of a
+  // sample of rows (every second row here). A resource outside the
+  // inventory whose device only odd rows name is looked up by hash: its
+  // series, its copies and its counts are the same.
+  CostTable costs;
+  InventoryTable inventory;
+  SampleTable rows;
+  inventory.AddResource("i-0", 2);
+  costs.Add("i-0", At(0), At(1200), 1.0);
+  int64_t events = 0;
+  for (int64_t k = 0; k < 70'000; ++k) {
+    const int64_t t = At(0) + k * kMinute;
+    rows.Add(t, "i-0", 0, "pod", 1, 0.5, 0);
+    if (k < 500) {  // the unknown sample and its copy at odd rows, two copies of another
+      rows.Add(t, "elsewhere", 7, "job", 1, 0.5, 0);
+      rows.Add(t, "i-0", 1, "pod", 1, 0.5, 0);
+      rows.Add(t, "elsewhere", 7, "job", 1, 0.5, 0);
+      rows.Add(t, "i-0", 1, "pod", 1, 0.5, 0);
+      rows.Add(t, "i-0", 1, "pod", 1, 0.5, 0);
+      ++events;
+    } else {
+      rows.Add(t, "i-0", 1, "pod", 1, 0.5, 0);
+    }
+  }
+  ASSERT_GT(rows.timestamp.size(), size_t{1} << 17);  // the sample takes every second row
+  for (size_t i = 0; i < rows.device.size(); ++i) {
+    if (rows.device[i] == 7) {
+      ASSERT_EQ(i % 2, 1u) << i;
+    }
+  }
+  for (int threads : {1, 2}) {
+    AllocationPolicy policy;
+    policy.threads = threads;
+    GPUCOST_ASSERT_OK_AND_ASSIGN(Allocation a, Allocate(costs.columns(), rows.columns(), inventory.columns(),
+                                                        nullptr, policy));
+    EXPECT_EQ(a.diagnostics.samples_duplicate, 3 * events);
+    EXPECT_EQ(a.diagnostics.samples_unknown_resource, events);
+  }
+}
+
 TEST(AllocateOrders, ConsumerDictionaryIsInStringOrder) {
   // Names that share long prefixes, are prefixes of each other, hold zero
   // bytes or differ only past 8 and 16 bytes: the result's dictionary is
