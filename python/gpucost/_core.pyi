@@ -21,6 +21,8 @@ class KeyColumn:
     @property
     def dictionary(self) -> list[str] | None: ...  # None for the period key
     @property
+    def dictionary_buffers(self) -> tuple[np.ndarray, np.ndarray] | None: ...  # Arrow large_string (offsets, data)
+    @property
     def period(self) -> np.ndarray | None: ...  # int64 ns UTC; None for a string key
     @property
     def cost_line(self) -> np.ndarray | None: ...  # int64 rows of the cost table; None for other keys

@@ -332,15 +332,18 @@ _METRICS = ("cost", "idle_cost", "list_cost", "gpu_hours", "effective_gpu_hours"
             "embodied_co2e_kg")
 
 
-def _key_values(key: _core.KeyColumn) -> tuple[str, np.ndarray, list[str] | None]:
+def _key_values(key: _core.KeyColumn) -> tuple[str, np.ndarray, pa.LargeStringArray | None]:
     """A result key column as (name, values, dictionary): codes and their
-    dictionary, or period instants (int64 ns UTC) or cost-line rows (int64)
+    dictionary (Arrow strings over the engine's buffers, no Python string
+    per value), or period instants (int64 ns UTC) or cost-line rows (int64)
     and None."""
     if key.is_period:
         return key.name, key.period, None
     if key.is_cost_line:
         return key.name, key.cost_line, None
-    return key.name, key.codes, key.dictionary
+    offsets, data = key.dictionary_buffers
+    dictionary = pa.LargeStringArray.from_buffers(len(offsets) - 1, pa.py_buffer(offsets), pa.py_buffer(data))
+    return key.name, key.codes, dictionary
 
 
 #: The engine's counts, in the order of ``attrs["diagnostics"]``.
@@ -380,8 +383,7 @@ def allocation_frame(raw: _core.AllocationResult) -> pd.DataFrame:
         elif dictionary is None:
             columns[name] = pd.DatetimeIndex(values.view("datetime64[ns]")).tz_localize("UTC")
         else:  # pandas "str" from the dictionary taken by code in Arrow, no Python string per row
-            columns[name] = pd.array(pc.take(pa.array(dictionary, pa.large_string()), pa.array(values)),
-                                     dtype="str")
+            columns[name] = pd.array(pc.take(dictionary, pa.array(values)), dtype="str")
     for name in _METRICS:
         values = getattr(raw, name, None)  # energy_estimated_kwh: only beside estimated power
         if values is not None:
@@ -429,7 +431,7 @@ def _result_columns(raw: _core.AllocationResult, dictionaries: bool) -> dict[str
         elif dictionary is None:
             columns[name] = pa.array(np.asarray(values, dtype=np.int64)).view(pa.timestamp("ns", tz="UTC"))
         else:
-            strings = pa.array(dictionary, type=pa.string())
+            strings = dictionary.cast(pa.string())
             codes = pa.array(np.asarray(values, dtype=np.int32))
             columns[name] = pa.DictionaryArray.from_arrays(codes, strings) if dictionaries else strings.take(codes)
     for name in _METRICS:

@@ -329,15 +329,42 @@ class Scanner {
       if (inserted) hashed_caches.emplace_back();
       return hashed_caches[it->second];
     };
+    // Most consumers (a pod on its GPU) hold one series: per consumer code,
+    // its only series, or kShared once it holds several (those are hashed).
+    // A pod that churns every few minutes then costs no hash at all.
+    constexpr int32_t kNone = -1, kShared = -2;
+    std::vector<int32_t> only_series(static_cast<size_t>(consumers) + 1, kNone);  // [c + 1]: c may be kNullCode
+    // Each consumer holds a series, and each device a free one: room for
+    // them up front, not a copy of every series per doubling.
+    const auto expected = static_cast<size_t>(std::min<int64_t>(
+        static_cast<int64_t>(s_.size()), int64_t{consumers} + (dense_ ? static_cast<int64_t>(caches_.size()) : 0)));
+    out.series.reserve(expected);
+    states.reserve(expected);
+    auto new_series = [&](int64_t i, int32_t r, int32_t d, int32_t c) {
+      const auto id = static_cast<int32_t>(out.series.size());
+      out.series.push_back({r, d, c, i});
+      states.emplace_back();
+      return id;
+    };
     auto series_of = [&](int64_t i, int32_t r, int32_t d, int32_t c) {
       DeviceCache& cache = cache_of(r, d);
       if (const int32_t id = cache.Find(c); id >= 0) [[likely]] return id;
-      auto [it, inserted] = series_ids.try_emplace(SeriesKey{r, d, c}, static_cast<int32_t>(out.series.size()));
-      if (inserted) {
-        out.series.push_back({r, d, c, i});
-        states.emplace_back();
+      int32_t& only = only_series[static_cast<size_t>(c) + 1];
+      int32_t id;
+      if (only == kNone) {
+        id = only = new_series(i, r, d, c);
+      } else if (only >= 0 && out.series[only].resource_code == r && out.series[only].device == d) {
+        id = only;
+      } else {
+        if (only >= 0) {  // a second series: both hashed from now on
+          const Series& first = out.series[only];
+          series_ids.emplace(SeriesKey{first.resource_code, first.device, c}, only);
+          only = kShared;
+        }
+        auto [it, inserted] = series_ids.try_emplace(SeriesKey{r, d, c}, 0);
+        if (inserted) it->second = new_series(i, r, d, c);
+        id = it->second;
       }
-      const int32_t id = it->second;
       cache.Put(c, id);
       return id;
     };
