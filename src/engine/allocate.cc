@@ -348,28 +348,32 @@ constexpr uint32_t kDownSlot = kNoSlot - 3;                          // busy ins
 
 // What a series adds to its accumulators as its rows go by. Its rows wholly
 // inside the cached span (a segment, or a span no line covers) add to h, u,
-// m here; they reach the slot when the series leaves the span.
+// m here; they reach the slot when the series leaves the span. Two cache
+// lines: counts are of one chunk's rows (below kMaxChunkRows, 2^29), and a
+// fleet of 288,000 pods makes as many series.
 struct alignas(64) SeriesSum {
   // The fast path reads and writes only this first cache line.
   int64_t cache_start = std::numeric_limits<int64_t>::max();
   int64_t cache_end = std::numeric_limits<int64_t>::min();
   double h = 0, u = 0, m = 0;
-  int64_t cache_rows = 0;  // rows in the cached span, counted in `rows` at a flush
   int64_t first = std::numeric_limits<int64_t>::max();
   int64_t last = std::numeric_limits<int64_t>::min();
+  int32_t cache_rows = 0;  // rows in the cached span, counted in `rows` at a flush
   enum class Kind : uint8_t { kHeld, kFree, kUnknownResource };
+  Kind kind = Kind::kHeld;
   int32_t resource = 0;
   int32_t consumer = kNoConsumer;
-  Kind kind = Kind::kHeld;
   uint32_t slot = kNoSlot;
-  int64_t rows = 0, used = 0, outside = 0, down = 0;
+  int32_t rows = 0, used = 0, outside = 0, down = 0;
   double outside_held = 0;
   // SEMANTICS 9: the cached span's energy (W-ns) and the carbon intensity
   // of its instants (NaN: no window covers them); rows without power or
   // intensity.
   double e = 0, ci = 0;
-  int64_t no_power = 0, no_intensity = 0;
+  int32_t no_power = 0, no_intensity = 0;
 };
+static_assert(sizeof(SeriesSum) == 128);
+static_assert(kMaxChunkRows <= static_cast<size_t>(std::numeric_limits<int32_t>::max()));
 
 // A series of a time-ordered stream (ordered_chunks), its spacings reduced
 // to what Finish()'s check needs (SEMANTICS 1.3: the median gap between its
@@ -2046,6 +2050,10 @@ absl::StatusOr<Allocation> Allocator::State::Prorate() {
   // by index, not by a hash per (line, consumer).
   const bool keyed_by_consumer_only = !by_resource && !period_freq && !has_currency && !by_line;
   std::vector<int32_t> group_of_key(keyed_by_consumer_only ? consumer_key.size() : 0, -1);
+  if (keyed_by_consumer_only) {  // at most a group per key: no copy of the groups per doubling
+    group_keys.reserve(consumer_key.size());
+    totals.reserve(consumer_key.size());
+  }
   auto group = [&](int32_t consumer, size_t line_index) -> GroupTotals& {
     const Line& line = lines[line_index];
     const GroupKey key{consumer_key[consumer], by_resource ? line.resource : 0,
