@@ -306,20 +306,30 @@ def test_parquet_strings_as_dictionaries_equal_plain_strings(fleet, expected, tm
 
 
 def test_csv_blocks_parsed_side_by_side_equal_one_after_another(fleet, tmp_path):
-    """An uncompressed CSV cut at line ends into blocks parsed on threads:
-    the same rows, in file order, as Arrow's streaming reader, with or
-    without a last newline; a header alone gives no rows."""
+    """An uncompressed CSV cut at line ends into blocks parsed on threads
+    (slices of the mapped file, read with the header's names): the same rows,
+    in file order, as Arrow's streaming reader, with or without a last
+    newline, with Windows line ends or a byte-order mark; a header alone
+    gives no rows; a bad value in a late block is named by its line."""
     from gpucost.chunks import iter_chunks
     path = tmp_path / "usage.csv"
     write_csv(fleet.usage.iloc[:5000], path)
     text = path.read_bytes()
-    for data in (text, text.rstrip(b"\n")):
+    for data in (text, text.rstrip(b"\n"), text.replace(b"\n", b"\r\n"), b"\xef\xbb\xbf" + text):
         path.write_bytes(data)
         one = pa.concat_tables(pa.Table.from_batches([c.rows]) for c in iter_chunks(str(path), block_size=1 << 14))
         side = [c for c in iter_chunks(str(path), block_size=1 << 14, threads=3)]
         assert len(side) > 3 and [c.first_row for c in side] == list(np.cumsum([0] + [len(c) for c in side[:-1]]))
         both = pa.concat_tables(pa.Table.from_batches([c.rows]) for c in side)
         assert both.num_rows == 5000 and both.equals(one.cast(both.schema))
+    lines = text.split(b"\n")
+    fields = lines[4001].split(b",")  # file line 4002
+    fields[2] = b"zero"  # its device
+    lines[4001] = b",".join(fields)
+    path.write_bytes(b"\n".join(lines))
+    for threads in (1, 3):
+        with pytest.raises(gpucost.InvalidInputError, match=r"usage.csv: line 4002, column 'device': 'zero'"):
+            list(iter_chunks(str(path), block_size=1 << 14, threads=threads))
     path.write_bytes(text.split(b"\n", 1)[0] + b"\n")
     assert list(iter_chunks(str(path), threads=3)) == []
     path.write_bytes(b"")  # an empty file is an error on every path, never a table of no rows
