@@ -457,14 +457,16 @@ TEST(AllocateOrders, ConsumerDictionaryIsInStringOrder) {
                                     "batch/job-00000000a-longer-than-sixteen-bytes-1",
                                     "batch/job-00000000a-longer-than-sixteen-bytes-0", "zeta", "Zeta"};
   std::mt19937_64 rng(5);
-  for (int k = 0; k < 300; ++k) {
+  for (int k = 0; k < 3000; ++k) {  // enough for the radix sort of 8-byte keys (from 1,024 names)
     std::string name = "pod/" + std::string(static_cast<size_t>(rng() % 20), 'x');
     for (int c = 0; c < 3; ++c) name += static_cast<char>('a' + rng() % 3);
+    if (rng() % 2 == 0) name += std::to_string(rng() % 50);
     names.push_back(name);
   }
   std::sort(names.begin(), names.end());
   names.erase(std::unique(names.begin(), names.end()), names.end());
   names.erase(std::find(names.begin(), names.end(), ""));  // "" is no workload
+  ASSERT_GT(names.size(), 1024u);
   CostTable costs;
   InventoryTable inventory;
   SampleTable rows;
