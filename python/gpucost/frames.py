@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import weakref
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -233,6 +234,8 @@ def as_table(data: Any, name: str) -> pd.DataFrame | pa.Table:
     if is_polars_lazy(data):
         data = data.collect()
     try:
+        if _is_polars_frame(data):
+            return _polars_table(data)
         if hasattr(data, "__arrow_c_stream__"):
             return pa.table(data)
         if hasattr(data, "__arrow_c_array__"):
@@ -242,6 +245,45 @@ def as_table(data: Any, name: str) -> pd.DataFrame | pa.Table:
         raise InvalidInputError(f"{name}: {what}", table=name, reason=what) from None
     raise TypeError(f"{name}: expected a pandas DataFrame, a pyarrow Table, or a table with the Arrow PyCapsule "
                     f"interface (Polars, DuckDB, ...), got {type(data).__name__}{conversion_hint(data)}")
+
+
+def _is_polars_frame(data: Any) -> bool:
+    kind = type(data)
+    return kind.__name__ == "DataFrame" and (kind.__module__ or "").split(".")[0] == "polars"
+
+
+def _polars_table(frame: Any) -> pa.Table:
+    """A Polars DataFrame as a pyarrow Table through the Arrow interface, but
+    for its Categorical columns: their codes index the process's shared
+    categories, and Polars' export re-encodes them (37 ms a column of 6.87 M
+    rows); here the codes are made dense in C++ (``_core.compact_codes``) and
+    the column is a dictionary array of the categories it uses."""
+    import polars as pl
+    categorical = [name for name, dtype in frame.schema.items()
+                   if isinstance(dtype, pl.Categorical) and frame[name].null_count() == 0]
+    if not categorical:
+        return pa.table(frame)
+    rest = pa.table(frame.drop(categorical))
+
+    def dictionary_array(name: str) -> pa.DictionaryArray | None:
+        series = frame[name]
+        categories = series.dtype.categories.to_series()
+        codes, used = _core.compact_codes(series.to_physical().to_numpy(), len(categories))
+        values = categories.gather(pl.Series(used, dtype=pl.UInt32)).to_arrow()
+        if values.null_count:  # a category reserved, not yet named
+            return None
+        # Codes index `used` by construction: not checked again.
+        return pa.DictionaryArray.from_arrays(pa.array(codes), values.cast(pa.string()), safe=False)
+
+    if len(categorical) > 1 and frame.height >= 1 << 20:  # the compactions release the GIL
+        with ThreadPoolExecutor(max_workers=len(categorical)) as pool:
+            arrays = dict(zip(categorical, pool.map(dictionary_array, categorical)))
+    else:
+        arrays = {name: dictionary_array(name) for name in categorical}
+    if any(array is None for array in arrays.values()):
+        return pa.table(frame)  # as Polars exports it
+    columns = [arrays[name] if name in arrays else rest.column(name) for name in frame.columns]
+    return pa.Table.from_arrays(columns, names=frame.columns)
 
 
 def _chunked(col: pd.Series) -> pa.ChunkedArray:

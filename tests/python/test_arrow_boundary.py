@@ -146,6 +146,46 @@ def test_polars_categories_are_not_encoded_again(tables, dtype, monkeypatch):
         assert values == arrow.column("consumer").chunk(0).dictionary.to_pylist()
 
 
+def test_polars_categoricals_read_as_the_categories_they_use(tables):
+    """A Polars Categorical column's codes index the process's shared
+    categories (every column's strings); it is read as a dictionary of the
+    categories it uses, its codes made dense, and gives the pandas result. A
+    categorical with nulls is read through Polars' own export."""
+    from gpucost.frames import _polars_table
+    expected = gpucost.allocate(tables["costs"], tables["usage"], tables["inventory"])
+    usage = pl.from_pandas(tables["usage"])
+    assert isinstance(usage.schema["consumer"], pl.Categorical)
+    arrow = _polars_table(usage)
+    for name in ("resource_id", "consumer"):
+        column = arrow.column(name).chunk(0)
+        assert column.type == pa.dictionary(pa.int32(), pa.string())
+        assert sorted(column.dictionary.to_pylist()) == sorted(set(usage[name].cast(pl.String).to_list()))
+        assert column.cast(pa.string()).to_pylist() == usage[name].cast(pl.String).to_list()
+    assert_frames_close(gpucost.allocate(tables["costs"], usage, tables["inventory"]), expected)
+    with_null = usage.with_columns(pl.when(pl.int_range(pl.len()) == 0).then(None)
+                                   .otherwise(pl.col("consumer")).alias("consumer"))
+    assert with_null["consumer"].null_count() == 1 and isinstance(with_null.schema["consumer"], pl.Categorical)
+    pandas_null = tables["usage"].copy()
+    pandas_null.loc[0, "consumer"] = None
+    assert_frames_close(gpucost.allocate(tables["costs"], with_null, tables["inventory"]),
+                        gpucost.allocate(tables["costs"], pandas_null, tables["inventory"]))
+
+
+def test_compact_codes_dense_and_sparse():
+    """Shared codes made dense, first seen first: by a table when the shared
+    dictionary is small, by a hash when it is far larger than the column; a
+    code past the dictionary is an error, never a read out of bounds."""
+    from gpucost import _core
+    shared = np.array([7, 3, 7, 9, 3, 0], dtype=np.uint32)
+    for size in (10, 1 << 30):
+        codes, used = _core.compact_codes(shared, size)
+        assert codes.tolist() == [0, 1, 0, 2, 1, 3] and used.tolist() == [7, 3, 9, 0]
+    with pytest.raises(ValueError, match="code 9 past the dictionary"):  # by the table
+        _core.compact_codes(shared, 9)
+    with pytest.raises(ValueError, match="code 4294967295 past the dictionary"):  # by the hash
+        _core.compact_codes(np.array([1, 2**32 - 1], dtype=np.uint32), 1 << 30)
+
+
 def test_arrow_numbers_and_timestamps_are_read_in_place(tables):
     """One-chunk Arrow columns of the engine's types reach it without a copy."""
     arrow = pa.table(pl.from_pandas(tables["usage"]))
