@@ -25,8 +25,10 @@ Usage:
     .venv/bin/python benchmarks/bench_fleet.py --quick        # a smoke run: 400 GPUs, once each
     .venv/bin/python benchmarks/bench_fleet.py --cases orders --orders node time --strings str --threads 1
 Cases: orders (by consumer, every order x strings), teamday (by team + day),
-files (Parquet and CSV, time order), highcard (a new pod every 5 minutes on
-each of 1,000 GPUs), sweep (node order at 1, 2 and all cores).
+files (Parquet and CSV, time order), kinds (gpucost from pandas categoricals,
+a pyarrow table of dictionaries, Polars Categorical and String frames),
+highcard (a new pod every 5 minutes on each of 1,000 GPUs), sweep (node
+order at 1, 2 and all cores).
 """
 
 from __future__ import annotations
@@ -56,7 +58,7 @@ from fleet import INTERVAL_S, ORDERS, STRINGS, Fleet, FleetData, inferred_interv
 
 INTERVAL = float(INTERVAL_S)
 HOUR_NS = 3_600_000_000_000
-CASES = ("orders", "teamday", "files", "highcard", "sweep")
+CASES = ("orders", "teamday", "files", "kinds", "highcard", "sweep")
 BY = ("consumer", "team_day")
 # Imported in main() once the thread count is known (Polars sizes its pool at import).
 pl = duckdb = gpucost = None
@@ -387,6 +389,24 @@ def duckdb_scan(path: str) -> str:
     return f"read_parquet('{path}')" if path.endswith(".parquet") else f"read_csv('{path}')"
 
 
+def run_kinds(data: FleetData, args, threads: int, rows: list[dict]) -> None:
+    """gpucost.allocate from each kind of table a user holds, made before the
+    clock starts: pandas categoricals, a pyarrow table (dictionary columns),
+    Polars frames with Categorical and with String columns. Results checked
+    equal; a row per kind (its kind in the strings column)."""
+    fleet = data.frames(args.orders[0], "category")
+    costs, usage, inventory = fleet.costs, fleet.usage, fleet.inventory
+    polars = pl.from_pandas(usage)
+    kinds = {"pandas category": usage, "pyarrow dictionary": pa.Table.from_pandas(usage, preserve_index=False),
+             "polars Categorical": polars,
+             "polars String": polars.with_columns(pl.col(pl.Categorical).cast(pl.String))}
+    impls = {f"gpucost {kind}": (lambda t=t: gpucost.allocate(costs, t, inventory)) for kind, t in kinds.items()}
+    row = measure("input kinds", args.orders[0], "—", threads, len(data), "consumer", impls, args.repeat)
+    for kind in kinds:
+        rows.append({key: row[key] for key in ("order", "threads", "samples")} |
+                    {"case": "input kind", "strings": kind, "gpucost": row[f"gpucost {kind}"]})
+
+
 def run_highcard(args, threads: int, ddb: DuckDB, rows: list[dict]) -> None:
     data = realistic_fleet(args.highcard_gpus, churn_minutes=5)
     check_fleet(data)
@@ -462,7 +482,7 @@ def main() -> None:
               f"gpucost {gpucost.__version__} ({Path(gpucost.__file__).parent}), pandas {pd.__version__}, polars {pl.__version__}, "
               f"duckdb {duckdb.__version__}, pyarrow {pa.__version__}, numpy {np.__version__}")
     rows: list[dict] = []
-    if {"orders", "teamday", "files", "sweep"} & set(args.cases):
+    if {"orders", "teamday", "files", "kinds", "sweep"} & set(args.cases):
         data = realistic_fleet(args.gpus)
         check_fleet(data)
         if "orders" in args.cases:
@@ -471,6 +491,8 @@ def main() -> None:
             run_teamday(data, args, threads, ddb, rows)
         if "files" in args.cases:
             run_files(data, args, threads, ddb, rows)
+        if "kinds" in args.cases:
+            run_kinds(data, args, threads, rows)
         if "sweep" in args.cases:
             sweep = sorted(set(args.sweep or [1, 2, all_cores()]))
             swept: list[dict] = [r for r in rows if r["case"] == "by consumer" and r["order"] == args.orders[0]
