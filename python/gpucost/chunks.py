@@ -27,7 +27,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from gpucost.errors import ROW_ERROR, Error, InvalidInputError, conversion_hint
-from gpucost.frames import as_table, exports_arrow, for_export, is_polars_lazy
+from gpucost.frames import as_table, exports_arrow, for_export, is_polars_frame, is_polars_lazy
 
 __all__ = ["Chunk", "expand_paths", "iter_chunks", "relocate_error", "write_result", "USAGE_CSV_TYPES"]
 
@@ -344,17 +344,21 @@ def _file_chunks(path: str, chunk_rows: int, block_size: int, column_types: dict
 def iter_chunks(data: Any, *, chunk_rows: int = 1_000_000, block_size: int = 1 << 26,
                 column_types: dict | None = None, threads: int = 1, row_groups: bool = False) -> Iterator[Chunk]:
     """Chunks of ``data``: a path, a glob or a list of CSV (optionally
-    compressed) or Parquet files; a pandas DataFrame or Arrow table (sliced
-    into ``chunk_rows`` rows); an Arrow RecordBatchReader or any table with
-    the Arrow PyCapsule stream interface (a Polars DataFrame, a DuckDB
-    relation: read batch by batch, joined into chunks of about
-    ``chunk_rows``; a Polars LazyFrame is collected first); or an iterable of
+    compressed) or Parquet files; a pandas DataFrame, Arrow table or Polars
+    DataFrame (sliced into ``chunk_rows`` rows; a Polars LazyFrame is
+    collected first); an Arrow RecordBatchReader or any table with the Arrow
+    PyCapsule stream interface (a DuckDB relation: read batch by batch,
+    joined into chunks of about ``chunk_rows``); or an iterable of
     DataFrames, Arrow tables, record batches or such tables. CSV files are
     read ``block_size`` bytes at a time with the usage column types, an
     uncompressed one on up to ``threads`` threads; Parquet files with
     ``row_groups`` a whole row group at a time (:func:`parquet_in_time_order`).
     """
     types = dict(USAGE_CSV_TYPES if column_types is None else column_types)
+    if is_polars_lazy(data):
+        data = data.collect()
+    if is_polars_frame(data):  # in memory already: read as allocate reads it (categoricals compacted), then sliced
+        data = as_table(data, "usage")
     if is_path_like(data):
         for path in expand_paths(data):
             yield from _file_chunks(path, chunk_rows, block_size, types, threads, row_groups)
@@ -369,9 +373,7 @@ def iter_chunks(data: Any, *, chunk_rows: int = 1_000_000, block_size: int = 1 <
     if isinstance(data, pa.RecordBatch):
         yield Chunk(None, 0, data)
         return
-    if exports_arrow(data):  # a reader, a Polars frame, a DuckDB relation: batches as the source gives them
-        if is_polars_lazy(data):
-            data = data.collect()
+    if exports_arrow(data):  # a reader, a DuckDB relation: batches as the source gives them
         try:
             reader = data if isinstance(data, pa.RecordBatchReader) else \
                 pa.RecordBatchReader.from_stream(data) if hasattr(data, "__arrow_c_stream__") else None

@@ -234,7 +234,7 @@ def as_table(data: Any, name: str) -> pd.DataFrame | pa.Table:
     if is_polars_lazy(data):
         data = data.collect()
     try:
-        if _is_polars_frame(data):
+        if is_polars_frame(data):
             return _polars_table(data)
         if hasattr(data, "__arrow_c_stream__"):
             return pa.table(data)
@@ -247,7 +247,7 @@ def as_table(data: Any, name: str) -> pd.DataFrame | pa.Table:
                     f"interface (Polars, DuckDB, ...), got {type(data).__name__}{conversion_hint(data)}")
 
 
-def _is_polars_frame(data: Any) -> bool:
+def is_polars_frame(data: Any) -> bool:
     kind = type(data)
     return kind.__name__ == "DataFrame" and (kind.__module__ or "").split(".")[0] == "polars"
 
