@@ -652,7 +652,10 @@ def _allocate(config: Config, args, tables: Tables, by: list[str], freq: str | N
         chunks = read_ahead(iter(tables.stream)) if resolve_threads() > 1 else tables.stream
         for chunk in chunks:
             allocator = allocator or start()
-            allocator.add(chunk)
+            try:
+                allocator.add(chunk)
+            except gpucost.InvalidInputError as exc:  # a usage table's row: its file and line
+                raise tables.stream.relocate(exc) from None
             if observe is not None:
                 observe(chunk)
             del chunk
@@ -660,7 +663,10 @@ def _allocate(config: Config, args, tables: Tables, by: list[str], freq: str | N
     tables.interval = policy["interval"]
     config.policy.setdefault("interval", tables.interval)
     tables.usage = tables.stream.usage()
-    result = allocator.finish()
+    try:
+        result = allocator.finish()
+    except gpucost.InvalidInputError as exc:
+        raise tables.stream.relocate(exc) from None
     if _memory_unread(tables.usage) and "mem_gib_hours" in result.columns:
         result["mem_gib_hours"] = np.nan  # not read, not zero (basis blended reads it)
     return result

@@ -1603,6 +1603,15 @@ class UsageStream:
         self._usage = pd.DataFrame()
         self._usage.attrs["bare_metal"] = _bare_metal(plan)
 
+    def relocate(self, exc: InvalidInputError) -> InvalidInputError:
+        """An Allocator's error about the stream's rows (``usage: row N``,
+        counted over the chunks) restated for gpucost's own usage table as
+        its file and line; other sources' errors as they are."""
+        if self.source.kind != "table":
+            return exc
+        from gpucost.chunks import relocate_error
+        return relocate_error(exc, "usage", str(self.source.files[0]), 0)
+
     def __iter__(self) -> Iterator[pd.DataFrame]:
         from gpucost.prometheus import merge_telemetry
         frames = self.source.frames(self.reading, "usage")

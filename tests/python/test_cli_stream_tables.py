@@ -169,6 +169,21 @@ def test_a_bad_value_in_a_later_chunk_names_the_same_line(tmp_path):
     assert str(streamed.value) == str(whole.value) and f"line {2 * CHUNK + 7}" in str(whole.value)
 
 
+@pytest.mark.parametrize("name", ["usage.csv", "usage.parquet"])
+def test_a_bad_sample_in_a_later_chunk_names_its_file_and_line(tmp_path, capsys, name, small_chunks):
+    """The engine refuses a sample of the third chunk; the CLI names the
+    usage table's file and the sample's line (CSV, the header line 1) or row
+    (Parquet), not the row counted over the stream."""
+    usage = samples(True).head(3 * CHUNK).copy()
+    usage.loc[2 * CHUNK + 5, "share"] = 1.5
+    config = write(tmp_path, usage, name)
+    code = cli.main(["allocate", "-c", str(config), "--format", "csv"])
+    _, err = capsys.readouterr()
+    assert len(small_chunks["added"]) == 3  # streamed: the error comes from the third chunk
+    where = f"line {2 * CHUNK + 7}" if name.endswith(".csv") else f"row {2 * CHUNK + 5}"
+    assert code == 2 and f"{tmp_path / name}: {where}, column 'share': 1.5 is outside (0, 1]" in err, err
+
+
 def test_a_parquet_table_in_time_order_streams_its_row_groups_as_ordered_chunks(tmp_path, capsys, monkeypatch,
                                                                                  small_chunks):
     """The same month sorted by time (a lake's table): its row groups'
