@@ -355,9 +355,7 @@ def iter_chunks(data: Any, *, chunk_rows: int = 1_000_000, block_size: int = 1 <
     ``row_groups`` a whole row group at a time (:func:`parquet_in_time_order`).
     """
     types = dict(USAGE_CSV_TYPES if column_types is None else column_types)
-    if is_polars_lazy(data):
-        data = data.collect()
-    if is_polars_frame(data):  # in memory already: read as allocate reads it (categoricals compacted), then sliced
+    if is_polars_lazy(data) or is_polars_frame(data):  # collected, read as allocate reads it, then sliced
         data = as_table(data, "usage")
     if is_path_like(data):
         for path in expand_paths(data):

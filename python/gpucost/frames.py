@@ -205,9 +205,17 @@ class Table:
         return np.rint(seconds * (1e9 / _NS_PER[unit])).astype(np.int64)
 
 
-def is_polars_lazy(data: Any) -> bool:
+def _is_polars(data: Any, name: str) -> bool:
     kind = type(data)
-    return kind.__name__ == "LazyFrame" and (kind.__module__ or "").split(".")[0] == "polars"
+    return kind.__name__ == name and (kind.__module__ or "").split(".")[0] == "polars"
+
+
+def is_polars_lazy(data: Any) -> bool:
+    return _is_polars(data, "LazyFrame")
+
+
+def is_polars_frame(data: Any) -> bool:
+    return _is_polars(data, "DataFrame")
 
 
 def exports_arrow(data: Any) -> bool:
@@ -247,11 +255,6 @@ def as_table(data: Any, name: str) -> pd.DataFrame | pa.Table:
                     f"interface (Polars, DuckDB, ...), got {type(data).__name__}{conversion_hint(data)}")
 
 
-def is_polars_frame(data: Any) -> bool:
-    kind = type(data)
-    return kind.__name__ == "DataFrame" and (kind.__module__ or "").split(".")[0] == "polars"
-
-
 def _polars_table(frame: Any) -> pa.Table:
     """A Polars DataFrame as a pyarrow Table through the Arrow interface, but
     for its Categorical columns: their codes index the process's shared
@@ -263,7 +266,6 @@ def _polars_table(frame: Any) -> pa.Table:
                    if isinstance(dtype, pl.Categorical) and frame[name].null_count() == 0]
     if not categorical:
         return pa.table(frame)
-    rest = pa.table(frame.drop(categorical))
 
     def dictionary_array(name: str) -> pa.DictionaryArray | None:
         series = frame[name]
@@ -282,6 +284,7 @@ def _polars_table(frame: Any) -> pa.Table:
         arrays = {name: dictionary_array(name) for name in categorical}
     if any(array is None for array in arrays.values()):
         return pa.table(frame)  # as Polars exports it
+    rest = pa.table(frame.drop(categorical))
     columns = [arrays[name] if name in arrays else rest.column(name) for name in frame.columns]
     return pa.Table.from_arrays(columns, names=frame.columns)
 
