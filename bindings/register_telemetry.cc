@@ -20,6 +20,7 @@
 #include "gpucost/io/hosts.h"
 #include "gpucost/io/kubernetes.h"
 #include "gpucost/io/prometheus.h"
+#include "gpucost/io/usage_csv.h"
 #include "gpucost/status.h"
 #include "numpy_views.h"
 #include "status_to_python.h"
@@ -218,6 +219,42 @@ std::vector<LabelKey> Keys(const std::vector<std::pair<std::string, std::string>
 }  // namespace
 
 void RegisterTelemetry(py::module_& m) {
+  // A block of a usage CSV (whole lines after the header) from any buffer,
+  // not copied: (rows, lines, columns), each column (validity or None, values,
+  // dictionary offsets or None, dictionary bytes or None) as numpy arrays
+  // that Arrow arrays are built over.
+  m.def(
+      "parse_usage_csv",
+      [](const py::buffer& data, const std::vector<std::string>& names, const std::string& file,
+         int64_t first_line) {
+        const py::buffer_info info = data.request();
+        const std::string_view text(static_cast<const char*>(info.ptr),
+                                    static_cast<size_t>(info.size) * static_cast<size_t>(info.itemsize));
+        absl::StatusOr<io::UsageCsvBlock> block;
+        {
+          py::gil_scoped_release release;
+          block = io::ParseUsageCsvBlock(text, names, file, first_line);
+        }
+        io::UsageCsvBlock parsed = ValueOrThrow(std::move(block));
+        py::list columns;
+        for (io::UsageCsvColumn& c : parsed.columns) {
+          py::object validity = c.validity.empty() ? py::none() : py::object(MoveToNumpy(std::move(c.validity)));
+          py::object values, offsets = py::none(), bytes = py::none();
+          switch (c.kind) {
+            case io::UsageCsvKind::kInstant: values = MoveToNumpy(std::move(c.instants)); break;
+            case io::UsageCsvKind::kFloat64: values = MoveToNumpy(std::move(c.doubles)); break;
+            case io::UsageCsvKind::kInt32: values = MoveToNumpy(std::move(c.ints)); break;
+            case io::UsageCsvKind::kString:
+              values = MoveToNumpy(std::move(c.ints));
+              offsets = MoveToNumpy(std::move(c.dictionary_offsets));
+              bytes = py::bytes(c.dictionary_data);
+              break;
+          }
+          columns.append(py::make_tuple(validity, values, offsets, bytes));
+        }
+        return py::make_tuple(parsed.rows, parsed.lines, columns);
+      },
+      py::arg("data"), py::arg("names"), py::arg("file"), py::arg("first_line"));
   m.def("dcgm_metric_names", [] {
     std::vector<std::string> out;
     for (std::string_view n : DcgmMetricNames()) out.emplace_back(n);

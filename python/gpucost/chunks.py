@@ -26,6 +26,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
+from gpucost import _core
 from gpucost.errors import ROW_ERROR, Error, InvalidInputError, conversion_hint
 from gpucost.frames import as_table, exports_arrow, for_export, is_polars_frame, is_polars_lazy
 
@@ -127,12 +128,20 @@ _COMPRESSED_SUFFIXES = (".gz", ".bz2", ".zst", ".zstd", ".lz4", ".br")
 def _csv_batches(path: str, block_size: int, column_types: dict, threads: int = 1) -> Iterator[pa.RecordBatch]:
     """Record batches of a CSV file (compression from the file name: .gz,
     .bz2, .zst, .lz4). Damaged files end in an InvalidInputError naming the
-    file and the line where the failing block starts. An uncompressed file
-    read on ``threads`` > 1 is cut into blocks at line ends, parsed side by
-    side (Arrow's streaming reader parses one block at a time)."""
-    if threads > 1 and not path.lower().endswith(_COMPRESSED_SUFFIXES):
-        yield from _csv_batches_parallel(path, block_size, column_types, threads)
-        return
+    file and the line. An uncompressed file is cut into blocks at line ends,
+    parsed side by side on ``threads``: a usage file of only usage columns by
+    gpucost's own parser (:func:`_core.parse_usage_csv`), any other by Arrow's
+    (its streaming reader parses one block at a time)."""
+    if not path.lower().endswith(_COMPRESSED_SUFFIXES):
+        try:
+            source = pa.memory_map(path)
+        except (OSError, pa.ArrowException) as exc:
+            raise InvalidInputError(f"{path}: cannot open: {exc}") from None
+        with source:
+            layout = _mapped_layout(path, source.read_buffer(), block_size, column_types)
+            if layout is not None and (threads > 1 or layout.usage):
+                yield from _mapped_batches(path, layout, block_size, column_types, threads)
+                return
     line = 1
     try:
         stream = pa.input_stream(path, compression="detect")
@@ -162,41 +171,68 @@ def _csv_failure(path: str, exc: BaseException, line: int, block_size: int, colu
     return InvalidInputError(located or f"{path}: after line {line}: {_arrow_message(exc)}")
 
 
-def _csv_batches_parallel(path: str, block_size: int, column_types: dict, threads: int) -> Iterator[pa.RecordBatch]:
-    """_csv_batches of an uncompressed file: blocks of about ``block_size``
-    bytes cut at line ends (as Arrow's own parallel reader cuts them: no
-    newline inside a value), each parsed with the header's names on a pool
-    of ``threads``, the batches in file order; at most ``threads`` + 1 blocks
-    held."""
-    line = 1
+#: The Arrow types of the columns gpucost's usage CSV parser reads (its
+#: string columns come as dictionaries).
+_USAGE_CSV_ARROW = {"timestamp": pa.timestamp("ns", tz="UTC"), "device": pa.int32(), "share": pa.float64(),
+                    "util": pa.float64(), "mem_used": pa.float64(), "duration": pa.float64()}
+
+
+@dataclass
+class _MappedCsv:
+    data: pa.Buffer  # the whole file, mapped
+    header: bytes  # the header line, with its line end
+    names: list[str]
+    usage: bool  # gpucost's usage parser reads it
+
+
+def _mapped_layout(path: str, data: pa.Buffer, block_size: int, column_types: dict) -> _MappedCsv | None:
+    """The header of a mapped CSV file and which parser reads it: gpucost's
+    when the columns are usage columns with the usage types, each named once,
+    and the lines of the first 64 KiB parse (else Arrow's, which reads other
+    timestamp shapes, such as integers, and names its own errors). None for a
+    file without a data line (the streaming reader's error or its table of
+    no rows, not a silent empty one)."""
+    first = data.slice(0, min(data.size, 1 << 16)).to_pybytes()
+    header = first[:first.find(b"\n") + 1] or first
+    if not header.endswith(b"\n") or len(header) == data.size:
+        return None
     try:
-        source = pa.memory_map(path)
-    except (OSError, pa.ArrowException) as exc:
-        raise InvalidInputError(f"{path}: cannot open: {exc}") from None
-    with source, ThreadPoolExecutor(max_workers=threads) as pool:
-        data = source.read_buffer()  # the whole mapping, not a copy
-        size = data.size
-        first = data.slice(0, min(size, 1 << 16)).to_pybytes()
-        header = first[:first.find(b"\n") + 1] or first
-        if not header.endswith(b"\n") or len(header) == size:
-            # no data line: the streaming reader's error or its table of no rows, not a silent empty one
-            yield from _csv_batches(path, block_size, column_types)
-            return
+        names = pacsv.read_csv(pa.BufferReader(header)).column_names
+    except pa.ArrowException as exc:
+        raise _csv_failure(path, exc, 1, block_size, column_types) from None
+    usage = (column_types == USAGE_CSV_TYPES and "timestamp" in names and len(set(names)) == len(names)
+             and all(name == "timestamp" or name in USAGE_CSV_TYPES for name in names))
+    if usage:
+        probe = first[len(header):first.rfind(b"\n") + 1]
         try:
-            names = pacsv.read_csv(pa.BufferReader(header)).column_names
-        except pa.ArrowException as exc:
-            raise _csv_failure(path, exc, line, block_size, column_types) from None
-        # Blocks are slices of the mapped file, not copies (reading and joining
-        # them to the header took 1.1 s of a 771 MB file): parsed with the
-        # header's names.
+            _core.parse_usage_csv(probe, names, path, 2)
+        except InvalidInputError:
+            usage = False
+    return _MappedCsv(data, header, names, usage)
+
+
+def _mapped_batches(path: str, layout: _MappedCsv, block_size: int, column_types: dict,
+                    threads: int) -> Iterator[pa.RecordBatch]:
+    """Batches of a mapped CSV file: blocks of about ``block_size`` bytes cut
+    at line ends (as Arrow's own parallel reader cuts them: no newline inside
+    a value), slices of the mapping, not copies, each parsed with the
+    header's names on a pool of ``threads``, the batches in file order; at
+    most ``threads`` + 1 blocks held."""
+    data, size, names = layout.data, layout.data.size, layout.names
+    if layout.usage:
+        def parse(block: pa.Buffer) -> tuple:
+            return _core.parse_usage_csv(block, names, path, 1)  # lines counted from the block's first
+    else:
         read = pacsv.ReadOptions(use_threads=False, block_size=max(block_size, 1 << 20), column_names=names)
         convert = _csv_convert_options(column_types)
 
         def parse(block: pa.Buffer) -> pa.Table:
             return pacsv.read_csv(pa.BufferReader(block), read_options=read, convert_options=convert)
 
-        begin = len(header)
-        pending: list = []
+    line = 2  # the first block's first line
+    begin = len(layout.header)
+    pending: list = []
+    with ThreadPoolExecutor(max_workers=threads) as pool:
         try:
             while True:
                 end = min(size, begin + block_size)
@@ -211,16 +247,50 @@ def _csv_batches_parallel(path: str, block_size: int, column_types: dict, thread
                     pending.append(pool.submit(parse, data.slice(begin, end - begin)))
                     begin = end
                 if pending and (len(pending) > threads or begin >= size):
-                    table = pending.pop(0).result()
-                    for batch in table.to_batches():
-                        line += batch.num_rows
-                        yield batch
+                    if layout.usage:
+                        try:
+                            rows, lines, columns = pending.pop(0).result()
+                        except InvalidInputError as exc:
+                            raise _from_line(exc, path, line) from None
+                        line += lines
+                        if rows:
+                            yield _usage_batch(names, rows, columns)
+                    else:
+                        for batch in pending.pop(0).result().to_batches():
+                            line += batch.num_rows
+                            yield batch
                 if begin >= size and not pending:
                     return
         except (pa.ArrowInvalid, pa.ArrowException, OSError, EOFError) as exc:
+            raise _csv_failure(path, exc, line, block_size, column_types) from None
+        finally:
             for future in pending:
                 future.cancel()
-            raise _csv_failure(path, exc, line, block_size, column_types) from None
+
+
+def _from_line(exc: InvalidInputError, path: str, first_line: int) -> InvalidInputError:
+    """An error about a block's line (counted from 1) restated for the file's line."""
+    match = re.match(rf"{re.escape(path)}: line (\d+)", str(exc))
+    if not match:
+        return exc
+    line = first_line + int(match[1]) - 1
+    return InvalidInputError(f"{path}: line {line}{str(exc)[match.end():]}", **{**exc.location(), "line": line})
+
+
+def _usage_batch(names: list[str], rows: int, columns: list) -> pa.RecordBatch:
+    """A record batch over the buffers :func:`_core.parse_usage_csv` returns (not copied)."""
+    arrays = []
+    for name, (validity, values, offsets, text) in zip(names, columns, strict=True):
+        if offsets is not None:
+            dictionary = pa.Array.from_buffers(pa.string(), len(offsets) - 1,
+                                               [None, pa.py_buffer(offsets), pa.py_buffer(text)])
+            codes = pa.Array.from_buffers(pa.int32(), rows, [None, pa.py_buffer(values)])
+            arrays.append(pa.DictionaryArray.from_arrays(codes, dictionary, safe=False))
+        else:
+            valid = None if validity is None else pa.py_buffer(validity)
+            arrays.append(pa.Array.from_buffers(_USAGE_CSV_ARROW[name], rows, [valid, pa.py_buffer(values)],
+                                                null_count=-1))
+    return pa.RecordBatch.from_arrays(arrays, names=names)
 
 
 _CONVERSION_ERROR = re.compile(r"In CSV column #(?P<index>\d+): (?:Row #\d+: )?CSV conversion error to "

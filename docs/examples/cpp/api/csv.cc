@@ -1,5 +1,6 @@
 // gpucost/io/csv.h by example: the streaming CSV tokenizer and the field
-// parsers every reader shares (run by ctest as cpp_example_csv).
+// parsers every reader shares; gpucost/io/usage_csv.h: usage CSV blocks
+// parsed into Arrow-shaped columns (run by ctest as cpp_example_csv).
 #include <cstdio>
 #include <string>
 #include <string_view>
@@ -7,6 +8,7 @@
 
 #include "example_check.h"
 #include "gpucost/io/csv.h"
+#include "gpucost/io/usage_csv.h"
 #include "gpucost/time.h"
 
 int main() {
@@ -63,5 +65,30 @@ int main() {
   CHECK(gpucost::io::IsNullText("") && gpucost::io::IsNullText("NULL") && !gpucost::io::IsNullText("none"));
   CHECK(gpucost::io::TrimSpaces(" \ti-1 ") == "i-1");
   // [IsNullText]
+
+  // [ParseUsageCsvBlock]
+  // Whole lines after a usage CSV's header (a block a thread parses on its
+  // own): strings become per-block dictionary codes, numbers and instants
+  // Arrow-shaped arrays, unquoted null spellings nulls.
+  const std::vector<std::string> names = {"timestamp", "resource_id", "device", "consumer", "share", "util"};
+  for (const std::string& name : names) CHECK(gpucost::io::UsageCsvColumnKind(name).has_value());
+  CHECK(!gpucost::io::UsageCsvColumnKind("hostname").has_value());  // such a file goes to a general reader
+  const std::string_view usage_lines =
+      "2026-03-01T00:00:00Z,node-a,0,team/a,1,0.5\n"
+      "2026-03-01T00:00:00Z,node-a,1,\"team/b\",1,NA\n";
+  absl::StatusOr<gpucost::io::UsageCsvBlock> block = gpucost::io::ParseUsageCsvBlock(usage_lines, names, "usage.csv", 2);
+  CHECK_OK(block);
+  CHECK(block->rows == 2 && block->lines == 2);
+  const gpucost::io::UsageCsvColumn& resource = block->columns[1];
+  CHECK(resource.kind == gpucost::io::UsageCsvKind::kString);
+  CHECK((resource.ints == std::vector<int32_t>{0, 0}) && resource.dictionary_data == "node-a");
+  CHECK((block->columns[3].dictionary_offsets == std::vector<int32_t>{0, 6, 12}));  // team/a, team/b
+  const gpucost::io::UsageCsvColumn& util = block->columns[5];
+  CHECK(util.doubles[0] == 0.5 && util.validity.size() == 1 && util.validity[0] == 0b01);  // row 1 is null
+  const absl::Status bad =
+      gpucost::io::ParseUsageCsvBlock("2026-03-01T00:00:00Z,node-a,x,a,1,0.5\n", names, "usage.csv", 7).status();
+  CHECK(!bad.ok());
+  std::printf("%s\n", std::string(bad.message()).c_str());  // usage.csv: line 7, column 'device': 'x' is not int32
+  // [ParseUsageCsvBlock]
   return 0;
 }
