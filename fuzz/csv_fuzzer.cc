@@ -4,7 +4,8 @@
 // The input is fed twice, whole and in random chunks: both must give the
 // same records (or the same error), and every field goes through
 // ParseDouble, ParseInstant and ParseUsDate, whose accepted instants must be
-// floorable.
+// floorable. The same text as usage CSV lines (io/usage_csv.h) parses whole
+// or cut into two blocks at a line end to the same values, or fails both ways.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -16,6 +17,7 @@
 
 #include "fuzzer/FuzzedDataProvider.h"
 #include "gpucost/io/csv.h"
+#include "gpucost/io/usage_csv.h"
 
 namespace {
 
@@ -63,6 +65,59 @@ Tokenized Tokenize(std::string_view text, char delimiter, const std::vector<size
   return out;
 }
 
+// A parsed block's rows as text, strings through their dictionaries, nulls
+// as "<null>": what two parses of the same lines must agree on.
+std::vector<std::string> Values(const gpucost::io::UsageCsvBlock& block) {
+  std::vector<std::string> out;
+  for (int64_t row = 0; row < block.rows; ++row) {
+    std::string line;
+    for (const gpucost::io::UsageCsvColumn& c : block.columns) {
+      const auto r = static_cast<size_t>(row);
+      if (!c.validity.empty() && ((c.validity[r / 8] >> (r % 8)) & 1) == 0) {
+        line += "<null>|";
+        continue;
+      }
+      switch (c.kind) {
+        case gpucost::io::UsageCsvKind::kInstant: line += std::to_string(c.instants[r]); break;
+        case gpucost::io::UsageCsvKind::kInt32: line += std::to_string(c.ints[r]); break;
+        case gpucost::io::UsageCsvKind::kFloat64: line += std::to_string(c.doubles[r]); break;
+        case gpucost::io::UsageCsvKind::kString: {
+          const auto code = static_cast<size_t>(c.ints[r]);
+          Check(code + 1 < c.dictionary_offsets.size(), "a code within the dictionary");
+          line += c.dictionary_data.substr(c.dictionary_offsets[code],
+                                           c.dictionary_offsets[code + 1] - c.dictionary_offsets[code]);
+          break;
+        }
+      }
+      line += "|";
+    }
+    out.push_back(std::move(line));
+  }
+  return out;
+}
+
+void CheckUsageBlocks(std::string_view text, size_t cut) {
+  static const std::vector<std::string> kNames = {"timestamp", "resource_id", "device", "consumer", "share"};
+  const absl::StatusOr<gpucost::io::UsageCsvBlock> whole = gpucost::io::ParseUsageCsvBlock(text, kNames, "f", 2);
+  const size_t newline = text.find('\n', std::min(cut, text.size()));
+  const size_t split = newline == std::string_view::npos ? text.size() : newline + 1;
+  const absl::StatusOr<gpucost::io::UsageCsvBlock> first =
+      gpucost::io::ParseUsageCsvBlock(text.substr(0, split), kNames, "f", 2);
+  const int64_t second_line = first.ok() ? 2 + first->lines : 2;
+  const absl::StatusOr<gpucost::io::UsageCsvBlock> second =
+      gpucost::io::ParseUsageCsvBlock(text.substr(split), kNames, "f", second_line);
+  Check(whole.ok() == (first.ok() && second.ok()), "cutting at a line end changes acceptance");
+  if (!whole.ok()) {
+    Check(!first.ok() ? whole.status() == first.status() : whole.status() == second.status(),
+          "cutting at a line end changes the error");
+    return;
+  }
+  std::vector<std::string> both = Values(*first);
+  for (std::string& row : Values(*second)) both.push_back(std::move(row));
+  Check(Values(*whole) == both, "cutting at a line end changes the values");
+  Check(whole->lines == first->lines + second->lines, "cutting at a line end changes the line count");
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -74,6 +129,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::sort(cuts.begin(), cuts.end());
   const std::string text = in.ConsumeRemainingBytesAsString();
 
+  CheckUsageBlocks(text, cuts.empty() ? 0 : cuts.front());
   const Tokenized whole = Tokenize(text, delimiter, {});
   const Tokenized chunked = Tokenize(text, delimiter, cuts);
   Check(whole.status.ok() == chunked.status.ok(), "chunking changes acceptance");
