@@ -281,13 +281,13 @@ def _usage_batch(names: list[str], rows: int, columns: list) -> pa.RecordBatch:
     """A record batch over the buffers :func:`_core.parse_usage_csv` returns (not copied)."""
     arrays = []
     for name, (validity, values, offsets, text) in zip(names, columns, strict=True):
+        valid = None if validity is None else pa.py_buffer(validity)
         if offsets is not None:
             dictionary = pa.Array.from_buffers(pa.string(), len(offsets) - 1,
                                                [None, pa.py_buffer(offsets), pa.py_buffer(text)])
-            codes = pa.Array.from_buffers(pa.int32(), rows, [None, pa.py_buffer(values)])
+            codes = pa.Array.from_buffers(pa.int32(), rows, [valid, pa.py_buffer(values)], null_count=-1)
             arrays.append(pa.DictionaryArray.from_arrays(codes, dictionary, safe=False))
         else:
-            valid = None if validity is None else pa.py_buffer(validity)
             arrays.append(pa.Array.from_buffers(_USAGE_CSV_ARROW[name], rows, [valid, pa.py_buffer(values)],
                                                 null_count=-1))
     return pa.RecordBatch.from_arrays(arrays, names=names)

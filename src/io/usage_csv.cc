@@ -105,6 +105,7 @@ struct ColumnState {
   // dictionary's stable copy and its code): scrape instants and resources
   // repeat row after row.
   std::string_view previous;
+  bool empty_is_null = false;  // resource_id: every sample names its resource
   int64_t previous_instant = 0;
   int32_t previous_code = -1;
   absl::flat_hash_map<std::string_view, int32_t> codes;
@@ -128,6 +129,7 @@ class BlockParser {
       block_.columns[c].kind = *kind;
       states_[c].name = names_[c];
       states_[c].out = &block_.columns[c];
+      states_[c].empty_is_null = names_[c] == "resource_id";
       if (*kind == UsageCsvKind::kString) block_.columns[c].dictionary_offsets.push_back(0);
     }
     Reserve(text);
@@ -231,6 +233,11 @@ class BlockParser {
         if (value.size() == state.previous.size() && state.previous_code >= 0 &&
             std::memcmp(value.data(), state.previous.data(), value.size()) == 0) {
           out.ints.push_back(state.previous_code);
+          return absl::OkStatus();
+        }
+        if (value.empty() && state.empty_is_null) {
+          state.null_rows.push_back(row);
+          out.ints.push_back(0);
           return absl::OkStatus();
         }
         auto found = state.codes.find(value);

@@ -86,13 +86,16 @@ TEST(UsageCsv, QuotedValuesWithQuotesAndCommasKeepTheirText) {
       "2026-03-01T00:00:00Z,r,0,\"a \"\"x\"\", b\",0.5\n"
       "2026-03-01T00:00:00Z,r,1,\"c\"\"\",0.5\n"
       "2026-03-01T00:00:00Z,r,2,\"a \"\"x\"\", b\",\"0.5\"\n"
-      "2026-03-01T00:00:00Z,\"\",3,\"c\"\"\",0.5\n";
+      "2026-03-01T00:00:00Z,\"\",3,\"c\"\"\",0.5\n"
+      "2026-03-01T00:00:00Z,r,4,\"\",0.5\n";
   absl::StatusOr<UsageCsvBlock> block = ParseUsageCsvBlock(text, kNames, "u.csv", 2);
   ASSERT_TRUE(block.ok()) << block.status();
-  EXPECT_THAT(Dictionary(block->columns[3]), ElementsAre("a \"x\", b", "c\""));
-  EXPECT_THAT(block->columns[3].ints, ElementsAre(0, 1, 0, 1));
-  EXPECT_THAT(Dictionary(block->columns[1]), ElementsAre("r", ""));
-  EXPECT_THAT(block->columns[4].doubles, ElementsAre(0.5, 0.5, 0.5, 0.5));
+  EXPECT_THAT(block->columns[3].ints, ElementsAre(0, 1, 0, 1, 2));
+  EXPECT_THAT(Dictionary(block->columns[3]), ElementsAre("a \"x\", b", "c\"", ""));  // a consumer may be empty
+  // A resource may not: an empty resource_id is missing (the engine refuses the sample).
+  EXPECT_THAT(Dictionary(block->columns[1]), ElementsAre("r"));
+  EXPECT_TRUE(Valid(block->columns[1], 2) && !Valid(block->columns[1], 3) && Valid(block->columns[1], 4));
+  EXPECT_THAT(block->columns[4].doubles, ElementsAre(0.5, 0.5, 0.5, 0.5, 0.5));
 }
 
 TEST(UsageCsv, NumbersAsArrowReadsThem) {

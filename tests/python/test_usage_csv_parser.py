@@ -8,6 +8,7 @@ import re
 import hypothesis.strategies as st
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -49,7 +50,10 @@ def arrow_table(text: bytes) -> pa.Table | None:
     if not pa.types.is_timestamp(col.type):
         return None
     col = col.cast(pa.timestamp(col.type.unit, tz="UTC")).cast(pa.timestamp("ns", tz="UTC"))
-    return table.set_column(0, "timestamp", col)
+    table = table.set_column(0, "timestamp", col)
+    # An empty resource_id is missing to gpucost (Arrow keeps ""): the engine refuses it, never a resource "".
+    ids = table.column("resource_id")
+    return table.set_column(1, "resource_id", pc.if_else(pc.equal(ids, ""), pa.scalar(None, pa.string()), ids))
 
 
 def gpucost_table(path) -> pa.Table:
@@ -166,3 +170,16 @@ def test_the_batch_views_the_parsers_buffers(tmp_path):
     assert (rows, lines) == (3, 3)
     validity, values, offsets, text = columns[5]
     assert np.unpackbits(validity, bitorder="little")[:3].tolist() == [1, 0, 1] and offsets is None
+
+
+def test_a_sample_without_a_resource_is_an_error_not_a_resource_named_empty(tmp_path):
+    """Arrow's reader gave an empty resource_id as "", a resource no bill line
+    has, so the sample's share went nowhere and nothing said so; now it is
+    missing, and the engine names its line."""
+    (tmp_path / "costs.csv").write_text("resource_id,start,end,cost\ni-1,2026-03-01T00:00:00Z,2026-03-01T01:00:00Z,10\n")
+    (tmp_path / "inventory.csv").write_text("resource_id,device,mem_capacity\ni-1,0,80e9\n")
+    (tmp_path / "usage.csv").write_text("timestamp,resource_id,device,consumer,share,util,mem_used\n"
+                                        "2026-03-01T00:00:00Z,i-1,0,a,1,0.5,1\n2026-03-01T00:01:00Z,,0,a,1,0.5,1\n")
+    with pytest.raises(gpucost.InvalidInputError,
+                       match=rf"^{re.escape(str(tmp_path / 'usage.csv'))}: line 3, column 'resource_id': missing"):
+        gpucost.allocate_stream(*(str(tmp_path / f"{name}.csv") for name in ("costs", "usage", "inventory")))

@@ -13,7 +13,9 @@
 //   (their line numbers still count); a field may be quoted with `"` (`""`
 //   is one quote); a quoted value holds no line break (the file is cut into
 //   blocks at line ends);
-// - strings are kept as written (UTF-8 checked), never null;
+// - strings are kept as written (UTF-8 checked), never null, except an empty
+//   resource_id, which is null (Arrow's reader gives "": every sample must
+//   name its resource, and a sample of resource "" would match no bill line);
 // - numbers and instants ignore spaces and tabs around them; unquoted, the
 //   spellings Arrow reads as null ("", "NA", "null", "NaN", "n/a", "#N/A",
 //   ...) are null; a quoted value is read, never null;
