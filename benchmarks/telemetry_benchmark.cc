@@ -1,7 +1,9 @@
 // Parsing throughput of DCGM telemetry, in samples (points) per second:
 // exposition text as the exporter prints it (many scrapes with timestamps,
-// 8 GPUs x 4 fields per scrape) and Prometheus query_range JSON.
+// 8 GPUs x 4 fields per scrape) and Prometheus query_range JSON; and of
+// usage CSV lines as pyarrow.csv.write_csv writes a fleet's samples.
 #include <algorithm>
+#include <charconv>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -10,6 +12,7 @@
 #include "benchmark/benchmark.h"
 #include "gpucost/io/dcgm.h"
 #include "gpucost/io/prometheus.h"
+#include "gpucost/io/usage_csv.h"
 
 namespace {
 
@@ -176,5 +179,44 @@ void BM_DcgmToUsageMonthDay(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * s->size()));
 }
 BENCHMARK(BM_DcgmToUsageMonthDay)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
+
+// A block of usage CSV in time order as pyarrow writes it (quoted strings,
+// nanosecond instants, 17-digit utilisations): 3,000 GPUs of 375 instances,
+// `scrapes` instants, a pod per GPU that changes every 100 scrapes.
+std::string UsageCsvLines(int scrapes) {
+  std::string text;
+  uint64_t state = 88172645463325252ULL;
+  for (int s = 0; s < scrapes; ++s) {
+    const std::string instant = absl::StrCat("2026-03-02 ", s / 60 % 24 < 10 ? "0" : "", s / 60 % 24, ":",
+                                             s % 60 < 10 ? "0" : "", s % 60, ":00.011000000Z");
+    for (int gpu = 0; gpu < 3000; ++gpu) {
+      state ^= state << 13, state ^= state >> 7, state ^= state << 17;
+      const double util = static_cast<double>(state % 1'000'000'007ULL) / 1'000'000'007.0;
+      char digits[32];
+      const auto written = std::to_chars(digits, digits + sizeof(digits), util);  // shortest, as pyarrow writes
+      absl::StrAppend(&text, instant, ",\"i-0", 2818000 + gpu / 8, "ae8fb4d4e652\",", gpu % 8, ",\"team",
+                      gpu % 17, "/train-", gpu, "-", s / 100, "-5e38d\",1,",
+                      absl::string_view(digits, static_cast<size_t>(written.ptr - digits)), ",5.1539607552e+10\n");
+    }
+  }
+  return text;
+}
+
+void BM_ParseUsageCsv(benchmark::State& state) {
+  const std::string text = UsageCsvLines(static_cast<int>(state.range(0)));
+  const std::vector<std::string> names = {"timestamp", "resource_id", "device", "consumer", "share", "util",
+                                          "mem_used"};
+  int64_t rows = 0;
+  for (auto _ : state) {
+    auto block = gpucost::io::ParseUsageCsvBlock(text, names, "usage.csv", 2);
+    if (!block.ok()) state.SkipWithError(std::string(block.status().message()).c_str());
+    rows = block.ok() ? block->rows : 0;
+    benchmark::DoNotOptimize(block);
+  }
+  state.counters["rows"] = static_cast<double>(rows);
+  state.SetItemsProcessed(state.iterations() * rows);
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * text.size()));
+}
+BENCHMARK(BM_ParseUsageCsv)->Arg(200)->Unit(benchmark::kMillisecond);
 
 }  // namespace

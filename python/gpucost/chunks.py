@@ -11,6 +11,7 @@ result so that a reader never sees a partial file presented as complete.
 from __future__ import annotations
 
 import glob
+import mmap
 import os
 import re
 import tempfile
@@ -30,7 +31,8 @@ from gpucost import _core
 from gpucost.errors import ROW_ERROR, Error, InvalidInputError, conversion_hint
 from gpucost.frames import as_table, exports_arrow, for_export, is_polars_frame, is_polars_lazy
 
-__all__ = ["Chunk", "expand_paths", "iter_chunks", "relocate_error", "write_result", "USAGE_CSV_TYPES"]
+__all__ = ["Chunk", "expand_paths", "iter_chunks", "parses_as_usage_csv", "relocate_error", "write_result",
+           "USAGE_CSV_TYPES"]
 
 # Column types of usage CSV files (SEMANTICS 1.3). Timestamps are inferred
 # (ISO 8601 with or without an offset, naive = UTC) unless given here.
@@ -133,12 +135,9 @@ def _csv_batches(path: str, block_size: int, column_types: dict, threads: int = 
     gpucost's own parser (:func:`_core.parse_usage_csv`), any other by Arrow's
     (its streaming reader parses one block at a time)."""
     if not path.lower().endswith(_COMPRESSED_SUFFIXES):
-        try:
-            source = pa.memory_map(path)
-        except (OSError, pa.ArrowException) as exc:
-            raise InvalidInputError(f"{path}: cannot open: {exc}") from None
-        with source:
-            layout = _mapped_layout(path, source.read_buffer(), block_size, column_types)
+        mapping = _map_file(path)
+        if mapping is not None:
+            layout = _mapped_layout(path, mapping, block_size, column_types)
             if layout is not None and (threads > 1 or layout.usage):
                 yield from _mapped_batches(path, layout, block_size, column_types, threads)
                 return
@@ -177,22 +176,35 @@ _USAGE_CSV_ARROW = {"timestamp": pa.timestamp("ns", tz="UTC"), "device": pa.int3
                     "util": pa.float64(), "mem_used": pa.float64(), "duration": pa.float64()}
 
 
+def _map_file(path: str) -> mmap.mmap | None:
+    """The file mapped for reading; None for an empty file (nothing to map)."""
+    try:
+        with open(path, "rb") as file:
+            return mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
+    except ValueError:  # an empty file: the streaming reader says so
+        return None
+    except OSError as exc:
+        raise InvalidInputError(f"{path}: cannot open: {exc}") from None
+
+
 @dataclass
 class _MappedCsv:
-    data: pa.Buffer  # the whole file, mapped
+    mapping: mmap.mmap  # the whole file
+    data: pa.Buffer  # the mapping, as Arrow sees it (not a copy)
     header: bytes  # the header line, with its line end
     names: list[str]
     usage: bool  # gpucost's usage parser reads it
 
 
-def _mapped_layout(path: str, data: pa.Buffer, block_size: int, column_types: dict) -> _MappedCsv | None:
+def _mapped_layout(path: str, mapping: mmap.mmap, block_size: int, column_types: dict) -> _MappedCsv | None:
     """The header of a mapped CSV file and which parser reads it: gpucost's
     when the columns are usage columns with the usage types, each named once,
-    and the lines of the first 64 KiB parse (else Arrow's, which reads other
-    timestamp shapes, such as integers, and names its own errors). None for a
+    and the first data line parses (else Arrow's, which reads other timestamp
+    shapes, such as integers, and names its own errors). None for a
     file without a data line (the streaming reader's error or its table of
     no rows, not a silent empty one)."""
-    first = data.slice(0, min(data.size, 1 << 16)).to_pybytes()
+    data = pa.py_buffer(mapping)
+    first = mapping[:1 << 16]
     header = first[:first.find(b"\n") + 1] or first
     if not header.endswith(b"\n") or len(header) == data.size:
         return None
@@ -202,13 +214,37 @@ def _mapped_layout(path: str, data: pa.Buffer, block_size: int, column_types: di
         raise _csv_failure(path, exc, 1, block_size, column_types) from None
     usage = (column_types == USAGE_CSV_TYPES and "timestamp" in names and len(set(names)) == len(names)
              and all(name == "timestamp" or name in USAGE_CSV_TYPES for name in names))
-    if usage:
-        probe = first[len(header):first.rfind(b"\n") + 1]
+    if usage:  # the first data line tells (a bad value further on is the parser's to name)
+        probe = first[len(header):first.find(b"\n", len(header)) + 1 or len(first)]
         try:
             _core.parse_usage_csv(probe, names, path, 2)
         except InvalidInputError:
             usage = False
-    return _MappedCsv(data, header, names, usage)
+    return _MappedCsv(mapping, data, header, names, usage)
+
+
+def parses_as_usage_csv(path: str) -> bool:
+    """Whether gpucost's usage CSV parser reads the file at ``path``: an
+    uncompressed CSV of usage columns only, each named once, whose first
+    data line parses (the CLI reads any other with pandas, as before).
+
+    >>> import tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "usage.csv")
+    >>> _ = open(path, "w").write("timestamp,resource_id,device,consumer,share\\n2026-03-01T00:00:00Z,n,0,a,1\\n")
+    >>> parses_as_usage_csv(path)
+    True
+    >>> _ = open(path, "w").write("timestamp,resource_id,device,consumer,share\\n1772323200,n,0,a,1\\n")
+    >>> parses_as_usage_csv(path)   # epoch seconds: not an ISO 8601 instant
+    False
+    """
+    if path.lower().endswith(_COMPRESSED_SUFFIXES):
+        return False
+    try:
+        mapping = _map_file(path)
+        layout = None if mapping is None else _mapped_layout(path, mapping, 1 << 26, USAGE_CSV_TYPES)
+    except (OSError, pa.ArrowException, InvalidInputError):
+        return False
+    return layout is not None and layout.usage
 
 
 def _mapped_batches(path: str, layout: _MappedCsv, block_size: int, column_types: dict,
@@ -217,7 +253,9 @@ def _mapped_batches(path: str, layout: _MappedCsv, block_size: int, column_types
     at line ends (as Arrow's own parallel reader cuts them: no newline inside
     a value), slices of the mapping, not copies, each parsed with the
     header's names on a pool of ``threads``, the batches in file order; at
-    most ``threads`` + 1 blocks held."""
+    most ``threads`` + 1 blocks held. A block's pages are unmapped once it is
+    parsed (the rows are copies): the process' resident memory does not
+    grow with the file."""
     data, size, names = layout.data, layout.data.size, layout.names
     if layout.usage:
         def parse(block: pa.Buffer) -> tuple:
@@ -231,7 +269,8 @@ def _mapped_batches(path: str, layout: _MappedCsv, block_size: int, column_types
 
     line = 2  # the first block's first line
     begin = len(layout.header)
-    pending: list = []
+    pending: list = []  # the blocks' parses, in file order
+    blocks: list = []  # their byte ranges
     with ThreadPoolExecutor(max_workers=threads) as pool:
         try:
             while True:
@@ -245,18 +284,23 @@ def _mapped_batches(path: str, layout: _MappedCsv, block_size: int, column_types
                     end += len(window)
                 if end > begin:
                     pending.append(pool.submit(parse, data.slice(begin, end - begin)))
+                    blocks.append((begin, end))
                     begin = end
                 if pending and (len(pending) > threads or begin >= size):
+                    parsed = blocks.pop(0)
                     if layout.usage:
                         try:
                             rows, lines, columns = pending.pop(0).result()
                         except InvalidInputError as exc:
                             raise _from_line(exc, path, line) from None
+                        _unmap(layout.mapping, *parsed)
                         line += lines
                         if rows:
                             yield _usage_batch(names, rows, columns)
                     else:
-                        for batch in pending.pop(0).result().to_batches():
+                        table = pending.pop(0).result()
+                        _unmap(layout.mapping, *parsed)
+                        for batch in table.to_batches():
                             line += batch.num_rows
                             yield batch
                 if begin >= size and not pending:
@@ -266,6 +310,15 @@ def _mapped_batches(path: str, layout: _MappedCsv, block_size: int, column_types
         finally:
             for future in pending:
                 future.cancel()
+
+
+def _unmap(mapping: mmap.mmap, begin: int, end: int) -> None:
+    """The pages wholly inside [begin, end) of the mapping dropped from the
+    process (the page cache keeps them; read again, they map again)."""
+    first = -(-begin // mmap.PAGESIZE) * mmap.PAGESIZE
+    last = end // mmap.PAGESIZE * mmap.PAGESIZE if end < len(mapping) else len(mapping)
+    if last > first:
+        mapping.madvise(mmap.MADV_DONTNEED, first, last - first)
 
 
 def _from_line(exc: InvalidInputError, path: str, first_line: int) -> InvalidInputError:

@@ -750,6 +750,13 @@ def read_table(path: Path, name: str) -> pd.DataFrame:
     fmt = _own_format(path, name)
     if fmt == "parquet":
         return pd.read_parquet(path)
+    if _parsed_usage(path, name):
+        import pyarrow as pa
+        from gpucost.chunks import USAGE_CSV_TYPES, _csv_batches
+        from gpucost.allocation import resolve_threads
+        batches = list(_csv_batches(str(path), 1 << 26, dict(USAGE_CSV_TYPES), resolve_threads()))
+        if batches:
+            return pa.Table.from_batches(batches).to_pandas()
     try:
         frame = pd.read_csv(path, **_CSV_OPTIONS)
     except _CSV_ERRORS as exc:
@@ -795,6 +802,21 @@ def iter_table(path: Path, name: str, rows: int | None = None) -> Iterator[pd.Da
         for batch in file.iter_batches(batch_size=rows):
             yield pa.Table.from_batches([batch], schema=file.schema_arrow).to_pandas()
         return
+    if _parsed_usage(path, name):
+        import pyarrow as pa
+        from gpucost.chunks import USAGE_CSV_TYPES, _csv_batches
+        from gpucost.allocation import resolve_threads
+        block = max(1 << 16, rows * 112)  # bytes of about `rows` lines as exporters write them
+        held = None  # the rows of the blocks read that no chunk has taken yet
+        for batch in _csv_batches(str(path), block, dict(USAGE_CSV_TYPES), resolve_threads()):
+            held = pa.Table.from_batches([batch]) if held is None else \
+                pa.concat_tables([held, pa.Table.from_batches([batch])])
+            while held.num_rows >= rows:  # chunks of `rows` rows, as pandas' chunked reader gives them
+                yield held.slice(0, rows).to_pandas()
+                held = held.slice(rows)
+        if held is not None and held.num_rows:
+            yield held.to_pandas()
+        return
     first = 0
     try:
         with pd.read_csv(path, chunksize=rows, **_CSV_OPTIONS) as reader:
@@ -804,6 +826,16 @@ def iter_table(path: Path, name: str, rows: int | None = None) -> Iterator[pd.Da
                 yield chunk
     except _CSV_ERRORS as exc:
         raise InvalidInputError(f"{path}: {str(exc).strip().splitlines()[0]}") from None
+
+
+def _parsed_usage(path: Path, name: str) -> bool:
+    """Whether gpucost's usage CSV parser reads this usage table (C++, on
+    every core, strings as categoricals; :func:`gpucost.chunks.parses_as_usage_csv`):
+    the same values as pandas' reader, but for the spellings of a missing
+    number ("NA", "null": missing, not refused) and a device written "3.0"
+    (3). Any other usage CSV is read by pandas, as before."""
+    from gpucost.chunks import parses_as_usage_csv
+    return name == "usage" and parses_as_usage_csv(str(path))
 
 
 def table_columns(path: Path) -> list[str]:
@@ -840,7 +872,10 @@ def _own_columns(frame: pd.DataFrame, path: Path, first: int = 0) -> pd.DataFram
     value that is neither is an error naming its line."""
     for column in ("start", "end", "timestamp"):
         if column in frame.columns:
-            parsed = pd.to_datetime(frame[column], utc=True, errors="coerce", format="ISO8601")
+            text = frame[column]
+            if pd.api.types.is_numeric_dtype(text):  # epochs read as numbers: not instants, said as written
+                text = text.astype(str)
+            parsed = pd.to_datetime(text, utc=True, errors="coerce", format="ISO8601")
             _refuse(parsed.isna() & frame[column].notna(), frame[column], path, first, "an ISO 8601 instant")
             frame[column] = parsed
     for column in _NUMERIC:
@@ -858,7 +893,7 @@ def _refuse(bad: pd.Series, values: pd.Series, path: Path, first: int, what: str
     """The first value marked ``bad`` as an error naming its file line (data rows from ``first``)."""
     if bad.any():
         row = int(bad.to_numpy().nonzero()[0][0])
-        raise InvalidInputError(f"{path}: line {first + row + 2}, column '{values.name}': {values.iloc[row]!r} is "
+        raise InvalidInputError(f"{path}: line {first + row + 2}, column '{values.name}': {str(values.iloc[row])!r} is "
                                 f"not {what}")
 
 

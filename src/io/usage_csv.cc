@@ -74,8 +74,15 @@ bool ParseInt32(std::string_view t, int32_t* out) {
     return true;
   }
   if (t.empty() || t[0] == '+') return false;  // from_chars takes no '+'; neither does Arrow
-  const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), *out);
-  return ec == std::errc() && end == t.data() + t.size();
+  const char* const stop = t.data() + t.size();
+  auto [end, ec] = std::from_chars(t.data(), stop, *out);
+  if (ec != std::errc()) return false;
+  // "3.0": a device index a float column wrote (pandas writes an integer
+  // column with a missing value so); Arrow refuses it, gpucost reads 3.
+  if (end < stop && *end == '.' && end > t.data() && end[-1] >= '0' && end[-1] <= '9') {
+    for (++end; end < stop && *end == '0';) ++end;
+  }
+  return end == stop;
 }
 
 // A double as Arrow reads one (NaN too: the caller tells a null spelling).
@@ -225,7 +232,7 @@ class BlockParser {
           state.null_rows.push_back(row);
           out.instants.push_back(kMissingInstant);
         } else {
-          return BadValue(state, value, "is not an ISO 8601 timestamp");
+          return BadValue(state, value, "is not an ISO 8601 instant");
         }
         return absl::OkStatus();
       }
@@ -262,7 +269,7 @@ class BlockParser {
           state.null_rows.push_back(row);
           out.ints.push_back(0);
         } else {
-          return BadValue(state, value, "is not int32");
+          return BadValue(state, value, "is not an integer");
         }
         return absl::OkStatus();
       }
@@ -277,7 +284,7 @@ class BlockParser {
         } else if (parsed) {  // a NaN Arrow reads as one ("nan(1)", quoted "nan")
           out.doubles.push_back(v);
         } else {
-          return BadValue(state, value, "is not double");
+          return BadValue(state, value, "is not a number");
         }
         return absl::OkStatus();
       }

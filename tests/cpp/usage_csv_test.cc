@@ -77,7 +77,7 @@ TEST(UsageCsv, NullSpellingsAreNullOnlyUnquotedAndNeverInStrings) {
   EXPECT_TRUE(!Valid(c[4], 0) && !Valid(c[4], 1) && !Valid(c[4], 2));
   // Quoted, a null spelling is a value to read: here not a number.
   EXPECT_THAT(ErrorOf("2026-03-01T00:00:00Z,r,0,c,\"\"\n"),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("u.csv: line 2, column 'share': '' is not double")));
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("u.csv: line 2, column 'share': '' is not a number")));
 }
 
 TEST(UsageCsv, QuotedValuesWithQuotesAndCommasKeepTheirText) {
@@ -105,22 +105,24 @@ TEST(UsageCsv, NumbersAsArrowReadsThem) {
       "2026-03-01T00:00:00,0x1F,.5\n"
       "2026-03-01,-3,1e400\n"
       "2026-03-01,01,-inf\n"
-      "2026-03-01,2147483647,4.9e-330\n";
+      "2026-03-01,2147483647,4.9e-330\n"
+      "2026-03-01,3.0,1\n"
+      "2026-03-01,4.,1\n";
   absl::StatusOr<UsageCsvBlock> block = ParseUsageCsvBlock(text, names, "u.csv", 2);
   ASSERT_TRUE(block.ok()) << block.status();
   const auto& c = block->columns;
   constexpr int64_t t0 = 1'772'323'200 * kNanosPerSecond;
-  EXPECT_THAT(c[0].instants, ElementsAre(t0 - 2 * kNanosPerHour, t0, t0, t0, t0));
-  EXPECT_THAT(c[1].ints, ElementsAre(7, 31, -3, 1, 2147483647));
+  EXPECT_THAT(c[0].instants, ElementsAre(t0 - 2 * kNanosPerHour, t0, t0, t0, t0, t0, t0));
+  EXPECT_THAT(c[1].ints, ElementsAre(7, 31, -3, 1, 2147483647, 3, 4));
   EXPECT_EQ(c[2].doubles[0], 0.25);
   EXPECT_EQ(c[2].doubles[1], 0.5);
   EXPECT_EQ(c[2].doubles[2], std::numeric_limits<double>::infinity());
   EXPECT_EQ(c[2].doubles[3], -std::numeric_limits<double>::infinity());
   EXPECT_EQ(c[2].doubles[4], 0.0);
-  for (const char* bad : {"+1", "1.0", "2147483648", "0x80000000", "-0x1", "one"}) {
+  for (const char* bad : {"+1", "1.5", "1.0e0", ".0", "2147483648", "0x80000000", "-0x1", "one"}) {
     EXPECT_THAT(ErrorOf(std::string("2026-03-01,") + bad + ",0.5\n", names),
                 StatusIs(absl::StatusCode::kInvalidArgument,
-                         HasSubstr(std::string("line 2, column 'device': '") + bad + "' is not int32")))
+                         HasSubstr(std::string("line 2, column 'device': '") + bad + "' is not an integer")))
         << bad;
   }
   for (const char* bad : {"+-1", "0x1p-1", "1_0", "1,5x", "nan(", "1.5.2"}) {
@@ -133,10 +135,10 @@ TEST(UsageCsv, NumbersAsArrowReadsThem) {
 TEST(UsageCsv, BadLinesNameTheirLineAndColumn) {
   const std::string good = "2026-03-01T00:00:00Z,r,0,c,0.5\n";
   EXPECT_THAT(ErrorOf(good + good + "2026-03-01T00:00:00Z,r,x,c,0.5\n"),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("u.csv: line 4, column 'device': 'x' is not int32")));
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("u.csv: line 4, column 'device': 'x' is not an integer")));
   EXPECT_THAT(ErrorOf(good + "\n2026-13-01T00:00:00Z,r,0,c,0.5\n"),
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("line 4, column 'timestamp': '2026-13-01T00:00:00Z' is not an ISO 8601 timestamp")));
+                       HasSubstr("line 4, column 'timestamp': '2026-13-01T00:00:00Z' is not an ISO 8601 instant")));
   EXPECT_THAT(ErrorOf("2026-03-01T00:00:00Z,r,0,c\n"),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("u.csv: line 2: expected 5 fields, found 4")));
   EXPECT_THAT(ErrorOf("2026-03-01T00:00:00Z,r,0,c,0.5,\"x,y\",z\n"),

@@ -19,7 +19,9 @@
 // - numbers and instants ignore spaces and tabs around them; unquoted, the
 //   spellings Arrow reads as null ("", "NA", "null", "NaN", "n/a", "#N/A",
 //   ...) are null; a quoted value is read, never null;
-// - int32: decimal digits with an optional `-`, or `0x` and hex digits;
+// - int32: decimal digits with an optional `-`, or `0x` and hex digits; a
+//   fraction of zeros too ("3.0", as a float column writes a device index:
+//   Arrow refuses it);
 // - float64: an optional sign, digits with a fraction and an exponent, or
 //   `inf`/`infinity`; beyond double's range is +-inf or 0;
 // - instants: ISO 8601 as ParseInstant reads them (a naive one is UTC).

@@ -88,7 +88,7 @@ int main() {
   const absl::Status bad =
       gpucost::io::ParseUsageCsvBlock("2026-03-01T00:00:00Z,node-a,x,a,1,0.5\n", names, "usage.csv", 7).status();
   CHECK(!bad.ok());
-  std::printf("%s\n", std::string(bad.message()).c_str());  // usage.csv: line 7, column 'device': 'x' is not int32
+  std::printf("%s\n", std::string(bad.message()).c_str());  // usage.csv: line 7, column 'device': 'x' is not an integer
   // [ParseUsageCsvBlock]
   return 0;
 }
