@@ -25,7 +25,8 @@ Usage:
     .venv/bin/python benchmarks/bench_fleet.py --quick        # a smoke run: 400 GPUs, once each
     .venv/bin/python benchmarks/bench_fleet.py --cases orders --orders node time --strings str --threads 1
 Cases: orders (by consumer, every order x strings), teamday (by team + day),
-files (Parquet and CSV, time order), kinds (gpucost from pandas categoricals,
+files (Parquet and CSV in time order: allocate_stream over the path, also
+told ordered_chunks, and the file read whole first), kinds (gpucost from pandas categoricals,
 a pyarrow table of dictionaries, Polars Categorical and String frames),
 highcard (a new pod every 5 minutes on each of 1,000 GPUs), sweep (node
 order at 1, 2 and all cores).
@@ -234,6 +235,13 @@ def gpucost_stream(costs, path, inventory, workloads, by):
     return gpucost.allocate_stream(costs, path, inventory, workloads, by=["team", "period"], freq="D")
 
 
+def gpucost_stream_ordered(costs, path, inventory, workloads, by):
+    """allocate_stream told the file is in time order (the files case writes
+    it so), as a user who knows it may: no record of rows across chunks."""
+    assert by == "consumer"
+    return gpucost.allocate_stream(costs, path, inventory, ordered_chunks=True)
+
+
 def gpucost_read(costs, path, inventory, workloads, by):
     """Read the whole file with pyarrow (gpucost's CSV column types), then allocate."""
     from gpucost.chunks import USAGE_CSV_TYPES
@@ -353,6 +361,7 @@ def run_files(data: FleetData, args, threads: int, ddb: DuckDB, rows: list[dict]
             impls = {
                 "gpucost": lambda: gpucost_stream(c, path, inv, wl, "consumer"),
                 "gpucost_read": lambda: gpucost_read(c, path, inv, wl, "consumer"),
+                "gpucost_ordered": lambda: gpucost_stream_ordered(c, path, inv, wl, "consumer"),
                 "pandas": lambda: pandas_allocate(c, pandas_read(path), inv, wl, "consumer"),
                 "polars": lambda: polars_allocate(c, polars_scan(path), inv, wl, "consumer"),
                 "duckdb": lambda: ddb.allocate(c, duckdb_scan(path), inv, wl, "consumer"),
@@ -360,8 +369,10 @@ def run_files(data: FleetData, args, threads: int, ddb: DuckDB, rows: list[dict]
             name = f"{kind} ({size:,.0f} MiB)"
             row = measure(name, "time", "file", threads, len(data), "consumer", impls, args.repeat)
             read_row = {**row, "case": f"{name}: read + allocate", "gpucost": row.pop("gpucost_read")}
+            ordered_row = {**row, "case": f"{name}: allocate_stream, ordered_chunks",
+                           "gpucost": row.pop("gpucost_ordered")}
             row["case"] = f"{name}: allocate_stream"
-            rows.extend([row, read_row])
+            rows.extend([row, ordered_row, read_row])
     finally:
         if not args.keep_data:
             for path in paths.values():

@@ -49,7 +49,12 @@ class HourlyFleet:
 
     def __init__(self, gpus: int, interval: int, seed: int = 0):
         hour = simulate_fleet(gpus=gpus, hours=1, interval=interval, seed=seed)
-        self.usage, self.inventory, self.workloads = hour.usage, hour.inventory, hour.workloads
+        # A series seen once in the hour would be seen every 3,600 s hour after hour (a job
+        # sampled once an hour), which the stated interval refuses: the simulator's, not a fleet's.
+        usage = hour.usage
+        sizes = usage.groupby(["resource_id", "device", "consumer"], observed=True)["timestamp"].transform("size")
+        self.usage = usage[sizes.to_numpy() > 1].reset_index(drop=True)
+        self.inventory, self.workloads = hour.inventory, hour.workloads
         self.line = hour.costs
         self.rows_per_hour = len(hour.usage)
 
