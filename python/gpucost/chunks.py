@@ -315,6 +315,8 @@ def _mapped_batches(path: str, layout: _MappedCsv, block_size: int, column_types
 def _unmap(mapping: mmap.mmap, begin: int, end: int) -> None:
     """The pages wholly inside [begin, end) of the mapping dropped from the
     process (the page cache keeps them; read again, they map again)."""
+    if not hasattr(mapping, "madvise"):  # Windows: the system pages the mapping out itself
+        return
     first = -(-begin // mmap.PAGESIZE) * mmap.PAGESIZE
     last = end // mmap.PAGESIZE * mmap.PAGESIZE if end < len(mapping) else len(mapping)
     if last > first:
