@@ -752,9 +752,7 @@ def read_table(path: Path, name: str) -> pd.DataFrame:
         return pd.read_parquet(path)
     if _parsed_usage(path, name):
         import pyarrow as pa
-        from gpucost.chunks import USAGE_CSV_TYPES, _csv_batches
-        from gpucost.allocation import resolve_threads
-        batches = list(_csv_batches(str(path), 1 << 26, dict(USAGE_CSV_TYPES), resolve_threads()))
+        batches = list(_usage_batches(path, 1 << 26))
         if batches:
             return pa.Table.from_batches(batches).to_pandas()
     try:
@@ -804,11 +802,8 @@ def iter_table(path: Path, name: str, rows: int | None = None) -> Iterator[pd.Da
         return
     if _parsed_usage(path, name):
         import pyarrow as pa
-        from gpucost.chunks import USAGE_CSV_TYPES, _csv_batches
-        from gpucost.allocation import resolve_threads
-        block = max(1 << 16, rows * 112)  # bytes of about `rows` lines as exporters write them
         held = None  # the rows of the blocks read that no chunk has taken yet
-        for batch in _csv_batches(str(path), block, dict(USAGE_CSV_TYPES), resolve_threads()):
+        for batch in _usage_batches(path, max(1 << 16, rows * 112)):  # blocks of about `rows` lines
             held = pa.Table.from_batches([batch]) if held is None else \
                 pa.concat_tables([held, pa.Table.from_batches([batch])])
             while held.num_rows >= rows:  # chunks of `rows` rows, as pandas' chunked reader gives them
@@ -836,6 +831,14 @@ def _parsed_usage(path: Path, name: str) -> bool:
     (3). Any other usage CSV is read by pandas, as before."""
     from gpucost.chunks import parses_as_usage_csv
     return name == "usage" and parses_as_usage_csv(str(path))
+
+
+def _usage_batches(path: Path, block_size: int) -> Iterator:
+    """Record batches of a usage CSV that :func:`_parsed_usage` accepts,
+    blocks of ``block_size`` bytes parsed on the command's threads."""
+    from gpucost.allocation import resolve_threads
+    from gpucost.chunks import USAGE_CSV_TYPES, _csv_batches
+    return _csv_batches(str(path), block_size, dict(USAGE_CSV_TYPES), resolve_threads())
 
 
 def table_columns(path: Path) -> list[str]:
