@@ -229,12 +229,12 @@ def parses_as_usage_csv(path: str) -> bool:
     data line parses (the CLI reads any other with pandas, as before).
 
     >>> import tempfile
-    >>> path = os.path.join(tempfile.mkdtemp(), "usage.csv")
-    >>> _ = open(path, "w").write("timestamp,resource_id,device,consumer,share\\n2026-03-01T00:00:00Z,n,0,a,1\\n")
-    >>> parses_as_usage_csv(path)
+    >>> path = Path(tempfile.mkdtemp()) / "usage.csv"
+    >>> _ = path.write_text("timestamp,resource_id,device,consumer,share\\n2026-03-01T00:00:00Z,n,0,a,1\\n")
+    >>> parses_as_usage_csv(str(path))
     True
-    >>> _ = open(path, "w").write("timestamp,resource_id,device,consumer,share\\n1772323200,n,0,a,1\\n")
-    >>> parses_as_usage_csv(path)   # epoch seconds: not an ISO 8601 instant
+    >>> _ = path.write_text("timestamp,resource_id,device,consumer,share\\n1772323200,n,0,a,1\\n")
+    >>> parses_as_usage_csv(str(path))   # epoch seconds: not an ISO 8601 instant
     False
     """
     if path.lower().endswith(_COMPRESSED_SUFFIXES):
