@@ -41,7 +41,7 @@ from gpucost.join import join_report
 from gpucost.plan import (USAGE_KEYS, PlanError, _give_back_freed_memory, _map_large_blocks, load_tables, plan_sources,
                           read_table, streams)
 from gpucost.allocation import resolve_threads
-from gpucost.chunks import read_ahead
+from gpucost.chunks import read_ahead, relocate_error
 from gpucost.frames import for_export
 
 __all__ = ["main", "build_parser", "format_money_table", "EXIT_OK", "EXIT_ERROR", "EXIT_BAD_INPUT"]
@@ -636,8 +636,13 @@ def _allocate(config: Config, args, tables: Tables, by: list[str], freq: str | N
     else the first day's spacing; the tables then carry it and the merged
     reader report (``usage``) for the join report."""
     if tables.stream is None:
-        return gpucost.allocate(tables.costs, tables.usage, tables.inventory, tables.workloads, by=by, freq=freq,
-                                **policy)
+        try:
+            return gpucost.allocate(tables.costs, tables.usage, tables.inventory, tables.workloads, by=by,
+                                    freq=freq, **policy)
+        except gpucost.InvalidInputError as exc:  # a row of gpucost's own usage table: its file and line
+            if tables.usage_file is None:
+                raise
+            raise relocate_error(exc, "usage", tables.usage_file, 0) from None
     policy = dict(policy)
 
     def start() -> gpucost.Allocator:  # after the first day: its spacing is the interval unless one was stated

@@ -254,6 +254,9 @@ class Tables:
     existing: pd.DataFrame | None = None  # commitments already bought (advise_commitments' existing=)
     downtime: pd.DataFrame | None = None  # resource_id, start, end, reason: down windows (SEMANTICS section 10)
     stream: Any = None  # a plan.UsageStream: the telemetry still to read, a day at a time (usage is then empty)
+    # The file whose rows ``usage`` is, in order (gpucost's own usage table read whole and alone): an
+    # error about a usage row names that file and line.
+    usage_file: str | None = None
 
 
 _EC2_ARN = r"^arn:aws[a-z-]*:ec2:[^:]*:[0-9]*:instance/(i-[0-9a-f]+)$"

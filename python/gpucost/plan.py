@@ -1534,11 +1534,13 @@ def read_plan(plan: SourcePlan, *, progress: bool = False, basis: str | None = N
         usage, workloads = _join_jobs(jobs[0], telemetry, usage, workloads, reading, costs, inventory, step)
     usage.attrs["bare_metal"] = _bare_metal(plan)
     interruptions = plan.find("interruptions")
+    # gpucost's own usage table alone, neither joined to jobs nor mapped by CEEMS: its rows, in file order.
+    own = len(telemetry) == 1 and telemetry[0].kind == "table" and not jobs and plan.find("ceems") is None
     return Tables(costs, usage, inventory, workloads, bill=bill, budgets=budgets,
                   interruptions=None if interruptions is None else interruptions.files[0],
                   rates=_extra(plan, "rates", reading), interval=step,
                   existing=None if existing_source is None else existing_source.frame(reading),
-                  downtime=_downtime(plan, reading))
+                  downtime=_downtime(plan, reading), usage_file=str(telemetry[0].files[0]) if own else None)
 
 
 def _reported_spacing(usage: pd.DataFrame) -> float | None:

@@ -90,3 +90,16 @@ def test_files_the_parser_does_not_read_go_to_pandas(folder, capsys):
     assert not plan._parsed_usage(folder / "usage.csv", "usage")
     code, _, err = run(folder, capsys)
     assert code == 2 and "line 2, column 'timestamp'" in err, err
+
+
+@pytest.mark.parametrize("extra", [(), ("--step", "60")], ids=["whole", "streamed"])
+def test_an_engine_error_names_the_file_and_line_read_whole_or_streamed(folder, capsys, extra):
+    """The engine refuses a sample (a share over 1); read whole as streamed,
+    the CLI names the usage file and the sample's line, not the table's row."""
+    lines = usage_lines().split("\r\n")
+    bad = next(i for i in range(120, len(lines)) if ",team-b,1," in lines[i])
+    lines[bad] = lines[bad].replace(",team-b,1,", ",team-b,1.5,")
+    (folder / "usage.csv").write_text(HEADER + "\r\n".join(lines), newline="")
+    code, out, err = run(folder, capsys, *extra)
+    assert (code, out) == (2, "")
+    assert f"error: {folder / 'usage.csv'}: line {bad + 2}, column 'share': 1.5 is outside (0, 1]" in err, err
