@@ -206,7 +206,9 @@ class BlockParser {
         value = std::string_view(p, static_cast<size_t>(after - p));
       }
       if (after == line_end && c + 1 < n) return FieldCountError(c + 1);
-      if (after != line_end && c + 1 == n) return FieldCountError(static_cast<int64_t>(n) + CountFields(after + 1, line_end));
+      if (after != line_end && c + 1 == n) {
+        return FieldCountError(static_cast<int64_t>(n) + CountFields(after + 1, line_end));
+      }
       if (absl::Status status = Convert(states_[c], value, quoted); !status.ok()) return status;
       p = after + 1;
     }
@@ -218,8 +220,7 @@ class BlockParser {
     const auto row = static_cast<int64_t>(block_.rows);
     switch (out.kind) {
       case UsageCsvKind::kInstant: {
-        if (value.size() == state.previous.size() && !value.empty() &&
-            std::memcmp(value.data(), state.previous.data(), value.size()) == 0) {
+        if (!value.empty() && value == state.previous) {
           out.instants.push_back(state.previous_instant);
           return absl::OkStatus();
         }
@@ -237,8 +238,7 @@ class BlockParser {
         return absl::OkStatus();
       }
       case UsageCsvKind::kString: {
-        if (value.size() == state.previous.size() && state.previous_code >= 0 &&
-            std::memcmp(value.data(), state.previous.data(), value.size()) == 0) {
+        if (state.previous_code >= 0 && value == state.previous) {
           out.ints.push_back(state.previous_code);
           return absl::OkStatus();
         }
@@ -329,7 +329,9 @@ class BlockParser {
       if (state.null_rows.empty()) continue;
       std::vector<uint8_t>& validity = state.out->validity;
       validity.assign(static_cast<size_t>((block_.rows + 7) / 8), 0xFF);
-      if (block_.rows % 8 != 0) validity.back() = static_cast<uint8_t>((1u << (block_.rows % 8)) - 1);  // no bits past the rows
+      if (block_.rows % 8 != 0) {  // no bits past the rows
+        validity.back() = static_cast<uint8_t>((1u << (block_.rows % 8)) - 1);
+      }
       for (const int64_t row : state.null_rows) {
         validity[static_cast<size_t>(row / 8)] &= static_cast<uint8_t>(~(1u << (row % 8)));
       }
