@@ -26,7 +26,7 @@ Usage:
     .venv/bin/python benchmarks/bench_fleet.py --cases orders --orders node time --strings str --threads 1
 Cases: orders (by consumer, every order x strings), teamday (by team + day),
 files (Parquet and CSV in time order: allocate_stream over the path, also
-told ordered_chunks, and the file read whole first), kinds (gpucost from pandas categoricals,
+told ordered_chunks True and False, and the file read whole first), kinds (gpucost from pandas categoricals,
 a pyarrow table of dictionaries, Polars Categorical and String frames),
 highcard (a new pod every 5 minutes on each of 1,000 GPUs), sweep (node
 order at 1, 2 and all cores).
@@ -235,11 +235,13 @@ def gpucost_stream(costs, path, inventory, workloads, by):
     return gpucost.allocate_stream(costs, path, inventory, workloads, by=["team", "period"], freq="D")
 
 
-def gpucost_stream_ordered(costs, path, inventory, workloads, by):
+def gpucost_stream_ordered(costs, path, inventory, workloads, by, ordered=True):
     """allocate_stream told the file is in time order (the files case writes
-    it so), as a user who knows it may: no record of rows across chunks."""
+    it so), as a user who knows it may: no record of rows across chunks; or
+    told not to try (``ordered=False``): the record kept, as before the
+    default tried the order."""
     assert by == "consumer"
-    return gpucost.allocate_stream(costs, path, inventory, ordered_chunks=True)
+    return gpucost.allocate_stream(costs, path, inventory, ordered_chunks=ordered)
 
 
 def gpucost_read(costs, path, inventory, workloads, by):
@@ -362,6 +364,7 @@ def run_files(data: FleetData, args, threads: int, ddb: DuckDB, rows: list[dict]
                 "gpucost": lambda: gpucost_stream(c, path, inv, wl, "consumer"),
                 "gpucost_read": lambda: gpucost_read(c, path, inv, wl, "consumer"),
                 "gpucost_ordered": lambda: gpucost_stream_ordered(c, path, inv, wl, "consumer"),
+                "gpucost_unordered": lambda: gpucost_stream_ordered(c, path, inv, wl, "consumer", False),
                 "pandas": lambda: pandas_allocate(c, pandas_read(path), inv, wl, "consumer"),
                 "polars": lambda: polars_allocate(c, polars_scan(path), inv, wl, "consumer"),
                 "duckdb": lambda: ddb.allocate(c, duckdb_scan(path), inv, wl, "consumer"),
@@ -369,10 +372,12 @@ def run_files(data: FleetData, args, threads: int, ddb: DuckDB, rows: list[dict]
             name = f"{kind} ({size:,.0f} MiB)"
             row = measure(name, "time", "file", threads, len(data), "consumer", impls, args.repeat)
             read_row = {**row, "case": f"{name}: read + allocate", "gpucost": row.pop("gpucost_read")}
-            ordered_row = {**row, "case": f"{name}: allocate_stream, ordered_chunks",
+            ordered_row = {**row, "case": f"{name}: allocate_stream, ordered_chunks=True",
                            "gpucost": row.pop("gpucost_ordered")}
+            unordered_row = {**row, "case": f"{name}: allocate_stream, ordered_chunks=False",
+                             "gpucost": row.pop("gpucost_unordered")}
             row["case"] = f"{name}: allocate_stream"
-            rows.extend([row, ordered_row, read_row])
+            rows.extend([row, ordered_row, unordered_row, read_row])
     finally:
         if not args.keep_data:
             for path in paths.values():

@@ -113,6 +113,8 @@ class PyAllocator {
     ThrowIfError(status);
   }
 
+  bool WentBackInTime() const { return allocator_->WentBackInTime(); }
+
   Allocation Finish() {
     absl::StatusOr<Allocation> result;
     {
@@ -327,6 +329,7 @@ read in place, others are converted once. Returns an AllocationResult.)pbdoc");
            py::arg("downtime") = py::none(), py::arg("pue") = py::none(), py::arg("carbon_intensity") = py::none(),
            py::arg("ordered_chunks") = false)
       .def("add_samples", &PyAllocator::AddSamples, py::arg("usage"))
+      .def("went_back_in_time", &PyAllocator::WentBackInTime)
       .def("finish", &PyAllocator::Finish);
 
   m.def(

@@ -171,6 +171,12 @@ class Allocator {
   // an error (naming its row), and only the rows at that instant are kept.
   [[nodiscard]] absl::Status AddSamples(const SampleColumns& samples);
 
+  // Whether AddSamples() refused a chunk only for going back in time under
+  // policy.ordered_chunks. A caller that can read its chunks again (files)
+  // may then start over with an allocator without the promise, and get the
+  // result it would have had; any other error is the input's.
+  [[nodiscard]] bool WentBackInTime() const;
+
   // Prorates every line and groups the result. Call once.
   [[nodiscard]] absl::StatusOr<Allocation> Finish();
 

@@ -600,6 +600,33 @@ class Allocator:
         self._core.add_samples(columns)
         self._rows += len(columns["timestamp"])
 
+    def went_back_in_time(self) -> bool:
+        """Whether :meth:`add` refused a chunk only for going back in time
+        (``ordered_chunks=True``): a caller that can read its chunks again
+        may start over with an allocator not told so and get the same
+        result (:func:`gpucost.allocate_stream` does, for files).
+
+        Examples:
+            >>> costs = pd.DataFrame({"resource_id": ["node-1"], "cost": [8.0],
+            ...                       "start": [pd.Timestamp("2026-03-01 00:00", tz="UTC")],
+            ...                       "end": [pd.Timestamp("2026-03-01 02:00", tz="UTC")]})
+            >>> inventory = pd.DataFrame({"resource_id": ["node-1"], "device": [0], "mem_capacity": [80 * 2**30]})
+            >>> usage = pd.DataFrame({"timestamp": pd.date_range("2026-03-01", periods=4, freq="30min", tz="UTC"),
+            ...                       "resource_id": "node-1", "device": 0, "consumer": "train",
+            ...                       "share": 1.0, "util": 0.5, "mem_used": 0.0})
+            >>> alloc = gpucost.Allocator(costs, inventory, interval=1800, ordered_chunks=True)
+            >>> alloc.add(usage.iloc[2:])
+            >>> try:
+            ...     alloc.add(usage.iloc[:2])
+            ... except gpucost.InvalidInputError:
+            ...     print(alloc.went_back_in_time())
+            True
+            >>> again = gpucost.Allocator(costs, inventory, interval=1800)  # no promise: the chunks read again
+            >>> print(again.add_all([usage.iloc[2:], usage.iloc[:2]]).finish()["cost"].sum())
+            8.0
+        """
+        return self._core.went_back_in_time()
+
     def add_all(self, chunks: Iterable[Any]) -> Allocator:
         for chunk in chunks:
             self.add(chunk)

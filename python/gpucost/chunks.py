@@ -430,30 +430,41 @@ def parquet_in_time_order(data: Any, max_group_rows: int) -> bool:
     >>> parquet_in_time_order(path, 1_000_000)
     False
     """
+    return parquet_order(data, max_group_rows) is True
+
+
+def parquet_order(data: Any, max_group_rows: int) -> bool | None:
+    """What the ``timestamp`` statistics of Parquet files' row groups say:
+    True, they never go back in time and each group has at most
+    ``max_group_rows`` rows (:func:`parquet_in_time_order`); False, a group
+    starts before one before it ends (the rows go back in time); None, they
+    cannot tell (not Parquet, a statistic missing, larger groups in order,
+    anything unreadable)."""
     if not is_path_like(data):
-        return False
+        return None
     try:
         paths = expand_paths(data)
         if not paths or not all(_is_parquet(path) for path in paths):
-            return False
-        newest = None
+            return None
+        newest, small = None, True
         for path in paths:
             meta = pq.read_metadata(path)
             names = [meta.schema.column(i).path for i in range(meta.num_columns)]
             if "timestamp" not in names:
-                return False
+                return None
             column = names.index("timestamp")
             for group in range(meta.num_row_groups):
                 rows = meta.row_group(group)
                 stats = rows.column(column).statistics
-                if rows.num_rows > max_group_rows or stats is None or not stats.has_min_max:
-                    return False
+                if stats is None or not stats.has_min_max:
+                    return None
                 if newest is not None and stats.min < newest:
                     return False
+                small = small and rows.num_rows <= max_group_rows
                 newest = max(newest, stats.max) if newest is not None else stats.max
-        return True
+        return True if small else None
     except (pa.ArrowException, OSError, TypeError, InvalidInputError):
-        return False
+        return None
 
 
 def _file_chunks(path: str, chunk_rows: int, block_size: int, column_types: dict,

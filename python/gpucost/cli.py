@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import json
 import re
 import sys
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -42,6 +43,7 @@ from gpucost.plan import (USAGE_KEYS, PlanError, _give_back_freed_memory, _map_l
                           read_table, streams)
 from gpucost.allocation import resolve_threads
 from gpucost.chunks import read_ahead, relocate_error
+from gpucost.stream import add_chunks
 from gpucost.frames import for_export
 
 __all__ = ["main", "build_parser", "format_money_table", "EXIT_OK", "EXIT_ERROR", "EXIT_BAD_INPUT"]
@@ -644,27 +646,32 @@ def _allocate(config: Config, args, tables: Tables, by: list[str], freq: str | N
                 raise
             raise relocate_error(exc, "usage", tables.usage_file, 0) from None
     policy = dict(policy)
+    stream = tables.stream
+    # The days come in time order, checked, not trusted: no record of earlier days' rows is kept. A usage
+    # table's order is put on trial: the file is read again without the promise once a chunk goes back.
+    on_trial = stream.can_read_again
 
-    def start() -> gpucost.Allocator:  # after the first day: its spacing is the interval unless one was stated
-        policy.setdefault("interval", tables.stream.interval or tables.interval)
-        # The days come in time order: no record of earlier days' rows is kept (checked, not trusted).
+    def start(ordered: bool) -> gpucost.Allocator:  # after the first day: its spacing is the interval unless stated
+        policy.setdefault("interval", stream.interval or tables.interval)
         return gpucost.Allocator(tables.costs, tables.inventory, tables.workloads, by=by, freq=freq,
-                                 ordered_chunks=tables.stream.ordered_chunks, **policy)
+                                 ordered_chunks=ordered, **policy)
 
-    allocator = None
+    def add(allocator: gpucost.Allocator, chunk: pd.DataFrame, rows_before: int) -> None:
+        try:
+            allocator.add(chunk)
+        except gpucost.InvalidInputError as exc:  # a usage table's row: its file and line
+            raise stream.relocate(exc) from None
+
     with _reader_warnings(config, args):
         # The next day read on a second thread while this one is allocated (the readers and the engine release the GIL).
-        chunks = read_ahead(iter(tables.stream)) if resolve_threads() > 1 else tables.stream
-        for chunk in chunks:
-            allocator = allocator or start()
-            try:
-                allocator.add(chunk)
-            except gpucost.InvalidInputError as exc:  # a usage table's row: its file and line
-                raise tables.stream.relocate(exc) from None
-            if observe is not None:
-                observe(chunk)
-            del chunk
-    allocator = allocator or start()  # no telemetry at all: the allocation of no samples, as in memory
+        chunks = iter(read_ahead(iter(stream)) if resolve_threads() > 1 else stream)
+        first = next(chunks, None)
+        allocator = start(stream.ordered_chunks or on_trial)  # no telemetry at all: the allocation of no samples
+        if first is not None:
+            chunks = _observed(itertools.chain([first], chunks), observe)
+            del first  # a day is held while it is allocated, not to the end
+            allocator = add_chunks(allocator, chunks, add, read_again=stream.read_again if on_trial else None,
+                                   unordered=lambda: start(False))
     tables.interval = policy["interval"]
     config.policy.setdefault("interval", tables.interval)
     tables.usage = tables.stream.usage()
@@ -675,6 +682,16 @@ def _allocate(config: Config, args, tables: Tables, by: list[str], freq: str | N
     if _memory_unread(tables.usage) and "mem_gib_hours" in result.columns:
         result["mem_gib_hours"] = np.nan  # not read, not zero (basis blended reads it)
     return result
+
+
+def _observed(chunks: Iterator[pd.DataFrame], observe: Callable[[pd.DataFrame], None] | None,
+              ) -> Iterator[pd.DataFrame]:
+    """``chunks``, each seen by ``observe`` once allocated (not when read again)."""
+    for chunk in chunks:
+        yield chunk
+        if observe is not None:
+            observe(chunk)
+        del chunk  # not held while the next one is read
 
 
 def _memory_unread(usage: pd.DataFrame) -> bool:

@@ -46,6 +46,7 @@ from gpucost.billing import BillRows
 from gpucost.config import DEFAULT_LABELS, Config, Tables, instance_ids
 from gpucost.errors import InvalidInputError
 from gpucost.owned import owned_costs
+from gpucost.stream import can_read_again
 from gpucost.invoice import GPU_HOUR, INSTANCE_HOUR, INVOICE_COLUMNS
 from gpucost.model import Purchase
 
@@ -762,13 +763,14 @@ def read_table(path: Path, name: str) -> pd.DataFrame:
     return _own_columns(frame, path)
 
 
-def table_in_time_order(path: Path, rows: int | None = None) -> bool:
+def table_order(path: Path, rows: int | None = None) -> bool | None:
     """Whether gpucost's own usage table is Parquet whose row groups never go
-    back in time (:func:`gpucost.chunks.parquet_in_time_order`, groups of at
-    most 4 chunks): :func:`iter_table` then gives a row group a chunk, and
-    the stream's chunks are ordered."""
-    from gpucost.chunks import parquet_in_time_order
-    return parquet_in_time_order(str(path), 4 * (rows or _TABLE_CHUNK_ROWS))
+    back in time (:func:`gpucost.chunks.parquet_order`, groups of at most 4
+    chunks): :func:`iter_table` then gives a row group a chunk, and the
+    stream's chunks are ordered. False: its statistics say it goes back in
+    time; None: nothing says (CSV, larger groups)."""
+    from gpucost.chunks import parquet_order
+    return parquet_order(str(path), 4 * (rows or _TABLE_CHUNK_ROWS))
 
 
 def iter_table(path: Path, name: str, rows: int | None = None) -> Iterator[pd.DataFrame]:
@@ -793,7 +795,7 @@ def iter_table(path: Path, name: str, rows: int | None = None) -> Iterator[pd.Da
         import pyarrow as pa
         import pyarrow.parquet as pq
         file = pq.ParquetFile(path)
-        if table_in_time_order(path, rows):  # whole row groups: chunks that never go back in time
+        if table_order(path, rows) is True:  # whole row groups: chunks that never go back in time
             for group in range(file.num_row_groups):
                 yield file.read_row_group(group).to_pandas()
             return
@@ -1631,13 +1633,16 @@ class UsageStream:
     chunks never go back in time (saved answers' UTC days, in order; a
     Parquet usage table's row groups when their statistics say so), so an
     Allocator fed them may be told so and keep no record of earlier
-    chunks' rows; a usage table's rows otherwise come in no promised order."""
+    chunks' rows; a usage table's rows otherwise come in no promised order,
+    but the file can be read again (``can_read_again``, :meth:`read_again`),
+    so its order may be put on trial (:func:`gpucost.stream.add_chunks`)."""
 
     def __init__(self, plan: SourcePlan, source: Source, reading: Reading):
         self.plan, self.source, self.reading = plan, source, reading
         self.interval: float | None = plan.step
-        self.ordered_chunks = source.kind in ("query_range", "dcgm_text", "jobstats") or (
-            source.kind == "table" and table_in_time_order(source.files[0]))
+        order = table_order(source.files[0]) if source.kind == "table" else None
+        self.ordered_chunks = source.kind in ("query_range", "dcgm_text", "jobstats") or order is True
+        self.can_read_again = source.kind == "table" and order is None and can_read_again(str(source.files[0]))
         self.chunks = 0
         self._reports: list[dict] = []
         self._usage = pd.DataFrame()
@@ -1670,6 +1675,11 @@ class UsageStream:
                 self._usage.attrs["telemetry"] = merge_telemetry(self._reports)
             self.chunks += 1
             yield frame
+
+    def read_again(self) -> Iterator[pd.DataFrame]:
+        """The chunks of gpucost's own usage table read again, the same
+        ones (``can_read_again``): no reader report is merged twice."""
+        return self.source.frames(self.reading, "usage")
 
     def usage(self) -> pd.DataFrame:
         """The empty usage table with the merged reader report (so far)."""

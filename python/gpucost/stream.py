@@ -4,12 +4,16 @@ bounded memory, on top of the streaming :class:`gpucost.Allocator`."""
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
-from typing import Any
+import stat
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
+
+import pandas as pd
+import pyarrow as pa
 
 from gpucost.allocation import Allocator, resolve_threads
-from gpucost.chunks import (COST_CSV_TYPES, iter_chunks, parquet_in_time_order, read_ahead, read_table,
-                            relocate_error, write_result)
+from gpucost.chunks import (COST_CSV_TYPES, expand_paths, is_path_like, iter_chunks, parquet_order,
+                            read_ahead, read_table, relocate_error, write_result)
 from gpucost.errors import InvalidInputError, shift_rows
 from gpucost.frames import OUTPUTS
 
@@ -44,12 +48,12 @@ def allocate_stream(
     downtime: Any = None,
     pue: float | None = None,
     carbon_intensity: Any = None,
-    ordered_chunks: bool = False,
+    ordered_chunks: bool | None = None,
 ) -> Any:
     """:func:`gpucost.allocate` over usage read chunk by chunk: memory grows
     with cost lines and consumers, and by 16 bytes per sample (to find rows
-    read twice across chunks; with ``ordered_chunks``, only at the newest
-    instant); the samples themselves are never held.
+    read twice across chunks; in time order, only at the newest instant);
+    the samples themselves are never held.
     Without a duration column the interval is inferred from the first chunk
     (give ``interval`` when the chunks are not in time order).
 
@@ -79,16 +83,22 @@ def allocate_stream(
             is also written there (``.parquet`` or CSV), all or nothing (see
             :func:`gpucost.chunks.write_result`), and returned as pandas.
         threads: engine threads, as for :func:`gpucost.allocate`.
-        ordered_chunks: the usage never goes back in time (files or tables
-            in time order, each sorted by time): the record of rows read
-            twice is kept only at the newest instant, so memory no longer
-            grows with the samples; a row before an earlier chunk's newest
-            instant is an error naming it (:class:`gpucost.Allocator`).
-            Parquet files whose row groups' ``timestamp`` statistics never
-            go back in time (a table sorted by time, as lakes keep them) are
-            read a row group at a time and taken as ordered without being
-            told (row groups of at most 4 x ``chunk_rows``; the order inside
-            a group does not matter).
+        ordered_chunks: ``True`` promises the usage never goes back in
+            time (files or tables in time order, each sorted by time): the
+            record of rows read twice is kept only at the newest instant, so
+            memory no longer grows with the samples; a row before an earlier
+            chunk's newest instant is an error naming it
+            (:class:`gpucost.Allocator`). ``None`` (the default) finds out:
+            usage that can be read again (files, a frame or table in memory)
+            is first taken as in time order, and at the first chunk that goes
+            back in time the chunks before it are read again without the
+            promise (the same result; a file in time order but for its end
+            is read up to there twice). ``False``: no promise, nothing read
+            twice. Parquet files whose row groups' ``timestamp`` statistics
+            never go back in time (a table sorted by time, as lakes keep
+            them) are read a row group at a time and taken as ordered
+            without a trial (row groups of at most 4 x ``chunk_rows``; the
+            order inside a group does not matter).
 
     Returns:
         The result :func:`gpucost.allocate` gives for all the samples at once.
@@ -133,35 +143,37 @@ def allocate_stream(
     if chunk_rows <= 0 or block_size <= 0:
         raise InvalidInputError("chunk_rows and block_size must be positive")
     kind, path = _output(output)
-    # Row groups in time order by their statistics: chunks that never go back in time, told or not.
-    by_row_group = not ordered_chunks and parquet_in_time_order(usage, 4 * chunk_rows)
-    allocator = Allocator(read_table(costs, "costs", COST_CSV_TYPES), read_table(inventory, "inventory"),
-                          None if workloads is None else read_table(workloads, "workloads"),
-                          basis=basis, alpha=alpha, idle=idle, interval=interval, by=by, freq=freq,
-                          threads=threads, downtime=None if downtime is None else read_table(downtime, "downtime"),
-                          pue=pue, carbon_intensity=_intensity(carbon_intensity),
-                          ordered_chunks=ordered_chunks or by_row_group)
+    # Row groups in time order by their statistics: chunks that never go back in time, told or not. Else,
+    # told nothing, usage that can be read again is tried in time order (unless statistics say it goes back).
+    statistics = parquet_order(usage, 4 * chunk_rows) if ordered_chunks is not True else None
+    by_row_group = statistics is True
+    on_trial = ordered_chunks is None and statistics is None and can_read_again(usage)
+    tables = dict(costs=read_table(costs, "costs", COST_CSV_TYPES), inventory=read_table(inventory, "inventory"),
+                  workloads=None if workloads is None else read_table(workloads, "workloads"),
+                  basis=basis, alpha=alpha, idle=idle, interval=interval, by=by, freq=freq, threads=threads,
+                  downtime=None if downtime is None else read_table(downtime, "downtime"),
+                  pue=pue, carbon_intensity=_intensity(carbon_intensity))
+    allocator = Allocator(**tables, ordered_chunks=bool(ordered_chunks) or by_row_group or on_trial)
     bar = _progress_bar(total) if progress else None
-    seen = 0
-    try:
-        cores = resolve_threads(threads)
+    cores = resolve_threads(threads)
+
+    def read() -> Iterable[Any]:
         chunks = iter_chunks(usage, chunk_rows=chunk_rows, block_size=block_size, threads=cores,
                              row_groups=by_row_group)
-        if cores > 1:  # the next chunk read while this one is allocated
-            chunks = read_ahead(chunks)
-        for chunk in chunks:
-            try:
-                allocator.add(chunk.rows)
-            except InvalidInputError as exc:
-                # The allocator counts rows from the first chunk; the source
-                # may count them per file.
-                raise relocate_error(shift_rows(exc, "usage", -seen), "usage", chunk.source,
-                                     chunk.first_row) from None
-            seen += len(chunk)
-            if bar is not None:
-                bar.update(len(chunk))
-                if chunk.source is not None:
-                    bar.set_postfix_str(os.path.basename(chunk.source), refresh=False)
+        return read_ahead(chunks) if cores > 1 else chunks  # the next chunk read while this one is allocated
+
+    def add(into: Allocator, chunk: Any, rows_before: int) -> None:
+        try:
+            into.add(chunk.rows)
+        except InvalidInputError as exc:
+            # The allocator counts rows from the first chunk; the source may count them per file.
+            raise relocate_error(shift_rows(exc, "usage", -rows_before), "usage", chunk.source,
+                                 chunk.first_row) from None
+
+    try:
+        chunks = read() if bar is None else _shown(read(), bar)
+        allocator = add_chunks(allocator, chunks, add, read_again=read if on_trial else None,
+                               unordered=lambda: Allocator(**tables, ordered_chunks=False))
         result = allocator.finish(output=kind)
     finally:
         if bar is not None:
@@ -169,6 +181,84 @@ def allocate_stream(
     if path is not None:
         write_result(result, path)
     return result
+
+
+Chunk = TypeVar("Chunk")
+
+
+def add_chunks(allocator: Allocator, chunks: Iterable[Chunk], add: Callable[[Allocator, Chunk, int], None], *,
+               read_again: Callable[[], Iterable[Chunk]] | None = None,
+               unordered: Callable[[], Allocator] | None = None) -> Allocator:
+    """Each chunk given to ``add(allocator, chunk, rows before it)``;
+    returns the allocator fed them all. With ``read_again`` (the chunks
+    again, the same ones: files, a table in memory) the allocator was made
+    with ``ordered_chunks`` on trial, the source's order unknown: the first
+    chunk that goes back in time starts a new allocator, ``unordered()``,
+    fed the chunks before it read again, then that chunk and the rest. The
+    result is the one an unordered allocator gives; only the memory and time
+    of its record of rows read twice differ."""
+    sizes: list[int] = []
+    for chunk in chunks:
+        try:
+            add(allocator, chunk, sum(sizes))
+            went_back = False
+        except InvalidInputError:
+            if read_again is None or unordered is None or not allocator.went_back_in_time():
+                raise
+            went_back = True  # started over below, once the error no longer holds the failed allocator
+        if went_back:
+            allocator = unordered()
+            _add_again(allocator, read_again(), sizes, add)
+            read_again = None
+            add(allocator, chunk, sum(sizes))
+        sizes.append(len(chunk))
+        del chunk  # not held while the next one is read
+    return allocator
+
+
+def _add_again(allocator: Allocator, chunks: Iterable[Chunk], sizes: list[int],
+               add: Callable[[Allocator, Chunk, int], None]) -> None:
+    """The first ``len(sizes)`` chunks, read again, added; each must be the
+    size it was (a file that changed between the reads is an error)."""
+    iterator = iter(chunks)
+    try:
+        rows = 0
+        for size in sizes:
+            chunk = next(iterator, None)
+            if chunk is None or len(chunk) != size:
+                raise InvalidInputError(f"usage: changed while it was read (rows {rows} onwards were {size} rows, "
+                                        f"read again {0 if chunk is None else len(chunk)}): read it again")
+            add(allocator, chunk, rows)
+            rows += size
+            del chunk
+    finally:
+        close = getattr(iterator, "close", None)
+        if close is not None:
+            close()
+
+
+def can_read_again(usage: Any) -> bool:
+    """Whether :func:`gpucost.chunks.iter_chunks` can read ``usage`` twice
+    with the same chunks: regular files, a pandas frame or Arrow table in
+    memory; not a pipe, a reader, a relation or a generator."""
+    if isinstance(usage, pd.DataFrame | pa.Table):
+        return True
+    if not is_path_like(usage):
+        return False
+    try:
+        return all(stat.S_ISREG(os.stat(path).st_mode) for path in expand_paths(usage))
+    except (OSError, InvalidInputError):
+        return False
+
+
+def _shown(chunks: Iterable[Any], bar: Any) -> Iterable[Any]:
+    """``chunks``, each counted on the progress bar once added."""
+    for chunk in chunks:
+        yield chunk
+        bar.update(len(chunk))
+        if chunk.source is not None:
+            bar.set_postfix_str(os.path.basename(chunk.source), refresh=False)
+        del chunk  # not held while the next one is read
 
 
 def _output(output: Any) -> tuple[str, str | os.PathLike | None]:

@@ -539,6 +539,7 @@ struct Allocator::State {
   int64_t newest_instant = std::numeric_limits<int64_t>::min();
   int64_t newest_before_chunk = std::numeric_limits<int64_t>::min();  // newest_instant before this chunk
   absl::flat_hash_map<SeriesKey, SpacingTally> tallies;
+  bool went_back = false;  // a chunk refused for going back in time (ordered)
   absl::Status sticky = absl::OkStatus();
   bool finished = false;
 
@@ -1141,6 +1142,8 @@ absl::StatusOr<std::unique_ptr<Allocator>> Allocator::Create(
 Allocator::Allocator(std::unique_ptr<State> state) : state_(std::move(state)) {}
 Allocator::~Allocator() = default;
 
+bool Allocator::WentBackInTime() const { return state_->went_back; }
+
 absl::Status Allocator::State::SampleValueError(const SampleColumns& s, int64_t i) const {
   constexpr std::string_view kTable = "usage";
   const int64_t row = RowNumber(i);
@@ -1589,6 +1592,7 @@ absl::Status Allocator::State::CheckNotBeforeEarlierChunks(const SampleColumns& 
     if (!InstantInRange(ts[i], s.time_unit)) continue;
     const int64_t t = ts[i] * ticks;
     if (t < before) {
+      went_back = true;
       return RowError("usage", RowNumber(i), "timestamp",
                       absl::StrCat(InstantText(t), " is before ", InstantText(before),
                                    ", the newest instant of an earlier chunk (this chunk starts at row ", rows_seen,

@@ -149,12 +149,22 @@ TEST_F(OrderedDays, AChunkGoingBackInTimeIsRefusedWithItsRow) {
     ASSERT_THAT(allocator->AddSamples(hours[c].columns()), IsOk());
     rows += static_cast<int64_t>(hours[c].timestamp.size());
   }
+  EXPECT_FALSE(allocator->WentBackInTime());
   const auto refused = AllOf(HasSubstr(absl::StrCat("usage: row ", rows, ", column 'timestamp'")),
                              HasSubstr("2026-03-01T01:00:00Z is before 2026-03-01T03:59:00Z"),
                              HasSubstr(absl::StrCat("this chunk starts at row ", rows)),
                              HasSubstr("ordered_chunks"));
   EXPECT_THAT(allocator->AddSamples(hours.back().columns()), StatusIs(absl::StatusCode::kInvalidArgument, refused));
+  EXPECT_TRUE(allocator->WentBackInTime());  // for that alone: a caller may read its chunks again, unordered
   EXPECT_THAT(allocator->Finish(), StatusIs(absl::StatusCode::kInvalidArgument, refused));
+  // Refused for a bad value instead, it did not go back in time.
+  GPUCOST_ASSERT_OK_AND_ASSIGN(auto bad_value,
+                               Allocator::Create(costs_.columns(), inventory_.columns(), nullptr, policy_));
+  SampleTable bad = hours[0];
+  bad.util[0] = 1.5;
+  EXPECT_THAT(bad_value->AddSamples(bad.columns()),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("column 'util'")));
+  EXPECT_FALSE(bad_value->WentBackInTime());
 }
 
 TEST_F(OrderedDays, AChunkMayShareTheNewestInstantAndItsCopiesThereAreDropped) {

@@ -17,6 +17,7 @@ import pytest
 
 import gpucost
 import gpucost.chunks
+import gpucost.stream
 from gpucost.simulate import simulate_fleet
 from reference import assert_frames_close
 
@@ -189,6 +190,114 @@ def test_allocate_stream_ordered_over_files_sorted_by_time(fleet, expected, tmp_
     assert result.attrs["diagnostics"] == expected.attrs["diagnostics"]
     with pytest.raises(gpucost.InvalidInputError, match=rf"^{paths[0]}: line 2, column 'timestamp': .* is before"):
         gpucost.allocate_stream(fleet.costs, [paths[1], paths[0]], fleet.inventory, ordered_chunks=True)
+
+
+def record_trials(monkeypatch) -> dict:
+    """Each Allocator's ordered_chunks, and how often allocate_stream read the usage."""
+    seen = {"ordered": [], "reads": 0}
+    init, iter_chunks = gpucost.Allocator.__init__, gpucost.stream.iter_chunks
+    monkeypatch.setattr(gpucost.Allocator, "__init__",
+                        lambda self, *a, **kw: seen["ordered"].append(kw.get("ordered_chunks")) or init(self, *a, **kw))
+
+    def counted(*a, **kw):
+        seen["reads"] += 1
+        return iter_chunks(*a, **kw)
+
+    monkeypatch.setattr(gpucost.stream, "iter_chunks", counted)
+    return seen
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_usage_read_again_is_tried_in_time_order_first(fleet, expected, tmp_path, monkeypatch, threads):
+    """Told nothing, files it can read again are taken as in time order (no
+    record of earlier chunks' rows) while they are; at the first chunk that
+    goes back in time the chunks before it are read again without the
+    promise. The numbers are the same every way, rows read twice across the
+    files (a replica's file after the other) included."""
+    seen = record_trials(monkeypatch)
+    by_time = fleet.usage.sort_values("timestamp", kind="stable").reset_index(drop=True)
+    write_csv(by_time, tmp_path / "sorted.csv")
+    write_csv(by_time.iloc[:3000], tmp_path / "replica.csv")  # the first hours again, from a second scraper
+    run = dict(chunk_rows=777, block_size=1 << 14, threads=threads, **POLICY)
+    result = gpucost.allocate_stream(fleet.costs, tmp_path / "sorted.csv", fleet.inventory, fleet.workloads, **run)
+    assert seen == {"ordered": [True], "reads": 1}  # in time order throughout: read once, no record kept
+    assert_frames_close(result, expected)
+    assert result.attrs["diagnostics"] == expected.attrs["diagnostics"]
+
+    seen.update(ordered=[], reads=0)
+    paths = [tmp_path / "sorted.csv", tmp_path / "replica.csv"]
+    result = gpucost.allocate_stream(fleet.costs, paths, fleet.inventory, fleet.workloads, **run)
+    assert seen == {"ordered": [True, False], "reads": 2}  # the replica goes back: sorted.csv read again
+    both = pd.concat([by_time, by_time.iloc[:3000]], ignore_index=True)
+    whole = gpucost.allocate(fleet.costs, both, fleet.inventory, fleet.workloads, **POLICY)
+    assert_frames_close(result, whole)
+    assert_frames_close(result, expected)  # the copies dropped
+    assert result.attrs["diagnostics"] == whole.attrs["diagnostics"]
+    assert result.attrs["diagnostics"]["samples_duplicate"] == 3000
+
+    seen.update(ordered=[], reads=0)  # a frame in memory: sliced again
+    result = gpucost.allocate_stream(fleet.costs, both.iloc[::-1], fleet.inventory, fleet.workloads, **run)
+    assert seen == {"ordered": [True, False], "reads": 2}
+    assert_frames_close(result, whole)
+
+
+def test_usage_read_once_or_told_is_not_tried(fleet, expected, tmp_path, monkeypatch):
+    """A generator (or a reader, a relation) cannot be read again, and
+    ordered_chunks=False asks for no trial: no promise, read once. True is
+    a promise: a chunk going back is an error, naming its line."""
+    seen = record_trials(monkeypatch)
+    backwards = fleet.usage.sort_values("timestamp", ascending=False, kind="stable").reset_index(drop=True)
+    chunks = (backwards.iloc[i:i + 5000] for i in range(0, len(backwards), 5000))
+    result = gpucost.allocate_stream(fleet.costs, chunks, fleet.inventory, fleet.workloads, **POLICY)
+    assert seen == {"ordered": [False], "reads": 1}
+    assert_frames_close(result, expected)
+    seen.update(ordered=[], reads=0)
+    write_csv(backwards, tmp_path / "backwards.csv")
+    result = gpucost.allocate_stream(fleet.costs, tmp_path / "backwards.csv", fleet.inventory, fleet.workloads,
+                                     chunk_rows=777, block_size=1 << 14, ordered_chunks=False, **POLICY)
+    assert seen == {"ordered": [False], "reads": 1}
+    assert_frames_close(result, expected)
+    with pytest.raises(gpucost.InvalidInputError, match=rf"^{tmp_path / 'backwards.csv'}: line \d+, column "
+                                                         r"'timestamp': .* is before"):
+        gpucost.allocate_stream(fleet.costs, tmp_path / "backwards.csv", fleet.inventory, fleet.workloads,
+                                block_size=1 << 14, ordered_chunks=True, **POLICY)
+    assert not gpucost.stream.can_read_again(iter([backwards]))
+    os.mkfifo(tmp_path / "pipe.csv")
+    assert not gpucost.stream.can_read_again(tmp_path / "pipe.csv")  # read once, like stdin
+    assert gpucost.stream.can_read_again([tmp_path / "backwards.csv"])
+
+
+def test_a_bad_sample_after_the_usage_went_back_names_its_line(fleet, tmp_path):
+    """Read again without the promise, a bad sample further on is named by
+    its file and line as it would be read once."""
+    backwards = fleet.usage.sort_values("timestamp", ascending=False, kind="stable").reset_index(drop=True)
+    backwards.loc[len(backwards) - 10, "util"] = 1.5
+    write_csv(backwards, tmp_path / "bad.csv")
+    message = rf"^{tmp_path / 'bad.csv'}: line {len(backwards) - 8}, column 'util': 1.5 is outside \[0, 1\]"
+    for ordered in (None, False):
+        with pytest.raises(gpucost.InvalidInputError, match=message):
+            gpucost.allocate_stream(fleet.costs, tmp_path / "bad.csv", fleet.inventory, fleet.workloads,
+                                    block_size=1 << 14, ordered_chunks=ordered, **POLICY)
+
+
+def test_usage_that_changed_between_reads_is_an_error(fleet):
+    """Read again, the chunks before the one that went back must be what they
+    were: a source that changed meanwhile is refused, never half counted."""
+    hours = hours_in_order(fleet.usage)
+
+    def add(allocator, chunk, rows_before):
+        allocator.add(chunk)
+
+    def make(ordered):
+        return lambda: gpucost.Allocator(fleet.costs, fleet.inventory, fleet.workloads, ordered_chunks=ordered,
+                                         **POLICY)
+
+    with pytest.raises(gpucost.InvalidInputError, match=r"^usage: changed while it was read \(rows 0 onwards were"):
+        gpucost.stream.add_chunks(make(True)(), [hours[1], hours[0]], add, read_again=lambda: [hours[2]],
+                                  unordered=make(False))
+    fed = gpucost.stream.add_chunks(make(True)(), [hours[1], hours[0]], add, read_again=lambda: [hours[1]],
+                                    unordered=make(False))
+    assert not fed.went_back_in_time()
 
 
 def test_truncated_csv(fleet, tmp_path):

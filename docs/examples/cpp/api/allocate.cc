@@ -99,6 +99,9 @@ int main() {
   CHECK_OK((*ordered)->AddSamples(samples.Slice(2, 1)));
   const absl::Status back = (*ordered)->AddSamples(samples.Slice(1, 1));
   CHECK(back.message().find("row 3, column 'timestamp'") != std::string_view::npos);
+  // Refused for that alone: a caller that can read the chunks again starts
+  // over without the promise and gets the same result as unordered.
+  CHECK((*ordered)->WentBackInTime());
   // [Allocator]
 
   // [Energy]
