@@ -26,7 +26,9 @@ Usage:
     .venv/bin/python benchmarks/bench_fleet.py --cases orders --orders node time --strings str --threads 1
 Cases: orders (by consumer, every order x strings), teamday (by team + day),
 files (Parquet and CSV in time order: allocate_stream over the path, also
-told ordered_chunks True and False, and the file read whole first), kinds (gpucost from pandas categoricals,
+told ordered_chunks True and False, and the file read whole first), trial
+(CSV in series order and in time order but for a late hour: allocate_stream's
+trial of time order where it fails, against ordered_chunks=False), kinds (gpucost from pandas categoricals,
 a pyarrow table of dictionaries, Polars Categorical and String frames),
 highcard (a new pod every 5 minutes on each of 1,000 GPUs), sweep (node
 order at 1, 2 and all cores).
@@ -59,7 +61,7 @@ from fleet import INTERVAL_S, ORDERS, STRINGS, Fleet, FleetData, inferred_interv
 
 INTERVAL = float(INTERVAL_S)
 HOUR_NS = 3_600_000_000_000
-CASES = ("orders", "teamday", "files", "kinds", "highcard", "sweep")
+CASES = ("orders", "teamday", "files", "trial", "kinds", "highcard", "sweep")
 BY = ("consumer", "team_day")
 # Imported in main() once the thread count is known (Polars sizes its pool at import).
 pl = duckdb = gpucost = None
@@ -386,6 +388,42 @@ def run_files(data: FleetData, args, threads: int, ddb: DuckDB, rows: list[dict]
                 shutil.rmtree(folder, ignore_errors=True)
 
 
+def run_trial(data: FleetData, args, threads: int, rows: list[dict]) -> None:
+    """What allocate_stream's default trial of time order costs where it
+    fails: CSV in series order (it goes back at the second block) and in
+    time order with the first hour moved to the end (read twice up to
+    there, the worst case), told nothing against ordered_chunks=False."""
+    fleet = data.frames("time", "str")
+    table = pa.Table.from_pandas(fleet.usage, preserve_index=False).replace_schema_metadata(None)
+    t = fleet.usage["timestamp"]
+    first_hour = (t < t.min() + pd.Timedelta(hours=1)).to_numpy()
+    late = np.concatenate([np.flatnonzero(~first_hour), np.flatnonzero(first_hour)])
+    series = data.frames("series", "str").usage
+    folder = Path(args.data_dir or tempfile.mkdtemp(prefix="gpucost-fleet-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = {"series": str(folder / "usage-series.csv"), "late hour": str(folder / "usage-late.csv")}
+    pacsv.write_csv(pa.Table.from_pandas(series, preserve_index=False).replace_schema_metadata(None),
+                    paths["series"])
+    pacsv.write_csv(table.take(pa.array(late)), paths["late hour"])
+    c, inv, wl = fleet.costs, fleet.inventory, fleet.workloads
+    del table, series, fleet
+    try:
+        for order, path in paths.items():
+            impls = {"gpucost": lambda: gpucost_stream(c, path, inv, wl, "consumer"),
+                     "gpucost_unordered": lambda: gpucost_stream_ordered(c, path, inv, wl, "consumer", False)}
+            row = measure("CSV: allocate_stream, trial", order, "file", threads, len(data), "consumer", impls,
+                          args.repeat)
+            unordered_row = {**row, "case": "CSV: allocate_stream, ordered_chunks=False",
+                             "gpucost": row.pop("gpucost_unordered")}
+            rows.extend([row, unordered_row])
+    finally:
+        if not args.keep_data:
+            for path in paths.values():
+                Path(path).unlink(missing_ok=True)
+            if not args.data_dir:
+                shutil.rmtree(folder, ignore_errors=True)
+
+
 def pandas_read(path: str) -> pd.DataFrame:
     if path.endswith(".parquet"):
         return pd.read_parquet(path)
@@ -498,7 +536,7 @@ def main() -> None:
               f"gpucost {gpucost.__version__} ({Path(gpucost.__file__).parent}), pandas {pd.__version__}, polars {pl.__version__}, "
               f"duckdb {duckdb.__version__}, pyarrow {pa.__version__}, numpy {np.__version__}")
     rows: list[dict] = []
-    if {"orders", "teamday", "files", "kinds", "sweep"} & set(args.cases):
+    if {"orders", "teamday", "files", "trial", "kinds", "sweep"} & set(args.cases):
         data = realistic_fleet(args.gpus)
         check_fleet(data)
         if "orders" in args.cases:
@@ -507,6 +545,8 @@ def main() -> None:
             run_teamday(data, args, threads, ddb, rows)
         if "files" in args.cases:
             run_files(data, args, threads, ddb, rows)
+        if "trial" in args.cases:
+            run_trial(data, args, threads, rows)
         if "kinds" in args.cases:
             run_kinds(data, args, threads, rows)
         if "sweep" in args.cases:
