@@ -37,6 +37,7 @@ order at 1, 2 and all cores).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
 import os
@@ -351,16 +352,13 @@ def run_files(data: FleetData, args, threads: int, ddb: DuckDB, rows: list[dict]
     metadata), to Parquet and CSV; each tool reads the file and allocates."""
     fleet = data.frames("time", "str")
     table = pa.Table.from_pandas(fleet.usage, preserve_index=False).replace_schema_metadata(None)
-    folder = Path(args.data_dir or tempfile.mkdtemp(prefix="gpucost-fleet-"))
-    folder.mkdir(parents=True, exist_ok=True)
-    paths = {"parquet": str(folder / "usage.parquet"), "csv": str(folder / "usage.csv")}
-    pq.write_table(table, paths["parquet"])
-    pacsv.write_csv(table, paths["csv"])
-    del table
-    c, inv, wl = fleet.costs, fleet.inventory, fleet.workloads
-    del fleet  # the frame's memory back before reading the files
-    try:
-        for kind, path in paths.items():
+    with data_files(args, "usage.parquet", "usage.csv") as (parquet, csv):
+        pq.write_table(table, parquet)
+        pacsv.write_csv(table, csv)
+        del table
+        c, inv, wl = fleet.costs, fleet.inventory, fleet.workloads
+        del fleet  # the frame's memory back before reading the files
+        for kind, path in {"parquet": parquet, "csv": csv}.items():
             size = os.path.getsize(path) / 2**20
             impls = {
                 "gpucost": lambda: gpucost_stream(c, path, inv, wl, "consumer"),
@@ -380,9 +378,20 @@ def run_files(data: FleetData, args, threads: int, ddb: DuckDB, rows: list[dict]
                              "gpucost": row.pop("gpucost_unordered")}
             row["case"] = f"{name}: allocate_stream"
             rows.extend([row, ordered_row, unordered_row, read_row])
+
+
+@contextlib.contextmanager
+def data_files(args, *names: str):
+    """Paths for the files a case writes, in --data-dir or a temporary
+    folder; removed afterwards unless --keep-data."""
+    folder = Path(args.data_dir or tempfile.mkdtemp(prefix="gpucost-fleet-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = [str(folder / name) for name in names]
+    try:
+        yield paths
     finally:
         if not args.keep_data:
-            for path in paths.values():
+            for path in paths:
                 Path(path).unlink(missing_ok=True)
             if not args.data_dir:
                 shutil.rmtree(folder, ignore_errors=True)
@@ -399,16 +408,12 @@ def run_trial(data: FleetData, args, threads: int, rows: list[dict]) -> None:
     first_hour = (t < t.min() + pd.Timedelta(hours=1)).to_numpy()
     late = np.concatenate([np.flatnonzero(~first_hour), np.flatnonzero(first_hour)])
     series = data.frames("series", "str").usage
-    folder = Path(args.data_dir or tempfile.mkdtemp(prefix="gpucost-fleet-"))
-    folder.mkdir(parents=True, exist_ok=True)
-    paths = {"series": str(folder / "usage-series.csv"), "late hour": str(folder / "usage-late.csv")}
-    pacsv.write_csv(pa.Table.from_pandas(series, preserve_index=False).replace_schema_metadata(None),
-                    paths["series"])
-    pacsv.write_csv(table.take(pa.array(late)), paths["late hour"])
-    c, inv, wl = fleet.costs, fleet.inventory, fleet.workloads
-    del table, series, fleet
-    try:
-        for order, path in paths.items():
+    with data_files(args, "usage-series.csv", "usage-late.csv") as (by_series, late_hour):
+        pacsv.write_csv(pa.Table.from_pandas(series, preserve_index=False).replace_schema_metadata(None), by_series)
+        pacsv.write_csv(table.take(pa.array(late)), late_hour)
+        c, inv, wl = fleet.costs, fleet.inventory, fleet.workloads
+        del table, series, fleet
+        for order, path in {"series": by_series, "late hour": late_hour}.items():
             impls = {"gpucost": lambda: gpucost_stream(c, path, inv, wl, "consumer"),
                      "gpucost_unordered": lambda: gpucost_stream_ordered(c, path, inv, wl, "consumer", False)}
             row = measure("CSV: allocate_stream, trial", order, "file", threads, len(data), "consumer", impls,
@@ -416,12 +421,6 @@ def run_trial(data: FleetData, args, threads: int, rows: list[dict]) -> None:
             unordered_row = {**row, "case": "CSV: allocate_stream, ordered_chunks=False",
                              "gpucost": row.pop("gpucost_unordered")}
             rows.extend([row, unordered_row])
-    finally:
-        if not args.keep_data:
-            for path in paths.values():
-                Path(path).unlink(missing_ok=True)
-            if not args.data_dir:
-                shutil.rmtree(folder, ignore_errors=True)
 
 
 def pandas_read(path: str) -> pd.DataFrame:

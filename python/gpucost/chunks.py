@@ -15,12 +15,13 @@ import mmap
 import os
 import re
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -268,24 +269,17 @@ def _mapped_batches(path: str, layout: _MappedCsv, block_size: int, column_types
             return pacsv.read_csv(pa.BufferReader(block), read_options=read, convert_options=convert)
 
     line = 2  # the first block's first line
+    ranges = _block_ranges(data, len(layout.header), block_size)
     begin = len(layout.header)
     pending: list = []  # the blocks' parses, in file order
     blocks: list = []  # their byte ranges
     with ThreadPoolExecutor(max_workers=threads) as pool:
         try:
             while True:
-                end = min(size, begin + block_size)
-                while end < size:  # to the end of its line
-                    window = data.slice(end, min(size - end, 1 << 16)).to_pybytes()
-                    newline = window.find(b"\n")
-                    if newline >= 0:
-                        end += newline + 1
-                        break
-                    end += len(window)
-                if end > begin:
-                    pending.append(pool.submit(parse, data.slice(begin, end - begin)))
-                    blocks.append((begin, end))
-                    begin = end
+                if (block := next(ranges, None)) is not None:
+                    pending.append(pool.submit(parse, data.slice(block[0], block[1] - block[0])))
+                    blocks.append(block)
+                    begin = block[1]
                 if pending and (len(pending) > threads or begin >= size):
                     parsed = blocks.pop(0)
                     if layout.usage:
@@ -310,6 +304,64 @@ def _mapped_batches(path: str, layout: _MappedCsv, block_size: int, column_types
         finally:
             for future in pending:
                 future.cancel()
+
+
+def _block_ranges(data: pa.Buffer, begin: int, block_size: int) -> Iterator[tuple[int, int]]:
+    """The byte ranges [begin, end) of a mapped CSV's blocks from ``begin``:
+    about ``block_size`` bytes each, each to the end of its last line."""
+    size = data.size
+    while begin < size:
+        end = min(size, begin + block_size)
+        while end < size:  # to the end of its line
+            window = data.slice(end, min(size - end, 1 << 16)).to_pybytes()
+            newline = window.find(b"\n")
+            if newline >= 0:
+                end += newline + 1
+                break
+            end += len(window)
+        yield begin, end
+        begin = end
+
+
+def csv_goes_back_in_time(paths: Sequence[str], block_size: int, step: int | None = None) -> bool:
+    """Whether lines sampled from usage CSV files prove that the blocks
+    :func:`iter_chunks` reads (``block_size`` bytes, file after file) go
+    back in time: a line of a block before the newest line sampled in the
+    blocks before it. The first whole line after every ``step`` bytes is
+    read (by default 64 a block, at most one a MiB: 736 lines of a 771 MB
+    file, parsed in one call), so a file in time order but for its last
+    hour, or a replica's file after the other, is found before a chunk is
+    allocated. False when nothing is proven: every sample
+    in order, a compressed file, one the usage parser does not read, or a
+    sampled line that does not parse (the reader names it)."""
+    step = step or max(1 << 12, min(1 << 20, block_size // 64))
+    newest = None  # the newest instant sampled in the blocks before
+    for path in paths:
+        if not parses_as_usage_csv(path):
+            return False
+        layout = _mapped_layout(path, _map_file(path), block_size, USAGE_CSV_TYPES)
+        mapping, lines, block_of_line = layout.mapping, [], []
+        for block, (begin, end) in enumerate(_block_ranges(layout.data, len(layout.header), block_size)):
+            for at in range(begin, end, step):
+                start = at if mapping[at - 1:at] == b"\n" else mapping.find(b"\n", at, end) + 1
+                stop = mapping.find(b"\n", start, end) if start > 0 else -1
+                if stop > start:  # a whole line of this block (not an empty one)
+                    lines.append(mapping[start:stop + 1])
+                    block_of_line.append(block)
+        try:
+            rows, _, columns = _core.parse_usage_csv(b"".join(lines), layout.names, path, 1)
+        except InvalidInputError:
+            return False
+        validity, values, _, _ = columns[layout.names.index("timestamp")]
+        if validity is not None or rows != len(lines):  # a missing instant: the reader names it
+            return False
+        instants = np.frombuffer(values, dtype=np.int64)
+        for block in np.unique(block_of_line):
+            sampled = instants[np.asarray(block_of_line) == block]
+            if newest is not None and sampled.min() < newest:
+                return True
+            newest = sampled.max() if newest is None else max(newest, sampled.max())
+    return False
 
 
 def _unmap(mapping: mmap.mmap, begin: int, end: int) -> None:

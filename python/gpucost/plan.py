@@ -46,6 +46,7 @@ from gpucost.billing import BillRows
 from gpucost.config import DEFAULT_LABELS, Config, Tables, instance_ids
 from gpucost.errors import InvalidInputError
 from gpucost.owned import owned_costs
+from gpucost.chunks import csv_goes_back_in_time
 from gpucost.stream import can_read_again
 from gpucost.invoice import GPU_HOUR, INSTANCE_HOUR, INVOICE_COLUMNS
 from gpucost.model import Purchase
@@ -805,7 +806,7 @@ def iter_table(path: Path, name: str, rows: int | None = None) -> Iterator[pd.Da
     if _parsed_usage(path, name):
         import pyarrow as pa
         held = None  # the rows of the blocks read that no chunk has taken yet
-        for batch in _usage_batches(path, max(1 << 16, rows * 112)):  # blocks of about `rows` lines
+        for batch in _usage_batches(path, _block_size(rows)):
             held = pa.Table.from_batches([batch]) if held is None else \
                 pa.concat_tables([held, pa.Table.from_batches([batch])])
             while held.num_rows >= rows:  # chunks of `rows` rows, as pandas' chunked reader gives them
@@ -833,6 +834,11 @@ def _parsed_usage(path: Path, name: str) -> bool:
     (3). Any other usage CSV is read by pandas, as before."""
     from gpucost.chunks import parses_as_usage_csv
     return name == "usage" and parses_as_usage_csv(str(path))
+
+
+def _block_size(rows: int | None = None) -> int:
+    """Bytes of a usage CSV block that holds about ``rows`` lines (a chunk's)."""
+    return max(1 << 16, (rows or _TABLE_CHUNK_ROWS) * 112)
 
 
 def _usage_batches(path: Path, block_size: int) -> Iterator:
@@ -1642,7 +1648,9 @@ class UsageStream:
         self.interval: float | None = plan.step
         order = table_order(source.files[0]) if source.kind == "table" else None
         self.ordered_chunks = source.kind in ("query_range", "dcgm_text", "jobstats") or order is True
-        self.can_read_again = source.kind == "table" and order is None and can_read_again(str(source.files[0]))
+        # Tried in time order when it can be read again and lines sampled from it do not show it going back.
+        self.can_read_again = source.kind == "table" and order is None and can_read_again(
+            str(source.files[0])) and not csv_goes_back_in_time([str(source.files[0])], _block_size())
         self.chunks = 0
         self._reports: list[dict] = []
         self._usage = pd.DataFrame()

@@ -12,8 +12,8 @@ import pandas as pd
 import pyarrow as pa
 
 from gpucost.allocation import Allocator, resolve_threads
-from gpucost.chunks import (COST_CSV_TYPES, expand_paths, is_path_like, iter_chunks, parquet_order,
-                            read_ahead, read_table, relocate_error, write_result)
+from gpucost.chunks import (COST_CSV_TYPES, csv_goes_back_in_time, expand_paths, is_path_like, iter_chunks,
+                            parquet_order, read_ahead, read_table, relocate_error, write_result)
 from gpucost.errors import InvalidInputError, shift_rows
 from gpucost.frames import OUTPUTS
 
@@ -144,10 +144,12 @@ def allocate_stream(
         raise InvalidInputError("chunk_rows and block_size must be positive")
     kind, path = _output(output)
     # Row groups in time order by their statistics: chunks that never go back in time, told or not. Else,
-    # told nothing, usage that can be read again is tried in time order (unless statistics say it goes back).
+    # told nothing, usage that can be read again is tried in time order (unless statistics or lines sampled
+    # from CSV files show it going back).
     statistics = parquet_order(usage, 4 * chunk_rows) if ordered_chunks is not True else None
     by_row_group = statistics is True
-    on_trial = ordered_chunks is None and statistics is None and can_read_again(usage)
+    on_trial = ordered_chunks is None and statistics is None and can_read_again(usage) and not (
+        is_path_like(usage) and csv_goes_back_in_time(expand_paths(usage), block_size))
     tables = dict(costs=read_table(costs, "costs", COST_CSV_TYPES), inventory=read_table(inventory, "inventory"),
                   workloads=None if workloads is None else read_table(workloads, "workloads"),
                   basis=basis, alpha=alpha, idle=idle, interval=interval, by=by, freq=freq, threads=threads,

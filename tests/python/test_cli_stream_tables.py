@@ -110,12 +110,10 @@ def equal(streamed: pd.DataFrame, whole: pd.DataFrame) -> None:
 def test_the_usage_table_streamed_equals_it_read_whole(folder, kind, capsys, monkeypatch, small_chunks):
     streamed, streamed_err = run(folder[kind], capsys)
     rows = len(plan.read_table(folder["dir"] / f"usage.{kind}", "usage"))
-    # A chunk of rows at a time, in no promised order: the Allocator keeps its record of rows read twice.
-    # The Parquet table's statistics say so at once; the CSV is tried in time order first: its second chunk,
-    # going back, is refused, and given again to a new Allocator after the first chunk read again.
-    assert small_chunks["ordered"] == ([False] if kind == "parquet" else [True, False])
-    again = 0 if kind == "parquet" else 2
-    assert len(small_chunks["added"]) == -(-rows // CHUNK) + again and max(small_chunks["added"]) == CHUNK
+    # A chunk of rows at a time, in no promised order: the Allocator keeps its record of rows read twice (the
+    # Parquet table's statistics and lines sampled from the CSV show the rows going back: no trial).
+    assert small_chunks["ordered"] == [False]
+    assert len(small_chunks["added"]) == -(-rows // CHUNK) and max(small_chunks["added"]) == CHUNK
     allocators = len(small_chunks["ordered"])
     monkeypatch.setattr(plan, "streams", lambda p: False)  # the in-memory path: the table read whole
     whole, whole_err = run(folder[kind], capsys)
@@ -183,9 +181,7 @@ def test_a_bad_sample_in_a_later_chunk_names_its_file_and_line(tmp_path, capsys,
     config = write(tmp_path, usage, name)
     code = cli.main(["allocate", "-c", str(config), "--format", "csv"])
     _, err = capsys.readouterr()
-    # Streamed: the error comes from the third chunk (for the CSV after its second went back, was refused,
-    # and was given again after the first).
-    assert len(small_chunks["added"]) == (3 if name.endswith(".parquet") else 5)
+    assert len(small_chunks["added"]) == 3  # streamed: the error comes from the third chunk
     where = f"line {2 * CHUNK + 7}" if name.endswith(".csv") else f"row {2 * CHUNK + 5}"
     assert code == 2 and f"{tmp_path / name}: {where}, column 'share': 1.5 is outside (0, 1]" in err, err
 
@@ -209,8 +205,10 @@ def test_a_csv_table_in_time_order_is_read_once_as_ordered_chunks(tmp_path, caps
     """The month sorted by time as CSV: nothing says so before reading, so
     the Allocator is told it on trial; no chunk goes back, so the file is
     read once and no record of earlier chunks' rows is kept. Sorted but for
-    a late day appended at the end, the file is read again without the
-    promise from the start. The numbers are the whole read's either way."""
+    a day appended at the end, lines sampled from it show it going back: no
+    trial; and where the sampled lines miss it, the trial fails at that day
+    and the file is read again from the start. The numbers are the whole
+    read's every way."""
     by_time = samples(True).sort_values("timestamp", kind="stable")
     config = write(tmp_path, by_time, "usage.csv")
     streamed, streamed_err = run(config, capsys)
@@ -220,15 +218,19 @@ def test_a_csv_table_in_time_order_is_read_once_as_ordered_chunks(tmp_path, caps
     whole, whole_err = run(config, capsys)
     assert streamed_err == whole_err
     equal(streamed, whole)
-    monkeypatch.undo()
-    monkeypatch.setattr(plan, "_TABLE_CHUNK_ROWS", CHUNK)
-    seen = {"ordered": []}
-    init = gpucost.Allocator.__init__
-    monkeypatch.setattr(gpucost.Allocator, "__init__", lambda self, *a, **kw: seen["ordered"].append(
-        kw.get("ordered_chunks")) or init(self, *a, **kw))
+    monkeypatch.undo()  # streamed again, counted afresh below
     first_day = by_time["timestamp"] < START + pd.Timedelta(days=1)
-    late = pd.concat([by_time[~first_day], by_time[first_day]])  # the first day's file came in last
+    late = pd.concat([by_time[~first_day], by_time[first_day]])  # the first day's rows came in last
     config = write(tmp_path, late, "usage.csv")
-    streamed, _ = run(config, capsys)
-    assert seen["ordered"] == [True, False]
-    equal(streamed, whole)
+    for sampled in (True, False):
+        record = {"ordered": []}
+        with monkeypatch.context() as patch:
+            patch.setattr(plan, "_TABLE_CHUNK_ROWS", CHUNK)
+            init = gpucost.Allocator.__init__
+            patch.setattr(gpucost.Allocator, "__init__", lambda self, *a, **kw: record["ordered"].append(
+                kw.get("ordered_chunks")) or init(self, *a, **kw))
+            if not sampled:
+                patch.setattr(plan, "csv_goes_back_in_time", lambda paths, block_size: False)
+            streamed, _ = run(config, capsys)
+        assert record["ordered"] == ([False] if sampled else [True, False])
+        equal(streamed, whole)

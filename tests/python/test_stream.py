@@ -212,8 +212,9 @@ def test_usage_read_again_is_tried_in_time_order_first(fleet, expected, tmp_path
     """Told nothing, files it can read again are taken as in time order (no
     record of earlier chunks' rows) while they are; at the first chunk that
     goes back in time the chunks before it are read again without the
-    promise. The numbers are the same every way, rows read twice across the
-    files (a replica's file after the other) included."""
+    promise. Lines sampled from the files skip the trial where they show
+    the order going back (a replica's file after the other). The numbers
+    are the same every way, rows read twice across the files included."""
     seen = record_trials(monkeypatch)
     by_time = fleet.usage.sort_values("timestamp", kind="stable").reset_index(drop=True)
     write_csv(by_time, tmp_path / "sorted.csv")
@@ -224,21 +225,49 @@ def test_usage_read_again_is_tried_in_time_order_first(fleet, expected, tmp_path
     assert_frames_close(result, expected)
     assert result.attrs["diagnostics"] == expected.attrs["diagnostics"]
 
-    seen.update(ordered=[], reads=0)
     paths = [tmp_path / "sorted.csv", tmp_path / "replica.csv"]
-    result = gpucost.allocate_stream(fleet.costs, paths, fleet.inventory, fleet.workloads, **run)
-    assert seen == {"ordered": [True, False], "reads": 2}  # the replica goes back: sorted.csv read again
     both = pd.concat([by_time, by_time.iloc[:3000]], ignore_index=True)
     whole = gpucost.allocate(fleet.costs, both, fleet.inventory, fleet.workloads, **POLICY)
-    assert_frames_close(result, whole)
-    assert_frames_close(result, expected)  # the copies dropped
-    assert result.attrs["diagnostics"] == whole.attrs["diagnostics"]
-    assert result.attrs["diagnostics"]["samples_duplicate"] == 3000
+    assert gpucost.chunks.csv_goes_back_in_time([str(p) for p in paths], run["block_size"])
+    for sampled in (True, False):  # the replica found by the sampled lines, or (say they missed it) on trial
+        if not sampled:
+            monkeypatch.setattr(gpucost.stream, "csv_goes_back_in_time", lambda paths, block_size: False)
+        seen.update(ordered=[], reads=0)
+        result = gpucost.allocate_stream(fleet.costs, paths, fleet.inventory, fleet.workloads, **run)
+        # Not tried, read once; or tried, and sorted.csv read again once the replica went back.
+        assert seen == ({"ordered": [False], "reads": 1} if sampled else {"ordered": [True, False], "reads": 2})
+        assert_frames_close(result, whole)
+        assert_frames_close(result, expected)  # the copies dropped
+        assert result.attrs["diagnostics"] == whole.attrs["diagnostics"]
+        assert result.attrs["diagnostics"]["samples_duplicate"] == 3000
 
     seen.update(ordered=[], reads=0)  # a frame in memory: sliced again
     result = gpucost.allocate_stream(fleet.costs, both.iloc[::-1], fleet.inventory, fleet.workloads, **run)
     assert seen == {"ordered": [True, False], "reads": 2}
     assert_frames_close(result, whole)
+
+
+def test_lines_sampled_from_csv_files_show_them_going_back(fleet, tmp_path):
+    """A line every `step` bytes, compared across blocks: a file in time order
+    is not shown going back (so it is tried), one sorted but for a late hour
+    at its end is, and so is a file after one with later instants. Lines
+    within a block may come in any order (a chunk's own order is free)."""
+    by_time = fleet.usage.sort_values("timestamp", kind="stable").reset_index(drop=True)
+    hours = by_time["timestamp"].dt.floor("h")
+    write_csv(by_time, tmp_path / "sorted.csv")
+    late = pd.concat([by_time[hours != hours.min()], by_time[hours == hours.min()]])
+    write_csv(late, tmp_path / "late.csv")
+    within = by_time.iloc[np.concatenate([np.arange(i, min(i + 50, len(by_time)))[::-1]
+                                          for i in range(0, len(by_time), 50)])]  # backwards inside 50-row runs
+    write_csv(within, tmp_path / "within.csv")
+    block = 50 * 100  # bytes: a line is about 100, so a block holds about a run
+    goes_back = gpucost.chunks.csv_goes_back_in_time
+    assert not goes_back([str(tmp_path / "sorted.csv")], block, step=512)
+    assert goes_back([str(tmp_path / "late.csv")], block, step=512)
+    assert goes_back([str(tmp_path / "sorted.csv")] * 2, block, step=512)
+    assert not goes_back([str(tmp_path / "within.csv")], 1 << 20, step=512)  # one block: its order is free
+    split_files(fleet, tmp_path)  # a compressed file proves nothing
+    assert not goes_back([str(tmp_path / "usage-0.csv.gz"), str(tmp_path / "usage-1.csv")], block)
 
 
 def test_usage_read_once_or_told_is_not_tried(fleet, expected, tmp_path, monkeypatch):
@@ -267,9 +296,11 @@ def test_usage_read_once_or_told_is_not_tried(fleet, expected, tmp_path, monkeyp
     assert gpucost.stream.can_read_again([tmp_path / "backwards.csv"])
 
 
-def test_a_bad_sample_after_the_usage_went_back_names_its_line(fleet, tmp_path):
+def test_a_bad_sample_after_the_usage_went_back_names_its_line(fleet, tmp_path, monkeypatch):
     """Read again without the promise, a bad sample further on is named by
     its file and line as it would be read once."""
+    monkeypatch.setattr(gpucost.stream, "csv_goes_back_in_time", lambda paths, block_size: False)  # on trial
+    seen = record_trials(monkeypatch)
     backwards = fleet.usage.sort_values("timestamp", ascending=False, kind="stable").reset_index(drop=True)
     backwards.loc[len(backwards) - 10, "util"] = 1.5
     write_csv(backwards, tmp_path / "bad.csv")
@@ -278,6 +309,7 @@ def test_a_bad_sample_after_the_usage_went_back_names_its_line(fleet, tmp_path):
         with pytest.raises(gpucost.InvalidInputError, match=message):
             gpucost.allocate_stream(fleet.costs, tmp_path / "bad.csv", fleet.inventory, fleet.workloads,
                                     block_size=1 << 14, ordered_chunks=ordered, **POLICY)
+    assert seen["ordered"] == [True, False, False]  # tried and read again; then not tried
 
 
 def test_usage_that_changed_between_reads_is_an_error(fleet):
