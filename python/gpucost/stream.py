@@ -92,13 +92,15 @@ def allocate_stream(
             usage that can be read again (files, a frame or table in memory)
             is first taken as in time order, and at the first chunk that goes
             back in time the chunks before it are read again without the
-            promise (the same result; a file in time order but for its end
-            is read up to there twice). ``False``: no promise, nothing read
-            twice. Parquet files whose row groups' ``timestamp`` statistics
-            never go back in time (a table sorted by time, as lakes keep
-            them) are read a row group at a time and taken as ordered
-            without a trial (row groups of at most 4 x ``chunk_rows``; the
-            order inside a group does not matter).
+            promise (the same result). Lines sampled from usage CSV files
+            skip that trial where they show the order going back; where
+            they miss it, the file is read up to that chunk twice.
+            ``False``: no promise, nothing read twice. Parquet files whose
+            row groups' ``timestamp`` statistics never go back in time (a
+            table sorted by time, as lakes keep them) are read a row group
+            at a time and taken as ordered without a trial (row groups of at
+            most 4 x ``chunk_rows``; the order inside a group does not
+            matter).
 
     Returns:
         The result :func:`gpucost.allocate` gives for all the samples at once.
@@ -199,10 +201,11 @@ def add_chunks(allocator: Allocator, chunks: Iterable[Chunk], add: Callable[[All
     fed the chunks before it read again, then that chunk and the rest. The
     result is the one an unordered allocator gives; only the memory and time
     of its record of rows read twice differ."""
-    sizes: list[int] = []
+    sizes: list[int] = []  # of the chunks added
+    rows = 0  # their sum
     for chunk in chunks:
         try:
-            add(allocator, chunk, sum(sizes))
+            add(allocator, chunk, rows)
             went_back = False
         except InvalidInputError:
             if read_again is None or unordered is None or not allocator.went_back_in_time():
@@ -212,8 +215,9 @@ def add_chunks(allocator: Allocator, chunks: Iterable[Chunk], add: Callable[[All
             allocator = unordered()
             _add_again(allocator, read_again(), sizes, add)
             read_again = None
-            add(allocator, chunk, sum(sizes))
+            add(allocator, chunk, rows)
         sizes.append(len(chunk))
+        rows += sizes[-1]
         del chunk  # not held while the next one is read
     return allocator
 
