@@ -14,6 +14,7 @@ import glob
 import mmap
 import os
 import re
+import stat
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
@@ -178,8 +179,12 @@ _USAGE_CSV_ARROW = {"timestamp": pa.timestamp("ns", tz="UTC"), "device": pa.int3
 
 
 def _map_file(path: str) -> mmap.mmap | None:
-    """The file mapped for reading; None for an empty file (nothing to map)."""
+    """The file mapped for reading; None for an empty file (nothing to map)
+    or one that is not a regular file (a pipe, /dev/stdin: read once, as a
+    stream, and not opened here)."""
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None
         with open(path, "rb") as file:
             return mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
     except ValueError:  # an empty file: the streaming reader says so

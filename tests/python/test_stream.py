@@ -7,6 +7,7 @@ from __future__ import annotations
 import errno
 import gzip
 import os
+import threading
 
 import numpy as np
 import pandas as pd
@@ -293,6 +294,12 @@ def test_usage_read_once_or_told_is_not_tried(fleet, expected, tmp_path, monkeyp
     assert not gpucost.stream.can_read_again(iter([backwards]))
     os.mkfifo(tmp_path / "pipe.csv")
     assert not gpucost.stream.can_read_again(tmp_path / "pipe.csv")  # read once, like stdin
+    mapped: list = []  # nor opened to be mapped (with no writer, opening it would wait for one)
+    opener = threading.Thread(target=lambda: mapped.append(gpucost.chunks._map_file(str(tmp_path / "pipe.csv"))),
+                              daemon=True)
+    opener.start()
+    opener.join(30)
+    assert mapped == [None]
     assert gpucost.stream.can_read_again([tmp_path / "backwards.csv"])
 
 
