@@ -243,14 +243,20 @@ def parses_as_usage_csv(path: str) -> bool:
     >>> parses_as_usage_csv(str(path))   # epoch seconds: not an ISO 8601 instant
     False
     """
+    return _usage_layout(path, 1 << 26) is not None
+
+
+def _usage_layout(path: str, block_size: int) -> _MappedCsv | None:
+    """The mapped layout of a file gpucost's usage parser reads
+    (:func:`parses_as_usage_csv`); None for any other."""
     if path.lower().endswith(_COMPRESSED_SUFFIXES):
-        return False
+        return None
     try:
         mapping = _map_file(path)
-        layout = None if mapping is None else _mapped_layout(path, mapping, 1 << 26, USAGE_CSV_TYPES)
+        layout = None if mapping is None else _mapped_layout(path, mapping, block_size, USAGE_CSV_TYPES)
     except (OSError, pa.ArrowException, InvalidInputError):
-        return False
-    return layout is not None and layout.usage
+        return None
+    return layout if layout is not None and layout.usage else None
 
 
 def _mapped_batches(path: str, layout: _MappedCsv, block_size: int, column_types: dict,
@@ -342,9 +348,9 @@ def csv_goes_back_in_time(paths: Sequence[str], block_size: int, step: int | Non
     step = step or max(1 << 12, min(1 << 20, block_size // 64))
     newest = None  # the newest instant sampled in the blocks before
     for path in paths:
-        if not parses_as_usage_csv(path):
+        layout = _usage_layout(path, block_size)
+        if layout is None:
             return False
-        layout = _mapped_layout(path, _map_file(path), block_size, USAGE_CSV_TYPES)
         mapping, lines, block_of_line = layout.mapping, [], []
         for block, (begin, end) in enumerate(_block_ranges(layout.data, len(layout.header), block_size)):
             for at in range(begin, end, step):
