@@ -97,9 +97,9 @@ tidy: cpp
 # make fuzz FUZZ_SECONDS=600
 FUZZ_SECONDS ?= 300
 fuzz: cpp
-	cd $(BUILD) && ctest --output-on-failure -R '^fuzz_build$$'
-	for f in $(BUILD)/fuzz/fuzz/*_fuzzer; do n=$$(basename $$f _fuzzer); \
-	  $(VENV)/bin/cmake -DFUZZER=$$f -DNAME=$$n -DSOURCE_DIR=$(CURDIR) -DWORK_DIR=$(abspath $(BUILD))/fuzz/work \
+	cd $(BUILD) && ctest --output-on-failure -R '^asan_build$$'
+	for f in $(BUILD)/asan/fuzz/*_fuzzer; do n=$$(basename $$f _fuzzer); \
+	  $(VENV)/bin/cmake -DFUZZER=$$f -DNAME=$$n -DSOURCE_DIR=$(CURDIR) -DWORK_DIR=$(abspath $(BUILD))/asan/fuzz/work \
 	    -DSECONDS=$(FUZZ_SECONDS) -P tests/robustness/fuzz.cmake || exit 1; done
 
 # The API reference (docs/api.md), never committed: Sphinx over the docstrings

@@ -3,7 +3,8 @@
 # a second run rebuilds only what changed.
 #   cmake -DSOURCE_DIR=... -DBUILD_DIR=... -DGENERATOR=... [-DMAKE_PROGRAM=...]
 #         [-DCXX=<compiler>] -DBUILD_TYPE=Debug -DSANITIZE=address,undefined
-#         -DFUZZERS=OFF -DTESTS=ON -DTARGETS=gpucost_tests [-DWERROR=OFF] -P build.cmake
+#         -DFUZZERS=OFF -DTESTS=ON -DTARGETS=gpucost_tests[,target...] [-DWERROR=OFF] -P build.cmake
+# (TARGETS is comma-separated: a semicolon would split the ctest command.)
 if(NOT DEFINED WERROR)
   set(WERROR ON)
 endif()
@@ -21,7 +22,8 @@ if(NOT _rc EQUAL 0)
   message(FATAL_ERROR "configuring ${BUILD_DIR} failed:\n${_out}")
 endif()
 set(_build ${CMAKE_COMMAND} --build ${BUILD_DIR} -j 2)
-foreach(_target ${TARGETS})
+string(REPLACE "," ";" _targets "${TARGETS}")
+foreach(_target ${_targets})
   list(APPEND _build --target ${_target})
 endforeach()
 execute_process(COMMAND ${_build} RESULT_VARIABLE _rc OUTPUT_VARIABLE _out ERROR_VARIABLE _out)
