@@ -13,6 +13,24 @@ JOBS ?= 2
 # one Debian package a line in scripts/debian-packages.txt.
 DEBIAN_PACKAGES := $(shell grep -v '^\#' scripts/debian-packages.txt)
 
+# ccache (Debian) shares compiled objects between the build folders make
+# test fills: the package's, the C++ tests' and the wheel's compile the
+# library with the same flags (warnings as errors in all three), and paths
+# are made relative to the checkout, so the second and third are cache hits
+# (docs/decisions.md, "make test on a slow machine"). The cache lives in
+# build/ccache: make clean empties it, a fresh clone starts without one.
+# Looked up per command (=, not :=): on a fresh machine the set-up installs
+# ccache after make has read this file.
+export CMAKE_CXX_COMPILER_LAUNCHER ?= $(shell command -v ccache 2>/dev/null)
+# One compiler name for all three (ccache hashes it): scikit-build-core
+# configures with Python's g++, plain CMake would pick c++.
+export CXX
+export CCACHE_DIR ?= $(CURDIR)/build/ccache
+export CCACHE_BASEDIR := $(CURDIR)
+export CCACHE_NOHASHDIR := 1
+export CCACHE_SLOPPINESS := pch_defines,time_macros
+export SKBUILD_CMAKE_DEFINE := GPUCOST_WERROR=ON
+
 CXX_SOURCES := $(shell find include src bindings -type f 2>/dev/null) CMakeLists.txt $(wildcard cmake/*) \
   bindings/CMakeLists.txt $(wildcard data/catalog/*.csv)
 PY_EXTRAS := test,bench,report,excel,pipeline,notebook,dask,spark
@@ -51,6 +69,8 @@ $(STAMPS)/python: $(STAMPS)/venv $(CXX_SOURCES)
 # then made self-contained by auditwheel repair: Abseil and simdjson copied
 # into gpucost.libs/, the manylinux tag the lowest this machine allows.
 # ctest's wheel_install installs it in a fresh venv (tests/wheel/run.sh).
+# Its library objects come from ccache (the package's build made them); the
+# bindings are compiled again, against pybind11 in pip's isolated build env.
 PACKAGE_SOURCES := $(CXX_SOURCES) $(shell find python -name '*.py' -o -name '*.pyi' -o -name py.typed) \
   pyproject.toml README.md LICENSE CHANGELOG.md
 sdist: $(STAMPS)/sdist
