@@ -1,7 +1,7 @@
 # Precompiled headers for gpucost's own targets (never for embedding projects:
 # PRIVATE). Parsing the standard library and Abseil took about a third of
 # each source file's compile time, and GoogleTest or pybind11 as much again
-# (docs/decisions.md, "Precompiled headers"); every build folder that make
+# (docs/decisions.md, "make test on a slow machine"); every build folder that make
 # test fills (the package, the wheel, the tests, the sanitizer and fuzzing
 # builds) pays it once per target instead of once per file.
 option(GPUCOST_PRECOMPILE_HEADERS "Precompile the standard, Abseil, GoogleTest and pybind11 headers" ON)
