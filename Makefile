@@ -60,32 +60,36 @@ $(STAMPS)/venv: pyproject.toml $(STAMPS)/debian
 # The package, editable: Python files are read from python/, the extension is
 # rebuilt incrementally in build/<wheel tag> when C++ sources change.
 python: $(STAMPS)/python
+# --no-compile: no bytecode for the thousands of modules of the extras that
+# nothing imports (Spark, Jupyter); Python writes it for those imported.
 $(STAMPS)/python: $(STAMPS)/venv $(CXX_SOURCES)
-	$(VPY) -m pip install -q --no-build-isolation -e ".[$(PY_EXTRAS)]"
+	$(VPY) -m pip install -q --no-compile --no-build-isolation -e ".[$(PY_EXTRAS)]"
 	@touch $@
 
-# Release artefacts in dist/: the sdist, and from it (which proves the sdist
-# builds) one wheel, built in build/wheel (never the editable build dir),
-# then made self-contained by auditwheel repair: Abseil and simdjson copied
+# Release artefacts in dist/: the sdist (ctest's sdist_contents checks that
+# it holds every tracked file but pyproject.toml's sdist.exclude) and one
+# wheel, made self-contained by auditwheel repair: Abseil and simdjson copied
 # into gpucost.libs/, the manylinux tag the lowest this machine allows.
 # ctest's wheel_install installs it in a fresh venv (tests/wheel/run.sh).
-# Its library objects come from ccache (the package's build made them); the
-# bindings are compiled again, against pybind11 in pip's isolated build env.
+# The wheel builds from the checkout in build/wheel, as deep as the package's
+# build/<wheel tag>, with the venv's build tools (no isolation): its compile
+# commands are then the package's, path for path, and ccache gives back every
+# object instead of compiling the bindings a second time (docs/decisions.md,
+# "make test on a slow machine").
 PACKAGE_SOURCES := $(CXX_SOURCES) $(shell find python -name '*.py' -o -name '*.pyi' -o -name py.typed) \
   pyproject.toml README.md LICENSE CHANGELOG.md
 sdist: $(STAMPS)/sdist
 $(STAMPS)/sdist: $(STAMPS)/packaging $(PACKAGE_SOURCES)
 	rm -f dist/gpucost-*.tar.gz
-	$(VPY) -m build --sdist --outdir dist . > /dev/null
+	$(VPY) -m build --sdist --no-isolation --outdir dist . > /dev/null
 	@ls dist/gpucost-*.tar.gz
 	@touch $@
 
 wheel: $(STAMPS)/wheel
 $(STAMPS)/wheel: $(STAMPS)/sdist
-	rm -rf build/wheel dist/gpucost-*.whl
-	mkdir -p build/wheel/src
-	tar -xzf dist/gpucost-*.tar.gz -C build/wheel/src --strip-components=1
-	CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) $(VPY) -m pip wheel -q --no-deps -w build/wheel/raw build/wheel/src
+	rm -rf build/wheel/raw dist/gpucost-*.whl
+	CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) $(VPY) -m pip wheel -q --no-deps --no-build-isolation \
+	  --config-settings=build-dir=build/wheel -w build/wheel/raw .
 	PATH=$(abspath $(VENV))/bin:$$PATH auditwheel repair -w dist build/wheel/raw/gpucost-*.whl
 	$(VENV)/bin/auditwheel show dist/gpucost-*.whl
 	@touch $@

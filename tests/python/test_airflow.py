@@ -47,7 +47,9 @@ def airflow() -> Path:
     try:
         if not (VENV / "bin" / "python").exists():
             subprocess.run([_base_python(), "-m", "venv", str(VENV)], check=True, capture_output=True, timeout=300)
-        pip = [str(VENV / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+        # --no-compile: bytecode only for the modules the airflow commands import (written as they do).
+        pip = [str(VENV / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check",
+               "--no-compile"]
         subprocess.run([*pip, "--upgrade", "pip"], check=True, capture_output=True, timeout=600)
         subprocess.run([*pip, AIRFLOW_SPEC], check=True, capture_output=True, timeout=1500)
     except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError) as exc:

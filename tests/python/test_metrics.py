@@ -68,17 +68,20 @@ def test_prometheus_scrapes_export_metrics(fleet, tmp_path):
         services.wait_http(f"http://127.0.0.1:{port}/metrics", exporter, log, timeout=120)
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
             assert r.headers["Content-Type"] == metrics.CONTENT_TYPE
+        expected = gpucost.allocate(fleet.costs, fleet.usage, fleet.inventory, fleet.workloads,
+                                    by=["team", "project"], idle="share")
         with services.prometheus([f"127.0.0.1:{port}"]) as url:
-            deadline = time.monotonic() + 60
+            # Until a whole scrape is visible: a query can see part of the
+            # first one while Prometheus appends it (16 of 17 series once, on
+            # a loaded machine).
+            deadline = time.monotonic() + 120
             while True:
                 result = _query(url, "gpucost_cost_dollars")
-                if result or time.monotonic() > deadline:
+                if len(result) >= len(expected) or time.monotonic() > deadline:
                     break
                 time.sleep(0.5)
             up = _query(url, 'up{job="gpucost"}')
             assert up and up[0]["value"][1] == "1"
-            expected = gpucost.allocate(fleet.costs, fleet.usage, fleet.inventory, fleet.workloads,
-                                        by=["team", "project"], idle="share")
             assert len(result) == len(expected)
             got = {(r["metric"]["team"], r["metric"]["project"]): float(r["value"][1]) for r in result}
             for team, project, cost in zip(expected["team"], expected["project"], expected["cost"]):

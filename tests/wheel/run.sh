@@ -26,7 +26,7 @@ unset PYTHONPATH LD_LIBRARY_PATH VIRTUAL_ENV
 
 "$python" -m venv "$work/venv"
 venv_py=$work/venv/bin/python
-"$venv_py" -m pip install -q --disable-pip-version-check --only-binary=:all: "$wheel" \
+"$venv_py" -m pip install -q --disable-pip-version-check --no-compile --only-binary=:all: "$wheel" \
   || fail "pip install $wheel failed"
 
 site=$("$venv_py" -c 'import sysconfig; print(sysconfig.get_paths()["platlib"])')
