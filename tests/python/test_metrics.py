@@ -82,8 +82,13 @@ def test_prometheus_scrapes_export_metrics(fleet, tmp_path):
                 time.sleep(0.5)
             up = _query(url, 'up{job="gpucost"}')
             assert up and up[0]["value"][1] == "1"
-            assert len(result) == len(expected)
-            got = {(r["metric"]["team"], r["metric"]["project"]): float(r["value"][1]) for r in result}
+            got = {(r["metric"].get("team", ""), r["metric"].get("project", "")): float(r["value"][1])
+                   for r in result}
+            missing = set(zip(expected["team"], expected["project"])) - set(got)
+            with urllib.request.urlopen(f"{url}/api/v1/targets", timeout=10) as r:
+                targets = [{k: t.get(k) for k in ("health", "lastError", "lastScrapeDuration")}
+                           for t in json.load(r)["data"]["activeTargets"]]
+            assert not missing and len(result) == len(expected), (missing, targets)
             for team, project, cost in zip(expected["team"], expected["project"], expected["cost"]):
                 assert got[(team, project)] == pytest.approx(cost, rel=1e-12)
             # Cost by team, as a Grafana panel would ask for it.
