@@ -41,8 +41,8 @@ PY_EXTRAS := test,bench,report,excel,pipeline,notebook,dask,spark
 demo: python
 	$(VENV)/bin/gpucost demo
 
-# The sanitizer and fuzz builds (label robustness) and clang-tidy (label tidy)
-# are left out: on CI's slow machine the ASan build alone took 46 minutes
+# The ASan/UBSan and fuzz builds (label robustness) and clang-tidy (label
+# tidy) are left out: on CI's slow machine the ASan build alone took 46 minutes
 # (docs/decisions.md, "make test on a slow machine"). make robustness and
 # make tidy run them; run both before a merge that touches C++.
 test: python cpp wheel
@@ -116,9 +116,9 @@ bench: python cpp
 	$(BUILD)/benchmarks/gpucost_bench
 	$(VPY) benchmarks/bench_vs_pandas.py
 
-# ASan+UBSan over the GoogleTest suite, the libFuzzer targets' fixed runs and
-# the engine's tests under ThreadSanitizer (tests/robustness/), each in its
-# own build folder under build/test: about 40 CPU-minutes from scratch.
+# ASan+UBSan over the GoogleTest suite and the libFuzzer targets' fixed runs
+# (tests/robustness/), in build/test/asan: about 40 CPU-minutes from scratch.
+# (make test runs the engine's tests under ThreadSanitizer.)
 robustness: cpp
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -L robustness
 

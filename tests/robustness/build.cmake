@@ -3,7 +3,9 @@
 # a second run rebuilds only what changed.
 #   cmake -DSOURCE_DIR=... -DBUILD_DIR=... -DGENERATOR=... [-DMAKE_PROGRAM=...]
 #         [-DCXX=<compiler>] -DBUILD_TYPE=Debug -DSANITIZE=address,undefined
-#         -DFUZZERS=OFF -DTESTS=ON -DTARGETS=gpucost_tests[,target...] [-DWERROR=OFF] -P build.cmake
+#         -DFUZZERS=OFF -DTESTS=ON -DTARGETS=gpucost_tests[,target...] [-DWERROR=OFF]
+#         [-DFLAGS="-O1 -g1"] -P build.cmake
+# (FLAGS replaces the build type's optimisation and debug flags.)
 # (TARGETS is comma-separated: a semicolon would split the ctest command.)
 if(NOT DEFINED WERROR)
   set(WERROR ON)
@@ -16,6 +18,10 @@ if(MAKE_PROGRAM)
 endif()
 if(CXX)
   list(APPEND _args -DCMAKE_CXX_COMPILER=${CXX})
+endif()
+if(DEFINED FLAGS)
+  string(TOUPPER ${BUILD_TYPE} _type)
+  list(APPEND _args "-DCMAKE_CXX_FLAGS_${_type}=${FLAGS} -DNDEBUG")
 endif()
 execute_process(COMMAND ${CMAKE_COMMAND} ${_args} RESULT_VARIABLE _rc OUTPUT_VARIABLE _out ERROR_VARIABLE _out)
 if(NOT _rc EQUAL 0)
