@@ -110,8 +110,9 @@ def relocate_error(exc: BaseException, table: str, source: str | None, first_row
         if _is_parquet(source):
             return InvalidInputError(f"{source}: row {row}, {match['rest']}",
                                      **{**fields, "table": source, "row": row})
-        return InvalidInputError(f"{source}: line {row + 2}, {match['rest']}",
-                                 **{**fields, "table": source, "row": None, "line": row + 2})
+        line = csv_line_of_row(source, row)
+        return InvalidInputError(f"{source}: line {line}, {match['rest']}",
+                                 **{**fields, "table": source, "row": None, "line": line})
     if source is not None:
         prefix = f"{table}: "
         rest = message[len(prefix):] if message.startswith(prefix) else message
@@ -119,6 +120,40 @@ def relocate_error(exc: BaseException, table: str, source: str | None, first_row
             fields["table"] = source
         return InvalidInputError(f"{source}: {rest}", **fields)
     return exc if isinstance(exc, InvalidInputError) else InvalidInputError(message)
+
+
+def csv_line_of_row(path: str, row: int) -> int:
+    """The line (counted from 1, the header's) of data row ``row`` (counted
+    from 0) of the CSV file at ``path``, compressed or not: readers skip blank
+    lines, so row + 2 is the line only in a file without them. The file is
+    read again, once, on the way to an error message.
+
+    >>> import tempfile
+    >>> path = Path(tempfile.mkdtemp()) / "usage.csv"
+    >>> _ = path.write_text("timestamp,share\\n\\n2026-03-01T00:00:00Z,1\\n\\n2026-03-01T00:01:00Z,2\\n")
+    >>> csv_line_of_row(str(path), 1)
+    5
+    """
+    line = 0
+    header = False
+    data = -1  # the data rows passed
+    tail = b""
+    with pa.input_stream(path) as stream:  # decompresses by the file's suffix, as the readers do
+        while True:
+            block = stream.read(1 << 20)
+            lines = (tail + block).split(b"\n")
+            tail = lines.pop() if block else b""
+            for text in lines:
+                line += 1
+                if not text.rstrip(b"\r"):
+                    continue
+                if header:
+                    data += 1
+                    if data == row:
+                        return line
+                header = True
+            if not block:
+                return row + 2  # the file is shorter than it was when read: the line as it was counted
 
 
 def _is_parquet(path: str) -> bool:

@@ -903,8 +903,10 @@ def _own_columns(frame: pd.DataFrame, path: Path, first: int = 0) -> pd.DataFram
 def _refuse(bad: pd.Series, values: pd.Series, path: Path, first: int, what: str) -> None:
     """The first value marked ``bad`` as an error naming its file line (data rows from ``first``)."""
     if bad.any():
+        from gpucost.chunks import csv_line_of_row
         row = int(bad.to_numpy().nonzero()[0][0])
-        raise InvalidInputError(f"{path}: line {first + row + 2}, column '{values.name}': {str(values.iloc[row])!r} is "
+        line = csv_line_of_row(str(path), first + row)
+        raise InvalidInputError(f"{path}: line {line}, column '{values.name}': {str(values.iloc[row])!r} is "
                                 f"not {what}")
 
 

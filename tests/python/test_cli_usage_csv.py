@@ -73,6 +73,21 @@ def test_a_bad_value_names_its_file_line_and_column(folder, capsys):
     assert f"{folder / 'usage.csv'}: line {bad + 2}, column 'util': 'abc' is not a number" in err
 
 
+@pytest.mark.parametrize("reader", ["gpucost", "pandas"])
+@pytest.mark.parametrize("bad_value, reason", [("abc", "'abc' is not a number"), ("1.5", r"1.5 is outside [0, 1]")])
+def test_a_bad_value_after_blank_lines_names_the_files_line(folder, capsys, monkeypatch, reader, bad_value, reason):
+    lines = usage_lines().split("\r\n")
+    bad = next(i for i in range(100, len(lines)) if ",0.25," in lines[i])
+    lines[bad] = lines[bad].replace(",0.25,", f",{bad_value},")
+    lines[50:50] = ["", ""]  # two blank lines before it: the file's line is bad + 4
+    (folder / "usage.csv").write_text(HEADER + "\r\n".join(lines), newline="")
+    if reader == "pandas":
+        monkeypatch.setattr(plan, "_parsed_usage", lambda path, name: False)
+    code, out, err = run(folder, capsys)
+    assert (code, out) == (2, "")
+    assert f"{folder / 'usage.csv'}: line {bad + 4}, column 'util': {reason}" in err, err
+
+
 def test_files_the_parser_does_not_read_go_to_pandas(folder, capsys):
     """Compressed, or epoch instants in the first lines: pandas' reader and
     its messages, as before."""

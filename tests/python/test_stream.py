@@ -117,6 +117,25 @@ def test_bad_row_names_file_and_line(fleet, tmp_path):
         gpucost.allocate_stream(fleet.costs, sorted(map(str, paths)), fleet.inventory, block_size=1 << 14)
 
 
+@pytest.mark.parametrize("suffix", [".csv", ".csv.gz"])
+def test_bad_row_after_blank_lines_names_its_line(fleet, tmp_path, suffix):
+    # Readers skip blank lines; the line named is the file's, counted with them.
+    path = tmp_path / f"usage{suffix}"
+    write_csv(fleet.usage.iloc[:100], tmp_path / "plain.csv")
+    lines = (tmp_path / "plain.csv").read_text().splitlines(keepends=True)
+    cells = lines[61].split(",")
+    cells[list(fleet.usage.columns).index("share")] = "1.5"
+    lines[61] = ",".join(cells)
+    text = "".join(lines[:10] + ["\n", "\r\n"] + lines[10:50] + ["\n"] + lines[50:])
+    with (gzip.open if suffix.endswith(".gz") else open)(path, "wt") as out:
+        out.write(text)
+    with pytest.raises(gpucost.InvalidInputError,
+                       match=rf"^{path}: line 65, column 'share': 1.5 is outside \(0, 1\]$") as caught:
+        gpucost.allocate_stream(fleet.costs, path, fleet.inventory)
+    assert caught.value.line == 65
+    assert text.splitlines()[64].split(",")[list(fleet.usage.columns).index("share")] == "1.5"
+
+
 def test_bad_value_type_names_file_and_line(fleet, tmp_path):
     path = tmp_path / "usage.csv"
     write_csv(fleet.usage.iloc[:100], path)
