@@ -11,7 +11,6 @@ result so that a reader never sees a partial file presented as complete.
 from __future__ import annotations
 
 import glob
-import mmap
 import os
 import re
 import stat
@@ -172,12 +171,13 @@ def _csv_batches(path: str, block_size: int, column_types: dict, threads: int = 
     gpucost's own parser (:func:`_core.parse_usage_csv`), any other by Arrow's
     (its streaming reader parses one block at a time)."""
     if not path.lower().endswith(_COMPRESSED_SUFFIXES):
-        mapping = _map_file(path)
-        if mapping is not None:
-            layout = _mapped_layout(path, mapping, block_size, column_types)
-            if layout is not None and (threads > 1 or layout.usage):
-                yield from _mapped_batches(path, layout, block_size, column_types, threads)
-                return
+        file = _open_regular(path)
+        if file is not None:
+            with file:
+                layout = _block_layout(path, file, block_size, column_types)
+                if layout is not None and (threads > 1 or layout.usage):
+                    yield from _block_batches(path, layout, block_size, column_types, threads)
+                    return
     line = 1
     try:
         stream = pa.input_stream(path, compression="detect")
@@ -213,41 +213,74 @@ _USAGE_CSV_ARROW = {"timestamp": pa.timestamp("ns", tz="UTC"), "device": pa.int3
                     "util": pa.float64(), "mem_used": pa.float64(), "duration": pa.float64()}
 
 
-def _map_file(path: str) -> mmap.mmap | None:
-    """The file mapped for reading; None for an empty file (nothing to map)
-    or one that is not a regular file (a pipe, /dev/stdin: read once, as a
-    stream, and not opened here)."""
+class _RegularFile:
+    """An uncompressed regular file read by offset (``os.pread``, the GIL
+    released), so blocks are read side by side. A file cut short while it is
+    read (log rotation by truncation, a copy still being written) is an error
+    naming it; a mapping of it would end the process (SIGBUS)."""
+
+    def __init__(self, path: str, fd: int, size: int) -> None:
+        self.path, self.fd, self.size = path, fd, size
+
+    def read(self, begin: int, end: int) -> bytes:
+        data = os.pread(self.fd, end - begin, begin)
+        if len(data) != end - begin:
+            raise InvalidInputError(f"{self.path}: the file was cut short while it was read: {self.size} bytes "
+                                    f"when opened, {begin + len(data)} now")
+        return data
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def __enter__(self) -> _RegularFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        self.close()
+
+
+def _open_regular(path: str) -> _RegularFile | None:
+    """The file opened for reading by offset; None for an empty file (the
+    streaming reader says so) or one that is not a regular file (a pipe,
+    /dev/stdin: read once, as a stream, and not opened here)."""
+    if not hasattr(os, "pread"):  # Windows: the streaming reader
+        return None
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):
             return None
-        with open(path, "rb") as file:
-            return mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
-    except ValueError:  # an empty file: the streaming reader says so
-        return None
+        fd = os.open(path, os.O_RDONLY)
     except OSError as exc:
         raise InvalidInputError(f"{path}: cannot open: {exc}") from None
+    size = os.fstat(fd).st_size
+    if size == 0:
+        os.close(fd)
+        return None
+    return _RegularFile(path, fd, size)
 
 
 @dataclass
-class _MappedCsv:
-    mapping: mmap.mmap  # the whole file
-    data: pa.Buffer  # the mapping, as Arrow sees it (not a copy)
+class _BlockLayout:
+    file: _RegularFile
     header: bytes  # the header line, with its line end
     names: list[str]
     usage: bool  # gpucost's usage parser reads it
 
 
-def _mapped_layout(path: str, mapping: mmap.mmap, block_size: int, column_types: dict) -> _MappedCsv | None:
-    """The header of a mapped CSV file and which parser reads it: gpucost's
+def _block_layout(path: str, file: _RegularFile, block_size: int, column_types: dict) -> _BlockLayout | None:
+    """The header of a CSV file read in blocks and which parser reads it: gpucost's
     when the columns are usage columns with the usage types, each named once,
     and the first data line parses (else Arrow's, which reads other timestamp
     shapes, such as integers, and names its own errors). None for a
     file without a data line (the streaming reader's error or its table of
     no rows, not a silent empty one)."""
-    data = pa.py_buffer(mapping)
-    first = mapping[:1 << 16]
+    first = file.read(0, min(file.size, 1 << 16))
     header = first[:first.find(b"\n") + 1] or first
-    if not header.endswith(b"\n") or len(header) == data.size:
+    if not header.endswith(b"\n") or len(header) == file.size:
         return None
     try:
         names = pacsv.read_csv(pa.BufferReader(header)).column_names
@@ -261,7 +294,7 @@ def _mapped_layout(path: str, mapping: mmap.mmap, block_size: int, column_types:
             _core.parse_usage_csv(probe, names, path, 2)
         except InvalidInputError:
             usage = False
-    return _MappedCsv(mapping, data, header, names, usage)
+    return _BlockLayout(file, header, names, usage)
 
 
 def parses_as_usage_csv(path: str) -> bool:
@@ -278,72 +311,74 @@ def parses_as_usage_csv(path: str) -> bool:
     >>> parses_as_usage_csv(str(path))   # epoch seconds: not an ISO 8601 instant
     False
     """
-    return _usage_layout(path, 1 << 26) is not None
+    layout = _usage_layout(path, 1 << 26)
+    if layout is None:
+        return False
+    layout.file.close()
+    return True
 
 
-def _usage_layout(path: str, block_size: int) -> _MappedCsv | None:
-    """The mapped layout of a file gpucost's usage parser reads
-    (:func:`parses_as_usage_csv`); None for any other."""
+def _usage_layout(path: str, block_size: int) -> _BlockLayout | None:
+    """The block layout of a file gpucost's usage parser reads
+    (:func:`parses_as_usage_csv`), its file open; None for any other."""
     if path.lower().endswith(_COMPRESSED_SUFFIXES):
         return None
+    file = layout = None
     try:
-        mapping = _map_file(path)
-        layout = None if mapping is None else _mapped_layout(path, mapping, block_size, USAGE_CSV_TYPES)
+        file = _open_regular(path)
+        layout = None if file is None else _block_layout(path, file, block_size, USAGE_CSV_TYPES)
     except (OSError, pa.ArrowException, InvalidInputError):
         return None
-    return layout if layout is not None and layout.usage else None
+    if layout is None or not layout.usage:
+        if file is not None:
+            file.close()
+        return None
+    return layout
 
 
-def _mapped_batches(path: str, layout: _MappedCsv, block_size: int, column_types: dict,
-                    threads: int) -> Iterator[pa.RecordBatch]:
-    """Batches of a mapped CSV file: blocks of about ``block_size`` bytes cut
+def _block_batches(path: str, layout: _BlockLayout, block_size: int, column_types: dict,
+                   threads: int) -> Iterator[pa.RecordBatch]:
+    """Batches of a CSV file read in blocks of about ``block_size`` bytes cut
     at line ends (as Arrow's own parallel reader cuts them: no newline inside
-    a value), slices of the mapping, not copies, each parsed with the
-    header's names on a pool of ``threads``, the batches in file order; at
-    most ``threads`` + 1 blocks held. A block's pages are unmapped once it is
-    parsed (the rows are copies): the process' resident memory does not
-    grow with the file."""
-    data, size, names = layout.data, layout.data.size, layout.names
+    a value), each read and parsed with the header's names on a pool of
+    ``threads``, the batches in file order; at most ``threads`` + 1 blocks
+    held, and a block's bytes freed once parsed (the rows are copies): the
+    process' memory does not grow with the file."""
+    file, names = layout.file, layout.names
     if layout.usage:
-        def parse(block: pa.Buffer) -> tuple:
-            return _core.parse_usage_csv(block, names, path, 1)  # lines counted from the block's first
+        def parse(begin: int, end: int) -> tuple:
+            return _core.parse_usage_csv(file.read(begin, end), names, path, 1)  # lines counted from the block's first
     else:
         read = pacsv.ReadOptions(use_threads=False, block_size=max(block_size, 1 << 20), column_names=names)
         convert = _csv_convert_options(column_types)
 
-        def parse(block: pa.Buffer) -> pa.Table:
-            return pacsv.read_csv(pa.BufferReader(block), read_options=read, convert_options=convert)
+        def parse(begin: int, end: int) -> pa.Table:
+            return pacsv.read_csv(pa.BufferReader(file.read(begin, end)), read_options=read, convert_options=convert)
 
     line = 2  # the first block's first line
-    ranges = _block_ranges(data, len(layout.header), block_size)
+    ranges = _block_ranges(file, len(layout.header), block_size)
     begin = len(layout.header)
     pending: list = []  # the blocks' parses, in file order
-    blocks: list = []  # their byte ranges
     with ThreadPoolExecutor(max_workers=threads) as pool:
         try:
             while True:
                 if (block := next(ranges, None)) is not None:
-                    pending.append(pool.submit(parse, data.slice(block[0], block[1] - block[0])))
-                    blocks.append(block)
+                    pending.append(pool.submit(parse, *block))
                     begin = block[1]
-                if pending and (len(pending) > threads or begin >= size):
-                    parsed = blocks.pop(0)
+                if pending and (len(pending) > threads or begin >= file.size):
                     if layout.usage:
                         try:
                             rows, lines, columns = pending.pop(0).result()
                         except InvalidInputError as exc:
                             raise _from_line(exc, path, line) from None
-                        _unmap(layout.mapping, *parsed)
                         line += lines
                         if rows:
                             yield _usage_batch(names, rows, columns)
                     else:
-                        table = pending.pop(0).result()
-                        _unmap(layout.mapping, *parsed)
-                        for batch in table.to_batches():
+                        for batch in pending.pop(0).result().to_batches():
                             line += batch.num_rows
                             yield batch
-                if begin >= size and not pending:
+                if begin >= file.size and not pending:
                     return
         except (pa.ArrowInvalid, pa.ArrowException, OSError, EOFError) as exc:
             raise _csv_failure(path, exc, line, block_size, column_types) from None
@@ -352,14 +387,14 @@ def _mapped_batches(path: str, layout: _MappedCsv, block_size: int, column_types
                 future.cancel()
 
 
-def _block_ranges(data: pa.Buffer, begin: int, block_size: int) -> Iterator[tuple[int, int]]:
-    """The byte ranges [begin, end) of a mapped CSV's blocks from ``begin``:
+def _block_ranges(file: _RegularFile, begin: int, block_size: int) -> Iterator[tuple[int, int]]:
+    """The byte ranges [begin, end) of a CSV file's blocks from ``begin``:
     about ``block_size`` bytes each, each to the end of its last line."""
-    size = data.size
+    size = file.size
     while begin < size:
         end = min(size, begin + block_size)
         while end < size:  # to the end of its line
-            window = data.slice(end, min(size - end, 1 << 16)).to_pybytes()
+            window = file.read(end, min(size, end + (1 << 16)))
             newline = window.find(b"\n")
             if newline >= 0:
                 end += newline + 1
@@ -386,14 +421,14 @@ def csv_goes_back_in_time(paths: Sequence[str], block_size: int, step: int | Non
         layout = _usage_layout(path, block_size)
         if layout is None:
             return False
-        mapping, lines, block_of_line = layout.mapping, [], []
-        for block, (begin, end) in enumerate(_block_ranges(layout.data, len(layout.header), block_size)):
-            for at in range(begin, end, step):
-                start = at if mapping[at - 1:at] == b"\n" else mapping.find(b"\n", at, end) + 1
-                stop = mapping.find(b"\n", start, end) if start > 0 else -1
-                if stop > start:  # a whole line of this block (not an empty one)
-                    lines.append(mapping[start:stop + 1])
-                    block_of_line.append(block)
+        lines, block_of_line = [], []
+        with layout.file as file:
+            for block, (begin, end) in enumerate(_block_ranges(file, len(layout.header), block_size)):
+                for at in range(begin, end, step):
+                    line = _line_from(file, at, end)
+                    if line:
+                        lines.append(line)
+                        block_of_line.append(block)
         try:
             rows, _, columns = _core.parse_usage_csv(b"".join(lines), layout.names, path, 1)
         except InvalidInputError:
@@ -410,15 +445,20 @@ def csv_goes_back_in_time(paths: Sequence[str], block_size: int, step: int | Non
     return False
 
 
-def _unmap(mapping: mmap.mmap, begin: int, end: int) -> None:
-    """The pages wholly inside [begin, end) of the mapping dropped from the
-    process (the page cache keeps them; read again, they map again)."""
-    if not hasattr(mapping, "madvise"):  # Windows: the system pages the mapping out itself
-        return
-    first = -(-begin // mmap.PAGESIZE) * mmap.PAGESIZE
-    last = end // mmap.PAGESIZE * mmap.PAGESIZE if end < len(mapping) else len(mapping)
-    if last > first:
-        mapping.madvise(mmap.MADV_DONTNEED, first, last - first)
+def _line_from(file: _RegularFile, at: int, end: int) -> bytes:
+    """The first whole line of ``file`` that starts at or after byte ``at``
+    and ends by ``end`` (with its line end); b"" when there is none, or it
+    is empty."""
+    window = 1 << 12
+    while True:
+        text = file.read(at - 1 if at > 0 else 0, min(end, at + window))
+        start = 0 if at == 0 else text.find(b"\n") + 1  # text[0] is the byte before `at`
+        stop = text.find(b"\n", start) if start > 0 or at == 0 else -1
+        if stop >= 0:
+            return text[start:stop + 1] if stop > start else b""
+        if at + window >= end:
+            return b""
+        window *= 16  # a line longer than the window: read more
 
 
 def _from_line(exc: InvalidInputError, path: str, first_line: int) -> InvalidInputError:

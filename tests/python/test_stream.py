@@ -313,12 +313,12 @@ def test_usage_read_once_or_told_is_not_tried(fleet, expected, tmp_path, monkeyp
     assert not gpucost.stream.can_read_again(iter([backwards]))
     os.mkfifo(tmp_path / "pipe.csv")
     assert not gpucost.stream.can_read_again(tmp_path / "pipe.csv")  # read once, like stdin
-    mapped: list = []  # nor opened to be mapped (with no writer, opening it would wait for one)
-    opener = threading.Thread(target=lambda: mapped.append(gpucost.chunks._map_file(str(tmp_path / "pipe.csv"))),
+    opened: list = []  # nor opened to be read in blocks (with no writer, opening it would wait for one)
+    opener = threading.Thread(target=lambda: opened.append(gpucost.chunks._open_regular(str(tmp_path / "pipe.csv"))),
                               daemon=True)
     opener.start()
     opener.join(30)
-    assert mapped == [None]
+    assert opened == [None]
     assert gpucost.stream.can_read_again([tmp_path / "backwards.csv"])
 
 
@@ -367,6 +367,23 @@ def test_truncated_csv(fleet, tmp_path):
     with pytest.raises(gpucost.InvalidInputError, match=rf"^{path}: line 2001: expected 7 fields, found 5$"):
         gpucost.allocate_stream(fleet.costs, path, fleet.inventory, output=out)
     assert not out.exists()
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_file_cut_short_while_it_is_read_is_an_error(fleet, tmp_path, threads):
+    # Log rotation by truncation (copytruncate) while gpucost reads: an error
+    # naming the file, where a mapped file would have ended the process (SIGBUS).
+    path = tmp_path / "usage.csv"
+    write_csv(fleet.usage, path)
+    size = path.stat().st_size
+    chunks = gpucost.chunks.iter_chunks(str(path), block_size=1 << 14, threads=threads)
+    next(chunks)
+    os.truncate(path, size // 2)
+    with pytest.raises(gpucost.InvalidInputError,
+                       match=rf"^{path}: the file was cut short while it was read: {size} bytes when opened, "
+                             rf"{size // 2} now$"):
+        for _ in chunks:
+            pass
 
 
 def test_truncated_gzip(fleet, tmp_path):
