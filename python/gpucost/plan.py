@@ -309,10 +309,12 @@ class _Planner:
         """The files a key names (or ``value``, under that key): each must exist."""
         found = []
         for path in self.paths(key, value):
-            if path.exists():
-                found.append(path)
-            else:
+            if not path.exists():
                 self.problem(key, f"{path}: no such file ({key})", path)
+            elif not path.is_file():
+                self.problem(key, _not_regular(path, key), path)
+            else:
+                found.append(path)
         return found
 
     def table(self, key: str, feeds: tuple[str, ...], value: str | None = None, kind: str = "table") -> Source:
@@ -320,6 +322,8 @@ class _Planner:
         path = self.config.path(self.s[key] if value is None else value)
         if not path.exists():
             self.problem(key, f"{path}: no such file ({key})", path)
+        elif not path.is_file():
+            self.problem(key, _not_regular(path, key), path)
         elif _table_format(path) is None:
             self.problem(key, f"{path}: unknown table format (use .csv, .csv.gz or .parquet)", path)
         return Source(key, kind, feeds, (path,))
@@ -866,6 +870,14 @@ def table_columns(path: Path) -> list[str]:
         return [str(c) for c in pd.read_csv(path, nrows=0, **_CSV_OPTIONS).columns]
     except (OSError, ValueError):  # the table is read whole, and that read names the problem
         return []
+
+
+def _not_regular(path: Path, key: str) -> str:
+    """Why a pipe or a device is refused: the command reads a file more than
+    once (its columns, then its rows), and a pipe's second open would wait
+    for a writer that has gone."""
+    return (f"{path}: not a regular file (a pipe, a device or a folder; {key}): the command reads its files "
+            "more than once; write it to a file first")
 
 
 def _own_format(path: Path, name: str) -> str:

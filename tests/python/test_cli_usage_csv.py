@@ -7,6 +7,7 @@ parser does not read (compressed, epoch instants) read by pandas as before."""
 from __future__ import annotations
 
 import gzip
+import os
 
 import pytest
 
@@ -118,3 +119,14 @@ def test_an_engine_error_names_the_file_and_line_read_whole_or_streamed(folder, 
     code, out, err = run(folder, capsys, *extra)
     assert (code, out) == (2, "")
     assert f"error: {folder / 'usage.csv'}: line {bad + 2}, column 'share': 1.5 is outside (0, 1]" in err, err
+
+
+def test_a_pipe_is_refused_not_waited_on(folder, capsys):
+    """The command reads a table more than once (its columns, then its
+    rows): a named pipe's second open would wait for a writer that has gone."""
+    (folder / "usage.csv").unlink()
+    os.mkfifo(folder / "usage.csv")
+    code, out, err = run(folder, capsys)
+    assert (code, out) == (2, "")
+    assert (f"{folder / 'usage.csv'}: not a regular file (a pipe, a device or a folder; usage): the command reads "
+            "its files more than once; write it to a file first") in err
