@@ -24,6 +24,7 @@ the same for the same seed.
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import io
 import json
@@ -437,10 +438,15 @@ _DEMO_CACHE: dict[int, DemoFleet] = {}
 
 
 def demo_fleet(seed: int = 0) -> DemoFleet:
-    """The demo month (cached in the process: it is the same every time)."""
+    """The demo month: simulated once a process (it is the same every time),
+    handed out as a copy, so a caller that changes its tables changes no
+    later call's."""
     if seed not in _DEMO_CACHE:
         _DEMO_CACHE[seed] = simulate_demo_month(seed=seed)
-    return _DEMO_CACHE[seed]
+    cached = _DEMO_CACHE[seed]
+    return dataclasses.replace(cached, **{field.name: getattr(cached, field.name).copy()
+                                          for field in dataclasses.fields(cached)
+                                          if isinstance(getattr(cached, field.name), pd.DataFrame)})
 
 
 class _NoBar:

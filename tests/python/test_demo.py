@@ -229,3 +229,13 @@ def test_the_onprem_cluster_beside_the_fleet(fleet, capsys):
     assert cli.main(["demo", "--no-files", "--no-report"]) == 0
     out = capsys.readouterr().out
     assert "On-prem Slurm cluster beside it: 2 owned DGX H100 nodes" in out and "kg CO2e" in out
+
+
+def test_a_changed_demo_fleet_changes_no_later_call():
+    # One test changing a team label once changed another test's expected
+    # table (the process' cached fleet itself was handed out).
+    first = demo_fleet()
+    first.workloads.loc[0, "team"] = "changed"
+    first.usage = first.usage.iloc[:1]
+    again = demo_fleet()
+    assert "changed" not in set(again.workloads["team"]) and len(again.usage) > 1
