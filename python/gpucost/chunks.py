@@ -225,9 +225,27 @@ class _RegularFile:
     def read(self, begin: int, end: int) -> bytes:
         data = os.pread(self.fd, end - begin, begin)
         if len(data) != end - begin:
-            raise InvalidInputError(f"{self.path}: the file was cut short while it was read: {self.size} bytes "
-                                    f"when opened, {begin + len(data)} now")
+            self._cut_short(begin + len(data))
         return data
+
+    def read_into(self, buffers: list[bytearray], slot: int, begin: int, end: int) -> memoryview:
+        """Bytes [begin, end) read into ``buffers[slot]`` (replaced by a larger
+        one when too small), as a view of it: a buffer read into again has its
+        pages already, where a new one is faulted in page by page."""
+        if len(buffers[slot]) < end - begin:  # with room for the next blocks' longer last lines
+            buffers[slot] = bytearray((end - begin) * 9 // 8)
+        view = memoryview(buffers[slot])[:end - begin]
+        done = 0
+        while done < end - begin:  # a read may return less than asked
+            n = os.preadv(self.fd, [view[done:]], begin + done)
+            if n == 0:
+                self._cut_short(begin + done)
+            done += n
+        return view
+
+    def _cut_short(self, size: int) -> None:
+        raise InvalidInputError(f"{self.path}: the file was cut short while it was read: {self.size} bytes "
+                                f"when opened, {size} now")
 
     def close(self) -> None:
         if self.fd >= 0:
@@ -345,25 +363,32 @@ def _block_batches(path: str, layout: _BlockLayout, block_size: int, column_type
     held, and a block's bytes freed once parsed (the rows are copies): the
     process' memory does not grow with the file."""
     file, names = layout.file, layout.names
+    # One buffer per block in flight and one more: block k reuses block k - (threads + 2)'s, parsed and handed
+    # on before block k is read (at most threads + 1 are pending).
+    buffers = [bytearray() for _ in range(threads + 2)]
     if layout.usage:
-        def parse(begin: int, end: int) -> tuple:
-            return _core.parse_usage_csv(file.read(begin, end), names, path, 1)  # lines counted from the block's first
+        def parse(slot: int, begin: int, end: int) -> tuple:
+            # Lines counted from the block's first; the rows are copies, the buffer is free once it returns.
+            return _core.parse_usage_csv(file.read_into(buffers, slot, begin, end), names, path, 1)
     else:
         read = pacsv.ReadOptions(use_threads=False, block_size=max(block_size, 1 << 20), column_names=names)
         convert = _csv_convert_options(column_types)
 
-        def parse(begin: int, end: int) -> pa.Table:
+        def parse(slot: int, begin: int, end: int) -> pa.Table:
+            # Arrow's table may hold slices of the buffer: this buffer is Arrow's alone.
             return pacsv.read_csv(pa.BufferReader(file.read(begin, end)), read_options=read, convert_options=convert)
 
     line = 2  # the first block's first line
     ranges = _block_ranges(file, len(layout.header), block_size)
     begin = len(layout.header)
     pending: list = []  # the blocks' parses, in file order
+    submitted = 0
     with ThreadPoolExecutor(max_workers=threads) as pool:
         try:
             while True:
                 if (block := next(ranges, None)) is not None:
-                    pending.append(pool.submit(parse, *block))
+                    pending.append(pool.submit(parse, submitted % len(buffers), *block))
+                    submitted += 1
                     begin = block[1]
                 if pending and (len(pending) > threads or begin >= file.size):
                     if layout.usage:
