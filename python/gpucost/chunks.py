@@ -133,9 +133,7 @@ def csv_line_of_row(path: str, row: int) -> int:
     >>> csv_line_of_row(str(path), 1)
     5
     """
-    line = 0
-    header = False
-    data = -1  # the data rows passed
+    line = filled = 0  # lines read; those not blank (the header, then the data rows)
     tail = b""
     with pa.input_stream(path) as stream:  # decompresses by the file's suffix, as the readers do
         while True:
@@ -144,13 +142,9 @@ def csv_line_of_row(path: str, row: int) -> int:
             tail = lines.pop() if block else b""
             for text in lines:
                 line += 1
-                if not text.rstrip(b"\r"):
-                    continue
-                if header:
-                    data += 1
-                    if data == row:
-                        return line
-                header = True
+                filled += bool(text.rstrip(b"\r"))
+                if filled == row + 2:
+                    return line
             if not block:
                 return row + 2  # the file is shorter than it was when read: the line as it was counted
 
@@ -341,15 +335,18 @@ def _usage_layout(path: str, block_size: int) -> _BlockLayout | None:
     (:func:`parses_as_usage_csv`), its file open; None for any other."""
     if path.lower().endswith(_COMPRESSED_SUFFIXES):
         return None
-    file = layout = None
     try:
         file = _open_regular(path)
-        layout = None if file is None else _block_layout(path, file, block_size, USAGE_CSV_TYPES)
-    except (OSError, pa.ArrowException, InvalidInputError):
+    except InvalidInputError:
         return None
+    if file is None:
+        return None
+    try:
+        layout = _block_layout(path, file, block_size, USAGE_CSV_TYPES)
+    except (OSError, pa.ArrowException, InvalidInputError):
+        layout = None
     if layout is None or not layout.usage:
-        if file is not None:
-            file.close()
+        file.close()
         return None
     return layout
 
@@ -360,8 +357,8 @@ def _block_batches(path: str, layout: _BlockLayout, block_size: int, column_type
     at line ends (as Arrow's own parallel reader cuts them: no newline inside
     a value), each read and parsed with the header's names on a pool of
     ``threads``, the batches in file order; at most ``threads`` + 1 blocks
-    held, and a block's bytes freed once parsed (the rows are copies): the
-    process' memory does not grow with the file."""
+    pending, read into ``threads`` + 2 buffers used again and again (the
+    rows are copies): the process' memory does not grow with the file."""
     file, names = layout.file, layout.names
     # One buffer per block in flight and one more: block k reuses block k - (threads + 2)'s, parsed and handed
     # on before block k is read (at most threads + 1 are pending).

@@ -307,24 +307,22 @@ class _Planner:
 
     def files(self, key: str, value: Any = None) -> list[Path]:
         """The files a key names (or ``value``, under that key): each must exist."""
-        found = []
-        for path in self.paths(key, value):
-            if not path.exists():
-                self.problem(key, f"{path}: no such file ({key})", path)
-            elif not path.is_file():
-                self.problem(key, _not_regular(path, key), path)
-            else:
-                found.append(path)
-        return found
+        return [path for path in self.paths(key, value) if self.is_file(key, path)]
 
-    def table(self, key: str, feeds: tuple[str, ...], value: str | None = None, kind: str = "table") -> Source:
-        """gpucost's own table (CSV or Parquet) a key names."""
-        path = self.config.path(self.s[key] if value is None else value)
+    def is_file(self, key: str, path: Path) -> bool:
+        """Whether ``path`` is a regular file; else a problem saying what it is."""
         if not path.exists():
             self.problem(key, f"{path}: no such file ({key})", path)
         elif not path.is_file():
             self.problem(key, _not_regular(path, key), path)
-        elif _table_format(path) is None:
+        else:
+            return True
+        return False
+
+    def table(self, key: str, feeds: tuple[str, ...], value: str | None = None, kind: str = "table") -> Source:
+        """gpucost's own table (CSV or Parquet) a key names."""
+        path = self.config.path(self.s[key] if value is None else value)
+        if self.is_file(key, path) and _table_format(path) is None:
             self.problem(key, f"{path}: unknown table format (use .csv, .csv.gz or .parquet)", path)
         return Source(key, kind, feeds, (path,))
 
