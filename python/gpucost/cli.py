@@ -596,8 +596,9 @@ def _chunked_tables(config: Config, args) -> Tables:
         return tables
     stream = tables.stream
     with _reader_warnings(config, args):
+        # Chunks not known to keep time order (a usage table's) are found so from their instants, or not.
         tables.usage = gpucost.UsageChunks.spill(stream, leave_out=_UNREAD_SAMPLE_COLUMNS,
-                                                 ordered=stream.ordered_chunks)
+                                                 ordered=True if stream.ordered_chunks else None)
     # From here each use's large buffers go back to the system when freed, not kept in glibc's arenas
     # beside the next use's (set after the read: mapping each of the read's blocks costs it 4 s of 7).
     _give_back_freed_memory()

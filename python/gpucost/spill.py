@@ -85,14 +85,30 @@ class UsageChunks:
 
     @classmethod
     def spill(cls, frames: Iterable[Any], *, folder: str | os.PathLike | None = None,
-              leave_out: Sequence[str] = (), ordered: bool = True) -> UsageChunks:
-        """Each frame of ``frames`` (pandas or Arrow usage tables, in time
-        order when ``ordered``) written to a file of its own in a new
-        temporary folder (in ``folder``, else the system's: ``TMPDIR``),
-        without the columns of ``leave_out``; one frame is held at a time.
-        ``attrs`` are the last frame's."""
+              leave_out: Sequence[str] = (), ordered: bool | None = None) -> UsageChunks:
+        """Each frame of ``frames`` (pandas or Arrow usage tables) written to
+        a file of its own in a new temporary folder (in ``folder``, else the
+        system's: ``TMPDIR``), without the columns of ``leave_out``; one
+        frame is held at a time. ``attrs`` are the last frame's.
+        ``ordered``: True promises that no frame goes back in time (an
+        allocation refuses a row before an earlier frame's newest instant);
+        None (the default) finds it from each frame's first and last
+        ``timestamp``, so frames in time order are streamed as such though
+        nobody said so; False reads them as going back.
+
+        >>> t = pd.date_range("2026-03-01", periods=4, freq="h", tz="UTC")
+        >>> usage = pd.DataFrame({"timestamp": t, "resource_id": ["a", "b"] * 2, "device": 0, "consumer": "x",
+        ...                       "share": 1.0, "util": 0.5, "mem_used": 0.0})
+        >>> with gpucost.UsageChunks.spill([usage.iloc[:2], usage.iloc[2:]]) as hours:
+        ...     print(hours.ordered)
+        True
+        >>> with gpucost.UsageChunks.spill([usage.iloc[2:], usage.iloc[:2]]) as back:
+        ...     print(back.ordered)
+        False
+        """
         where = tempfile.mkdtemp(prefix="gpucost-usage-", dir=None if folder is None else os.fspath(folder))
         paths, rows, columns, per_resource, attrs = [], [], {}, {}, {}
+        in_order = _TimeOrder() if ordered is None else None
         try:
             for frame in frames:
                 attrs = dict(getattr(frame, "attrs", None) or {}) or attrs
@@ -100,6 +116,8 @@ class UsageChunks:
                 table = table.drop_columns([c for c in leave_out if c in table.column_names])
                 columns.update(dict.fromkeys(table.column_names))
                 _count_resources(table, per_resource)
+                if in_order is not None:
+                    in_order.add(table)
                 path = os.path.join(where, f"{len(paths):06d}.arrow")
                 _write(path, table)
                 paths.append(path)
@@ -108,7 +126,9 @@ class UsageChunks:
         except BaseException:
             shutil.rmtree(where, ignore_errors=True)
             raise
-        return cls(paths, rows, list(columns), per_resource, attrs=attrs, ordered=ordered, folder=where)
+        if in_order is not None:
+            ordered = in_order.holds
+        return cls(paths, rows, list(columns), per_resource, attrs=attrs, ordered=bool(ordered), folder=where)
 
     @property
     def chunks(self) -> int:
@@ -265,6 +285,32 @@ def _in(column: Any, names: set[str]) -> np.ndarray:
             parts.append(pc.is_in(chunk, value_set=pa.array(sorted(names), type=pa.string())).fill_null(
                 False).to_numpy(zero_copy_only=False))
     return np.concatenate(parts) if parts else np.zeros(0, dtype=bool)
+
+
+class _TimeOrder:
+    """Whether tables added one after another never go back in time: each
+    one's first instant at or after the newest of those before it (the
+    Allocator's ``ordered_chunks`` promise). Nulls are the Allocator's to
+    refuse; a ``timestamp`` that is not an Arrow timestamp proves nothing."""
+
+    def __init__(self) -> None:
+        self.holds = True
+        self._newest: int | None = None
+
+    def add(self, table: pa.Table) -> None:
+        if not self.holds or table.num_rows == 0:
+            return
+        column = table.column("timestamp") if "timestamp" in table.column_names else None
+        if column is None or not pa.types.is_timestamp(column.type):
+            self.holds = False
+            return
+        bounds = pc.min_max(column.cast(pa.timestamp("ns", column.type.tz)))
+        first, last = bounds["min"].value, bounds["max"].value
+        if first is None:  # every instant null
+            return
+        if self._newest is not None and first < self._newest:
+            self.holds = False
+        self._newest = last if self._newest is None else max(self._newest, last)
 
 
 def _count_resources(table: pa.Table, counts: dict[str, int]) -> None:

@@ -164,7 +164,8 @@ def test_anything_else_reads_the_chunks_whole_through_arrow(fleet):
 def test_chunks_that_go_back_in_time_are_refused_and_files_are_deleted(fleet, tmp_path):
     usage, chunks, costs, inventory = fleet
     days = list(chunks)
-    backwards = gpucost.UsageChunks.spill(days[::-1], folder=tmp_path)
+    assert not gpucost.UsageChunks.spill(days[::-1], folder=tmp_path).ordered  # found going back
+    backwards = gpucost.UsageChunks.spill(days[::-1], folder=tmp_path, ordered=True)  # a promise broken
     folder = Path(backwards._paths[0]).parent
     with pytest.raises(gpucost.InvalidInputError, match="newest instant of an earlier chunk"):
         gpucost.allocate(costs, backwards, inventory, interval=60)
@@ -178,6 +179,41 @@ def test_chunks_that_go_back_in_time_are_refused_and_files_are_deleted(fleet, tm
     assert not folder.exists()
     unordered.close()
     assert os.listdir(tmp_path) == []
+
+
+def test_the_order_of_chunks_is_found_from_their_instants(fleet, tmp_path):
+    """Told nothing, spill finds whether the chunks keep time order (each
+    one's first instant at or after the newest before it), so they stream
+    as ordered chunks and the idle pass does not cut them into days again."""
+    usage, chunks, costs, inventory = fleet
+    assert chunks.ordered and chunks.by_day() is chunks  # the fixture's days, found in order
+    hours = pd.date_range("2026-03-01", periods=6, freq="h", tz="UTC")
+    frame = pd.DataFrame({"timestamp": hours, "resource_id": "a", "device": 0, "consumer": "x", "share": 1.0,
+                          "util": 0.5, "mem_used": 0.0})
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    in_seconds = table.set_column(0, "timestamp", table.column("timestamp").cast(pa.timestamp("s", "UTC")))
+    null_times = table.set_column(0, "timestamp", pa.nulls(6, pa.timestamp("ns", "UTC")))
+    cases = {
+        "a tie at the boundary": ([frame.iloc[:3], frame.iloc[2:]], True),
+        "units differ, order kept": ([in_seconds.slice(0, 3), table.slice(3)], True),
+        "an empty chunk and one of nulls between": ([frame.iloc[:3], frame.iloc[:0], null_times, frame.iloc[3:]],
+                                                    True),
+        "the second chunk starts before the first ends": ([frame.iloc[::2], frame.iloc[1::2]], False),
+        "back after a later chunk": ([frame.iloc[:2], frame.iloc[4:], frame.iloc[2:4]], False),
+        "instants as text": ([frame.astype({"timestamp": str})], False),
+    }
+    for name, (frames, ordered) in cases.items():
+        with gpucost.UsageChunks.spill(frames, folder=tmp_path) as spilled:
+            assert spilled.ordered is ordered, name
+    with gpucost.UsageChunks.spill([frame.iloc[3:], frame.iloc[:3]], folder=tmp_path, ordered=False) as told:
+        assert told.ordered is False
+    assert os.listdir(tmp_path) == []
+    # Hosts' chunks overlap in time: found unordered, they give the whole table's allocation.
+    hosts = [usage[usage["resource_id"] == h] for h in usage["resource_id"].unique()]
+    with gpucost.UsageChunks.spill(hosts, folder=tmp_path) as by_host:
+        assert not by_host.ordered
+        same(gpucost.allocate(costs, by_host, inventory, interval=60),
+             gpucost.allocate(costs, usage, inventory, interval=60))
 
 
 def test_the_histograms_are_numpys_and_a_workload_may_be_its_own_group():
