@@ -79,16 +79,20 @@ def expand_paths(paths: str | os.PathLike | Iterable[str | os.PathLike]) -> list
     files: list[str] = []
     for item in items:
         name = os.fspath(item)
-        if glob.has_magic(name):
-            matched = sorted(glob.glob(name))
-            if not matched:
-                raise InvalidInputError(f"{name}: no file matches")
-            files.extend(matched)
-        elif not os.path.exists(name):
-            raise InvalidInputError(f"{name}: no such file")
-        else:
-            files.append(name)
+        matched = files_named(name)
+        if not matched:
+            raise InvalidInputError(f"{name}: no file matches" if glob.has_magic(name) else f"{name}: no such file")
+        files.extend(matched)
     return files
+
+
+def files_named(name: str) -> list[str]:
+    """The file ``name`` names: itself where it exists, even with glob
+    characters in it (``usage[eu].csv``), else the files it matches as a
+    glob, sorted; empty when there is none."""
+    if os.path.exists(name):
+        return [name]
+    return sorted(glob.glob(name)) if glob.has_magic(name) else []
 
 
 def relocate_error(exc: BaseException, table: str, source: str | None, first_row: int) -> InvalidInputError:

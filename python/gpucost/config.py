@@ -103,6 +103,7 @@ import pandas as pd
 
 import gpucost
 from gpucost.attribution import SPLITS
+from gpucost.chunks import files_named
 from gpucost.errors import InvalidInputError
 
 if sys.version_info >= (3, 11):
@@ -171,7 +172,8 @@ class Config:
         out: list[Path] = []
         for item in [value] if isinstance(value, str) else value:
             pattern = str(self.path(item))
-            matches = sorted(glob.glob(pattern)) if any(ch in pattern for ch in "*?[") else [pattern]
+            # A missing plain name is kept: its reader names it.
+            matches = files_named(pattern) or ([] if glob.has_magic(pattern) else [pattern])
             if not matches:
                 where = f"[sources]: key '{key}'" if key else "[sources]"
                 raise InvalidInputError(f"{self.name}: {where}: no file matches {item!r}")

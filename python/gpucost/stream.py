@@ -145,13 +145,15 @@ def allocate_stream(
     if chunk_rows <= 0 or block_size <= 0:
         raise InvalidInputError("chunk_rows and block_size must be positive")
     kind, path = _output(output)
+    if is_path_like(usage):  # globs expanded once: every read below (a trial's second one too) sees the same files
+        usage = expand_paths(usage)
     # Row groups in time order by their statistics: chunks that never go back in time, told or not. Else,
     # told nothing, usage that can be read again is tried in time order (unless statistics or lines sampled
     # from CSV files show it going back).
     statistics = parquet_order(usage, 4 * chunk_rows) if ordered_chunks is not True else None
     by_row_group = statistics is True
     on_trial = ordered_chunks is None and statistics is None and can_read_again(usage) and not (
-        is_path_like(usage) and csv_goes_back_in_time(expand_paths(usage), block_size))
+        is_path_like(usage) and csv_goes_back_in_time(usage, block_size))
     tables = dict(costs=read_table(costs, "costs", COST_CSV_TYPES), inventory=read_table(inventory, "inventory"),
                   workloads=None if workloads is None else read_table(workloads, "workloads"),
                   basis=basis, alpha=alpha, idle=idle, interval=interval, by=by, freq=freq, threads=threads,

@@ -180,6 +180,19 @@ def test_bill_parts_list_glob_directory_and_manifest(capsys, tmp_path):
         sources.bill_parts([copy / "gpucost" / "metadata" / "BILLING_PERIOD=2026-03" / "gpucost-Manifest.json"])
 
 
+def test_a_config_path_with_glob_characters_is_its_file(tmp_path):
+    """``costs[2026-03].csv`` names that file; as a glob it would match
+    ``costs2.csv`` or nothing."""
+    (tmp_path / "costs[2026-03].csv").write_text("x")
+    (tmp_path / "costs2.csv").write_text("x")
+    config = load_config(None)
+    assert config.paths(str(tmp_path / "costs[2026-03].csv")) == [tmp_path / "costs[2026-03].csv"]
+    assert config.paths(str(tmp_path / "costs[2]*.csv")) == [tmp_path / "costs2.csv"]
+    assert config.paths(str(tmp_path / "absent.csv")) == [tmp_path / "absent.csv"]  # its reader names it
+    with pytest.raises(gpucost.InvalidInputError, match="no file matches"):
+        config.paths(str(tmp_path / "absent-*.csv"), "costs")
+
+
 def test_bill_format_from_the_bytes_not_the_name(tmp_path):
     """gzip named .csv, Parquet not named .parquet, zstd named .csv: read as
     the plain file is."""

@@ -90,6 +90,32 @@ def test_csv_files_and_glob_equal_one_shot(fleet, expected, tmp_path):
     assert_frames_close(result.attrs["join"], expected.attrs["join"])
 
 
+def test_a_name_with_glob_characters_is_its_file_and_a_glob_is_expanded_once(fleet, expected, tmp_path,
+                                                                              monkeypatch):
+    """``usage[eu].csv`` is that file, not ``usageu.csv`` (which it matches
+    as a glob); and the files a glob matched when the call began are the
+    ones read, by the trial's second read too, though a new one appears."""
+    by_time = fleet.usage.sort_values("timestamp", kind="stable").reset_index(drop=True)
+    write_csv(by_time, tmp_path / "usage[eu].csv")
+    write_csv(by_time.iloc[:10], tmp_path / "usageu.csv")  # a decoy the glob reading would pick
+    assert gpucost.chunks.expand_paths(tmp_path / "usage[eu].csv") == [str(tmp_path / "usage[eu].csv")]
+    result = gpucost.allocate_stream(fleet.costs, tmp_path / "usage[eu].csv", fleet.inventory, fleet.workloads,
+                                     **POLICY)
+    assert_frames_close(result, expected)
+    late = tmp_path / "usage[eu]-late.csv"
+
+    def a_file_appears(paths, block_size):
+        write_csv(by_time.iloc[:10], late)
+        return False
+
+    monkeypatch.setattr(gpucost.stream, "csv_goes_back_in_time", a_file_appears)
+    result = gpucost.allocate_stream(fleet.costs, str(tmp_path / "usage[[]eu]*.csv"), fleet.inventory,
+                                     fleet.workloads, **POLICY)
+    assert late.exists()
+    assert_frames_close(result, expected)
+    assert result.attrs["diagnostics"] == expected.attrs["diagnostics"]
+
+
 def test_parquet_and_csv_tables(fleet, expected, tmp_path):
     pq.write_table(pa.Table.from_pandas(fleet.usage, preserve_index=False), tmp_path / "usage.parquet",
                    row_group_size=10_000)
