@@ -3,8 +3,12 @@
 // events. Bodies come
 // in as str, results go out as numpy arrays and (codes, values) string
 // columns; the GIL is released while C++ parses.
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
@@ -29,6 +33,66 @@ namespace gpucost::python {
 namespace {
 
 py::tuple Strings(EncodedStrings&& s) { return EncodedToPython(std::move(s)); }
+
+// A parsed usage CSV block as (rows, lines, columns), each column
+// (validity or None, values, dictionary offsets or None, dictionary bytes or
+// None), the vectors moved into numpy arrays.
+py::tuple UsageCsvBlockToPython(io::UsageCsvBlock&& parsed) {
+  py::list columns;
+  for (io::UsageCsvColumn& c : parsed.columns) {
+    py::object validity = c.validity.empty() ? py::none() : py::object(MoveToNumpy(std::move(c.validity)));
+    py::object values, offsets = py::none(), bytes = py::none();
+    switch (c.kind) {
+      case io::UsageCsvKind::kInstant: values = MoveToNumpy(std::move(c.instants)); break;
+      case io::UsageCsvKind::kFloat64: values = MoveToNumpy(std::move(c.doubles)); break;
+      case io::UsageCsvKind::kInt32: values = MoveToNumpy(std::move(c.ints)); break;
+      case io::UsageCsvKind::kString:
+        values = MoveToNumpy(std::move(c.ints));
+        offsets = MoveToNumpy(std::move(c.dictionary_offsets));
+        bytes = py::bytes(c.dictionary_data);
+        break;
+    }
+    columns.append(py::make_tuple(validity, values, offsets, bytes));
+  }
+  return py::make_tuple(parsed.rows, parsed.lines, columns);
+}
+
+// Parses bytes [begin, end) of `fd`, read with pread in pieces of about
+// 1 MiB into one buffer: each piece's whole lines are parsed, the part line
+// at its end moved to the front for the next read (a longer line grows the
+// buffer). `*cut_short_at`: the offset where the file ended before `end`.
+absl::StatusOr<io::UsageCsvBlock> ParseFileRange(int fd, int64_t begin, int64_t end,
+                                                 const std::vector<std::string>& names, const std::string& file,
+                                                 int64_t first_line, int64_t* cut_short_at) {
+  constexpr size_t kPiece = size_t{1} << 20;
+  io::UsageCsvParser parser(names, file, first_line, static_cast<size_t>(end - begin));
+  std::vector<char> buffer(kPiece);
+  size_t held = 0;  // bytes of a part line carried over, at the front
+  int64_t at = begin;
+  while (at < end) {
+    if (held == buffer.size()) buffer.resize(buffer.size() * 2);  // a line longer than the buffer
+    const size_t want = std::min(buffer.size() - held, static_cast<size_t>(end - at));
+    const ssize_t got = pread(fd, buffer.data() + held, want, static_cast<off_t>(at));
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      return absl::InternalError(absl::StrCat(file, ": cannot read: ", std::strerror(errno)));
+    }
+    if (got == 0) {
+      *cut_short_at = at;
+      return io::UsageCsvBlock{};
+    }
+    at += got;
+    held += static_cast<size_t>(got);
+    // Whole lines now; at the range's end, the rest (its last line may have no newline).
+    const std::string_view bytes(buffer.data(), held);
+    const size_t whole = at < end ? bytes.rfind('\n') + 1 : held;  // npos + 1 == 0: no whole line yet
+    if (whole == 0) continue;
+    if (absl::Status status = parser.Add(bytes.substr(0, whole)); !status.ok()) return status;
+    std::memmove(buffer.data(), buffer.data() + whole, held - whole);
+    held -= whole;
+  }
+  return parser.Finish();
+}
 
 py::dict SamplesToPython(UsageSamples&& u) {
   py::dict out;
@@ -235,26 +299,28 @@ void RegisterTelemetry(py::module_& m) {
           py::gil_scoped_release release;
           block = io::ParseUsageCsvBlock(text, names, file, first_line);
         }
-        io::UsageCsvBlock parsed = ValueOrThrow(std::move(block));
-        py::list columns;
-        for (io::UsageCsvColumn& c : parsed.columns) {
-          py::object validity = c.validity.empty() ? py::none() : py::object(MoveToNumpy(std::move(c.validity)));
-          py::object values, offsets = py::none(), bytes = py::none();
-          switch (c.kind) {
-            case io::UsageCsvKind::kInstant: values = MoveToNumpy(std::move(c.instants)); break;
-            case io::UsageCsvKind::kFloat64: values = MoveToNumpy(std::move(c.doubles)); break;
-            case io::UsageCsvKind::kInt32: values = MoveToNumpy(std::move(c.ints)); break;
-            case io::UsageCsvKind::kString:
-              values = MoveToNumpy(std::move(c.ints));
-              offsets = MoveToNumpy(std::move(c.dictionary_offsets));
-              bytes = py::bytes(c.dictionary_data);
-              break;
-          }
-          columns.append(py::make_tuple(validity, values, offsets, bytes));
-        }
-        return py::make_tuple(parsed.rows, parsed.lines, columns);
+        return UsageCsvBlockToPython(ValueOrThrow(std::move(block)));
       },
       py::arg("data"), py::arg("names"), py::arg("file"), py::arg("first_line"));
+  // Bytes [begin, end) of the open file `fd` (whole lines after the header),
+  // read a piece at a time into one buffer and parsed while in cache (a copy
+  // of a whole block would leave cache before its parse): as parse_usage_csv,
+  // plus the size at which the file ended when it was cut short (else -1).
+  m.def(
+      "parse_usage_csv_range",
+      [](int fd, int64_t begin, int64_t end, const std::vector<std::string>& names, const std::string& file,
+         int64_t first_line) {
+        absl::StatusOr<io::UsageCsvBlock> block;
+        int64_t cut_short_at = -1;
+        {
+          py::gil_scoped_release release;
+          block = ParseFileRange(fd, begin, end, names, file, first_line, &cut_short_at);
+        }
+        if (cut_short_at >= 0) return py::tuple(py::make_tuple(0, 0, py::list(), cut_short_at));
+        py::tuple parsed = UsageCsvBlockToPython(ValueOrThrow(std::move(block)));
+        return py::tuple(py::make_tuple(parsed[0], parsed[1], parsed[2], -1));
+      },
+      py::arg("fd"), py::arg("begin"), py::arg("end"), py::arg("names"), py::arg("file"), py::arg("first_line"));
   m.def("dcgm_metric_names", [] {
     std::vector<std::string> out;
     for (std::string_view n : DcgmMetricNames()) out.emplace_back(n);

@@ -226,20 +226,15 @@ class _RegularFile:
             self._cut_short(begin + len(data))
         return data
 
-    def read_into(self, buffers: list[bytearray], slot: int, begin: int, end: int) -> memoryview:
-        """Bytes [begin, end) read into ``buffers[slot]`` (replaced by a larger
-        one when too small), as a view of it: a buffer read into again has its
-        pages already, where a new one is faulted in page by page."""
-        if len(buffers[slot]) < end - begin:  # with room for the next blocks' longer last lines
-            buffers[slot] = bytearray((end - begin) * 9 // 8)
-        view = memoryview(buffers[slot])[:end - begin]
-        done = 0
-        while done < end - begin:  # a read may return less than asked
-            n = os.preadv(self.fd, [view[done:]], begin + done)
-            if n == 0:
-                self._cut_short(begin + done)
-            done += n
-        return view
+    def parse_usage(self, begin: int, end: int, names: list[str], first_line: int) -> tuple:
+        """Bytes [begin, end), whole lines, parsed by gpucost's usage parser
+        as C++ reads them a piece at a time (each parsed while in cache):
+        (rows, lines, columns) as ``_core.parse_usage_csv`` gives them."""
+        rows, lines, columns, cut_short_at = _core.parse_usage_csv_range(self.fd, begin, end, names, self.path,
+                                                                         first_line)
+        if cut_short_at >= 0:
+            self._cut_short(cut_short_at)
+        return rows, lines, columns
 
     def _cut_short(self, size: int) -> None:
         raise InvalidInputError(f"{self.path}: the file was cut short while it was read: {self.size} bytes "
@@ -361,21 +356,18 @@ def _block_batches(path: str, layout: _BlockLayout, block_size: int, column_type
     at line ends (as Arrow's own parallel reader cuts them: no newline inside
     a value), each read and parsed with the header's names on a pool of
     ``threads``, the batches in file order; at most ``threads`` + 1 blocks
-    pending, read into ``threads`` + 2 buffers used again and again (the
-    rows are copies): the process' memory does not grow with the file."""
+    pending (gpucost's usage parser reads each a 1 MiB piece at a time, the
+    rows copies; Arrow's reader, a block's bytes): the process' memory does
+    not grow with the file."""
     file, names = layout.file, layout.names
-    # One buffer per block in flight and one more: block k reuses block k - (threads + 2)'s, parsed and handed
-    # on before block k is read (at most threads + 1 are pending).
-    buffers = [bytearray() for _ in range(threads + 2)]
     if layout.usage:
-        def parse(slot: int, begin: int, end: int) -> tuple:
-            # Lines counted from the block's first; the rows are copies, the buffer is free once it returns.
-            return _core.parse_usage_csv(file.read_into(buffers, slot, begin, end), names, path, 1)
+        def parse(begin: int, end: int) -> tuple:
+            return file.parse_usage(begin, end, names, 1)  # lines counted from the block's first
     else:
         read = pacsv.ReadOptions(use_threads=False, block_size=max(block_size, 1 << 20), column_names=names)
         convert = _csv_convert_options(column_types)
 
-        def parse(slot: int, begin: int, end: int) -> pa.Table:
+        def parse(begin: int, end: int) -> pa.Table:
             # Arrow's table may hold slices of the buffer: this buffer is Arrow's alone.
             return pacsv.read_csv(pa.BufferReader(file.read(begin, end)), read_options=read, convert_options=convert)
 
@@ -383,13 +375,11 @@ def _block_batches(path: str, layout: _BlockLayout, block_size: int, column_type
     ranges = _block_ranges(file, len(layout.header), block_size)
     begin = len(layout.header)
     pending: list = []  # the blocks' parses, in file order
-    submitted = 0
     with ThreadPoolExecutor(max_workers=threads) as pool:
         try:
             while True:
                 if (block := next(ranges, None)) is not None:
-                    pending.append(pool.submit(parse, submitted % len(buffers), *block))
-                    submitted += 1
+                    pending.append(pool.submit(parse, *block))
                     begin = block[1]
                 if pending and (len(pending) > threads or begin >= file.size):
                     if layout.usage:

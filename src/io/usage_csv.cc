@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <deque>
+#include <memory>
 #include <limits>
 #include <string>
 #include <system_error>
@@ -108,9 +108,10 @@ struct ColumnState {
   std::string_view name;
   UsageCsvColumn* out = nullptr;
   std::vector<int64_t> null_rows;
-  // The last value read (instants: its text and instant; strings: the
-  // dictionary's stable copy and its code): scrape instants and resources
-  // repeat row after row.
+  // The last value read (instants: a copy of its text, and its instant;
+  // strings: the dictionary's kept copy and its code): scrape instants and
+  // resources repeat row after row.
+  std::string previous_text;
   std::string_view previous;
   bool empty_is_null = false;  // resource_id: every sample names its resource
   int64_t previous_instant = 0;
@@ -118,28 +119,60 @@ struct ColumnState {
   absl::flat_hash_map<std::string_view, int32_t> codes;
 };
 
-class BlockParser {
+// Copies of text that stay where they are while more are made (the
+// dictionaries' keys: the lines they were read from are gone by the next
+// piece).
+class KeptText {
  public:
-  BlockParser(std::span<const std::string> names, std::string_view file, int64_t first_line)
-      : names_(names), file_(file), first_line_(first_line), line_(first_line) {}
-
-  absl::StatusOr<UsageCsvBlock> Parse(std::string_view text) {
-    if (text.size() > static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
-      return absl::InvalidArgumentError(absl::StrCat(ToAbsl(file_), ": a block of ", text.size(),
-                                                     " bytes; blocks of under 2 GiB are parsed"));
+  std::string_view Keep(std::string_view text) {
+    if (text.empty()) return {};
+    if (text.size() > size_ - used_) {
+      size_ = std::max(kChunk, text.size());
+      chunks_.push_back(std::make_unique_for_overwrite<char[]>(size_));
+      used_ = 0;
     }
+    char* at = chunks_.back().get() + used_;
+    std::memcpy(at, text.data(), text.size());
+    used_ += text.size();
+    return {at, text.size()};
+  }
+
+ private:
+  static constexpr size_t kChunk = size_t{64} << 10;
+  std::vector<std::unique_ptr<char[]>> chunks_;
+  size_t used_ = 0, size_ = 0;
+};
+
+}  // namespace
+
+struct UsageCsvParser::Impl {
+  Impl(std::span<const std::string> names, std::string_view file, int64_t first_line, size_t bytes_hint)
+      : names_(names.begin(), names.end()), file_(file), first_line_(first_line), line_(first_line),
+        bytes_hint_(bytes_hint) {
     block_.columns.resize(names_.size());
     states_.resize(names_.size());
     for (size_t c = 0; c < names_.size(); ++c) {
       const std::optional<UsageCsvKind> kind = UsageCsvColumnKind(names_[c]);
-      if (!kind) return LineError(file_, 1, names_[c], "not a usage column");
+      if (!kind) {
+        status_ = LineError(file_, 1, names_[c], "not a usage column");
+        return;
+      }
       block_.columns[c].kind = *kind;
       states_[c].name = names_[c];
       states_[c].out = &block_.columns[c];
       states_[c].empty_is_null = names_[c] == "resource_id";
       if (*kind == UsageCsvKind::kString) block_.columns[c].dictionary_offsets.push_back(0);
     }
-    Reserve(text);
+  }
+
+  absl::Status Add(std::string_view text) {
+    if (!status_.ok()) return status_;
+    bytes_ += text.size();
+    if (bytes_ > static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
+      return status_ = absl::InvalidArgumentError(absl::StrCat(ToAbsl(file_), ": a block of ", bytes_,
+                                                               " bytes; blocks of under 2 GiB are parsed"));
+    }
+    if (!reserved_) Reserve(text);
     const char* p = text.data();
     const char* const end = p + text.size();
     while (p < end) {
@@ -148,22 +181,31 @@ class BlockParser {
       const char* line_end = newline != nullptr ? newline : end;
       if (line_end > p && line_end[-1] == '\r') --line_end;
       if (line_end > p) {
-        if (absl::Status status = ParseLine(p, line_end); !status.ok()) return status;
+        if (absl::Status status = ParseLine(p, line_end); !status.ok()) return status_ = status;
         ++block_.rows;
       }
       p = next;
       ++line_;
     }
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<UsageCsvBlock> Finish() {
+    if (!status_.ok()) return status_;
     block_.lines = line_ - first_line_;
-    Finish();
+    FinishValidity();
+    status_ = absl::FailedPreconditionError("UsageCsvParser: Finish() was called already");
     return std::move(block_);
   }
 
  private:
-  // Vectors sized for the rows the first line's length suggests.
+  // Vectors sized for the rows the first line's length suggests over the
+  // bytes expected (the hint, else the first piece's).
   void Reserve(std::string_view text) {
+    reserved_ = true;
     const size_t first = std::min(text.find('\n'), text.size());
-    const size_t rows = text.size() / std::max<size_t>(first + 1, 8) * 11 / 10 + 16;
+    const size_t bytes = std::max(bytes_hint_, text.size());
+    const size_t rows = bytes / std::max<size_t>(first + 1, 8) * 11 / 10 + 16;
     for (UsageCsvColumn& column : block_.columns) {
       switch (column.kind) {
         case UsageCsvKind::kInstant: column.instants.reserve(rows); break;
@@ -220,13 +262,13 @@ class BlockParser {
     const auto row = static_cast<int64_t>(block_.rows);
     switch (out.kind) {
       case UsageCsvKind::kInstant: {
-        if (!value.empty() && value == state.previous) {
+        if (!value.empty() && value == state.previous_text) {
           out.instants.push_back(state.previous_instant);
           return absl::OkStatus();
         }
         int64_t ns = 0;
         if (ParseInstant(value, &ns)) {
-          state.previous = value;  // the text stays valid for the block's parse
+          state.previous_text.assign(value);  // the line is gone by the next piece
           state.previous_instant = ns;
           out.instants.push_back(ns);
         } else if (!quoted && IsNullSpelling(value)) {
@@ -250,8 +292,7 @@ class BlockParser {
         auto found = state.codes.find(value);
         if (found == state.codes.end()) {
           if (!IsUtf8(value)) return BadValue(state, value, "is not UTF-8 text");
-          // The key must outlive the parse: the text itself, or a kept copy of an unescaped value.
-          const std::string_view key = value.data() == unescaped_.data() ? kept_.emplace_back(value) : value;
+          const std::string_view key = kept_.Keep(value);  // outlives this piece's lines
           found = state.codes.emplace(key, static_cast<int32_t>(state.codes.size())).first;
           out.dictionary_data.append(key);
           out.dictionary_offsets.push_back(static_cast<int32_t>(out.dictionary_data.size()));
@@ -324,7 +365,7 @@ class BlockParser {
   }
 
   // Null rows become validity bitmaps.
-  void Finish() {
+  void FinishValidity() {
     for (ColumnState& state : states_) {
       if (state.null_rows.empty()) continue;
       std::vector<uint8_t>& validity = state.out->validity;
@@ -338,17 +379,19 @@ class BlockParser {
     }
   }
 
-  std::span<const std::string> names_;
-  std::string_view file_;
+  std::vector<std::string> names_;
+  std::string file_;
   int64_t first_line_;
   int64_t line_;
+  size_t bytes_hint_;
+  size_t bytes_ = 0;
+  bool reserved_ = false;
+  absl::Status status_;  // the first error, sticky
   UsageCsvBlock block_;
   std::vector<ColumnState> states_;
   std::string unescaped_;
-  std::deque<std::string> kept_;
+  KeptText kept_;
 };
-
-}  // namespace
 
 std::optional<UsageCsvKind> UsageCsvColumnKind(std::string_view name) {
   if (name == "timestamp") return UsageCsvKind::kInstant;
@@ -358,9 +401,22 @@ std::optional<UsageCsvKind> UsageCsvColumnKind(std::string_view name) {
   return std::nullopt;
 }
 
+UsageCsvParser::UsageCsvParser(std::span<const std::string> names, std::string_view file, int64_t first_line,
+                               size_t bytes_hint)
+    : impl_(std::make_unique<Impl>(names, file, first_line, bytes_hint)) {}
+UsageCsvParser::~UsageCsvParser() = default;
+UsageCsvParser::UsageCsvParser(UsageCsvParser&&) noexcept = default;
+UsageCsvParser& UsageCsvParser::operator=(UsageCsvParser&&) noexcept = default;
+
+absl::Status UsageCsvParser::Add(std::string_view lines) { return impl_->Add(lines); }
+
+absl::StatusOr<UsageCsvBlock> UsageCsvParser::Finish() { return impl_->Finish(); }
+
 absl::StatusOr<UsageCsvBlock> ParseUsageCsvBlock(std::string_view text, std::span<const std::string> names,
                                                  std::string_view file, int64_t first_line) {
-  return BlockParser(names, file, first_line).Parse(text);
+  UsageCsvParser parser(names, file, first_line);
+  if (absl::Status status = parser.Add(text); !status.ok()) return status;
+  return parser.Finish();
 }
 
 }  // namespace gpucost::io

@@ -162,5 +162,61 @@ TEST(UsageCsv, KnowsTheUsageColumnsOnly) {
   EXPECT_EQ(UsageCsvColumnKind("power_w"), std::nullopt);
 }
 
+// Each piece parsed from a buffer overwritten before the next, as the
+// Python reader's pieces are: the block equals the one-call parse, every
+// value, code and line, empty strings and quoted ones included.
+TEST(UsageCsv, PiecesGiveTheBlockOfOneCall) {
+  std::string text;
+  for (int i = 0; i < 300; ++i) {
+    const std::string minute = std::to_string(10 + i % 50);
+    text += "2026-03-01T00:" + minute + ":00Z,node-" + std::to_string(i % 7) + "," + std::to_string(i % 3) + "," +
+            (i % 5 == 0 ? "" : i % 5 == 1 ? "\"te\"\"am\"" : "pod-" + std::to_string(i % 11)) + "," +
+            (i % 9 == 0 ? "NA" : "0.5") + (i % 13 == 0 ? "\r\n\n" : "\n");
+  }
+  absl::StatusOr<UsageCsvBlock> whole = ParseUsageCsvBlock(text, kNames, "u.csv", 2);
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  for (size_t piece : {1u, 40u, 977u}) {  // lines to a piece: whole lines, cut wherever a piece ends
+    UsageCsvParser parser(kNames, "u.csv", 2, piece == 1 ? 0 : text.size());
+    std::string buffer;
+    size_t at = 0;
+    while (at < text.size()) {
+      size_t end = at;
+      for (size_t lines = 0; lines < piece && end < text.size(); ++lines) end = text.find('\n', end) + 1;
+      buffer.assign(text, at, end - at);
+      ASSERT_TRUE(parser.Add(buffer).ok());
+      buffer.assign(buffer.size(), '#');  // the piece's bytes gone
+      at = end;
+    }
+    absl::StatusOr<UsageCsvBlock> pieces = parser.Finish();
+    ASSERT_TRUE(pieces.ok()) << pieces.status();
+    EXPECT_EQ(pieces->rows, whole->rows);
+    EXPECT_EQ(pieces->lines, whole->lines);
+    ASSERT_EQ(pieces->columns.size(), whole->columns.size());
+    for (size_t c = 0; c < whole->columns.size(); ++c) {
+      const UsageCsvColumn& got = pieces->columns[c];
+      const UsageCsvColumn& want = whole->columns[c];
+      EXPECT_EQ(got.instants, want.instants) << c;
+      EXPECT_EQ(got.ints, want.ints) << c;
+      EXPECT_EQ(got.doubles, want.doubles) << c;
+      EXPECT_EQ(got.validity, want.validity) << c;
+      EXPECT_EQ(Dictionary(got), Dictionary(want)) << c;
+    }
+    EXPECT_THAT(Dictionary(pieces->columns[3]), ::testing::Contains("te\"am"));
+    EXPECT_FALSE(parser.Finish().ok());  // once
+  }
+}
+
+// A bad value in a later piece names its line counted over the pieces
+// before; the error is kept.
+TEST(UsageCsv, AnErrorInALaterPieceNamesItsLineAndSticks) {
+  UsageCsvParser parser(kNames, "u.csv", 2);
+  ASSERT_TRUE(parser.Add("2026-03-01T00:00:00Z,node-a,0,a,1\n\n").ok());
+  EXPECT_THAT(parser.Add("2026-03-01T00:00:00Z,node-a,x,a,1\n"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("u.csv: line 4, column 'device'")));
+  EXPECT_THAT(parser.Add("2026-03-01T00:00:00Z,node-a,0,a,1\n"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("line 4")));
+  EXPECT_THAT(parser.Finish().status(), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("line 4")));
+}
+
 }  // namespace
 }  // namespace gpucost::io

@@ -33,13 +33,16 @@
 #ifndef GPUCOST_IO_USAGE_CSV_H_
 #define GPUCOST_IO_USAGE_CSV_H_
 
+#include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
 namespace gpucost::io {
@@ -81,6 +84,33 @@ struct UsageCsvBlock {
 [[nodiscard]] absl::StatusOr<UsageCsvBlock> ParseUsageCsvBlock(std::string_view text,
                                                                std::span<const std::string> names,
                                                                std::string_view file, int64_t first_line);
+
+// The same parse given a block's lines in pieces, one after another (a
+// block read from its file a piece at a time, each parsed while the bytes
+// are still in cache): each piece holds whole lines, and need not outlive
+// the call. `bytes_hint`: about how many bytes the pieces hold in all (the
+// columns are reserved for them; 0: the first piece's size). The first
+// error is kept: Add() and Finish() return it from then on.
+//
+//   UsageCsvParser parser(names, "usage.csv", /*first_line=*/2);
+//   for (std::string_view piece : pieces) RETURN_IF_ERROR(parser.Add(piece));
+//   absl::StatusOr<UsageCsvBlock> block = parser.Finish();
+class UsageCsvParser {
+ public:
+  UsageCsvParser(std::span<const std::string> names, std::string_view file, int64_t first_line,
+                 size_t bytes_hint = 0);
+  ~UsageCsvParser();
+  UsageCsvParser(UsageCsvParser&&) noexcept;
+  UsageCsvParser& operator=(UsageCsvParser&&) noexcept;
+
+  [[nodiscard]] absl::Status Add(std::string_view lines);
+  // The block of every piece added. Call once.
+  [[nodiscard]] absl::StatusOr<UsageCsvBlock> Finish();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 }  // namespace gpucost::io
 

@@ -90,5 +90,19 @@ int main() {
   CHECK(!bad.ok());
   std::printf("%s\n", std::string(bad.message()).c_str());  // usage.csv: line 7, column 'device': 'x' is not an integer
   // [ParseUsageCsvBlock]
+
+  // [UsageCsvParser]
+  // The same block given in pieces of whole lines (read from a file a piece
+  // at a time into one buffer): a piece need not outlive its Add().
+  gpucost::io::UsageCsvParser parser(names, "usage.csv", 2);
+  const size_t cut = usage_lines.find('\n') + 1;
+  std::string piece(usage_lines.substr(0, cut));
+  CHECK_OK(parser.Add(piece));
+  piece.assign(usage_lines.substr(cut));  // the first piece's bytes overwritten
+  CHECK_OK(parser.Add(piece));
+  absl::StatusOr<gpucost::io::UsageCsvBlock> pieces = parser.Finish();
+  CHECK_OK(pieces);
+  CHECK(pieces->rows == 2 && pieces->columns[3].dictionary_data == block->columns[3].dictionary_data);
+  // [UsageCsvParser]
   return 0;
 }
