@@ -5,12 +5,14 @@
 // same records (or the same error), and every field goes through
 // ParseDouble, ParseInstant and ParseUsDate, whose accepted instants must be
 // floorable. The same text as usage CSV lines (io/usage_csv.h) parses whole
-// or cut into two blocks at a line end to the same values, or fails both ways.
+// or cut into two blocks at a line end to the same values, or fails both ways,
+// and given to a UsageCsvParser in pieces freed as they are added.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -118,6 +120,34 @@ void CheckUsageBlocks(std::string_view text, size_t cut) {
   Check(whole->lines == first->lines + second->lines, "cutting at a line end changes the line count");
 }
 
+// The text given to a UsageCsvParser in pieces cut at the line ends after
+// `cuts`, each a copy freed once added (ASan finds a value still read from
+// it): the same block, or the same error, as one call.
+void CheckUsagePieces(std::string_view text, const std::vector<size_t>& cuts) {
+  static const std::vector<std::string> kNames = {"timestamp", "resource_id", "device", "consumer", "share"};
+  const absl::StatusOr<gpucost::io::UsageCsvBlock> whole = gpucost::io::ParseUsageCsvBlock(text, kNames, "f", 2);
+  gpucost::io::UsageCsvParser parser(kNames, "f", 2);
+  size_t begin = 0;
+  absl::Status added;
+  for (size_t cut : cuts) {
+    const size_t newline = text.find('\n', std::max(cut, begin));
+    if (newline == std::string_view::npos) break;
+    auto piece = std::make_unique<std::string>(text.substr(begin, newline + 1 - begin));
+    added = parser.Add(*piece);
+    begin = newline + 1;
+    if (!added.ok()) break;
+  }
+  if (added.ok()) added = parser.Add(std::string(text.substr(begin)));
+  const absl::StatusOr<gpucost::io::UsageCsvBlock> pieces = parser.Finish();
+  Check(whole.ok() == pieces.ok(), "parsing in pieces changes acceptance");
+  if (!whole.ok()) {
+    Check(whole.status() == pieces.status() && whole.status() == added, "parsing in pieces changes the error");
+    return;
+  }
+  Check(Values(*whole) == Values(*pieces), "parsing in pieces changes the values");
+  Check(whole->lines == pieces->lines, "parsing in pieces changes the line count");
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -130,6 +160,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text = in.ConsumeRemainingBytesAsString();
 
   CheckUsageBlocks(text, cuts.empty() ? 0 : cuts.front());
+  CheckUsagePieces(text, cuts);
   const Tokenized whole = Tokenize(text, delimiter, {});
   const Tokenized chunked = Tokenize(text, delimiter, cuts);
   Check(whole.status.ok() == chunked.status.ok(), "chunking changes acceptance");
