@@ -294,23 +294,39 @@ def best_time(fn: Callable[[], object], runs: int) -> tuple[float, object]:
 
 def measure(case: str, order: str, strings: str, threads: int, samples: int, by: str,
             impls: dict[str, Callable[[], object]], repeat: int) -> dict:
-    """Runs each implementation, best of `repeat` (pandas: half); its numbers
-    are checked against gpucost's before its time is printed or kept."""
+    """Runs each implementation, best of `repeat` (pandas: half), in rounds:
+    each round runs every implementation once, starting one further along
+    each time, so a slow spell of a shared machine falls on all of them
+    alike, not on whichever ran then. Each one's numbers are checked against
+    the first's (gpucost's) before its time is printed or kept."""
     row = {"case": case, "order": order, "strings": strings, "threads": threads, "samples": samples}
+    names = list(impls)
+    best = dict.fromkeys(names, float("inf"))
     expected = None
-    for name, fn in impls.items():
-        runs = max(1, repeat // 2) if name == "pandas" else repeat
-        seconds, result = best_time(fn, runs)
-        if name.startswith("gpucost"):
-            interval = result.attrs["diagnostics"].get("interval")
-            assert interval == INTERVAL, f"{case}/{order}: gpucost inferred interval {interval}, peers use {INTERVAL}"
-        got = normalise(result, by)
-        if expected is None:
-            expected = got
+    for r in range(repeat):
+        if r == 0:
+            turn = names  # the first round in the given order: gpucost's numbers are the reference
         else:
-            check_same(f"{case}/{order}/{strings}/{name}", got, expected)
-        row[name] = seconds
-        print(f"  {case:<24} {order:<8} {strings:<8} {threads}t  {name:<13} {seconds:8.3f} s  (checked)",
+            turn = names[r % len(names):] + names[:r % len(names)]
+        for name in turn:
+            if name == "pandas" and r >= max(1, repeat // 2):
+                continue
+            seconds, result = best_time(impls[name], 1)
+            best[name] = min(best[name], seconds)
+            if r > 0:
+                continue
+            if name.startswith("gpucost"):
+                interval = result.attrs["diagnostics"].get("interval")
+                assert interval == INTERVAL, f"{case}/{order}: gpucost inferred interval {interval}, peers use {INTERVAL}"
+            got = normalise(result, by)
+            if expected is None:
+                expected = got
+            else:
+                check_same(f"{case}/{order}/{strings}/{name}", got, expected)
+            del result
+    for name in names:
+        row[name] = best[name]
+        print(f"  {case:<24} {order:<8} {strings:<8} {threads}t  {name:<13} {best[name]:8.3f} s  (checked)",
               file=sys.stderr, flush=True)
     return row
 
