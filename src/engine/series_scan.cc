@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <barrier>
 #include <bit>
 #include <cmath>
 #include <numeric>
@@ -275,36 +276,64 @@ class Scanner {
     constexpr int64_t kMaxDenseDevices = int64_t{1} << 22;
     dense_ = codes * devices_ <= std::max<int64_t>(kMaxDenseDevices, n);
     if (dense_) caches_.resize(static_cast<size_t>(codes * devices_));
+    if (chunk_.workers > 1) runs_in_part_.resize(chunk_.workers);
   }
 
-  // The runs of rows worker w owns (rows with a bad resource code: worker 0).
-  void FindRuns(int w) {
-    if (chunk_.workers == 1) return;
-    std::vector<std::pair<uint32_t, uint32_t>>& runs = chunk_.runs[w];
+  // Part `part` of the rows (the parts: equal row ranges, one a worker)
+  // cut into runs of one resource code, each run added to its owner's
+  // list for this part (rows with a bad resource code: worker 0). Every
+  // worker reads only its part of the codes, so finding the runs costs
+  // 1/workers of a pass, not a pass per worker.
+  void FindRunsIn(int part) {
+    std::vector<std::vector<std::pair<uint32_t, uint32_t>>>& by_owner = runs_in_part_[part];
+    by_owner.resize(chunk_.workers);
     const int32_t* rc = s_.resource_id.codes.data();
     const uint8_t* owner = chunk_.owner.data();
     const auto codes = static_cast<uint32_t>(chunk_.owner.size());
-    const auto n = static_cast<uint32_t>(s_.size());
-    for (uint32_t i = 0; i < n;) {
-      const auto code = static_cast<uint32_t>(rc[i]);
-      if ((code < codes ? owner[code] : 0) != w) {
-        ++i;
-        continue;
-      }
-      const uint32_t begin = i;
+    const auto [begin, end] = PartRows(part);
+    for (uint32_t i = begin; i < end;) {
+      const uint32_t run_begin = i;
       const int32_t r = rc[i];
-      while (++i < n && rc[i] == r) {
+      while (++i < end && rc[i] == r) {
       }
-      if (!runs.empty() && runs.back().second == begin) {
+      const auto code = static_cast<uint32_t>(r);
+      std::vector<std::pair<uint32_t, uint32_t>>& runs = by_owner[code < codes ? owner[code] : 0];
+      if (!runs.empty() && runs.back().second == run_begin) {
         runs.back().second = i;
       } else {
-        runs.emplace_back(begin, i);
+        runs.emplace_back(run_begin, i);
       }
     }
   }
 
+  // Worker w's runs: its runs of every part, in row order, a run cut by a
+  // part's end joined again.
+  void JoinRuns(int w) {
+    std::vector<std::pair<uint32_t, uint32_t>>& runs = chunk_.runs[w];
+    size_t count = 0;
+    for (const auto& part : runs_in_part_) count += part[w].size();
+    runs.reserve(count);
+    for (auto& part : runs_in_part_) {
+      for (const auto& [begin, end] : part[w]) {
+        if (!runs.empty() && runs.back().second == begin) {
+          runs.back().second = end;
+        } else {
+          runs.emplace_back(begin, end);
+        }
+      }
+      part[w] = {};
+    }
+  }
+
+  [[nodiscard]] std::pair<uint32_t, uint32_t> PartRows(int part) const {
+    const uint64_t n = s_.size();
+    const auto workers = static_cast<uint64_t>(chunk_.workers);
+    return {static_cast<uint32_t>(n * static_cast<uint64_t>(part) / workers),
+            static_cast<uint32_t>(n * static_cast<uint64_t>(part + 1) / workers)};
+  }
+
   void Run(int w) {
-    FindRuns(w);
+    if (chunk_.workers > 1) JoinRuns(w);
     WorkerSeries& out = chunk_.by_worker[w];
     std::vector<ScanState> states;
     // Hashed devices (absurd or negative device numbers, which a resource
@@ -564,6 +593,8 @@ class Scanner {
   int64_t devices_ = 0;
   bool dense_ = true;
   std::vector<DeviceCache> caches_;  // dense: per (resource code, device); owned by one worker each
+  // [part][worker]: the runs FindRunsIn found (several workers only).
+  std::vector<std::vector<std::vector<std::pair<uint32_t, uint32_t>>>> runs_in_part_;
 };
 
 std::atomic<int64_t> min_samples_per_worker{int64_t{1} << 18};
@@ -583,7 +614,16 @@ ChunkSeries ScanChunkSeries(const SampleColumns& samples, const std::vector<int3
   chunk.by_worker.resize(chunk.workers);
   chunk.runs.resize(chunk.workers);
   Scanner scanner(samples, devices_of_code, chunk);
-  RunOnWorkers(chunk.workers, [&scanner](int w) { scanner.Run(w); });
+  // The runs found by every worker before any worker reads them: one
+  // barrier, not a second start of the threads.
+  std::barrier runs_found(chunk.workers);
+  RunOnWorkers(chunk.workers, [&](int w) {
+    if (chunk.workers > 1) {
+      scanner.FindRunsIn(w);
+      runs_found.arrive_and_wait();
+    }
+    scanner.Run(w);
+  });
   return chunk;
 }
 
