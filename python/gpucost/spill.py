@@ -287,6 +287,9 @@ def _in(column: Any, names: set[str]) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros(0, dtype=bool)
 
 
+_NANOS_PER = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}
+
+
 class _TimeOrder:
     """Whether tables added one after another never go back in time: each
     one's first instant at or after the newest of those before it (the
@@ -304,10 +307,12 @@ class _TimeOrder:
         if column is None or not pa.types.is_timestamp(column.type):
             self.holds = False
             return
-        bounds = pc.min_max(column.cast(pa.timestamp("ns", column.type.tz)))
-        first, last = bounds["min"].value, bounds["max"].value
-        if first is None:  # every instant null
+        bounds = pc.min_max(column)
+        if bounds["min"].value is None:  # every instant null
             return
+        # In nanoseconds as Python integers: no cast to fail on an instant beyond 2262 (the Allocator names it).
+        scale = _NANOS_PER[column.type.unit]
+        first, last = bounds["min"].value * scale, bounds["max"].value * scale
         if self._newest is not None and first < self._newest:
             self.holds = False
         self._newest = last if self._newest is None else max(self._newest, last)

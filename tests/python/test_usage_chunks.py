@@ -193,6 +193,7 @@ def test_the_order_of_chunks_is_found_from_their_instants(fleet, tmp_path):
     table = pa.Table.from_pandas(frame, preserve_index=False)
     in_seconds = table.set_column(0, "timestamp", table.column("timestamp").cast(pa.timestamp("s", "UTC")))
     null_times = table.set_column(0, "timestamp", pa.nulls(6, pa.timestamp("ns", "UTC")))
+    far_future = in_seconds.slice(3, 1).set_column(0, "timestamp", pa.array([253402300799], pa.timestamp("s", "UTC")))
     cases = {
         "a tie at the boundary": ([frame.iloc[:3], frame.iloc[2:]], True),
         "units differ, order kept": ([in_seconds.slice(0, 3), table.slice(3)], True),
@@ -201,6 +202,7 @@ def test_the_order_of_chunks_is_found_from_their_instants(fleet, tmp_path):
         "the second chunk starts before the first ends": ([frame.iloc[::2], frame.iloc[1::2]], False),
         "back after a later chunk": ([frame.iloc[:2], frame.iloc[4:], frame.iloc[2:4]], False),
         "instants as text": ([frame.astype({"timestamp": str})], False),
+        "an instant past what nanoseconds hold, last": ([in_seconds.slice(0, 3), far_future], True),
     }
     for name, (frames, ordered) in cases.items():
         with gpucost.UsageChunks.spill(frames, folder=tmp_path) as spilled:
