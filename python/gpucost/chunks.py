@@ -16,7 +16,7 @@ import re
 import stat
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -171,11 +171,16 @@ def _csv_batches(path: str, block_size: int, column_types: dict, threads: int = 
     if not path.lower().endswith(_COMPRESSED_SUFFIXES):
         file = _open_regular(path)
         if file is not None:
-            with file:
+            try:
                 layout = _block_layout(path, file, block_size, column_types)
-                if layout is not None and (threads > 1 or layout.usage):
-                    yield from _block_batches(path, layout, block_size, column_types, threads)
-                    return
+            except BaseException:
+                file.close()
+                raise
+            if layout is not None and (threads > 1 or layout.usage):
+                del file  # _block_batches closes it, or its last parse in flight lets it go
+                yield from _block_batches(path, layout, block_size, column_types, threads)
+                return
+            file.close()
     line = 1
     try:
         stream = pa.input_stream(path, compression="detect")
@@ -358,7 +363,9 @@ def _block_batches(path: str, layout: _BlockLayout, block_size: int, column_type
     ``threads``, the batches in file order; at most ``threads`` + 1 blocks
     pending (gpucost's usage parser reads each a 1 MiB piece at a time, the
     rows copies; Arrow's reader, a block's bytes): the process' memory does
-    not grow with the file."""
+    not grow with the file. The file is closed at the end, or, when the
+    batches are left unfinished with parses in flight, by the last of them
+    letting it go (its ``__del__``)."""
     file, names = layout.file, layout.names
     if layout.usage:
         def parse(begin: int, end: int) -> tuple:
@@ -375,7 +382,8 @@ def _block_batches(path: str, layout: _BlockLayout, block_size: int, column_type
     ranges = _block_ranges(file, len(layout.header), block_size)
     begin = len(layout.header)
     pending: list = []  # the blocks' parses, in file order
-    with ThreadPoolExecutor(max_workers=threads) as pool:
+    pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="gpucost-csv")
+    try:
         try:
             while True:
                 if (block := next(ranges, None)) is not None:
@@ -398,9 +406,13 @@ def _block_batches(path: str, layout: _BlockLayout, block_size: int, column_type
                     return
         except (pa.ArrowInvalid, pa.ArrowException, OSError, EOFError) as exc:
             raise _csv_failure(path, exc, line, block_size, column_types) from None
-        finally:
-            for future in pending:
-                future.cancel()
+    finally:
+        for future in pending:
+            future.cancel()
+        pool.shutdown(wait=False)  # never waits (read_ahead says why)
+        if all(future.done() for future in pending):
+            file.close()
+        del file, parse, layout  # else the parses in flight hold the last references to the file
 
 
 def _block_ranges(file: _RegularFile, begin: int, block_size: int) -> Iterator[tuple[int, int]]:
@@ -698,20 +710,33 @@ def read_ahead(items: Iterator[Any]) -> Iterator[Any]:
     the one before: Arrow's CSV and Parquet readers and gpucost's parsers
     release the GIL, so reading the next chunk overlaps the engine's work on
     this one. One item is read ahead (two held at a time); an error reading
-    an item is raised when that item is reached."""
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        pending = pool.submit(next, items, _END)
-        try:
-            while (item := pending.result()) is not _END:
-                pending = pool.submit(next, items, _END)
-                yield item
-                del item  # the caller's chunk is not kept while the next one is read
-        finally:
-            pending.cancel()
-            wait([pending])
-            close = getattr(items, "close", None)
-            if close is not None:
-                close()
+    an item is raised when that item is reached.
+
+    Closing it never waits: the items are closed once the read in flight
+    ends, on the thread that reads. A generator left unfinished is closed by
+    the garbage collector on whichever thread triggered a collection, which
+    can be inside ``threading``'s own bookkeeping with its lock held (a
+    thread starting): joining a thread there, as leaving a
+    ``ThreadPoolExecutor`` block does, waits for that lock forever."""
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gpucost-read-ahead")
+    pending = pool.submit(next, items, _END)
+    try:
+        while (item := pending.result()) is not _END:
+            pending = pool.submit(next, items, _END)
+            yield item
+            del item  # the caller's chunk is not kept while the next one is read
+    finally:
+        pending.cancel()
+        pending.add_done_callback(lambda _: close_items(items))  # now if the read is over, else by its thread
+        pool.shutdown(wait=False)
+
+
+def close_items(items: Any) -> None:
+    """Closes an iterator that can be closed (a generator): what it holds
+    (files, a read ahead) is let go now, not when it is collected."""
+    close = getattr(items, "close", None)
+    if close is not None:
+        close()
 
 
 def _coalesced(reader: pa.RecordBatchReader, chunk_rows: int) -> Iterator[Chunk]:

@@ -42,7 +42,7 @@ from gpucost.join import join_report
 from gpucost.plan import (USAGE_KEYS, PlanError, _give_back_freed_memory, _map_large_blocks, load_tables, plan_sources,
                           read_table, streams)
 from gpucost.allocation import resolve_threads
-from gpucost.chunks import read_ahead, relocate_error
+from gpucost.chunks import close_items, read_ahead, relocate_error
 from gpucost.stream import add_chunks
 from gpucost.frames import for_export
 
@@ -665,14 +665,17 @@ def _allocate(config: Config, args, tables: Tables, by: list[str], freq: str | N
 
     with _reader_warnings(config, args):
         # The next day read on a second thread while this one is allocated (the readers and the engine release the GIL).
-        chunks = iter(read_ahead(iter(stream)) if resolve_threads() > 1 else stream)
-        first = next(chunks, None)
-        allocator = start(stream.ordered_chunks or on_trial)  # no telemetry at all: the allocation of no samples
-        if first is not None:
-            chunks = _observed(itertools.chain([first], chunks), observe)
-            del first  # a day is held while it is allocated, not to the end
-            allocator = add_chunks(allocator, chunks, add, read_again=stream.read_again if on_trial else None,
-                                   unordered=lambda: start(False))
+        days = read_ahead(iter(stream)) if resolve_threads() > 1 else iter(stream)
+        try:
+            first = next(days, None)
+            allocator = start(stream.ordered_chunks or on_trial)  # no telemetry at all: the allocation of no samples
+            if first is not None:
+                chunks = _observed(itertools.chain([first], days), observe)
+                del first  # a day is held while it is allocated, not to the end
+                allocator = add_chunks(allocator, chunks, add, read_again=stream.read_again if on_trial else None,
+                                       unordered=lambda: start(False))
+        finally:
+            close_items(days)  # its files and read ahead let go now, also on an error
     tables.interval = policy["interval"]
     config.policy.setdefault("interval", tables.interval)
     tables.usage = tables.stream.usage()

@@ -12,8 +12,8 @@ import pandas as pd
 import pyarrow as pa
 
 from gpucost.allocation import Allocator, resolve_threads
-from gpucost.chunks import (COST_CSV_TYPES, csv_goes_back_in_time, expand_paths, is_path_like, iter_chunks,
-                            parquet_order, read_ahead, read_table, relocate_error, write_result)
+from gpucost.chunks import (COST_CSV_TYPES, close_items, csv_goes_back_in_time, expand_paths, is_path_like,
+                            iter_chunks, parquet_order, read_ahead, read_table, relocate_error, write_result)
 from gpucost.errors import InvalidInputError, shift_rows
 from gpucost.frames import OUTPUTS
 
@@ -202,25 +202,31 @@ def add_chunks(allocator: Allocator, chunks: Iterable[Chunk], add: Callable[[All
     chunk that goes back in time starts a new allocator, ``unordered()``,
     fed the chunks before it read again, then that chunk and the rest. The
     result is the one an unordered allocator gives; only the memory and time
-    of its record of rows read twice differ."""
+    of its record of rows read twice differ. ``chunks`` is closed when this
+    returns or raises (its files and read ahead let go then, not when the
+    garbage collector finds it)."""
     sizes: list[int] = []  # of the chunks added
     rows = 0  # their sum
-    for chunk in chunks:
-        try:
-            add(allocator, chunk, rows)
-            went_back = False
-        except InvalidInputError:
-            if read_again is None or unordered is None or not allocator.went_back_in_time():
-                raise
-            went_back = True  # started over below, once the error no longer holds the failed allocator
-        if went_back:
-            allocator = unordered()
-            _add_again(allocator, read_again(), sizes, add)
-            read_again = None
-            add(allocator, chunk, rows)
-        sizes.append(len(chunk))
-        rows += sizes[-1]
-        del chunk  # not held while the next one is read
+    iterator = iter(chunks)
+    try:
+        for chunk in iterator:
+            try:
+                add(allocator, chunk, rows)
+                went_back = False
+            except InvalidInputError:
+                if read_again is None or unordered is None or not allocator.went_back_in_time():
+                    raise
+                went_back = True  # started over below, once the error no longer holds the failed allocator
+            if went_back:
+                allocator = unordered()
+                _add_again(allocator, read_again(), sizes, add)
+                read_again = None
+                add(allocator, chunk, rows)
+            sizes.append(len(chunk))
+            rows += sizes[-1]
+            del chunk  # not held while the next one is read
+    finally:
+        close_items(iterator)
     return allocator
 
 
@@ -240,9 +246,7 @@ def _add_again(allocator: Allocator, chunks: Iterable[Chunk], sizes: list[int],
             rows += size
             del chunk
     finally:
-        close = getattr(iterator, "close", None)
-        if close is not None:
-            close()
+        close_items(iterator)
 
 
 def can_read_again(usage: Any) -> bool:
@@ -260,13 +264,16 @@ def can_read_again(usage: Any) -> bool:
 
 
 def _shown(chunks: Iterable[Any], bar: Any) -> Iterable[Any]:
-    """``chunks``, each counted on the progress bar once added."""
-    for chunk in chunks:
-        yield chunk
-        bar.update(len(chunk))
-        if chunk.source is not None:
-            bar.set_postfix_str(os.path.basename(chunk.source), refresh=False)
-        del chunk  # not held while the next one is read
+    """``chunks``, each counted on the progress bar once added; closed with it."""
+    try:
+        for chunk in chunks:
+            yield chunk
+            bar.update(len(chunk))
+            if chunk.source is not None:
+                bar.set_postfix_str(os.path.basename(chunk.source), refresh=False)
+            del chunk  # not held while the next one is read
+    finally:
+        close_items(chunks)
 
 
 def _output(output: Any) -> tuple[str, str | os.PathLike | None]:

@@ -7,7 +7,10 @@ from __future__ import annotations
 import errno
 import gzip
 import os
+import subprocess
+import sys
 import threading
+import time
 
 import numpy as np
 import pandas as pd
@@ -578,3 +581,70 @@ def test_parquet_row_groups_in_time_order_stream_as_ordered_chunks(fleet, expect
     assert len(by_time) > 5_000  # several groups
     # Groups bigger than 4 chunks are read in chunks, as before.
     assert not gpucost.chunks.parquet_in_time_order(tmp_path / "sorted.parquet", 999)
+
+
+def _open_fds(path) -> int:
+    """How many of this process' file descriptors are open on ``path``."""
+    count = 0
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            count += os.readlink(f"/proc/self/fd/{fd}") == str(path)
+        except OSError:  # the listing's own
+            pass
+    return count
+
+
+def _wait_closed(path, seconds: float = 60) -> bool:
+    """Whether ``path`` is closed within ``seconds`` (a parse in flight ends first)."""
+    deadline = time.monotonic() + seconds
+    while _open_fds(path) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return not _open_fds(path)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="/proc/self/fd is Linux's")
+def test_an_error_closes_the_file_being_read(fleet, tmp_path):
+    """allocate_stream lets its file go when a chunk fails, not when the
+    garbage collector finds the reader: the error's traceback still holds
+    the frames that held it."""
+    path = tmp_path / "usage.csv"
+    usage = fleet.usage.iloc[:5000].copy()
+    usage.loc[usage.index[3500], "util"] = 2.5
+    write_csv(usage, path)
+    for threads in (1, 2):
+        with pytest.raises(gpucost.InvalidInputError, match=rf"^{path}: line 3502, column 'util'") as caught:
+            gpucost.allocate_stream(fleet.costs, path, fleet.inventory, threads=threads, chunk_rows=1000,
+                                    block_size=1 << 14)
+        assert _wait_closed(path), f"threads={threads}: the file was left open"
+        del caught
+
+
+# Run in a child process: before the fix it hung for good, holding a lock every thread start needs.
+_CLOSED_INSIDE_THREAD_START = r"""
+import os, sys, threading, time
+sys.path.insert(0, sys.argv[2])
+from gpucost.chunks import iter_chunks, read_ahead
+from test_stream import _wait_closed
+path = sys.argv[1]
+for ahead in (False, True):
+    chunks = iter_chunks(path, chunk_rows=500, block_size=1 << 12, threads=2)
+    chunks = read_ahead(chunks) if ahead else chunks
+    next(chunks)
+    # The garbage collector closes an unfinished generator on whichever thread triggered a collection, and
+    # that can be a thread starting, inside threading's bookkeeping with this lock held.
+    with threading._shutdown_locks_lock:
+        chunks.close()
+    del chunks
+    assert _wait_closed(path), f"read ahead {ahead}: the file was left open"
+print("closed")
+"""
+
+
+@pytest.mark.skipif(not hasattr(threading, "_shutdown_locks_lock") or not os.path.isdir("/proc/self/fd"),
+                    reason="Python 3.13 starts threads without this lock; /proc/self/fd is Linux's")
+def test_an_unfinished_read_closes_without_waiting_for_a_thread(fleet, tmp_path):
+    path = tmp_path / "usage.csv"
+    write_csv(fleet.usage.iloc[:5000], path)
+    done = subprocess.run([sys.executable, "-c", _CLOSED_INSIDE_THREAD_START, str(path), os.path.dirname(__file__)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stdout.strip() == "closed", done.stderr
