@@ -12,6 +12,22 @@ namespace gpucost::testing {
 inline constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 inline constexpr int64_t kMinute = 60 * kNanosPerSecond;
 // 2026-03-01T00:00Z, a fixed origin for test instants.
+// ThreadSanitizer runs the engine's tests about twenty times slower
+// (make test builds them with it): the large ones there take fewer samples
+// and split them between threads from fewer samples per worker, so threads
+// still share the work the same ways.
+#if defined(__SANITIZE_THREAD__)
+inline constexpr bool kThreadSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+inline constexpr bool kThreadSanitizer = true;
+#else
+inline constexpr bool kThreadSanitizer = false;
+#endif
+#else
+inline constexpr bool kThreadSanitizer = false;
+#endif
+
 inline constexpr int64_t kT0 = 20513LL * kNanosPerDay;
 inline int64_t At(int hour, int minute = 0) { return kT0 + hour * kNanosPerHour + minute * kMinute; }
 
