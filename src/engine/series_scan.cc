@@ -349,14 +349,17 @@ class Scanner {
     const auto codes = static_cast<uint32_t>(s_.resource_id.dictionary.size());
     const auto consumers = static_cast<int32_t>(s_.consumer.dictionary.size());
     bool any_gathered = false;
-    auto cache_of = [&](int32_t r, int32_t d) -> DeviceCache& {
-      if (dense_ && static_cast<uint32_t>(d) < static_cast<uint64_t>(devices_)) [[likely]] {
-        return caches_[static_cast<size_t>(r * devices_ + d)];
-      }
+    auto hashed_cache_of = [&](int32_t r, int32_t d) __attribute__((noinline)) -> DeviceCache& {
       const uint64_t key = (static_cast<uint64_t>(r) << 32) | static_cast<uint32_t>(d);
       auto [it, inserted] = device_slots.try_emplace(key, static_cast<int32_t>(hashed_caches.size()));
       if (inserted) hashed_caches.emplace_back();
       return hashed_caches[it->second];
+    };
+    auto cache_of = [&](int32_t r, int32_t d) __attribute__((always_inline)) -> DeviceCache& {
+      if (dense_ && static_cast<uint32_t>(d) < static_cast<uint64_t>(devices_)) [[likely]] {
+        return caches_[static_cast<size_t>(r * devices_ + d)];
+      }
+      return hashed_cache_of(r, d);
     };
     // Most consumers (a pod on its GPU) hold one series: per consumer code,
     // its only series, or kShared once it holds several (those are hashed).
@@ -375,9 +378,9 @@ class Scanner {
       states.emplace_back();
       return id;
     };
-    auto series_of = [&](int64_t i, int32_t r, int32_t d, int32_t c) {
-      DeviceCache& cache = cache_of(r, d);
-      if (const int32_t id = cache.Find(c); id >= 0) [[likely]] return id;
+    // The cache's miss path, kept out of the row loop: inlined, it made the
+    // loop spill its registers, and called whole it cost a call per row.
+    auto series_missed = [&](DeviceCache& cache, int64_t i, int32_t r, int32_t d, int32_t c) __attribute__((noinline)) {
       int32_t& only = only_series[static_cast<size_t>(c) + 1];
       int32_t id;
       if (only == kNone) {
@@ -396,6 +399,11 @@ class Scanner {
       }
       cache.Put(c, id);
       return id;
+    };
+    auto series_of = [&](int64_t i, int32_t r, int32_t d, int32_t c) __attribute__((always_inline)) {
+      DeviceCache& cache = cache_of(r, d);
+      if (const int32_t id = cache.Find(c); id >= 0) [[likely]] return id;
+      return series_missed(cache, i, r, d, c);
     };
 
     ForOwnedRows(chunk_, s_, w, [&](int64_t i) __attribute__((always_inline)) {
