@@ -241,16 +241,13 @@ struct alignas(64) ScanState {
     if (first_diff == 0) first_diff = d;
     irregular |= d != first_diff;
     ++diffs;
-    if (d == candidate) {
-      ++vote;
-      ++since;
-    } else if (vote == 0) {
-      candidate = d;
-      vote = 1;
-      since = 1;
-    } else {
-      --vote;
-    }
+    // Without branches: late scrapes make the outcome a coin toss per row,
+    // and a mispredicted branch per third row cost more than these selects.
+    const bool agrees = d == candidate;
+    const bool renamed = !agrees & (vote == 0);
+    candidate = renamed ? d : candidate;
+    vote += agrees | renamed ? 1 : -1;
+    since = renamed ? 1 : since + static_cast<int32_t>(agrees);
   }
   // The median of the differences when one value is more than half of them.
   [[nodiscard]] bool MajorityKnown() const { return 2 * static_cast<int64_t>(since) > diffs; }
