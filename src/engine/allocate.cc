@@ -1714,10 +1714,7 @@ int64_t Allocator::State::FindDuplicates(const SampleColumns& s, internal::Chunk
       Item item;
     };
     std::vector<Kept> kept;
-    int64_t owned = chunk.workers == 1 ? static_cast<int64_t>(s.size()) : 0;
-    if (chunk.workers > 1) {
-      for (const auto& [begin, end] : chunk.runs[w]) owned += end - begin;
-    }
+    const int64_t owned = internal::OwnedRowCount(chunk, static_cast<int64_t>(s.size()), w);
     kept.reserve(static_cast<size_t>(owned));  // at most every row the worker owns, without regrowing
     std::vector<int64_t> kept_of(num_series + 1, 0);
     auto add = [&](size_t k, const Item& item) {

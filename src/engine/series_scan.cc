@@ -310,8 +310,10 @@ class Scanner {
     size_t count = 0;
     for (const auto& part : runs_in_part_) count += part[w].size();
     runs.reserve(count);
+    size_t owned = 0;
     for (auto& part : runs_in_part_) {
       for (const auto& [begin, end] : part[w]) {
+        owned += end - begin;
         if (!runs.empty() && runs.back().second == begin) {
           runs.back().second = end;
         } else {
@@ -319,6 +321,17 @@ class Scanner {
         }
       }
       part[w] = {};
+    }
+    // Runs shorter than this on average become a list of rows: a loop per
+    // one-row run cost every pass a mispredicted branch per row.
+    constexpr size_t kListBelowRunRows = 4;
+    if (runs.size() * kListBelowRunRows > owned) {
+      std::vector<uint32_t>& rows = chunk_.rows[w];
+      rows.reserve(owned);
+      for (const auto& [begin, end] : runs) {
+        for (uint32_t i = begin; i < end; ++i) rows.push_back(i);
+      }
+      runs = {};
     }
   }
 
@@ -621,6 +634,7 @@ ChunkSeries ScanChunkSeries(const SampleColumns& samples, const std::vector<int3
   chunk.series_of_row = AllocateUncleared<int32_t>(samples.size());
   chunk.by_worker.resize(chunk.workers);
   chunk.runs.resize(chunk.workers);
+  chunk.rows.resize(chunk.workers);
   Scanner scanner(samples, devices_of_code, chunk);
   // The runs found by every worker before any worker reads them: one
   // barrier, not a second start of the threads.

@@ -106,8 +106,11 @@ struct ChunkSeries {
   int workers = 1;
   std::vector<uint8_t> owner;  // per resource code: its worker
   // With several workers: per worker, the runs [begin, end) of rows it owns,
-  // found once so that later passes visit only their own rows.
+  // found once so that later passes visit only their own rows. Where its
+  // runs are short (shuffled rows: about one row a run) they are replaced by
+  // the list of its rows, which every pass walks without a loop per run.
   std::vector<std::vector<std::pair<uint32_t, uint32_t>>> runs;
+  std::vector<std::vector<uint32_t>> rows;
   // Per row: its worker-local series id, | kDroppedBit, or kBadRow. Every
   // row is written by its owner, so it is allocated without being cleared.
   UnclearedBuffer<int32_t> series_of_row;
@@ -155,11 +158,22 @@ void ForOwnedRows(const ChunkSeries& chunk, const SampleColumns& s, int w, F&& f
     }
     return;
   }
+  for (const uint32_t i : chunk.rows[w]) {
+    if (!call(i)) return;
+  }
   for (const auto& [begin, end] : chunk.runs[w]) {
     for (int64_t i = begin; i < end; ++i) {
       if (!call(i)) return;
     }
   }
+}
+
+// The number of rows worker w owns.
+inline int64_t OwnedRowCount(const ChunkSeries& chunk, int64_t rows, int w) {
+  if (chunk.workers == 1) return rows;
+  int64_t owned = static_cast<int64_t>(chunk.rows[w].size());
+  for (const auto& [begin, end] : chunk.runs[w]) owned += end - begin;
+  return owned;
 }
 
 }  // namespace gpucost::internal
