@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <span>
 #include <thread>
 #include <type_traits>
 #include <utility>
@@ -151,17 +152,17 @@ void ForOwnedRows(const ChunkSeries& chunk, const SampleColumns& s, int w, F&& f
       return static_cast<bool>(f(i));
     }
   };
-  if (chunk.workers == 1) {
-    const auto n = static_cast<int64_t>(s.size());
-    for (int64_t i = 0; i < n; ++i) {
+  // Two copies of f's loop, not three: one worker's rows are one run.
+  if (chunk.workers > 1 && !chunk.rows[w].empty()) {
+    for (const uint32_t i : chunk.rows[w]) {
       if (!call(i)) return;
     }
     return;
   }
-  for (const uint32_t i : chunk.rows[w]) {
-    if (!call(i)) return;
-  }
-  for (const auto& [begin, end] : chunk.runs[w]) {
+  const std::pair<uint32_t, uint32_t> all_rows{0, static_cast<uint32_t>(s.size())};
+  const std::span<const std::pair<uint32_t, uint32_t>> runs =
+      chunk.workers == 1 ? std::span(&all_rows, 1) : std::span(chunk.runs[w]);
+  for (const auto& [begin, end] : runs) {
     for (int64_t i = begin; i < end; ++i) {
       if (!call(i)) return;
     }
