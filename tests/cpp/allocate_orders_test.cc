@@ -237,6 +237,36 @@ TEST(AllocateOrders, EveryOrderAndThreadCountGivesOneResult) {
   }
 }
 
+// Every row is walked by exactly one worker, in row order: as runs where a
+// node's rows come together, as a list of its rows where they are shuffled
+// (runs of about one row).
+TEST(AllocateOrders, EachWorkerWalksItsOwnRowsInRowOrder) {
+  const Fleet& fleet = SharedFleet();
+  constexpr int kWorkers = 3;
+  for (Order order : {Order::kNodeScrapes, Order::kTime, Order::kShuffled}) {
+    SCOPED_TRACE(::testing::Message() << "order " << static_cast<int>(order));
+    SampleTable table = fleet.InOrder(order);
+    const SampleColumns s = table.columns();
+    const std::vector<int32_t> devices_of_code(s.resource_id.dictionary.size(), -1);
+    const internal::ChunkSeries chunk = internal::ScanChunkSeries(s, devices_of_code, kWorkers);
+    ASSERT_EQ(chunk.workers, kWorkers);
+    std::vector<int> walked(s.size(), 0);
+    for (int w = 0; w < kWorkers; ++w) {
+      int64_t previous = -1, rows = 0;
+      internal::ForOwnedRows(chunk, s, w, [&](int64_t i) {
+        EXPECT_GT(i, previous);
+        previous = i;
+        ++walked[static_cast<size_t>(i)];
+        ++rows;
+      });
+      EXPECT_EQ(internal::OwnedRowCount(chunk, static_cast<int64_t>(s.size()), w), rows);
+      EXPECT_GT(rows, 0);
+      EXPECT_EQ(!chunk.rows[w].empty(), order == Order::kShuffled);
+    }
+    EXPECT_TRUE(std::all_of(walked.begin(), walked.end(), [](int n) { return n == 1; }));
+  }
+}
+
 TEST(AllocateOrders, EveryBasisAndIdleModeInEveryOrder) {
   Fleet& fleet = const_cast<Fleet&>(SharedFleet());
   SampleTable series = fleet.InOrder(Order::kSeries);
