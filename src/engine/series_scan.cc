@@ -189,7 +189,7 @@ std::vector<uint8_t> AssignOwners(const SampleColumns& s, int workers) {
 // associative on the consumer code: set c % 4, ways set and set + 4, the
 // newer in the first.
 struct alignas(64) DeviceCache {
-  static constexpr int kSets = 4;
+  static constexpr size_t kSets = 4;
   std::array<int32_t, 2 * kSets> consumer;
   std::array<int32_t, 2 * kSets> series;
   DeviceCache() {
@@ -197,13 +197,13 @@ struct alignas(64) DeviceCache {
     series.fill(-1);
   }
   [[nodiscard]] int32_t Find(int32_t c) const {
-    const auto set = static_cast<uint32_t>(c) % kSets;
+    const size_t set = static_cast<uint32_t>(c) % kSets;
     if (consumer[set] == c) return series[set];
     if (consumer[set + kSets] == c) return series[set + kSets];
     return -1;
   }
   void Put(int32_t c, int32_t id) {
-    const auto set = static_cast<uint32_t>(c) % kSets;
+    const size_t set = static_cast<uint32_t>(c) % kSets;
     consumer[set + kSets] = consumer[set];
     series[set + kSets] = series[set];
     consumer[set] = c;

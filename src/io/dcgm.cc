@@ -317,7 +317,8 @@ void SortByInstant(std::span<TimedPoint> points, std::vector<TimedPoint>& buffer
     std::vector<size_t> merged = {0};
     for (size_t r = 0; r + 1 < bounds.size(); r += 2) {
       const size_t a = bounds[r], m = bounds[r + 1], b = r + 2 < bounds.size() ? bounds[r + 2] : m;
-      std::merge(from.begin() + a, from.begin() + m, from.begin() + m, from.begin() + b, to.begin() + a, Before);
+      auto at = [](auto& v, size_t k) { return v.begin() + static_cast<std::ptrdiff_t>(k); };
+      std::merge(at(from, a), at(from, m), at(from, m), at(from, b), at(to, a), Before);
       merged.push_back(b);
     }
     std::swap(from, to);

@@ -232,7 +232,7 @@ absl::Status GcpFormat::Normalise(const Row& row, LineBuilder& out) {
     note->line = out.size() - 1;
     const bool fee = note->kind != CommitmentNote::Kind::kResourceCovered &&
                      note->kind != CommitmentNote::Kind::kSpendCovered;
-    out.NoteCommitment(std::move(*note), fee ? &line : nullptr);
+    out.NoteCommitment(*note, fee ? &line : nullptr);
   }
   if (separate) {
     // Each credit as its own line on the same resource and period.

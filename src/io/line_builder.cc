@@ -231,7 +231,7 @@ void LineBuilder::NoteCommitment(CommitmentNote note, const Line* fee) {
     note.fee = static_cast<int32_t>(commitment_fees_.size());
     commitment_fees_.push_back(copy);
   }
-  commitment_notes_.push_back(std::move(note));
+  commitment_notes_.push_back(note);
 }
 
 CostLines LineBuilder::Finish() {

@@ -479,6 +479,7 @@ bool FastSeries(od::object item, std::string_view metric_name, const SeriesFilte
         if (label.unescaped_key().get(k) != simdjson::SUCCESS) return false;
         std::string name(k);  // the key's text lives in the parser until the next string is read
         if (label.value().get_string().get(v) != simdjson::SUCCESS) return false;
+        // NOLINTNEXTLINE(bugprone-use-after-move): a "metric" key after "values" returns false first
         if (name == "__name__") series.name = std::string(v);
         else series.labels.emplace_back(std::move(name), std::string(v));
       }

@@ -247,7 +247,7 @@ struct UsageCsvParser::Impl {
         if (after == nullptr) after = line_end;
         value = std::string_view(p, static_cast<size_t>(after - p));
       }
-      if (after == line_end && c + 1 < n) return FieldCountError(c + 1);
+      if (after == line_end && c + 1 < n) return FieldCountError(static_cast<int64_t>(c) + 1);
       if (after != line_end && c + 1 == n) {
         return FieldCountError(static_cast<int64_t>(n) + CountFields(after + 1, line_end));
       }
@@ -317,13 +317,14 @@ struct UsageCsvParser::Impl {
       case UsageCsvKind::kFloat64: {
         double v = 0;
         const bool parsed = ParseFloat64(value, &v);
-        if (parsed && !std::isnan(v)) {
+        // A NaN that is not a null's spelling is a value, as Arrow reads it
+        // ("nan(1)", quoted "nan"); a null spelling unquoted is null.
+        const bool null_spelling = !quoted && IsNullSpelling(value);  // "", "NA", "nan", ...
+        if (parsed && (!std::isnan(v) || !null_spelling)) {
           out.doubles.push_back(v);
-        } else if (!quoted && IsNullSpelling(value)) {  // "", "NA", "nan", ...
+        } else if (null_spelling) {
           state.null_rows.push_back(row);
           out.doubles.push_back(0);
-        } else if (parsed) {  // a NaN Arrow reads as one ("nan(1)", quoted "nan")
-          out.doubles.push_back(v);
         } else {
           return BadValue(state, value, "is not a number");
         }
