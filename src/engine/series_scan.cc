@@ -304,16 +304,31 @@ class Scanner {
   }
 
   // Worker w's runs: its runs of every part, in row order, a run cut by a
-  // part's end joined again.
+  // part's end joined again; or, where they are short, the list of its rows.
   void JoinRuns(int w) {
+    size_t count = 0, owned = 0;
+    for (const auto& part : runs_in_part_) {
+      count += part[w].size();
+      for (const auto& [begin, end] : part[w]) owned += end - begin;
+    }
+    // Runs shorter than this on average make a list of rows instead: a loop
+    // per one-row run cost every pass a mispredicted branch per row.
+    constexpr size_t kListBelowRunRows = 4;
+    if (count * kListBelowRunRows > owned) {
+      std::vector<uint32_t>& rows = chunk_.rows[w];
+      rows.reserve(owned);
+      for (auto& part : runs_in_part_) {
+        for (const auto& [begin, end] : part[w]) {
+          for (uint32_t i = begin; i < end; ++i) rows.push_back(i);
+        }
+        part[w] = {};
+      }
+      return;
+    }
     std::vector<std::pair<uint32_t, uint32_t>>& runs = chunk_.runs[w];
-    size_t count = 0;
-    for (const auto& part : runs_in_part_) count += part[w].size();
     runs.reserve(count);
-    size_t owned = 0;
     for (auto& part : runs_in_part_) {
       for (const auto& [begin, end] : part[w]) {
-        owned += end - begin;
         if (!runs.empty() && runs.back().second == begin) {
           runs.back().second = end;
         } else {
@@ -321,17 +336,6 @@ class Scanner {
         }
       }
       part[w] = {};
-    }
-    // Runs shorter than this on average become a list of rows: a loop per
-    // one-row run cost every pass a mispredicted branch per row.
-    constexpr size_t kListBelowRunRows = 4;
-    if (runs.size() * kListBelowRunRows > owned) {
-      std::vector<uint32_t>& rows = chunk_.rows[w];
-      rows.reserve(owned);
-      for (const auto& [begin, end] : runs) {
-        for (uint32_t i = begin; i < end; ++i) rows.push_back(i);
-      }
-      runs = {};
     }
   }
 

@@ -317,8 +317,7 @@ void SortByInstant(std::span<TimedPoint> points, std::vector<TimedPoint>& buffer
     std::vector<size_t> merged = {0};
     for (size_t r = 0; r + 1 < bounds.size(); r += 2) {
       const size_t a = bounds[r], m = bounds[r + 1], b = r + 2 < bounds.size() ? bounds[r + 2] : m;
-      auto at = [](auto& v, size_t k) { return v.begin() + static_cast<std::ptrdiff_t>(k); };
-      std::merge(at(from, a), at(from, m), at(from, m), at(from, b), at(to, a), Before);
+      std::merge(from.data() + a, from.data() + m, from.data() + m, from.data() + b, to.data() + a, Before);
       merged.push_back(b);
     }
     std::swap(from, to);
