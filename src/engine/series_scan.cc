@@ -83,32 +83,55 @@ bool SameValues(const SampleColumns& s, int64_t a, int64_t b) {
          (!s.duration.has_value() || (*s.duration)[a] == (*s.duration)[b]);
 }
 
+// Scratch of SortByInstant, reused from series to series.
+struct SortScratch {
+  std::vector<GatheredRow> rows;
+  std::vector<uint32_t> bucket;  // per row
+  std::vector<uint32_t> count;   // per bucket: its rows, then its next position
+};
+
 // Sorts a series' rows by instant, ties in the order given, in linear time
 // for telemetry: each row goes to the bucket (t - min) / span * count, a
 // stable counting pass, and an insertion pass orders rows within buckets
-// (one row a bucket when samples are evenly spaced, jittered or with gaps).
-// A crowded bucket (instants far from even) is sorted by comparison.
-void SortByInstant(GatheredRow* b, GatheredRow* e, std::vector<GatheredRow>& scratch, std::vector<uint32_t>& count) {
+// (one row a bucket when samples are evenly spaced, jittered or with gaps)
+// as it copies them back. A crowded bucket (instants far from even) is
+// sorted by comparison.
+void SortByInstant(GatheredRow* b, GatheredRow* e, SortScratch& scratch) {
   const auto n = static_cast<size_t>(e - b);
   auto before = [](const GatheredRow& x, const GatheredRow& y) { return x.t < y.t; };
-  if (std::is_sorted(b, e, before)) return;
+  // Rows [from, from + rows) inserted one by one into `to` (which may be
+  // `from`): stable, and linear when each row is near its place.
+  auto insert_all = [](const GatheredRow* from, GatheredRow* to, size_t rows) {
+    for (size_t k = 0; k < rows; ++k) {
+      const GatheredRow r = from[k];
+      size_t j = k;
+      for (; j > 0 && r.t < to[j - 1].t; --j) to[j] = to[j - 1];
+      to[j] = r;
+    }
+  };
   constexpr size_t kSmall = 32;
   if (n <= kSmall) {
-    std::stable_sort(b, e, before);
+    insert_all(b, b, n);
     return;
   }
   int64_t lo = b->t, hi = b->t;
-  for (const GatheredRow* p = b; p != e; ++p) {
+  bool sorted = true;
+  for (const GatheredRow* p = b + 1; p != e; ++p) {
+    sorted &= p[-1].t <= p->t;
     lo = std::min(lo, p->t);
     hi = std::max(hi, p->t);
   }
+  if (sorted) return;
   const double scale = static_cast<double>(n - 1) / static_cast<double>(static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo));
-  auto bucket = [&](const GatheredRow& r) {
-    const double at = static_cast<double>(static_cast<uint64_t>(r.t) - static_cast<uint64_t>(lo)) * scale;
-    return std::min(n - 1, static_cast<size_t>(at));  // monotone in t
-  };
+  std::vector<uint32_t>& count = scratch.count;
+  std::vector<uint32_t>& bucket = scratch.bucket;
   count.assign(n + 1, 0);
-  for (const GatheredRow* p = b; p != e; ++p) ++count[bucket(*p) + 1];
+  bucket.resize(n);
+  for (size_t k = 0; k < n; ++k) {
+    const double at = static_cast<double>(static_cast<uint64_t>(b[k].t) - static_cast<uint64_t>(lo)) * scale;
+    bucket[k] = static_cast<uint32_t>(std::min(n - 1, static_cast<size_t>(at)));  // monotone in t
+    ++count[bucket[k] + 1];
+  }
   uint32_t crowded = 0;
   for (size_t k = 1; k <= n; ++k) {
     crowded = std::max(crowded, count[k]);
@@ -118,16 +141,11 @@ void SortByInstant(GatheredRow* b, GatheredRow* e, std::vector<GatheredRow>& scr
     std::stable_sort(b, e, before);
     return;
   }
-  scratch.resize(n);
-  for (const GatheredRow* p = b; p != e; ++p) scratch[count[bucket(*p)]++] = *p;
-  // Buckets are in instant order; within one, a stable insertion sort.
-  for (size_t k = 1; k < n; ++k) {
-    const GatheredRow r = scratch[k];
-    size_t j = k;
-    for (; j > 0 && r.t < scratch[j - 1].t; --j) scratch[j] = scratch[j - 1];
-    scratch[j] = r;
-  }
-  std::copy(scratch.begin(), scratch.end(), b);
+  scratch.rows.resize(n);
+  GatheredRow* bucketed = scratch.rows.data();
+  for (size_t k = 0; k < n; ++k) bucketed[count[bucket[k]]++] = b[k];
+  // Buckets are in instant order; within one, the insertion orders rows.
+  insert_all(bucketed, b, n);
 }
 
 // Resource codes to workers: contiguous ranges of resources in the order
@@ -553,27 +571,30 @@ class Scanner {
       rows[next[static_cast<uint32_t>(id) >> shift]++] = {ts[i], static_cast<int32_t>(i), id, share[i], util[i], mem[i],
                                                          dur != nullptr ? dur[i] : 0};
     });
-    if (shift > 0) {
-      std::vector<GatheredRow> group;
-      next.assign(begin.begin(), begin.end() - 1);
-      for (size_t g = 0; g < groups; ++g) {
-        const int64_t lo = begin[g << shift];
-        const int64_t hi = begin[std::min<size_t>((g + 1) << shift, num_series)];
-        group.assign(rows + lo, rows + hi);
-        for (const GatheredRow& r : group) rows[next[r.series]++] = r;
-      }
-    }
-    std::vector<GatheredRow> scratch;
-    std::vector<uint32_t> count;
+    // Then group by group, while the group is in cache: its rows to their
+    // series, each series in time order, and its copies and spacing.
+    std::vector<GatheredRow> group;
+    SortScratch scratch;
+    std::vector<int64_t> next_of_series(size_t{1} << shift);
     std::vector<int64_t> diffs, median_scratch;
-    for (size_t k = 0; k < states.size(); ++k) {
-      if (!states[k].gathered) continue;
-      Series& series = out.series[k];
-      series.gathered = true;
-      series.sorted_begin = begin[k];
-      series.sorted_end = begin[k + 1];
-      SortByInstant(rows + begin[k], rows + begin[k + 1], scratch, count);
-      ScanSorted(rows + begin[k], rows + begin[k + 1], static_cast<int32_t>(k), series, out, diffs, median_scratch);
+    for (size_t g = 0; g < groups; ++g) {
+      const auto first = static_cast<uint32_t>(g << shift);
+      const auto last = static_cast<uint32_t>(std::min<size_t>((g + 1) << shift, num_series));
+      if (begin[first] == begin[last]) continue;
+      if (shift > 0) {
+        group.assign(rows + begin[first], rows + begin[last]);
+        std::copy(begin.begin() + first, begin.begin() + last, next_of_series.begin());
+        for (const GatheredRow& r : group) rows[next_of_series[r.series - first]++] = r;
+      }
+      for (uint32_t k = first; k < last; ++k) {
+        if (!states[k].gathered) continue;
+        Series& series = out.series[k];
+        series.gathered = true;
+        series.sorted_begin = begin[k];
+        series.sorted_end = begin[k + 1];
+        SortByInstant(rows + begin[k], rows + begin[k + 1], scratch);
+        ScanSorted(rows + begin[k], rows + begin[k + 1], static_cast<int32_t>(k), series, out, diffs, median_scratch);
+      }
     }
   }
 

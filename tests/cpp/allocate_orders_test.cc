@@ -359,13 +359,14 @@ TEST(AllocateOrders, ASeriesTooDenseIsRefusedInEveryOrder) {
 
 TEST(AllocateOrders, SpacingsAreExactMediansOfUnevenSeries) {
   // Each series: its instants at random gaps (jitter, clusters, outliers,
-  // repeated gaps, ties, one gap that is half or a late majority of them),
-  // odd and even counts; the spacing must be the exact median of its
-  // positive differences.
+  // repeated gaps, ties, one gap that is half or a late majority of them,
+  // every instant but the last within a second: one crowded bucket when
+  // shuffled rows are sorted), odd and even counts; the spacing must be the
+  // exact median of its positive differences.
   std::mt19937_64 rng(11);
   SampleTable rows;
   std::vector<double> expected;
-  for (int k = 0; k < 84; ++k) {
+  for (int k = 0; k < 98; ++k) {
     const int count = 2 + static_cast<int>(rng() % 400);
     std::vector<double> diffs;
     int64_t t = At(0);
@@ -373,12 +374,13 @@ TEST(AllocateOrders, SpacingsAreExactMediansOfUnevenSeries) {
       rows.Add(t, "i-" + std::to_string(k), 0, "pod", 1, 0, 0);
       if (i % 17 == 3) rows.Add(t, "i-" + std::to_string(k), 0, "pod", 0.5, 0, 0);  // a tie: no difference
       int64_t gap = 0;
-      switch (k % 6) {
+      switch (k % 7) {
         case 0: gap = 60'000'000'000 + static_cast<int64_t>(rng() % 800'000'000) - 400'000'000; break;
         case 1: gap = (rng() % 3 == 0) ? 30'000'000'000 : 60'000'000'000; break;
         case 2: gap = 1 + static_cast<int64_t>(rng() % 1'000'000'000'000); break;
         case 3: gap = 60'000'000'000 + static_cast<int64_t>(rng() % 7); break;
         case 4: gap = (i % 2 == 0) ? 60'000'000'000 : 60'000'000'001; break;  // half each: no majority
+        case 5: gap = i + 2 == count ? 86'400'000'000'000 : 1 + static_cast<int64_t>(rng() % 2'000'000); break;
         default:  // the first ~45 % jittered, the rest 60 s: a majority the vote names late, or none
           gap = 10 * i < 9 * count / 2 ? 60'000'000'000 + static_cast<int64_t>(rng() % 2'000) - 1'000
                                        : 60'000'000'000;
