@@ -200,6 +200,27 @@ std::vector<uint8_t> AssignOwners(const SampleColumns& s, int workers) {
   return owner;
 }
 
+// The worker of a row's resource code; a bad code's row goes to worker 0,
+// which refuses it.
+uint8_t OwnerOf(const std::vector<uint8_t>& owner, int32_t code) {
+  return static_cast<uint32_t>(code) < owner.size() ? owner[static_cast<uint32_t>(code)] : 0;
+}
+
+// Whether workers should walk lists of their rows rather than runs: the
+// owners' runs in the first 65,536 rows (every node of a scrape) average
+// fewer than four rows, as shuffled rows do (about one a run). A loop per
+// one-row run cost every pass a mispredicted branch per row. Either way
+// every worker walks its own rows in row order; this only picks the faster.
+bool RunsAreShort(const SampleColumns& s, const std::vector<uint8_t>& owner) {
+  const int32_t* rc = s.resource_id.codes.data();
+  const size_t n = std::min(s.resource_id.codes.size(), size_t{1} << 16);
+  if (n == 0) return false;
+  size_t runs = 1;
+  for (size_t i = 1; i < n; ++i) runs += OwnerOf(owner, rc[i]) != OwnerOf(owner, rc[i - 1]) ? 1 : 0;
+  constexpr size_t kListBelowRunRows = 4;
+  return runs * kListBelowRunRows > n;
+}
+
 // Recent consumers of one device and their series: node-scrape and time
 // order visit every device between two samples of one series, so a series
 // is found by two compares in one cache line here, and a hash only the first
@@ -291,7 +312,10 @@ class Scanner {
     constexpr int64_t kMaxDenseDevices = int64_t{1} << 22;
     dense_ = codes * devices_ <= std::max<int64_t>(kMaxDenseDevices, n);
     if (dense_) caches_.resize(static_cast<size_t>(codes * devices_));
-    if (chunk_.workers > 1) runs_in_part_.resize(chunk_.workers);
+    if (chunk_.workers > 1) {
+      runs_in_part_.resize(chunk_.workers);
+      rows_in_part_.resize(chunk_.workers);
+    }
   }
 
   // Part `part` of the rows (the parts: equal row ranges, one a worker)
@@ -303,16 +327,13 @@ class Scanner {
     std::vector<std::vector<std::pair<uint32_t, uint32_t>>>& by_owner = runs_in_part_[part];
     by_owner.resize(chunk_.workers);
     const int32_t* rc = s_.resource_id.codes.data();
-    const uint8_t* owner = chunk_.owner.data();
-    const auto codes = static_cast<uint32_t>(chunk_.owner.size());
     const auto [begin, end] = PartRows(part);
     for (uint32_t i = begin; i < end;) {
       const uint32_t run_begin = i;
       const int32_t r = rc[i];
       while (++i < end && rc[i] == r) {
       }
-      const auto code = static_cast<uint32_t>(r);
-      std::vector<std::pair<uint32_t, uint32_t>>& runs = by_owner[code < codes ? owner[code] : 0];
+      std::vector<std::pair<uint32_t, uint32_t>>& runs = by_owner[OwnerOf(chunk_.owner, r)];
       if (!runs.empty() && runs.back().second == run_begin) {
         runs.back().second = i;
       } else {
@@ -322,27 +343,10 @@ class Scanner {
   }
 
   // Worker w's runs: its runs of every part, in row order, a run cut by a
-  // part's end joined again; or, where they are short, the list of its rows.
+  // part's end joined again.
   void JoinRuns(int w) {
-    size_t count = 0, owned = 0;
-    for (const auto& part : runs_in_part_) {
-      count += part[w].size();
-      for (const auto& [begin, end] : part[w]) owned += end - begin;
-    }
-    // Runs shorter than this on average make a list of rows instead: a loop
-    // per one-row run cost every pass a mispredicted branch per row.
-    constexpr size_t kListBelowRunRows = 4;
-    if (count * kListBelowRunRows > owned) {
-      std::vector<uint32_t>& rows = chunk_.rows[w];
-      rows.reserve(owned);
-      for (auto& part : runs_in_part_) {
-        for (const auto& [begin, end] : part[w]) {
-          for (uint32_t i = begin; i < end; ++i) rows.push_back(i);
-        }
-        part[w] = {};
-      }
-      return;
-    }
+    size_t count = 0;
+    for (const auto& part : runs_in_part_) count += part[w].size();
     std::vector<std::pair<uint32_t, uint32_t>>& runs = chunk_.runs[w];
     runs.reserve(count);
     for (auto& part : runs_in_part_) {
@@ -357,6 +361,35 @@ class Scanner {
     }
   }
 
+  // Row lists instead of runs, in two steps with a barrier between: each
+  // part counts its rows per owner, then writes them into the owners' lists
+  // (one buffer, owner after owner, each list in row order), where the
+  // counts of the parts before it leave room for theirs. No list grows.
+  void CountRowsIn(int part) {
+    std::vector<int64_t>& count = rows_in_part_[part];
+    count.assign(chunk_.workers, 0);
+    const auto [begin, end] = PartRows(part);
+    for (uint32_t i = begin; i < end; ++i) ++count[OwnerOfRow(i)];
+  }
+  void ListRowsIn(int part) {
+    std::vector<int64_t> at(chunk_.workers);  // per owner: where this part's rows go
+    int64_t start = 0;                        // of owner o's list: after every row of the owners before o
+    for (int o = 0; o < chunk_.workers; ++o) {
+      int64_t listed = 0;
+      for (int p = 0; p < chunk_.workers; ++p) {
+        if (p == part) at[o] = start + listed;
+        listed += rows_in_part_[p][o];
+      }
+      if (o == part) chunk_.rows[o] = {chunk_.listed_rows.get() + start, static_cast<size_t>(listed)};
+      start += listed;
+    }
+    uint32_t* list = chunk_.listed_rows.get();
+    const auto [begin, end] = PartRows(part);
+    for (uint32_t i = begin; i < end; ++i) list[at[OwnerOfRow(i)]++] = i;
+  }
+
+  [[nodiscard]] uint8_t OwnerOfRow(uint32_t i) const { return OwnerOf(chunk_.owner, s_.resource_id.codes[i]); }
+
   [[nodiscard]] std::pair<uint32_t, uint32_t> PartRows(int part) const {
     const uint64_t n = s_.size();
     const auto workers = static_cast<uint64_t>(chunk_.workers);
@@ -365,7 +398,6 @@ class Scanner {
   }
 
   void Run(int w) {
-    if (chunk_.workers > 1) JoinRuns(w);
     WorkerSeries& out = chunk_.by_worker[w];
     std::vector<ScanState> states;
     // Hashed devices (absurd or negative device numbers, which a resource
@@ -639,8 +671,10 @@ class Scanner {
   int64_t devices_ = 0;
   bool dense_ = true;
   std::vector<DeviceCache> caches_;  // dense: per (resource code, device); owned by one worker each
-  // [part][worker]: the runs FindRunsIn found (several workers only).
+  // [part][worker]: the runs FindRunsIn found, or the rows CountRowsIn
+  // counted (several workers only).
   std::vector<std::vector<std::vector<std::pair<uint32_t, uint32_t>>>> runs_in_part_;
+  std::vector<std::vector<int64_t>> rows_in_part_;
 };
 
 std::atomic<int64_t> min_samples_per_worker{int64_t{1} << 18};
@@ -660,14 +694,22 @@ ChunkSeries ScanChunkSeries(const SampleColumns& samples, const std::vector<int3
   chunk.by_worker.resize(chunk.workers);
   chunk.runs.resize(chunk.workers);
   chunk.rows.resize(chunk.workers);
+  const bool listed = chunk.workers > 1 && RunsAreShort(samples, chunk.owner);
+  if (listed) chunk.listed_rows = AllocateUncleared<uint32_t>(samples.size());
   Scanner scanner(samples, devices_of_code, chunk);
-  // The runs found by every worker before any worker reads them: one
-  // barrier, not a second start of the threads.
-  std::barrier runs_found(chunk.workers);
+  // Every part's runs (or counts) before any worker reads them: barriers,
+  // not a second start of the threads.
+  std::barrier parts_done(chunk.workers);
   RunOnWorkers(chunk.workers, [&](int w) {
-    if (chunk.workers > 1) {
+    if (listed) {
+      scanner.CountRowsIn(w);
+      parts_done.arrive_and_wait();
+      scanner.ListRowsIn(w);
+      parts_done.arrive_and_wait();
+    } else if (chunk.workers > 1) {
       scanner.FindRunsIn(w);
-      runs_found.arrive_and_wait();
+      parts_done.arrive_and_wait();
+      scanner.JoinRuns(w);
     }
     scanner.Run(w);
   });

@@ -107,11 +107,13 @@ struct ChunkSeries {
   int workers = 1;
   std::vector<uint8_t> owner;  // per resource code: its worker
   // With several workers: per worker, the runs [begin, end) of rows it owns,
-  // found once so that later passes visit only their own rows. Where its
-  // runs are short (shuffled rows: about one row a run) they are replaced by
-  // the list of its rows, which every pass walks without a loop per run.
+  // found once so that later passes visit only their own rows. Where runs
+  // are short (shuffled rows: about one row a run) each worker has the list
+  // of its rows instead (a slice of `listed_rows`), which every pass walks
+  // without a loop per run.
   std::vector<std::vector<std::pair<uint32_t, uint32_t>>> runs;
-  std::vector<std::vector<uint32_t>> rows;
+  std::vector<std::span<const uint32_t>> rows;
+  UnclearedBuffer<uint32_t> listed_rows;
   // Per row: its worker-local series id, | kDroppedBit, or kBadRow. Every
   // row is written by its owner, so it is allocated without being cleared.
   UnclearedBuffer<int32_t> series_of_row;
