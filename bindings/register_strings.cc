@@ -1,9 +1,14 @@
 // Arrow string columns (pyarrow, pandas "str", Polars) dictionary-encoded in
-// C++ without the GIL, for gpucost/frames.py. Telemetry strings come in runs
-// (a series' rows, a node's scrape), so each row is first compared with the
-// row before it, and only a new value is looked up; a row that is neither
-// costs one hash lookup in a table of the column's distinct values.
+// C++ without the GIL, for gpucost/frames.py. A row equal to the row before
+// it (telemetry strings come in runs) takes its code; any other is looked up
+// in a table of the column's distinct values that holds each value's length
+// and first 24 bytes inline (three words): a hash of those words and mostly
+// one compare of one entry, never a read of where the value first occurred.
+// (A cache of recent values in front of a hash table of pointers missed on
+// every collision, and each miss read the column's buffer at random;
+// docs/decisions.md.)
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -30,8 +35,10 @@ struct StringChunk {
   const int32_t* offsets32 = nullptr;
   const int64_t* offsets64 = nullptr;
   const char* data = nullptr;
+  const char* data_end = nullptr;
   const uint8_t* views = nullptr;
-  std::vector<const char*> view_buffers;
+  const char* views_end = nullptr;
+  std::vector<const char*> view_buffers, view_buffer_ends;
   const uint8_t* validity = nullptr;
   int64_t offset = 0;
   int64_t length = 0;
@@ -40,19 +47,26 @@ struct StringChunk {
     const int64_t k = offset + i;
     return validity == nullptr || ((validity[k >> 3] >> (k & 7)) & 1) != 0;
   }
-  [[nodiscard]] std::string_view At(int64_t i) const {
+  // Row i's value, and the end of the buffer it lies in (bytes up to
+  // there may be read past the value).
+  [[nodiscard]] std::string_view At(int64_t i, const char*& end) const {
     const int64_t k = offset + i;
     if (views != nullptr) {
       const uint8_t* view = views + 16 * k;
       int32_t size = 0, buffer = 0, at = 0;
       std::memcpy(&size, view, 4);
-      if (size <= 12) return {reinterpret_cast<const char*>(view + 4), static_cast<size_t>(size)};
+      if (size <= 12) {
+        end = views_end;
+        return {reinterpret_cast<const char*>(view + 4), static_cast<size_t>(size)};
+      }
       std::memcpy(&buffer, view + 8, 4);
       std::memcpy(&at, view + 12, 4);
+      end = view_buffer_ends[static_cast<size_t>(buffer)];
       return {view_buffers[static_cast<size_t>(buffer)] + at, static_cast<size_t>(size)};
     }
     const int64_t lo = offsets32 != nullptr ? offsets32[k] : offsets64[k];
     const int64_t hi = offsets32 != nullptr ? offsets32[k + 1] : offsets64[k + 1];
+    end = data_end;
     return {data + lo, static_cast<size_t>(hi - lo)};
   }
 };
@@ -60,14 +74,13 @@ struct StringChunk {
 // The distinct values of a range of rows, first seen first, as views into
 // the Arrow buffers (alive for the whole call).
 struct LocalDictionary {
-  absl::flat_hash_map<std::string_view, int32_t> index;
   std::vector<std::string_view> values;
 };
 
-// Up to 8 bytes of `p` as an integer (zero-padded).
-inline uint64_t Word(const char* p, size_t n) {
+// 8 bytes of `p` as an integer.
+inline uint64_t Word(const char* p) {
   uint64_t w = 0;
-  std::memcpy(&w, p, std::min<size_t>(n, 8));
+  std::memcpy(&w, p, 8);
   return w;
 }
 
@@ -76,49 +89,104 @@ inline uint64_t Word(const char* p, size_t n) {
 inline bool SameBytes(const char* a, const char* b, size_t n) {
   if (n < 8) return std::memcmp(a, b, n) == 0;
   for (size_t k = 0; k + 8 < n; k += 8) {
-    if (Word(a + k, 8) != Word(b + k, 8)) return false;
+    if (Word(a + k) != Word(b + k)) return false;
   }
-  return Word(a + n - 8, 8) == Word(b + n - 8, 8);
+  return Word(a + n - 8) == Word(b + n - 8);
 }
 
-// Recent values by a cheap hash of their first and last bytes (direct
-// mapped): rows out of runs (a node's pods, one after another) mostly find
-// their code here, without the hash table's full hash.
-class RecentValues {
- public:
-  static constexpr int kBits = 14;
-  // The slot of `v`, and whether it holds v.
-  int32_t* Find(std::string_view v, bool& hit) {
-    const size_t n = v.size();
-    const uint64_t head = n >= 8 ? Word(v.data(), 8) : Word(v.data(), n);
-    const uint64_t tail = n >= 8 ? Word(v.data() + n - 8, 8) : 0;
-    const uint64_t h = ((head * 0x9E3779B97F4A7C15ULL) ^ (tail * 0xC2B2AE3D27D4EB4FULL) ^ n) * 0x9E3779B97F4A7C15ULL;
-    Entry& e = entries_[h >> (64 - kBits)];
-    hit = e.code >= 0 && e.size == v.size() && SameBytes(e.data, v.data(), v.size());
-    last_ = &e;
-    return &e.code;
+// A value as the table compares it: its length and three words, bytes
+// [0, 8), [8, 16) and, up to 24 bytes, [16, 24) (else its last 8 bytes),
+// bytes past the value zero. Two values of at most 24 bytes are equal
+// exactly when their keys are; longer ones also compare bytes [16, n - 8).
+struct Key {
+  uint64_t w0, w1, w2, n;
+  bool operator==(const Key&) const = default;
+};
+
+// The low `bytes` bytes of a word (0 to 8, clamped).
+inline uint64_t LowBytes(int64_t bytes) {
+  const int64_t b = std::clamp<int64_t>(bytes, 0, 8);
+  return b == 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * b)) - 1;
+}
+
+// The key of `v`, whose buffer ends at `end`: three loads that may read
+// past the value (not past its buffer), masked; a value within 24 bytes of
+// its buffer's end is copied first.
+inline Key KeyOf(std::string_view v, const char* end) {
+  const char* p = v.data();
+  const auto n = static_cast<int64_t>(v.size());
+  std::array<char, 24> copy{};
+  if (end - p < 24) [[unlikely]] {
+    std::memcpy(copy.data(), p, static_cast<size_t>(std::min<int64_t>(n, 24)));
+    p = copy.data();
   }
-  void Put(std::string_view v, int32_t code) {
-    *last_ = {v.data(), static_cast<uint32_t>(v.size()), code};
+  const char* last = n > 24 ? v.data() + n - 8 : p + 16;
+  return {Word(p) & LowBytes(n), Word(p + 8) & LowBytes(n - 8), Word(last) & LowBytes(n > 24 ? 8 : n - 16),
+          static_cast<uint64_t>(n)};
+}
+
+// The distinct values of a range of rows by key: open addressing, linear
+// probing, at most half full. A value over 24 bytes keeps its bytes
+// [16, n - 8) in an arena, compared only when its key matches.
+class ValueTable {
+ public:
+  // The code of `v`, or fresh() after adding it.
+  template <typename F>
+  int32_t FindOrAdd(std::string_view v, const Key& key, F&& fresh) {
+    for (size_t slot = Slot(key);; slot = (slot + 1) & mask_) {
+      Entry& e = entries_[slot];
+      if (e.code < 0) [[unlikely]] return Add(e, v, key, fresh());
+      if (e.key == key && (key.n <= 24 || SameBytes(arena_.data() + e.middle, v.data() + 16, v.size() - 24)))
+          [[likely]] {
+        return e.code;
+      }
+    }
   }
 
  private:
   struct Entry {
-    const char* data = nullptr;
-    uint32_t size = 0;
+    Key key{0, 0, 0, 0};
+    uint64_t middle = 0;  // where its bytes [16, n - 8) start in arena_
     int32_t code = -1;
   };
-  std::vector<Entry> entries_ = std::vector<Entry>(size_t{1} << kBits);
-  Entry* last_ = nullptr;
+  [[nodiscard]] size_t Slot(const Key& k) const {
+    const uint64_t h = (k.w0 * 0x9E3779B97F4A7C15ULL) ^ (k.w1 * 0xC2B2AE3D27D4EB4FULL) ^
+                       (k.w2 * 0x165667B19E3779F9ULL) ^ k.n;
+    return static_cast<size_t>((h * 0x9E3779B97F4A7C15ULL) >> 32) & mask_;
+  }
+  __attribute__((noinline)) int32_t Add(Entry& e, std::string_view v, const Key& key, int32_t code) {
+    e = {key, arena_.size(), code};
+    if (v.size() > 24) arena_.insert(arena_.end(), v.begin() + 16, v.end() - 8);
+    if (++size_ * 2 > entries_.size()) Grow();
+    return code;
+  }
+  void Grow() {
+    std::vector<Entry> old = std::move(entries_);
+    entries_.assign(old.size() * 2, Entry());
+    mask_ = entries_.size() - 1;
+    for (const Entry& e : old) {
+      if (e.code < 0) continue;
+      size_t slot = Slot(e.key);
+      while (entries_[slot].code >= 0) slot = (slot + 1) & mask_;
+      entries_[slot] = e;
+    }
+  }
+  static constexpr size_t kInitial = size_t{1} << 12;
+  std::vector<Entry> entries_ = std::vector<Entry>(kInitial);
+  size_t mask_ = kInitial - 1;
+  size_t size_ = 0;
+  std::vector<char> arena_;
 };
 
 // Encodes chunks[c] rows [begin, end) for c in [first, last] (begin in the
 // first chunk, end in the last) into codes (nulls -1) and `dict`.
 void EncodeRange(const std::vector<StringChunk>& chunks, size_t first, int64_t begin, size_t last, int64_t end,
                  int32_t* codes, LocalDictionary& dict) {
+  ValueTable table;
+  // Telemetry strings come in runs (a node's rows, a series'): a row equal
+  // to the one before it takes its code without a lookup.
   std::string_view previous;
   int32_t previous_code = -1;
-  RecentValues recent;
   for (size_t c = first; c <= last; ++c) {
     const StringChunk& chunk = chunks[c];
     const int64_t lo = c == first ? begin : 0, hi = c == last ? end : chunk.length;
@@ -127,24 +195,17 @@ void EncodeRange(const std::vector<StringChunk>& chunks, size_t first, int64_t b
         *codes = -1;
         continue;
       }
-      const std::string_view value = chunk.At(i);
-      if (previous_code >= 0 && value.size() == previous.size() &&
-          SameBytes(value.data(), previous.data(), value.size())) [[likely]] {
+      const char* buffer_end = nullptr;
+      const std::string_view value = chunk.At(i, buffer_end);
+      if (previous_code >= 0 && value.size() == previous.size() && SameBytes(value.data(), previous.data(), value.size())) {
         *codes = previous_code;
         continue;
       }
-      bool hit = false;
-      const int32_t* cached = recent.Find(value, hit);
-      if (hit) {
-        previous_code = *cached;
-      } else {
-        auto [it, inserted] = dict.index.try_emplace(value, static_cast<int32_t>(dict.values.size()));
-        if (inserted) dict.values.push_back(value);
-        previous_code = it->second;
-        recent.Put(value, previous_code);
-      }
       previous = value;
-      *codes = previous_code;
+      previous_code = *codes = table.FindOrAdd(value, KeyOf(value, buffer_end), [&] {
+        dict.values.push_back(value);
+        return static_cast<int32_t>(dict.values.size() - 1);
+      });
     }
   }
 }
@@ -167,6 +228,7 @@ py::tuple EncodeStrings(const py::list& chunk_buffers, int threads) {
       chunk.offsets64 = static_cast<const int64_t*>(offsets.data());
     } else if (offsets.dtype().is(py::dtype::of<uint8_t>())) {  // string_view: 16 bytes a row
       chunk.views = static_cast<const uint8_t*>(offsets.data());
+      chunk.views_end = static_cast<const char*>(offsets.data()) + offsets.size();
     } else {
       throw py::type_error("internal: string offsets must be int32 or int64, or uint8 views");
     }
@@ -177,11 +239,13 @@ py::tuple EncodeStrings(const py::list& chunk_buffers, int threads) {
       for (const py::handle b : t[1].cast<py::list>()) {
         const auto buffer = b.cast<CArray<uint8_t>>();
         chunk.view_buffers.push_back(reinterpret_cast<const char*>(buffer.data()));
+        chunk.view_buffer_ends.push_back(reinterpret_cast<const char*>(buffer.data()) + buffer.size());
         keep.push_back(buffer);
       }
     } else {
       const auto data = t[1].cast<CArray<uint8_t>>();
       chunk.data = reinterpret_cast<const char*>(data.data());
+      chunk.data_end = chunk.data + data.size();
       keep.push_back(data);
     }
     if (!t[2].is_none()) {
@@ -219,11 +283,14 @@ py::tuple EncodeStrings(const py::list& chunk_buffers, int threads) {
     for (std::thread& t : pool) t.join();
     // Workers' values unified in row order: worker 0's codes stand, the
     // others' are mapped to the first worker that saw each value.
+    absl::flat_hash_map<std::string_view, int32_t> index;
+    if (workers > 1) {
+      for (size_t k = 0; k < dicts[0].values.size(); ++k) index.emplace(dicts[0].values[k], static_cast<int32_t>(k));
+    }
     for (int w = 1; w < workers; ++w) {
       std::vector<int32_t> global(dicts[w].values.size());
       for (size_t k = 0; k < global.size(); ++k) {
-        auto [it, inserted] = dicts[0].index.try_emplace(dicts[w].values[k],
-                                                         static_cast<int32_t>(dicts[0].values.size()));
+        auto [it, inserted] = index.try_emplace(dicts[w].values[k], static_cast<int32_t>(dicts[0].values.size()));
         if (inserted) dicts[0].values.push_back(dicts[w].values[k]);
         global[k] = it->second;
       }

@@ -389,17 +389,22 @@ def test_dictionaries_with_nulls_or_repeated_values_are_encoded_again():
 @pytest.mark.parametrize("threads", [1, 3])
 def test_string_columns_encoded_in_place_in_any_shape(threads):
     """Plain, large and view strings as Arrow holds them (slices, nulls, chunks,
-    empty and non-ASCII values, runs and values out of runs) encode to codes
-    whose values give back every row; one worker or several (a million rows
-    each), values first seen first, each value once."""
+    empty and non-ASCII values, runs and values out of runs, lengths around
+    the encoder's 8, 16 and 24 bytes, long values equal but for their
+    middle, a last value at its buffer's end) encode to codes whose values
+    give back every row; one worker or several (a million rows each), values
+    first seen first, each value once."""
     from gpucost import _core
     from gpucost.frames import _string_buffers
     rng = np.random.default_rng(5)
+    middles = [f"pod-0123456789ab-{m}-same-tail" for m in ("AAAA", "AAAB", "BAAA", "é")]
+    lengths = ["x" * n for n in (7, 8, 9, 15, 16, 17, 23, 24, 25, 31, 32, 33)] + ["y" * 24, "x" * 23 + "y"]
     pool = np.array(["i-0abc", "", "pod-é-1", "a", "pod-0123456789abcdef-x", "pod-0123456789abcdef-y"] +
-                    [f"pod-{k:05d}" for k in range(5000)], dtype=object)
+                    middles + lengths + [f"pod-{k:05d}" for k in range(5000)], dtype=object)
     rows = pool[np.repeat(rng.integers(len(pool), size=300_000), rng.integers(1, 12, size=300_000))]
     rows = rows[: 2_500_000].tolist()
     rows[7] = None
+    rows[-2] = "x" * 3  # the last value of the data buffer: no read past it
     rows[-1] = None
     for kind in (pa.string(), pa.large_string(), pa.string_view()):
         whole = pa.array(rows, kind)
