@@ -71,12 +71,6 @@ struct StringChunk {
   }
 };
 
-// The distinct values of a range of rows, first seen first, as views into
-// the Arrow buffers (alive for the whole call).
-struct LocalDictionary {
-  std::vector<std::string_view> values;
-};
-
 // 8 bytes of `p` as an integer.
 inline uint64_t Word(const char* p) {
   uint64_t w = 0;
@@ -125,23 +119,24 @@ inline Key KeyOf(std::string_view v, const char* end) {
           static_cast<uint64_t>(n)};
 }
 
-// The distinct values of a range of rows by key: open addressing, linear
-// probing, at most half full. A value over 24 bytes keeps its bytes
-// [16, n - 8) in an arena, compared only when its key matches.
-class ValueTable {
+// The distinct values of a range of rows, first seen first, as views into
+// the Arrow buffers (alive for the whole call), found by key: open
+// addressing, linear probing, at most half full. A value over 24 bytes keeps
+// its bytes [16, n - 8) in an arena, compared only when its key matches.
+class LocalDictionary {
  public:
-  // The code of `v`, or fresh() after adding it.
-  template <typename F>
-  int32_t FindOrAdd(std::string_view v, const Key& key, F&& fresh) {
+  // The code of `v` (its key `key`); a value not seen before gets the next.
+  int32_t CodeOf(std::string_view v, const Key& key) {
     for (size_t slot = Slot(key);; slot = (slot + 1) & mask_) {
       Entry& e = entries_[slot];
-      if (e.code < 0) [[unlikely]] return Add(e, v, key, fresh());
+      if (e.code < 0) [[unlikely]] return Add(e, v, key);
       if (e.key == key && (key.n <= 24 || SameBytes(arena_.data() + e.middle, v.data() + 16, v.size() - 24)))
           [[likely]] {
         return e.code;
       }
     }
   }
+  [[nodiscard]] const std::vector<std::string_view>& values() const { return values_; }
 
  private:
   struct Entry {
@@ -154,10 +149,12 @@ class ValueTable {
                        (k.w2 * 0x165667B19E3779F9ULL) ^ k.n;
     return static_cast<size_t>((h * 0x9E3779B97F4A7C15ULL) >> 32) & mask_;
   }
-  __attribute__((noinline)) int32_t Add(Entry& e, std::string_view v, const Key& key, int32_t code) {
+  __attribute__((noinline)) int32_t Add(Entry& e, std::string_view v, const Key& key) {
+    const auto code = static_cast<int32_t>(values_.size());
     e = {key, arena_.size(), code};
     if (v.size() > 24) arena_.insert(arena_.end(), v.begin() + 16, v.end() - 8);
-    if (++size_ * 2 > entries_.size()) Grow();
+    values_.push_back(v);
+    if (values_.size() * 2 > entries_.size()) Grow();
     return code;
   }
   void Grow() {
@@ -174,15 +171,14 @@ class ValueTable {
   static constexpr size_t kInitial = size_t{1} << 12;
   std::vector<Entry> entries_ = std::vector<Entry>(kInitial);
   size_t mask_ = kInitial - 1;
-  size_t size_ = 0;
   std::vector<char> arena_;
+  std::vector<std::string_view> values_;
 };
 
 // Encodes chunks[c] rows [begin, end) for c in [first, last] (begin in the
 // first chunk, end in the last) into codes (nulls -1) and `dict`.
 void EncodeRange(const std::vector<StringChunk>& chunks, size_t first, int64_t begin, size_t last, int64_t end,
                  int32_t* codes, LocalDictionary& dict) {
-  ValueTable table;
   // Telemetry strings come in runs (a node's rows, a series'): a row equal
   // to the one before it takes its code without a lookup.
   std::string_view previous;
@@ -202,10 +198,7 @@ void EncodeRange(const std::vector<StringChunk>& chunks, size_t first, int64_t b
         continue;
       }
       previous = value;
-      previous_code = *codes = table.FindOrAdd(value, KeyOf(value, buffer_end), [&] {
-        dict.values.push_back(value);
-        return static_cast<int32_t>(dict.values.size() - 1);
-      });
+      previous_code = *codes = dict.CodeOf(value, KeyOf(value, buffer_end));
     }
   }
 }
@@ -282,26 +275,23 @@ py::tuple EncodeStrings(const py::list& chunk_buffers, int threads) {
     run(0);
     for (std::thread& t : pool) t.join();
     // Workers' values unified in row order: worker 0's codes stand, the
-    // others' are mapped to the first worker that saw each value.
-    absl::flat_hash_map<std::string_view, int32_t> index;
-    if (workers > 1) {
-      for (size_t k = 0; k < dicts[0].values.size(); ++k) index.emplace(dicts[0].values[k], static_cast<int32_t>(k));
-    }
+    // others' are mapped to the first worker that saw each value (a key read
+    // only within the value: its end is its buffer's end here).
     for (int w = 1; w < workers; ++w) {
-      std::vector<int32_t> global(dicts[w].values.size());
+      const std::vector<std::string_view>& theirs = dicts[w].values();
+      std::vector<int32_t> global(theirs.size());
       for (size_t k = 0; k < global.size(); ++k) {
-        auto [it, inserted] = index.try_emplace(dicts[w].values[k], static_cast<int32_t>(dicts[0].values.size()));
-        if (inserted) dicts[0].values.push_back(dicts[w].values[k]);
-        global[k] = it->second;
+        global[k] = dicts[0].CodeOf(theirs[k], KeyOf(theirs[k], theirs[k].data() + theirs[k].size()));
       }
       for (int64_t r = bounds[w]; r < bounds[w + 1]; ++r) {
         if (codes[r] >= 0) codes[r] = global[codes[r]];
       }
     }
   }
-  py::list values(dicts[0].values.size());
-  for (size_t k = 0; k < dicts[0].values.size(); ++k) {
-    const std::string_view v = dicts[0].values[k];
+  const std::vector<std::string_view>& distinct = dicts[0].values();
+  py::list values(distinct.size());
+  for (size_t k = 0; k < distinct.size(); ++k) {
+    const std::string_view v = distinct[k];
     PyObject* s = PyUnicode_DecodeUTF8(v.data(), static_cast<Py_ssize_t>(v.size()), "strict");
     if (s == nullptr) throw py::error_already_set();
     PyList_SET_ITEM(values.ptr(), static_cast<Py_ssize_t>(k), s);
